@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file llmem.h
+ * @brief libllmem: GPU memory of fine-tuning a large language model.
+ *
+ * One hand-written public header. It needs only <stddef.h> and <stdint.h>, so
+ * the library can be vendored by copying. Every byte count is a `uint64_t`
+ * number of bytes. Every fallible call returns an `int` status: 0
+ * (#LLMEM_OK) on success or a negative `LLMEM_E*` code; the object's context
+ * then holds a message naming the offending field and value
+ * (llmem_ctx_error()). A failed call leaves its object usable and unchanged.
+ *
+ * Objects created from one context share nothing with another context's
+ * objects; the library has no global or static mutable state. A context and
+ * its objects may be used by one thread at a time.
+ */
+#ifndef LLMEM_H
+#define LLMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) || defined(__CYGWIN__)
+#  if defined(LLMEM_BUILDING)
+#    define LLMEM_API __declspec(dllexport)
+#  elif defined(LLMEM_STATIC)
+#    define LLMEM_API
+#  else
+#    define LLMEM_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define LLMEM_API __attribute__((visibility("default")))
+#else
+#  define LLMEM_API
+#endif
+
+/**
+ * @defgroup version Version
+ * Compile-time and run-time versions, so a binding can compare the library it
+ * loaded with the header it was written for.
+ * @{
+ */
+#define LLMEM_VERSION_MAJOR 0 /**< @since 0.1.0 */
+#define LLMEM_VERSION_MINOR 1 /**< @since 0.1.0 */
+#define LLMEM_VERSION_PATCH 0 /**< @since 0.1.0 */
+/** MAJOR * 10000 + MINOR * 100 + PATCH. @since 0.1.0 */
+#define LLMEM_VERSION_NUMBER \
+    (LLMEM_VERSION_MAJOR * 10000 + LLMEM_VERSION_MINOR * 100 + LLMEM_VERSION_PATCH)
+/** True when this header is at least version maj.min.pat. @since 0.1.0 */
+#define LLMEM_VERSION_CHECK(maj, min, pat) \
+    (LLMEM_VERSION_NUMBER >= ((maj) * 10000 + (min) * 100 + (pat)))
+
+/** Version of the loaded library, as #LLMEM_VERSION_NUMBER. @since 0.1.0 */
+LLMEM_API unsigned llmem_version_number(void);
+/** Version of the loaded library as "MAJOR.MINOR.PATCH". @since 0.1.0 */
+LLMEM_API const char *llmem_version_string(void);
+/** @} */
+
+/**
+ * @defgroup status Status codes
+ * Values are part of the ABI and are never renumbered.
+ * @{
+ */
+#define LLMEM_OK 0             /**< Success. @since 0.1.0 */
+#define LLMEM_EINVAL (-1)      /**< Invalid argument (NULL pointer, bad key). @since 0.1.0 */
+#define LLMEM_ENOMEM (-2)      /**< Allocation failed. @since 0.1.0 */
+#define LLMEM_ERANGE (-3)      /**< Value outside the field's bounds. @since 0.1.0 */
+#define LLMEM_ENOTFOUND (-4)   /**< Unknown name (preset, option value). @since 0.1.0 */
+#define LLMEM_EOVERFLOW (-5)   /**< A count does not fit in 64 bits. @since 0.1.0 */
+#define LLMEM_EINCONSISTENT (-6) /**< Fields contradict each other. @since 0.1.0 */
+#define LLMEM_EIO (-7)         /**< A file could not be read. @since 0.1.0 */
+#define LLMEM_EPARSE (-8)      /**< A file is malformed. @since 0.1.0 */
+#define LLMEM_ENOTSUP (-9)     /**< Not supported by this build or model. @since 0.1.0 */
+#define LLMEM_EBUFFER (-10)    /**< Caller's buffer too small. @since 0.1.0 */
+
+/** Static English description of a status code; never NULL. @since 0.1.0 */
+LLMEM_API const char *llmem_status_str(int status);
+/** @} */
+
+/**
+ * @defgroup ctx Context
+ * Carries the allocator and the last error message. Every other object is
+ * created from a context and must be freed before it.
+ * @{
+ */
+/** Opaque context. @since 0.1.0 */
+typedef struct llmem_ctx llmem_ctx;
+
+/**
+ * Caller-supplied allocator, passed by pointer at context creation.
+ * `size` must be `sizeof(llmem_allocator)` (use #LLMEM_ALLOCATOR_INIT), so
+ * later versions can add members. @since 0.1.0
+ */
+typedef struct llmem_allocator {
+    size_t size;                               /**< sizeof(llmem_allocator) */
+    void *(*alloc)(void *user, size_t bytes);  /**< like malloc */
+    void (*free)(void *user, void *ptr);       /**< like free; gets NULL never */
+    void *user;                                /**< passed back to both */
+} llmem_allocator;
+/** Initializer for #llmem_allocator. @since 0.1.0 */
+#define LLMEM_ALLOCATOR_INIT { sizeof(llmem_allocator), NULL, NULL, NULL }
+
+/**
+ * Create a context. @p allocator may be NULL for malloc/free; it is copied.
+ * @return #LLMEM_OK, #LLMEM_EINVAL or #LLMEM_ENOMEM. @since 0.1.0
+ */
+LLMEM_API int llmem_ctx_new(llmem_ctx **out, const llmem_allocator *allocator);
+/** Free a context; NULL is allowed. @since 0.1.0 */
+LLMEM_API void llmem_ctx_free(llmem_ctx *ctx);
+/**
+ * Message of the last failed call made through this context's objects
+ * ("" when none). Valid until the next call on the context. @since 0.1.0
+ */
+LLMEM_API const char *llmem_ctx_error(const llmem_ctx *ctx);
+/** @} */
+
+/**
+ * @defgroup model Model description
+ * A decoder-only transformer, from a built-in preset or explicit fields.
+ * Integer fields are set with llmem_model_set_int(); enumerated fields also
+ * accept their names through llmem_model_set_str(). Fields are checked one by
+ * one when set and together by llmem_model_validate().
+ * @{
+ */
+/** Opaque model description. @since 0.1.0 */
+typedef struct llmem_model llmem_model;
+
+/** Keys of model fields. Values are never reused. @since 0.1.0 */
+enum llmem_model_key {
+    LLMEM_MODEL_FAMILY = 1,          /**< #llmem_family; names "gpt2", "llama", ... */
+    LLMEM_MODEL_HIDDEN = 2,          /**< hidden size */
+    LLMEM_MODEL_LAYERS = 3,          /**< decoder layers */
+    LLMEM_MODEL_HEADS = 4,           /**< attention (query) heads */
+    LLMEM_MODEL_KV_HEADS = 5,        /**< key/value heads (grouped-query); 0 = heads */
+    LLMEM_MODEL_HEAD_DIM = 6,        /**< per-head size; 0 = hidden / heads */
+    LLMEM_MODEL_INTERMEDIATE = 7,    /**< MLP inner size */
+    LLMEM_MODEL_VOCAB = 8,           /**< vocabulary size */
+    LLMEM_MODEL_MAX_POSITIONS = 9,   /**< context length of the positions */
+    LLMEM_MODEL_NORM = 10,           /**< #llmem_norm; "layernorm", "rmsnorm" */
+    LLMEM_MODEL_MLP = 11,            /**< #llmem_mlp; "gated", "plain" */
+    LLMEM_MODEL_POSITIONS = 12,      /**< #llmem_positions; "learned", "rotary", "alibi" */
+    LLMEM_MODEL_QKV_BIAS = 13,       /**< 0/1: biases on q, k, v projections */
+    LLMEM_MODEL_OUT_BIAS = 14,       /**< 0/1: bias on the attention output projection */
+    LLMEM_MODEL_MLP_BIAS = 15,       /**< 0/1: biases on the MLP projections */
+    LLMEM_MODEL_NORM_BIAS = 16,      /**< 0/1: norms have a bias (LayerNorm) */
+    LLMEM_MODEL_TIE_EMBEDDINGS = 17, /**< 0/1: output head shares the input embedding */
+    LLMEM_MODEL_NORMS_PER_LAYER = 18,/**< norms in each decoder layer (2; 4 for Gemma-2) */
+    LLMEM_MODEL_FINAL_NORM = 19,     /**< 0/1: a norm after the last layer */
+    LLMEM_MODEL_EMBED_NORM = 20,     /**< 0/1: a norm after the embedding (BLOOM) */
+    LLMEM_MODEL_EMBED_DIM = 21,      /**< embedding width when projected to hidden (OPT-350m); 0 = hidden */
+    LLMEM_MODEL_POSITION_OFFSET = 22,/**< extra learned position rows (OPT: 2) */
+    LLMEM_MODEL_EXPERTS = 23,        /**< routed experts per MoE layer; 0 = dense */
+    LLMEM_MODEL_EXPERTS_PER_TOKEN = 24, /**< top-k experts a token is routed to */
+    LLMEM_MODEL_EXPERT_INTERMEDIATE = 25, /**< inner size of one routed expert */
+    LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE = 26, /**< inner size of the shared expert(s); 0 = none */
+    LLMEM_MODEL_HEAD_BIAS = 27       /**< 0/1: bias on the output head */
+};
+
+/** Code-path families: which operations a layer runs. @since 0.1.0 */
+enum llmem_family {
+    LLMEM_FAMILY_GPT2 = 1,   /**< GPT-2: fused Conv1D qkv, gelu_new MLP */
+    LLMEM_FAMILY_LLAMA = 2,  /**< Llama/Mistral/Qwen2: RMSNorm, RoPE, GQA, SwiGLU */
+    LLMEM_FAMILY_OPT = 3,    /**< OPT: learned positions (+2), ReLU MLP */
+    LLMEM_FAMILY_BLOOM = 4,  /**< BLOOM: ALiBi, fused qkv, embedding LayerNorm */
+    LLMEM_FAMILY_GEMMA2 = 5, /**< Gemma-2: four norms a layer, GeGLU, soft-capping */
+    LLMEM_FAMILY_PHI3 = 6    /**< Phi-3: fused qkv and gate_up projections */
+};
+/** Norm kinds. @since 0.1.0 */
+enum llmem_norm { LLMEM_NORM_LAYERNORM = 1, LLMEM_NORM_RMSNORM = 2 };
+/** MLP kinds. @since 0.1.0 */
+enum llmem_mlp { LLMEM_MLP_PLAIN = 1, LLMEM_MLP_GATED = 2 };
+/** Position encodings. @since 0.1.0 */
+enum llmem_positions {
+    LLMEM_POSITIONS_LEARNED = 1, LLMEM_POSITIONS_ROTARY = 2, LLMEM_POSITIONS_ALIBI = 3
+};
+
+/**
+ * Create a model with the defaults of @p family (an #llmem_family), sizes
+ * unset: hidden, layers, heads, intermediate and vocab must be set before use.
+ * @since 0.1.0
+ */
+LLMEM_API int llmem_model_new(llmem_ctx *ctx, int family, llmem_model **out);
+/**
+ * Create a model from a built-in preset (see llmem_preset_name()).
+ * @return #LLMEM_ENOTFOUND for an unknown name. @since 0.1.0
+ */
+LLMEM_API int llmem_model_new_preset(llmem_ctx *ctx, const char *name, llmem_model **out);
+/** Free a model; NULL is allowed. @since 0.1.0 */
+LLMEM_API void llmem_model_free(llmem_model *model);
+/** Set an integer field. @return #LLMEM_ERANGE for a value out of bounds. @since 0.1.0 */
+LLMEM_API int llmem_model_set_int(llmem_model *model, int key, int64_t value);
+/** Set an enumerated field by name ("llama", "rmsnorm", ...). @since 0.1.0 */
+LLMEM_API int llmem_model_set_str(llmem_model *model, int key, const char *value);
+/** Read a field (defaults resolved: kv-heads 0 reads as heads). @since 0.1.0 */
+LLMEM_API int llmem_model_get_int(const llmem_model *model, int key, int64_t *out);
+/**
+ * Check the fields together: sizes set and positive, heads dividing hidden
+ * (when head_dim is 0), kv-heads dividing heads, top-k not above experts, and
+ * the parameter count fitting in 64 bits. @since 0.1.0
+ */
+LLMEM_API int llmem_model_validate(llmem_model *model);
+/**
+ * Exact parameter count (embeddings, attention, MLP or experts, norms,
+ * biases, untied head); tied weights are counted once. @since 0.1.0
+ */
+LLMEM_API int llmem_model_param_count(llmem_model *model, uint64_t *out);
+
+/** Number of built-in presets. @since 0.1.0 */
+LLMEM_API size_t llmem_preset_count(void);
+/** Name of preset @p index (Hugging Face id style), or NULL past the end. @since 0.1.0 */
+LLMEM_API const char *llmem_preset_name(size_t index);
+/** @} */
+
+/**
+ * @defgroup train Training setup
+ * How the model is trained: precision, optimizer, method, batch, sequence,
+ * checkpointing and kernels. Defaults: batch 1, sequence 512, bf16-mixed,
+ * AdamW, full fine-tuning, no checkpointing, eager attention, dropout 0,
+ * fp32-upcast loss, phased formula.
+ * @{
+ */
+/** Opaque training setup. @since 0.1.0 */
+typedef struct llmem_train llmem_train;
+
+/** Keys of training fields. Values are never reused. @since 0.1.0 */
+enum llmem_train_key {
+    LLMEM_TRAIN_BATCH = 1,          /**< micro-batch size (int) */
+    LLMEM_TRAIN_SEQ = 2,            /**< sequence length in tokens (int) */
+    LLMEM_TRAIN_PRECISION = 3,      /**< #llmem_precision */
+    LLMEM_TRAIN_OPTIMIZER = 4,      /**< #llmem_optimizer */
+    LLMEM_TRAIN_GRAD_CKPT = 5,      /**< #llmem_grad_ckpt */
+    LLMEM_TRAIN_ATTENTION = 6,      /**< #llmem_attention */
+    LLMEM_TRAIN_DROPOUT = 7,        /**< dropout probability in [0, 1) (double) */
+    LLMEM_TRAIN_METHOD = 8,         /**< #llmem_method */
+    LLMEM_TRAIN_LORA_RANK = 9,      /**< LoRA rank r (int) */
+    LLMEM_TRAIN_LORA_TARGETS = 10,  /**< bitmask of #llmem_lora_target; names "q_proj,v_proj" */
+    LLMEM_TRAIN_FROZEN_LAYERS = 11, /**< first N decoder layers frozen (method freeze) */
+    LLMEM_TRAIN_LOSS = 12,          /**< #llmem_loss */
+    LLMEM_TRAIN_GRAD_ACCUM = 13,    /**< gradient accumulation steps (int) */
+    LLMEM_TRAIN_FORMULA = 14,       /**< #llmem_formula */
+    LLMEM_TRAIN_ARTICLE_TMP_FACTOR = 15, /**< article mode: m_tmp = factor x m_p (double) */
+    LLMEM_TRAIN_ARTICLE_PARAM_BYTES = 16 /**< article mode: bytes per parameter (int) */
+};
+
+/** Precision recipes. @since 0.1.0 */
+enum llmem_precision {
+    LLMEM_PRECISION_FP32 = 1,       /**< "fp32": everything fp32 */
+    LLMEM_PRECISION_BF16_MIXED = 2, /**< "bf16-mixed": fp32 weights/master, bf16 autocast */
+    LLMEM_PRECISION_FP16_MIXED = 3, /**< "fp16-mixed": fp32 weights/master, fp16 autocast */
+    LLMEM_PRECISION_BF16 = 4        /**< "bf16": weights, grads and states in bf16 */
+};
+/** Optimizers. @since 0.1.0 */
+enum llmem_optimizer {
+    LLMEM_OPTIMIZER_ADAMW = 1, LLMEM_OPTIMIZER_ADAM = 2, LLMEM_OPTIMIZER_SGD = 3,
+    LLMEM_OPTIMIZER_SGD_MOMENTUM = 4, LLMEM_OPTIMIZER_ADAFACTOR = 5,
+    LLMEM_OPTIMIZER_ADAMW_8BIT = 6, LLMEM_OPTIMIZER_LION = 7
+};
+/** Gradient checkpointing. @since 0.1.0 */
+enum llmem_grad_ckpt { LLMEM_GRAD_CKPT_NONE = 1, LLMEM_GRAD_CKPT_FULL = 2 };
+/** Attention kernels. @since 0.1.0 */
+enum llmem_attention {
+    LLMEM_ATTENTION_EAGER = 1, /**< "eager": scores materialized (batch x heads x seq^2) */
+    LLMEM_ATTENTION_FLASH = 2  /**< "flash": fused kernel, only log-sum-exp saved */
+};
+/** Fine-tuning methods. @since 0.1.0 */
+enum llmem_method {
+    LLMEM_METHOD_FULL = 1, LLMEM_METHOD_LORA = 2, LLMEM_METHOD_QLORA = 3, LLMEM_METHOD_FREEZE = 4
+};
+/** LoRA target modules, as bits of #LLMEM_TRAIN_LORA_TARGETS. @since 0.1.0 */
+enum llmem_lora_target {
+    LLMEM_LORA_Q = 1, LLMEM_LORA_K = 2, LLMEM_LORA_V = 4, LLMEM_LORA_O = 8,
+    LLMEM_LORA_GATE = 16, LLMEM_LORA_UP = 32, LLMEM_LORA_DOWN = 64
+};
+/** Loss implementations. @since 0.1.0 */
+enum llmem_loss {
+    LLMEM_LOSS_UPCAST = 1, /**< "upcast": transformers' fp32 logits + cross-entropy */
+    LLMEM_LOSS_CHUNKED = 2 /**< "chunked": fused/chunked cross-entropy, no full logits */
+};
+/** Formulas. @since 0.1.0 */
+enum llmem_formula {
+    LLMEM_FORMULA_PHASED = 1, /**< "phased": peak over the phases of a step (default) */
+    LLMEM_FORMULA_ARTICLE = 2 /**< "article": m_p + m_os + m_data + m_tmp, the source article's sum */
+};
+
+/** Create a training setup with the defaults above. @since 0.1.0 */
+LLMEM_API int llmem_train_new(llmem_ctx *ctx, llmem_train **out);
+/** Free a training setup; NULL is allowed. @since 0.1.0 */
+LLMEM_API void llmem_train_free(llmem_train *train);
+/** Set an integer or enumerated field. @since 0.1.0 */
+LLMEM_API int llmem_train_set_int(llmem_train *train, int key, int64_t value);
+/** Set a real field (dropout, article factor); NaN and infinities are rejected. @since 0.1.0 */
+LLMEM_API int llmem_train_set_double(llmem_train *train, int key, double value);
+/** Set a field by name ("bf16-mixed", "adamw", "q_proj,v_proj", "0.1"). @since 0.1.0 */
+LLMEM_API int llmem_train_set_str(llmem_train *train, int key, const char *value);
+/** Read an integer or enumerated field. @since 0.1.0 */
+LLMEM_API int llmem_train_get_int(const llmem_train *train, int key, int64_t *out);
+/** Read a real field. @since 0.1.0 */
+LLMEM_API int llmem_train_get_double(const llmem_train *train, int key, double *out);
+/** @} */
+
+/**
+ * @defgroup estimate Estimate
+ * The memory of one training step. An estimate handle is reusable: run it
+ * again with other inputs without allocating (what a scheduler does in a loop).
+ * @{
+ */
+/** Opaque estimate. @since 0.1.0 */
+typedef struct llmem_estimate llmem_estimate;
+/** Opaque term estimator result, owned by its estimate. @since 0.1.0 */
+typedef struct llmem_term llmem_term;
+
+/** Result keys for llmem_estimate_get_u64(). @since 0.1.0 */
+enum llmem_estimate_key {
+    LLMEM_EST_PARAMS_TOTAL = 1,      /**< parameters of the model */
+    LLMEM_EST_PARAMS_TRAINABLE = 2,  /**< parameters that receive gradients */
+    LLMEM_EST_PEAK_ALLOCATED = 3,    /**< bytes of live tensors at the peak */
+    LLMEM_EST_PEAK_RESERVED = 4,     /**< plus caching-allocator rounding/segments */
+    LLMEM_EST_PEAK_DEVICE = 5,       /**< plus CUDA context and library workspaces */
+    LLMEM_EST_PEAK_PHASE = 6,        /**< #llmem_phase holding the peak */
+    LLMEM_EST_PARAMS_ACTIVE = 7      /**< parameters a token passes through (MoE) */
+};
+
+/** Phases of a training step. @since 0.1.0 */
+enum llmem_phase {
+    LLMEM_PHASE_FORWARD = 1,       /**< "forward": layers, logits and loss */
+    LLMEM_PHASE_LOSS_BACKWARD = 2, /**< "loss-backward": gradient of the loss and head */
+    LLMEM_PHASE_BACKWARD = 3,      /**< "backward": through the layers */
+    LLMEM_PHASE_OPTIMIZER = 4      /**< "optimizer": the optimizer step */
+};
+/** Name of a phase ("forward", ...), or NULL for an unknown value. @since 0.1.0 */
+LLMEM_API const char *llmem_phase_name(int phase);
+
+/** The four terms of the source article's decomposition. @since 0.1.0 */
+enum llmem_term_kind {
+    LLMEM_TERM_PARAMETERS = 1, /**< weights by dtype, quantization constants */
+    LLMEM_TERM_OPTIMIZER = 2,  /**< gradients, optimizer states, fp32 master weights */
+    LLMEM_TERM_DATA = 3,       /**< the batch tensors */
+    LLMEM_TERM_TEMPORARY = 4   /**< activations, attention and loss buffers, transients */
+};
+/** Name of a term ("parameters", ...), or NULL for an unknown value. @since 0.1.0 */
+LLMEM_API const char *llmem_term_name(int kind);
+
+/** Create an empty estimate. @since 0.1.0 */
+LLMEM_API int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out);
+/** Free an estimate and its terms; NULL is allowed. @since 0.1.0 */
+LLMEM_API void llmem_estimate_free(llmem_estimate *est);
+/**
+ * Compute the estimate of @p model trained as @p train. Validates both;
+ * allocates nothing. On failure the previous result is kept. @since 0.1.0
+ */
+LLMEM_API int llmem_estimate_run(llmem_estimate *est, llmem_model *model,
+                                 const llmem_train *train);
+/** Read a result (#llmem_estimate_key). @since 0.1.0 */
+LLMEM_API int llmem_estimate_get_u64(const llmem_estimate *est, int key, uint64_t *out);
+/** Peak live bytes within one phase (#llmem_phase). @since 0.1.0 */
+LLMEM_API int llmem_estimate_phase_bytes(const llmem_estimate *est, int phase, uint64_t *out);
+/** The term estimator of kind @p kind (#llmem_term_kind). @since 0.1.0 */
+LLMEM_API int llmem_estimate_term(const llmem_estimate *est, int kind, const llmem_term **out);
+
+/** Bytes of the term at the instant of the overall peak; the four sum to it. @since 0.1.0 */
+LLMEM_API uint64_t llmem_term_bytes_at_peak(const llmem_term *term);
+/** The term's own largest value over the step. @since 0.1.0 */
+LLMEM_API uint64_t llmem_term_max_bytes(const llmem_term *term);
+/** Number of named components of the term. @since 0.1.0 */
+LLMEM_API size_t llmem_term_component_count(const llmem_term *term);
+/**
+ * Component @p index: its static name ("gradients", "activations", ...) and
+ * its bytes at the peak. @since 0.1.0
+ */
+LLMEM_API int llmem_term_component(const llmem_term *term, size_t index,
+                                   const char **name, uint64_t *bytes_at_peak);
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LLMEM_H */

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Context internals: the allocator and the last error message. */
+#ifndef LLMEM_CORE_CTX_H
+#define LLMEM_CORE_CTX_H
+
+#include "llmem.h"
+
+#define LLMEM_ERROR_CAP 256
+
+struct llmem_ctx {
+    llmem_allocator allocator;
+    char error[LLMEM_ERROR_CAP];
+};
+
+void *llmem__alloc(llmem_ctx *ctx, size_t bytes);
+void *llmem__calloc(llmem_ctx *ctx, size_t bytes);
+void llmem__free(llmem_ctx *ctx, void *ptr);
+
+/* Record a message on ctx (when not NULL) and return status. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int llmem__fail(llmem_ctx *ctx, int status, const char *fmt, ...);
+
+/* Clear the message before a call that succeeds. */
+void llmem__ok(llmem_ctx *ctx);
+
+#endif

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+#include "core/names.h"
+
+#include "llmem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const name_value family[] = {
+    { "gpt2", LLMEM_FAMILY_GPT2 },   { "llama", LLMEM_FAMILY_LLAMA },
+    { "opt", LLMEM_FAMILY_OPT },     { "bloom", LLMEM_FAMILY_BLOOM },
+    { "gemma2", LLMEM_FAMILY_GEMMA2 }, { "phi3", LLMEM_FAMILY_PHI3 },
+};
+static const name_value norm[] = { { "layernorm", LLMEM_NORM_LAYERNORM },
+                                   { "rmsnorm", LLMEM_NORM_RMSNORM } };
+static const name_value mlp[] = { { "plain", LLMEM_MLP_PLAIN }, { "gated", LLMEM_MLP_GATED } };
+static const name_value positions[] = { { "learned", LLMEM_POSITIONS_LEARNED },
+                                        { "rotary", LLMEM_POSITIONS_ROTARY },
+                                        { "alibi", LLMEM_POSITIONS_ALIBI } };
+static const name_value precision[] = {
+    { "fp32", LLMEM_PRECISION_FP32 },
+    { "bf16-mixed", LLMEM_PRECISION_BF16_MIXED },
+    { "fp16-mixed", LLMEM_PRECISION_FP16_MIXED },
+    { "bf16", LLMEM_PRECISION_BF16 },
+};
+static const name_value optimizer[] = {
+    { "adamw", LLMEM_OPTIMIZER_ADAMW },       { "adam", LLMEM_OPTIMIZER_ADAM },
+    { "sgd", LLMEM_OPTIMIZER_SGD },           { "sgd-momentum", LLMEM_OPTIMIZER_SGD_MOMENTUM },
+    { "adafactor", LLMEM_OPTIMIZER_ADAFACTOR }, { "adamw-8bit", LLMEM_OPTIMIZER_ADAMW_8BIT },
+    { "lion", LLMEM_OPTIMIZER_LION },
+};
+static const name_value grad_ckpt[] = { { "none", LLMEM_GRAD_CKPT_NONE },
+                                        { "full", LLMEM_GRAD_CKPT_FULL } };
+static const name_value attention[] = { { "eager", LLMEM_ATTENTION_EAGER },
+                                        { "flash", LLMEM_ATTENTION_FLASH } };
+static const name_value method[] = {
+    { "full", LLMEM_METHOD_FULL }, { "lora", LLMEM_METHOD_LORA },
+    { "qlora", LLMEM_METHOD_QLORA }, { "freeze", LLMEM_METHOD_FREEZE },
+};
+static const name_value loss[] = { { "upcast", LLMEM_LOSS_UPCAST },
+                                   { "chunked", LLMEM_LOSS_CHUNKED } };
+static const name_value formula[] = { { "phased", LLMEM_FORMULA_PHASED },
+                                      { "article", LLMEM_FORMULA_ARTICLE } };
+static const name_value lora_target[] = {
+    { "q_proj", LLMEM_LORA_Q },       { "k_proj", LLMEM_LORA_K },   { "v_proj", LLMEM_LORA_V },
+    { "o_proj", LLMEM_LORA_O },       { "gate_proj", LLMEM_LORA_GATE },
+    { "up_proj", LLMEM_LORA_UP },     { "down_proj", LLMEM_LORA_DOWN },
+};
+static const name_value phase[] = {
+    { "forward", LLMEM_PHASE_FORWARD },
+    { "loss-backward", LLMEM_PHASE_LOSS_BACKWARD },
+    { "backward", LLMEM_PHASE_BACKWARD },
+    { "optimizer", LLMEM_PHASE_OPTIMIZER },
+};
+static const name_value term[] = {
+    { "parameters", LLMEM_TERM_PARAMETERS }, { "optimizer", LLMEM_TERM_OPTIMIZER },
+    { "data", LLMEM_TERM_DATA },             { "temporary", LLMEM_TERM_TEMPORARY },
+};
+
+const name_table names_family = NAME_TABLE(family);
+const name_table names_norm = NAME_TABLE(norm);
+const name_table names_mlp = NAME_TABLE(mlp);
+const name_table names_positions = NAME_TABLE(positions);
+const name_table names_precision = NAME_TABLE(precision);
+const name_table names_optimizer = NAME_TABLE(optimizer);
+const name_table names_grad_ckpt = NAME_TABLE(grad_ckpt);
+const name_table names_attention = NAME_TABLE(attention);
+const name_table names_method = NAME_TABLE(method);
+const name_table names_loss = NAME_TABLE(loss);
+const name_table names_formula = NAME_TABLE(formula);
+const name_table names_lora_target = NAME_TABLE(lora_target);
+const name_table names_phase = NAME_TABLE(phase);
+const name_table names_term = NAME_TABLE(term);
+
+int names_lookup(const name_table *t, const char *name)
+{
+    if (name == NULL)
+        return 0;
+    for (size_t i = 0; i < t->count; i++)
+        if (strcmp(t->entries[i].name, name) == 0)
+            return t->entries[i].value;
+    return 0;
+}
+
+const char *names_name(const name_table *t, int value)
+{
+    for (size_t i = 0; i < t->count; i++)
+        if (t->entries[i].value == value)
+            return t->entries[i].name;
+    return NULL;
+}
+
+void names_list(const name_table *t, char *buf, size_t cap)
+{
+    size_t used = 0;
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < t->count && used < cap; i++) {
+        int n = snprintf(buf + used, cap - used, "%s%s", i ? "|" : "", t->entries[i].name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+const char *llmem_phase_name(int value)
+{
+    return names_name(&names_phase, value);
+}
+
+const char *llmem_term_name(int value)
+{
+    return names_name(&names_term, value);
+}

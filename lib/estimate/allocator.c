@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From allocated to reserved to device bytes. Constants (docs/gpu-constants.md):
+ * PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp) rounds
+ * every request up to kMinBlockSize = 512 B and serves requests of
+ * kMinLargeAlloc = 10 MiB or more from segments rounded to kRoundLarge = 2 MiB.
+ */
+#include "estimate/tensors.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define MIN_BLOCK UINT64_C(512)
+#define MIN_LARGE_ALLOC (10 * MIB)
+#define ROUND_LARGE (2 * MIB)
+/* cuBLAS workspace PyTorch allocates through the caching allocator on sm_90
+ * (aten/src/ATen/cuda/CublasHandlePool.cpp, getChosenWorkspaceSize): 32 MiB. */
+#define CUBLAS_WORKSPACE (32 * MIB)
+/* CUDA context with lazy module loading: 287 MB measured in PyTorch PR #86509
+ * (CUDA_MODULE_LOADING=LAZY, the default since PyTorch 1.13 / CUDA 12.2). */
+#define CUDA_CONTEXT (287 * MIB)
+
+static uint64_t round_up(uint64_t n, uint64_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+static uint64_t block_size(uint64_t bytes)
+{
+    if (bytes >= MIN_LARGE_ALLOC)
+        return round_up(bytes, ROUND_LARGE);
+    return bytes < MIN_BLOCK ? MIN_BLOCK : round_up(bytes, MIN_BLOCK);
+}
+
+/* States per trainable tensor that are allocated as separate tensors of its size. */
+static uint64_t state_tensors(int optimizer)
+{
+    switch (optimizer) {
+    case LLMEM_OPTIMIZER_ADAMW:
+    case LLMEM_OPTIMIZER_ADAM: return 2;
+    case LLMEM_OPTIMIZER_SGD_MOMENTUM:
+    case LLMEM_OPTIMIZER_LION: return 1;
+    default: return 0;
+    }
+}
+
+uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const setup *s,
+                            const step_static *st)
+{
+    tensor_list l;
+    uint64_t waste = 0;
+    (void)st;
+    step_tensors(m, s, &l);
+    for (int i = 0; i < l.n; i++) {
+        const tensor_class *c = &l.c[i];
+        uint64_t bytes = c->dt ? class_elems(c) * (uint64_t)c->dt : (class_elems(c) + 1) / 2;
+        uint64_t copies = 1 + (c->trainable ? 1 + state_tensors(s->optimizer) : 0);
+        waste += (block_size(bytes) - bytes) * copies * c->count;
+    }
+    return allocated + waste + CUBLAS_WORKSPACE;
+}
+
+uint64_t allocator_device(uint64_t reserved)
+{
+    return reserved + CUDA_CONTEXT;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The source article's formula (seed article, "記憶體需求估算公式"):
+ *   m_total = m_p + m_os + m_data + m_tmp
+ * m_p = parameters x bytes per parameter (4 in its example); m_os = the
+ * optimizer's states as multiples of m_p (Adam: 2, momentum and variance; the
+ * article calls them "momentum and gradient"); m_data = batch x sample size;
+ * m_tmp = m_p x a factor the article leaves open ("several times"). It counts
+ * no gradients and sums the terms instead of finding a peak.
+ */
+#include "estimate/estimate.h"
+
+/* States per parameter in units of m_p. */
+static double state_multiple(int optimizer, int param_bytes)
+{
+    switch (optimizer) {
+    case LLMEM_OPTIMIZER_ADAMW:
+    case LLMEM_OPTIMIZER_ADAM: return 2.0;
+    case LLMEM_OPTIMIZER_SGD_MOMENTUM:
+    case LLMEM_OPTIMIZER_LION: return 1.0;
+    case LLMEM_OPTIMIZER_ADAMW_8BIT: return 2.0 / param_bytes; /* two 1-byte states */
+    default: return 0.0; /* SGD; Adafactor's factored states are negligible here */
+    }
+}
+
+void article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
+                      const setup *s)
+{
+    int param_bytes = (int)t->i[LLMEM_TRAIN_ARTICLE_PARAM_BYTES];
+    double factor = t->d[LLMEM_TRAIN_ARTICLE_TMP_FACTOR];
+    uint64_t m_p = p->total * (uint64_t)param_bytes;
+    uint64_t m_os = (uint64_t)(state_multiple(s->optimizer, param_bytes) * (double)m_p);
+    /* A sample is seq tokens of input_ids, attention_mask and labels (int64). */
+    uint64_t m_data = s->batch * s->seq * 3 * 8;
+    uint64_t m_tmp = (uint64_t)(factor * (double)m_p);
+    uint64_t terms[4] = { m_p, m_os, m_data, m_tmp };
+    static const char *const names[4] = { "m_p", "m_os", "m_data", "m_tmp" };
+
+    e->peak_allocated = m_p + m_os + m_data + m_tmp;
+    e->peak_phase = 0;
+    for (int i = 0; i < PHASE_COUNT; i++)
+        e->phase_peak[i] = 0;
+    for (int k = 0; k < TERM_COUNT; k++) {
+        term_set(&e->term[k], k + 1, terms[k], terms[k]);
+        term_add(&e->term[k], names[k], terms[k]);
+    }
+}

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+#include "estimate/estimate.h"
+
+#include "core/ctx.h"
+
+#include <string.h>
+
+int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
+{
+    if (out == NULL || ctx == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, "estimate: NULL argument");
+    *out = NULL;
+    llmem_estimate *e = llmem__calloc(ctx, sizeof *e);
+    if (e == NULL)
+        return llmem__fail(ctx, LLMEM_ENOMEM, "estimate: out of memory");
+    e->ctx = ctx;
+    *out = e;
+    llmem__ok(ctx);
+    return LLMEM_OK;
+}
+
+void llmem_estimate_free(llmem_estimate *e)
+{
+    if (e != NULL)
+        llmem__free(e->ctx, e);
+}
+
+/* Bytes per element of the parameters and of the compute dtype. */
+static const struct precision_dtypes {
+    int precision, param_dt, compute_dt, autocast;
+} precision_table[] = {
+    { LLMEM_PRECISION_FP32, 4, 4, 0 },
+    { LLMEM_PRECISION_BF16_MIXED, 4, 2, 1 },
+    { LLMEM_PRECISION_FP16_MIXED, 4, 2, 1 },
+    { LLMEM_PRECISION_BF16, 2, 2, 0 },
+};
+
+int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
+{
+    memset(s, 0, sizeof *s);
+    s->batch = (uint64_t)t->i[LLMEM_TRAIN_BATCH];
+    s->seq = (uint64_t)t->i[LLMEM_TRAIN_SEQ];
+    s->precision = (int)t->i[LLMEM_TRAIN_PRECISION];
+    s->optimizer = (int)t->i[LLMEM_TRAIN_OPTIMIZER];
+    s->method = (int)t->i[LLMEM_TRAIN_METHOD];
+    s->grad_ckpt = (int)t->i[LLMEM_TRAIN_GRAD_CKPT];
+    s->attention = (int)t->i[LLMEM_TRAIN_ATTENTION];
+    s->loss = (int)t->i[LLMEM_TRAIN_LOSS];
+    s->formula = (int)t->i[LLMEM_TRAIN_FORMULA];
+    s->dropout = t->d[LLMEM_TRAIN_DROPOUT];
+    s->lora_rank = (uint64_t)t->i[LLMEM_TRAIN_LORA_RANK];
+    s->lora_targets = (unsigned)t->i[LLMEM_TRAIN_LORA_TARGETS];
+    s->frozen_layers = (uint64_t)t->i[LLMEM_TRAIN_FROZEN_LAYERS];
+    s->grad_accum = (uint64_t)t->i[LLMEM_TRAIN_GRAD_ACCUM];
+    for (size_t i = 0; i < sizeof precision_table / sizeof precision_table[0]; i++) {
+        if (precision_table[i].precision == s->precision) {
+            s->param_dt = precision_table[i].param_dt;
+            s->compute_dt = precision_table[i].compute_dt;
+            s->autocast = precision_table[i].autocast;
+        }
+    }
+    if (s->method == LLMEM_METHOD_FREEZE && s->frozen_layers > m->layers)
+        return llmem__fail(ctx, LLMEM_EINCONSISTENT, "freeze-layers: %llu exceeds layers %llu",
+                           (unsigned long long)s->frozen_layers, (unsigned long long)m->layers);
+    if (s->method != LLMEM_METHOD_FREEZE && s->frozen_layers > 0)
+        return llmem__fail(ctx, LLMEM_EINCONSISTENT,
+                           "freeze-layers: %llu set but method is not freeze",
+                           (unsigned long long)s->frozen_layers);
+    if (s->method == LLMEM_METHOD_QLORA && s->precision == LLMEM_PRECISION_FP32)
+        return llmem__fail(ctx, LLMEM_EINCONSISTENT,
+                           "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "
+                           "fp16-mixed or bf16), not fp32");
+    if (m->experts > 0 && s->formula == LLMEM_FORMULA_PHASED)
+        return llmem__fail(ctx, LLMEM_ENOTSUP,
+                           "experts: the phased estimate of mixture-of-experts layers is not "
+                           "implemented yet (use --formula article)");
+    if (m->family != LLMEM_FAMILY_GPT2 && m->family != LLMEM_FAMILY_LLAMA &&
+        s->formula == LLMEM_FORMULA_PHASED)
+        return llmem__fail(ctx, LLMEM_ENOTSUP,
+                           "family: the phased estimate follows the gpt2 and llama code paths; "
+                           "'%s' is supported for parameter counts and --formula article only",
+                           m->family == LLMEM_FAMILY_OPT      ? "opt"
+                           : m->family == LLMEM_FAMILY_BLOOM  ? "bloom"
+                           : m->family == LLMEM_FAMILY_GEMMA2 ? "gemma2"
+                                                              : "phi3");
+    return LLMEM_OK;
+}
+
+int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train *train)
+{
+    model_shape m;
+    model_params p;
+    setup s;
+    step_static st;
+    if (e == NULL)
+        return LLMEM_EINVAL;
+    if (model == NULL || train == NULL)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: model or train is NULL");
+    int rc = model_resolve(model, &m, &p);
+    if (rc != LLMEM_OK) {
+        if (model->ctx != e->ctx)
+            llmem__fail(e->ctx, rc, "%s", llmem_ctx_error(model->ctx));
+        return rc;
+    }
+    if ((rc = setup_resolve(train, &m, e->ctx, &s)) != LLMEM_OK)
+        return rc;
+
+    memset(&st, 0, sizeof st);
+    params_term(&m, &p, &s, &st);
+    optimizer_term(&m, &p, &s, &st);
+    st.batch = data_term(&s);
+
+    /* Results are written only on success, so a failed run keeps the last one. */
+    e->params_total = p.total;
+    e->params_active = p.active;
+    e->params_trainable = st.trainable;
+    if (s.formula == LLMEM_FORMULA_ARTICLE)
+        article_estimate(e, &p, train, &s);
+    else
+        temporaries_term(e, &m, &p, &s, &st);
+    e->peak_reserved = allocator_reserved(e->peak_allocated, &m, &s, &st);
+    e->peak_device = allocator_device(e->peak_reserved);
+    e->valid = 1;
+    llmem__ok(e->ctx);
+    return LLMEM_OK;
+}
+
+static int require_valid(const llmem_estimate *e)
+{
+    if (e == NULL)
+        return LLMEM_EINVAL;
+    if (!e->valid)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: not run yet (call llmem_estimate_run)");
+    return LLMEM_OK;
+}
+
+int llmem_estimate_get_u64(const llmem_estimate *e, int key, uint64_t *out)
+{
+    int rc = require_valid(e);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (out == NULL)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: out pointer is NULL");
+    switch (key) {
+    case LLMEM_EST_PARAMS_TOTAL: *out = e->params_total; break;
+    case LLMEM_EST_PARAMS_TRAINABLE: *out = e->params_trainable; break;
+    case LLMEM_EST_PEAK_ALLOCATED: *out = e->peak_allocated; break;
+    case LLMEM_EST_PEAK_RESERVED: *out = e->peak_reserved; break;
+    case LLMEM_EST_PEAK_DEVICE: *out = e->peak_device; break;
+    case LLMEM_EST_PEAK_PHASE: *out = (uint64_t)e->peak_phase; break;
+    case LLMEM_EST_PARAMS_ACTIVE: *out = e->params_active; break;
+    default: return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown result key %d", key);
+    }
+    return LLMEM_OK;
+}
+
+int llmem_estimate_phase_bytes(const llmem_estimate *e, int phase, uint64_t *out)
+{
+    int rc = require_valid(e);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (out == NULL || phase < 1 || phase > PHASE_COUNT)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown phase %d", phase);
+    *out = e->phase_peak[phase - 1];
+    return LLMEM_OK;
+}
+
+int llmem_estimate_term(const llmem_estimate *e, int kind, const llmem_term **out)
+{
+    int rc = require_valid(e);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (out == NULL || kind < 1 || kind > TERM_COUNT)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
+    *out = &e->term[kind - 1];
+    return LLMEM_OK;
+}
+
+uint64_t llmem_term_bytes_at_peak(const llmem_term *t)
+{
+    return t ? t->at_peak : 0;
+}
+
+uint64_t llmem_term_max_bytes(const llmem_term *t)
+{
+    return t ? t->max : 0;
+}
+
+size_t llmem_term_component_count(const llmem_term *t)
+{
+    return t ? t->ncomp : 0;
+}
+
+int llmem_term_component(const llmem_term *t, size_t index, const char **name,
+                         uint64_t *bytes_at_peak)
+{
+    if (t == NULL || index >= t->ncomp)
+        return LLMEM_EINVAL;
+    if (name)
+        *name = t->comp_name[index];
+    if (bytes_at_peak)
+        *bytes_at_peak = t->comp_bytes[index];
+    return LLMEM_OK;
+}
+
+void term_set(struct llmem_term *t, int kind, uint64_t at_peak, uint64_t max)
+{
+    t->kind = kind;
+    t->at_peak = at_peak;
+    t->max = max;
+    t->ncomp = 0;
+}
+
+void term_add(struct llmem_term *t, const char *name, uint64_t bytes)
+{
+    if (t->ncomp < TERM_MAX_COMPONENTS) {
+        t->comp_name[t->ncomp] = name;
+        t->comp_bytes[t->ncomp] = bytes;
+        t->ncomp++;
+    }
+}

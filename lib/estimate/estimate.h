@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LLMEM_ESTIMATE_ESTIMATE_H
+#define LLMEM_ESTIMATE_ESTIMATE_H
+
+#include "estimate/graph.h"
+#include "llmem.h"
+#include "model/model.h"
+#include "train/train.h"
+
+#define TERM_COUNT 4
+#define TERM_MAX_COMPONENTS 6
+#define PHASE_COUNT 4
+
+struct llmem_term {
+    int kind;
+    uint64_t at_peak;
+    uint64_t max;
+    size_t ncomp;
+    const char *comp_name[TERM_MAX_COMPONENTS];
+    uint64_t comp_bytes[TERM_MAX_COMPONENTS];
+};
+
+struct llmem_estimate {
+    llmem_ctx *ctx;
+    int valid;
+    uint64_t params_total, params_trainable, params_active;
+    uint64_t peak_allocated, peak_reserved, peak_device;
+    int peak_phase;                   /* 0 in article mode: the terms are summed */
+    uint64_t phase_peak[PHASE_COUNT]; /* indexed by llmem_phase - 1 */
+    struct llmem_term term[TERM_COUNT];
+    graph scratch;                    /* reused by every run: no allocation */
+};
+
+/* Static memory of the step: weights, optimizer states, batch, gradients. */
+typedef struct step_static {
+    uint64_t weights, quant_constants, adapters, buffers;
+    uint64_t grads, states, batch;
+    uint64_t optimizer_step;  /* transient of optimizer.step() */
+    uint64_t trainable;       /* parameters that train */
+    uint64_t param_tensors;   /* tensors of weights (allocator rounding) */
+} step_static;
+
+/* The training setup, resolved into what the estimators read. */
+typedef struct setup {
+    uint64_t batch, seq;
+    int precision, optimizer, method, grad_ckpt, attention, loss, formula;
+    double dropout;
+    uint64_t lora_rank, frozen_layers, grad_accum;
+    unsigned lora_targets;
+    int param_dt, compute_dt, autocast;
+} setup;
+
+int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s);
+
+/* The four term estimators. */
+void params_term(const model_shape *m, const model_params *p, const setup *s, step_static *st);
+void optimizer_term(const model_shape *m, const model_params *p, const setup *s, step_static *st);
+uint64_t data_term(const setup *s);
+/* Temporaries: walks the phases of a step; fills the estimate's peaks and terms. */
+void temporaries_term(llmem_estimate *e, const model_shape *m, const model_params *p,
+                      const setup *s, const step_static *st);
+
+/* The source article's sum (LLMEM_FORMULA_ARTICLE). */
+void article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
+                      const setup *s);
+
+/* Reserved and device levels from allocated bytes. */
+uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const setup *s,
+                            const step_static *st);
+uint64_t allocator_device(uint64_t reserved);
+
+void term_set(struct llmem_term *t, int kind, uint64_t at_peak, uint64_t max);
+void term_add(struct llmem_term *t, const char *name, uint64_t bytes);
+
+#endif

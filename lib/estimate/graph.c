@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+#include "estimate/graph.h"
+
+#include <string.h>
+
+void graph_reset(graph *g, int grad_enabled)
+{
+    g->nt = 0;
+    g->nop = 0;
+    g->overflow = 0;
+    g->grad_enabled = grad_enabled;
+    g->output = -1;
+}
+
+tid graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
+{
+    if (g->nt >= GRAPH_MAX_TENSORS) {
+        g->overflow = 1;
+        return 0;
+    }
+    g_tensor *t = &g->t[g->nt];
+    t->bytes = elems * (uint64_t)dt;
+    t->grad_bytes = t->bytes;
+    t->dt = (uint8_t)dt;
+    t->last_use = -1;
+    t->saved = 0;
+    t->role = (uint8_t)role;
+    t->rg = (uint8_t)(rg && g->grad_enabled);
+    return (tid)g->nt++;
+}
+
+tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
+             unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
+{
+    int any_rg = 0;
+    for (int j = 0; j < nin; j++)
+        any_rg |= graph_rg(g, in[j]);
+    tid out = graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
+    tid aux = aux_bytes > 0 ? graph_tensor(g, aux_bytes, 1, ROLE_ACT, 0) : -1;
+    if (g->nop >= GRAPH_MAX_OPS || nin > GRAPH_MAX_IN) {
+        g->overflow = 1;
+        return out;
+    }
+    int16_t index = (int16_t)g->nop++;
+    g_op *op = &g->op[index];
+    /* Nothing is saved outside autograd (no grad mode, or no input needing grad). */
+    if (!any_rg)
+        save = 0;
+    op->out = out;
+    op->aux = aux;
+    op->nin = (uint8_t)nin;
+    op->save = (uint8_t)save;
+    op->grad_alias = (uint8_t)grad_alias;
+    op->fwd_extra = fwd_extra;
+    op->bwd_extra = bwd_extra;
+    for (int j = 0; j < nin; j++) {
+        op->in[j] = in[j];
+        g->t[in[j]].last_use = index;
+        if (save & (1u << j))
+            g->t[in[j]].saved++;
+    }
+    g->t[out].last_use = index;
+    if (save & SAVE_OUT)
+        g->t[out].saved++;
+    if (aux >= 0) {
+        g->t[aux].last_use = index;
+        if (save & SAVE_AUX)
+            g->t[aux].saved++;
+    }
+    return out;
+}
+
+void graph_hold(graph *g, tid t)
+{
+    if (t >= 0 && g->nop > 0 && g->t[t].last_use < g->nop - 1)
+        g->t[t].last_use = (int16_t)(g->nop - 1);
+}
+
+static int owns_storage(const g_tensor *t)
+{
+    return t->role == ROLE_ACT || t->role == ROLE_INPUT;
+}
+
+static void simulate_forward(const graph *g, seg_cost *c)
+{
+    /* drop[i]: tensors whose last reference goes after op i, as a linked list. */
+    int16_t head[GRAPH_MAX_OPS], next[GRAPH_MAX_TENSORS];
+    uint64_t live = 0, peak = 0;
+    memset(head, 0xff, sizeof head);
+    for (int t = 0; t < g->nt; t++) {
+        const g_tensor *x = &g->t[t];
+        if (x->role == ROLE_INPUT)
+            live += x->bytes;
+        if (owns_storage(x) && x->saved == 0 && t != g->output && x->last_use >= 0) {
+            next[t] = head[x->last_use];
+            head[x->last_use] = (int16_t)t;
+        }
+    }
+    peak = live;
+    for (int i = 0; i < g->nop; i++) {
+        const g_op *op = &g->op[i];
+        live += g->t[op->out].bytes + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
+        if (live + op->fwd_extra > peak)
+            peak = live + op->fwd_extra;
+        for (int16_t t = head[i]; t >= 0; t = next[t])
+            live -= g->t[t].bytes;
+    }
+    c->fwd_peak = peak;
+    c->persist = 0;
+    for (int t = 0; t < g->nt; t++)
+        if (owns_storage(&g->t[t]) && g->t[t].saved > 0)
+            c->persist += g->t[t].bytes;
+    c->out_bytes = g->output >= 0 && g->t[g->output].saved == 0 ? g->t[g->output].bytes : 0;
+    c->input_saved = 0;
+    for (int t = 0; t < g->nt; t++)
+        if (g->t[t].role == ROLE_INPUT && g->t[t].saved > 0)
+            c->input_saved = 1;
+}
+
+/* Gradient storages are reference-counted: an addition passes its output
+ * gradient to both inputs without a copy. */
+typedef struct grad_pool {
+    uint64_t bytes[GRAPH_MAX_TENSORS + GRAPH_MAX_OPS];
+    uint16_t refs[GRAPH_MAX_TENSORS + GRAPH_MAX_OPS];
+    int n;
+} grad_pool;
+
+static int pool_new(grad_pool *p, uint64_t bytes, uint64_t *live)
+{
+    int s = p->n++;
+    p->bytes[s] = bytes;
+    p->refs[s] = 1;
+    *live += bytes;
+    return s;
+}
+
+static void pool_drop(grad_pool *p, int s, uint64_t *live)
+{
+    if (s >= 0 && --p->refs[s] == 0)
+        *live -= p->bytes[s];
+}
+
+static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
+{
+    grad_pool pool;
+    int16_t grad[GRAPH_MAX_TENSORS];
+    uint16_t saved_left[GRAPH_MAX_TENSORS];
+    uint8_t param_done[GRAPH_MAX_TENSORS];
+    uint64_t live, peak;
+    tid out = g->output;
+
+    pool.n = 0;
+    for (int t = 0; t < g->nt; t++) {
+        grad[t] = -1;
+        saved_left[t] = g->t[t].saved;
+        param_done[t] = 0;
+    }
+    live = c->persist + (hold_output ? c->out_bytes : 0);
+    grad[out] = (int16_t)pool_new(&pool, g->t[out].grad_bytes, &live);
+    c->bwd_start = peak = live;
+    c->param_grads = 0;
+
+    for (int i = g->nop - 1; i >= 0; i--) {
+        const g_op *op = &g->op[i];
+        int gout = grad[op->out];
+        uint64_t transient = 0;
+        int deferred[GRAPH_MAX_IN], ndeferred = 0;
+        if (!g->t[op->out].rg)
+            continue;
+        for (int j = 0; j < op->nin; j++) {
+            tid x = op->in[j];
+            const g_tensor *xt = &g->t[x];
+            if (!xt->rg || gout < 0)
+                continue;
+            if (xt->role == ROLE_PARAM) {
+                /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
+                live += xt->grad_bytes;
+                if (param_done[x])
+                    transient += xt->grad_bytes;
+                else
+                    c->param_grads += xt->grad_bytes;
+                param_done[x] = 1;
+            } else if ((op->grad_alias >> j) & 1u) {
+                if (grad[x] < 0) {
+                    grad[x] = (int16_t)gout;
+                    pool.refs[gout]++;
+                } else {
+                    /* The buffer is shared, so autograd adds out of place. */
+                    int s = pool_new(&pool, xt->grad_bytes, &live);
+                    deferred[ndeferred++] = grad[x];
+                    grad[x] = (int16_t)s;
+                }
+            } else if (grad[x] < 0) {
+                grad[x] = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
+            } else if (pool.refs[grad[x]] == 1) {
+                live += xt->grad_bytes; /* computed, then added in place */
+                transient += xt->grad_bytes;
+            } else {
+                int s = pool_new(&pool, xt->grad_bytes, &live);
+                live += xt->grad_bytes; /* the new term before the sum replaces both */
+                transient += xt->grad_bytes;
+                deferred[ndeferred++] = grad[x];
+                grad[x] = (int16_t)s;
+            }
+        }
+        if (live + op->bwd_extra > peak)
+            peak = live + op->bwd_extra;
+        live -= transient;
+        for (int k = 0; k < ndeferred; k++)
+            pool_drop(&pool, deferred[k], &live);
+        if (gout >= 0)
+            pool_drop(&pool, gout, &live);
+        grad[op->out] = -1;
+        for (int j = 0; j < op->nin; j++) {
+            tid x = op->in[j];
+            if (((op->save >> j) & 1u) && --saved_left[x] == 0 && owns_storage(&g->t[x]))
+                live -= g->t[x].bytes;
+        }
+        if ((op->save & SAVE_OUT) && --saved_left[op->out] == 0)
+            live -= g->t[op->out].bytes;
+        if ((op->save & SAVE_AUX) && --saved_left[op->aux] == 0)
+            live -= g->t[op->aux].bytes;
+    }
+    c->bwd_peak = peak;
+    c->input_grad = 0;
+    for (int t = 0; t < g->nt; t++)
+        if (g->t[t].role == ROLE_INPUT && grad[t] >= 0)
+            c->input_grad = pool.bytes[grad[t]];
+}
+
+void graph_simulate(const graph *g, int hold_output_in_backward, seg_cost *c)
+{
+    memset(c, 0, sizeof *c);
+    simulate_forward(g, c);
+    if (g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
+        simulate_backward(g, hold_output_in_backward, c);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tape of the tensor operations of one segment of a training step (the
+ * embedding, one decoder layer, or the head and loss), and the liveness
+ * simulation that turns it into bytes.
+ *
+ * The builder records what PyTorch's autograd records: for each operation
+ * the tensors it saves for backward (which depends on which inputs require
+ * gradients), and for each tensor when Python drops its last reference. The
+ * simulation then walks the tape forward (allocate outputs, drop what is no
+ * longer referenced nor saved) and backward (allocate input gradients,
+ * release saved tensors and the output gradient), recording the peak.
+ * Views share their base tensor and are not recorded.
+ */
+#ifndef LLMEM_ESTIMATE_GRAPH_H
+#define LLMEM_ESTIMATE_GRAPH_H
+
+#include <stdint.h>
+
+#define GRAPH_MAX_TENSORS 160
+#define GRAPH_MAX_OPS 128
+#define GRAPH_MAX_IN 3
+
+typedef int16_t tid; /* tensor index; -1 = none */
+
+typedef enum tensor_role {
+    ROLE_ACT = 0,   /* created by this segment */
+    ROLE_INPUT,     /* the segment's input (previous segment's output) */
+    ROLE_PARAM,     /* a parameter: storage counted outside, its gradient persists */
+    ROLE_EXTERNAL   /* storage counted outside and never released here (batch, masks) */
+} tensor_role;
+
+typedef struct g_tensor {
+    uint64_t bytes;
+    uint64_t grad_bytes; /* bytes of its gradient (a parameter's .grad) */
+    int16_t last_use;    /* last forward op that references it */
+    uint16_t saved;      /* ops that keep it for backward */
+    uint8_t role;
+    uint8_t rg;          /* requires grad */
+    uint8_t dt;          /* bytes per element (dtype) */
+} g_tensor;
+
+typedef struct g_op {
+    tid out;
+    tid in[GRAPH_MAX_IN];
+    tid aux;            /* a second output created with it (dropout mask, norm stats); -1 = none */
+    uint8_t nin;
+    uint8_t save;       /* bit i: input i saved; bit 3: output saved */
+    uint8_t grad_alias; /* bit i: input i's gradient is the output gradient itself */
+    uint64_t fwd_extra; /* workspace while the op runs forward */
+    uint64_t bwd_extra; /* workspace while the op runs backward */
+} g_op;
+
+#define SAVE_OUT 8u
+#define SAVE_AUX 16u
+
+typedef struct graph {
+    g_tensor t[GRAPH_MAX_TENSORS];
+    g_op op[GRAPH_MAX_OPS];
+    int nt, nop;
+    int overflow;      /* a builder ran out of room: a bug, reported as such */
+    int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
+    tid output;        /* the segment's output */
+} graph;
+
+/* What one segment costs, in bytes, relative to the live set before it. */
+typedef struct seg_cost {
+    uint64_t fwd_peak;     /* peak during forward, counting the input as live at start */
+    uint64_t persist;      /* left after forward, saved for backward (input included if saved) */
+    uint64_t out_bytes;    /* the output, alive after forward unless the next segment drops it */
+    uint64_t bwd_start;    /* live at backward start: persist + output gradient */
+    uint64_t bwd_peak;     /* peak during backward on the same footing as bwd_start */
+    uint64_t param_grads;  /* gradients of parameters produced (they persist) */
+    uint64_t input_grad;   /* gradient of the input left for the previous segment */
+    int input_saved;
+} seg_cost;
+
+void graph_reset(graph *g, int grad_enabled);
+tid graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg);
+/* Record op out = f(in...) and return out. save bits are cleared when no
+ * input requires grad (autograd records nothing then). aux_bytes > 0 adds a
+ * second output (saved when save has SAVE_AUX). */
+tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
+             unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra);
+/* Keep t referenced (a Python local) at least until the op most recently recorded. */
+void graph_hold(graph *g, tid t);
+/* Simulate forward and backward. hold_output_in_backward: the output stays
+ * referenced during backward (reentrant checkpoint's recomputed output). */
+void graph_simulate(const graph *g, int hold_output_in_backward, seg_cost *cost);
+
+static inline int graph_rg(const graph *g, tid t)
+{
+    return t >= 0 && g->t[t].rg;
+}
+
+#endif

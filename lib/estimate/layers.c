@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segment builders. Each follows the eager forward of Hugging Face
+ * transformers (modeling_llama.py, modeling_gpt2.py, as of v4.48) op by op,
+ * because what autograd saves depends on each op and its dtype. Python locals
+ * that outlive their last use (query_states in LlamaAttention.forward, say)
+ * are held with graph_hold until the function that owns them returns.
+ */
+#include "estimate/layers.h"
+
+#define FP32 4
+#define INT64 8
+
+/* A frozen QLoRA linear: bitsandbytes dequantizes the NF4 weight to the
+ * compute dtype for the matmul (forward and again in backward), so the
+ * transient is one dense weight; nothing weight-sized is saved. */
+static tid nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
+{
+    tid xc = op_cast(b, x, b->compute);
+    uint64_t dense = in_f * out_f * (uint64_t)b->compute;
+    uint64_t rows = tensor_elems(b, x) / in_f;
+    /* MatMul4Bit saves its input only for a weight gradient, which a frozen base has none of. */
+    return graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
+}
+
+/* PEFT's LoRA Linear: base(x) + lora_B(lora_A(x)) * scaling, with x cast to
+ * the adapters' dtype first, and the sum cast back to the base's result dtype. */
+static tid linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
+                  unsigned target)
+{
+    tid base = s->nf4 ? nf4_linear(b, x, in_f, out_f)
+                      : op_linear(b, x, in_f, out_f, s->weights_trainable, bias);
+    if (!(s->lora_targets & target))
+        return base;
+    int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
+    b->param_dt = s->lora_dt;
+    tid xl = op_cast(b, x, s->lora_dt);
+    tid a = op_linear(b, xl, in_f, s->lora_rank, 1, 0);
+    tid up = op_linear(b, a, s->lora_rank, out_f, 1, 0);
+    b->param_dt = saved_param_dt;
+    tid sum = op_add(b, base, op_scale(b, up));
+    return op_cast(b, sum, result_dt);
+}
+
+/* LlamaRMSNorm: upcast, pow(2).mean, * rsqrt(var + eps), cast back, * weight. */
+static tid rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
+{
+    int in_dt = b->g->t[x].dt;
+    tid xf = op_cast(b, x, FP32);
+    tid var = op_mean_last(b, op_pow(b, xf), dim);
+    tid inv = op_rsqrt(b, op_add_scalar(b, var));
+    tid normed = op_cast(b, op_mul(b, xf, inv), in_dt);
+    tid w = op_param(b, dim, s->norms_trainable);
+    return op_mul(b, w, normed);
+}
+
+static tid norm(build *b, const model_shape *m, const seg_spec *s, tid x)
+{
+    if (m->norm == LLMEM_NORM_RMSNORM)
+        return rms_norm(b, s, x, m->hidden);
+    return op_layer_norm(b, x, m->hidden, s->norms_trainable, m->norm_bias);
+}
+
+/* apply_rotary_pos_emb: x * cos + rotate_half(x) * sin. */
+static tid rotary(build *b, tid x, tid cos, tid sin)
+{
+    tid rotated = op_cat_halves(b, op_neg(b, x), x);
+    return op_add(b, op_mul(b, x, cos), op_mul(b, rotated, sin));
+}
+
+static tid attention_core(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
+{
+    uint64_t n_rep = m->heads / m->kv_heads;
+    uint64_t scores = b->batch * m->heads * b->seq * b->seq;
+    uint64_t out_elems = b->tokens * m->heads * m->head_dim;
+    if (b->flash) {
+        /* FlashAttention-2 takes grouped kv heads natively and the compute dtype. */
+        tid qc = op_cast(b, q, b->compute), kc = op_cast(b, k, b->compute);
+        tid vc = op_cast(b, v, b->compute);
+        return op_flash_attention(b, qc, kc, vc, m->heads);
+    }
+    /* eager_attention_forward */
+    tid ks = op_expand_copy(b, k, n_rep), vs = op_expand_copy(b, v, n_rep);
+    tid w = op_bmm(b, q, ks, scores);
+    if (m->family == LLMEM_FAMILY_GPT2) {
+        w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
+    } else {
+        w = op_scale(b, w); /* * scaling */
+    }
+    if (mask >= 0)
+        w = op_add(b, w, mask);
+    tid p = op_softmax(b, w, FP32);
+    p = op_cast(b, p, b->g->t[m->family == LLMEM_FAMILY_GPT2 ? v : q].dt);
+    p = op_dropout(b, p);
+    tid o = op_copy(b, op_bmm(b, p, vs, out_elems)); /* transpose(1, 2).contiguous() */
+    graph_hold(b->g, ks);
+    graph_hold(b->g, vs);
+    graph_hold(b->g, p);
+    return o;
+}
+
+/* Shared per-forward tensors, created by the embedding segment in the model
+ * and read by every layer: the attention mask and the rotary tables. */
+typedef struct shared_tensors {
+    tid mask, cos, sin;
+} shared_tensors;
+
+static shared_tensors shared_inputs(build *b, const model_shape *m, int residual_dt)
+{
+    shared_tensors sh = { -1, -1, -1 };
+    if (m->positions == LLMEM_POSITIONS_ROTARY) {
+        /* LlamaRotaryEmbedding returns cos, sin of [1, seq, head_dim] in the hidden dtype. */
+        sh.cos = graph_tensor(b->g, b->seq * m->head_dim, residual_dt, ROLE_EXTERNAL, 0);
+        sh.sin = graph_tensor(b->g, b->seq * m->head_dim, residual_dt, ROLE_EXTERNAL, 0);
+    }
+    if (!b->flash) {
+        /* Llama's eager path builds a 4-D additive mask [batch, 1, seq, seq];
+         * GPT-2 broadcasts an additive padding mask [batch, 1, 1, seq]. */
+        uint64_t elems = m->family == LLMEM_FAMILY_GPT2 ? b->batch * b->seq
+                                                        : b->batch * b->seq * b->seq;
+        sh.mask = graph_tensor(b->g, elems, residual_dt, ROLE_EXTERNAL, 0);
+    }
+    return sh;
+}
+
+uint64_t shared_layer_bytes(const build *b, const model_shape *m, int residual_dt)
+{
+    uint64_t bytes = 0;
+    if (m->positions == LLMEM_POSITIONS_ROTARY)
+        bytes += 2 * b->seq * m->head_dim * (uint64_t)residual_dt;
+    if (!b->flash)
+        bytes += (m->family == LLMEM_FAMILY_GPT2 ? b->batch * b->seq : b->batch * b->seq * b->seq) *
+                 (uint64_t)residual_dt;
+    return bytes;
+}
+
+static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
+                           const shared_tensors *sh)
+{
+    uint64_t H = m->hidden, qw = m->heads * m->head_dim, kvw = m->kv_heads * m->head_dim;
+    tid q = linear(b, s, h, H, qw, m->qkv_bias, LLMEM_LORA_Q);
+    tid k = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_K);
+    tid v = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_V);
+    q = rotary(b, q, sh->cos, sh->sin);
+    k = rotary(b, k, sh->cos, sh->sin);
+    tid o = attention_core(b, m, q, k, v, sh->mask);
+    o = linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
+    graph_hold(b->g, q);
+    graph_hold(b->g, k);
+    graph_hold(b->g, v);
+    return o;
+}
+
+static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden, I = m->intermediate;
+    tid gate = linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_GATE);
+    tid act = op_silu(b, gate);
+    tid up = linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
+    return linear(b, s, op_mul(b, act, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+}
+
+/* A view of part of x that keeps x alive while it is saved (split of the
+ * fused qkv): zero bytes of its own, a gradient of its own size. */
+static tid view_part(build *b, tid x, uint64_t elems)
+{
+    int dt = b->g->t[x].dt;
+    tid v = graph_op(b->g, elems, dt, &x, 1, 1u, 0, 0, 0, 0);
+    b->g->t[v].bytes = 0;
+    return v;
+}
+
+/* GPT2Attention: fused c_attn, split into views, eager attention, c_proj. */
+static tid gpt2_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
+                          const shared_tensors *sh)
+{
+    uint64_t H = m->hidden, tokens_h = b->tokens * H;
+    tid qkv = linear(b, s, h, H, 3 * H, m->qkv_bias, LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
+    tid q = view_part(b, qkv, tokens_h), k = view_part(b, qkv, tokens_h);
+    tid v = view_part(b, qkv, tokens_h);
+    tid o = attention_core(b, m, q, k, v, sh->mask);
+    o = linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
+    return op_dropout(b, o); /* resid_dropout */
+}
+
+/* GPT2MLP: c_fc, NewGELUActivation written out in Python ops
+ * (0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))), c_proj, dropout. */
+static tid gpt2_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden, I = m->intermediate;
+    tid x = linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
+    tid inner = op_add(b, x, op_scale(b, op_pow(b, x)));
+    tid t = op_add_scalar(b, op_tanh(b, op_scale(b, inner)));
+    tid y = op_mul(b, op_scale(b, x), t);
+    y = linear(b, s, y, I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+    return op_dropout(b, y);
+}
+
+void build_layer(build *b, const model_shape *m, const seg_spec *s)
+{
+    int residual_dt = b->autocast ? FP32 : b->param_dt;
+    shared_tensors sh = shared_inputs(b, m, residual_dt);
+    tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt, ROLE_INPUT, s->input_rg);
+    tid a, mid, mlp_out;
+    if (m->family == LLMEM_FAMILY_GPT2) {
+        a = gpt2_attention(b, m, s, norm(b, m, s, x), &sh);
+        mid = op_add(b, a, x);
+        mlp_out = gpt2_mlp(b, m, s, norm(b, m, s, mid));
+    } else {
+        a = llama_attention(b, m, s, norm(b, m, s, x), &sh);
+        mid = op_add(b, x, a);
+        mlp_out = llama_mlp(b, m, s, norm(b, m, s, mid));
+    }
+    b->g->output = op_add(b, mid, mlp_out);
+}
+
+void build_embedding(build *b, const model_shape *m, const seg_spec *s)
+{
+    tid x = op_embedding(b, m->vocab, m->hidden, s->weights_trainable, NULL);
+    if (m->positions == LLMEM_POSITIONS_LEARNED) {
+        tid pos = graph_op(b->g, b->seq * m->hidden, b->param_dt,
+                           (tid[]){ op_param(b, (m->max_positions + m->position_offset) * m->hidden,
+                                             s->weights_trainable) },
+                           1, 0, 0, 0, 0, 0);
+        x = op_add(b, x, pos);
+        x = op_dropout(b, x); /* embd_pdrop */
+    }
+    b->g->output = x;
+}
+
+/* Final norm, lm_head, and ForCausalLMLoss: logits.float(), labels padded
+ * and shifted, cross_entropy = log_softmax + nll_loss. */
+void build_head(build *b, const model_shape *m, const seg_spec *s)
+{
+    int residual_dt = b->autocast ? FP32 : b->param_dt;
+    tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt, ROLE_INPUT, s->input_rg);
+    if (m->final_norm)
+        x = norm(b, m, s, x);
+    tid logits = op_linear(b, x, m->hidden, m->vocab, s->weights_trainable, m->head_bias);
+    tid lf = op_cast(b, logits, FP32);
+    /* pad(labels, (0, 1), -100)[..., 1:].contiguous(): int64, saved by nll_loss. */
+    tid padded = graph_op(b->g, b->batch * (b->seq + 1), INT64, NULL, 0, 0, 0, 0, 0, 0);
+    tid target = graph_op(b->g, b->tokens, INT64, &padded, 1, 0, 0, 0, 0, 0);
+    tid logp = graph_op(b->g, b->tokens * m->vocab, FP32, &lf, 1, SAVE_OUT, 0, 0, 0, 0);
+    tid in[2] = { logp, target };
+    b->g->output = graph_op(b->g, 1, FP32, in, 2, 2u, 0, 0, 0, 0);
+    graph_hold(b->g, logits); /* the model output keeps the logits until the loss returns */
+    graph_hold(b->g, lf);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* Segment builders: the embedding, one decoder layer, and the head with the
+ * loss, per family, following the Hugging Face transformers eager code. */
+#ifndef LLMEM_ESTIMATE_LAYERS_H
+#define LLMEM_ESTIMATE_LAYERS_H
+
+#include "estimate/ops.h"
+#include "model/model.h"
+
+/* Which weights of a segment train, and how LoRA wraps its linears. */
+typedef struct seg_spec {
+    int input_rg;          /* the segment's input requires grad */
+    int weights_trainable; /* dense weights (attention, MLP, embedding, head) */
+    int norms_trainable;
+    unsigned lora_targets; /* llmem_lora_target bits; 0 = no adapters */
+    uint64_t lora_rank;
+    int lora_dt;           /* adapters' dtype (PEFT keeps them fp32) */
+    int nf4;               /* QLoRA: frozen linears are 4-bit, dequantized per use */
+    int chunked_loss;
+} seg_spec;
+
+void build_embedding(build *b, const model_shape *m, const seg_spec *s);
+void build_layer(build *b, const model_shape *m, const seg_spec *s);
+void build_head(build *b, const model_shape *m, const seg_spec *s);
+
+/* Bytes of the tensors shared by every layer (attention mask, rotary
+ * tables) while the layers run. */
+uint64_t shared_layer_bytes(const build *b, const model_shape *m, int residual_dt);
+
+#endif

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The temporaries term and the peak: a walk through the phases of one
+ * training step. Each segment (embedding, decoder layer, head and loss) is
+ * simulated once on the estimate's scratch graph; identical layers are then
+ * combined in closed form, because the live set grows (forward) or changes
+ * (backward) by the same amount per layer, so within a run of identical
+ * layers the peak is at one of its ends.
+ */
+#include "estimate/estimate.h"
+#include "estimate/layers.h"
+
+#include <string.h>
+
+typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
+
+/* One run of identical decoder layers, reduced to per-layer numbers. */
+typedef struct layer_group {
+    uint64_t count;
+    seg_spec spec;
+    uint64_t fwd_peak, fwd_growth;          /* forward: counting the input at start */
+    uint64_t bwd_start, bwd_peak, bwd_end;  /* backward: from its saved set + output grad */
+    uint64_t param_grads;
+} layer_group;
+
+typedef struct walk {
+    uint64_t live, grads;       /* bytes live, and how many of them are gradients */
+    uint64_t fixed;             /* weights, buffers, states, batch: live throughout */
+    uint64_t peak, peak_grads, temp_max;
+    int peak_phase;
+    uint64_t phase_peak[PHASE_COUNT];
+} walk;
+
+static void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
+{
+    if (total > w->phase_peak[phase - 1])
+        w->phase_peak[phase - 1] = total;
+    if (total > w->peak) {
+        w->peak = total;
+        w->peak_phase = phase;
+        w->peak_grads = grads;
+    }
+    uint64_t temp = total - w->fixed - grads;
+    if (temp > w->temp_max)
+        w->temp_max = temp;
+}
+
+static void simulate(llmem_estimate *e, build *b, segment_builder fn, const model_shape *m,
+                     const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
+{
+    graph_reset(&e->scratch, grad_enabled);
+    b->g = &e->scratch;
+    fn(b, m, spec);
+    graph_simulate(&e->scratch, hold_output, c);
+}
+
+/* Autocast caches the low-precision copy of each trainable leaf weight until
+ * it exits, even under no_grad: checkpointed layers keep theirs to the end of
+ * the forward pass. */
+static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const seg_spec *spec)
+{
+    model_linear lin[MODEL_MAX_LINEARS];
+    uint64_t bytes = 0;
+    if (!s->autocast)
+        return 0;
+    int n = model_layer_linears(m, lin);
+    for (int i = 0; i < n; i++) {
+        if (spec->weights_trainable && !spec->nf4)
+            bytes += lin[i].in * lin[i].out * (uint64_t)s->compute_dt;
+        if (spec->lora_targets & lin[i].lora_target)
+            bytes += spec->lora_rank * (lin[i].in + lin[i].out) * (uint64_t)s->compute_dt;
+    }
+    return bytes;
+}
+
+static void reduce_group(llmem_estimate *e, build *b, const model_shape *m, const setup *s,
+                         uint64_t x_bytes, layer_group *grp)
+{
+    seg_cost c;
+    if (s->grad_ckpt == LLMEM_GRAD_CKPT_FULL) {
+        /* torch.utils.checkpoint (reentrant, transformers' default): the layer runs
+         * under no_grad keeping only its input, and is recomputed in backward. */
+        seg_cost again;
+        uint64_t cache = autocast_cache_bytes(m, s, &grp->spec);
+        simulate(e, b, build_layer, m, &grp->spec, 0, 0, &c);
+        simulate(e, b, build_layer, m, &grp->spec, 1, 1, &again);
+        grp->fwd_peak = c.fwd_peak + cache;
+        grp->fwd_growth = c.out_bytes + cache;
+        uint64_t grad_out = again.out_bytes;
+        uint64_t held_input = again.input_saved ? 0 : x_bytes;
+        grp->bwd_start = x_bytes + grad_out;
+        grp->bwd_peak = grad_out + again.fwd_peak;
+        if (held_input + again.bwd_peak > grp->bwd_peak)
+            grp->bwd_peak = held_input + again.bwd_peak;
+        grp->bwd_end = again.param_grads + again.input_grad;
+        grp->param_grads = again.param_grads;
+        return;
+    }
+    simulate(e, b, build_layer, m, &grp->spec, 1, 0, &c);
+    grp->fwd_peak = c.fwd_peak;
+    grp->fwd_growth = c.persist + c.out_bytes - x_bytes;
+    grp->bwd_start = c.bwd_start;
+    grp->bwd_peak = c.bwd_peak;
+    grp->bwd_end = c.param_grads + c.input_grad;
+    grp->param_grads = c.param_grads;
+}
+
+/* The runs of identical layers a method produces. */
+static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
+{
+    int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL, n = 0;
+    int lora = s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA;
+    seg_spec trainable = { 1, 1, 1, 0, 0, 4, 0, 0 };
+    seg_spec adapters = { 1, 0, 0, s->lora_targets, s->lora_rank, 4,
+                          s->method == LLMEM_METHOD_QLORA, 0 };
+    seg_spec frozen = { ckpt, 0, 0, 0, 0, 4, 0, 0 };
+    memset(g, 0, 3 * sizeof *g);
+    if (lora) {
+        /* The frozen embedding's output needs no grad, so the first layer saves
+         * less, unless PEFT's enable_input_require_grads (used with checkpointing). */
+        g[n].count = ckpt ? m->layers : 1;
+        g[n].spec = adapters;
+        g[n++].spec.input_rg = ckpt;
+        if (!ckpt && m->layers > 1) {
+            g[n].count = m->layers - 1;
+            g[n++].spec = adapters;
+        }
+    } else if (s->method == LLMEM_METHOD_FREEZE) {
+        uint64_t rest = m->layers - s->frozen_layers;
+        if (s->frozen_layers > 0) {
+            g[n].count = s->frozen_layers;
+            g[n++].spec = frozen;
+        }
+        if (rest > 0 && !ckpt) {
+            g[n].count = 1;
+            g[n].spec = trainable;
+            g[n++].spec.input_rg = s->frozen_layers == 0;
+            rest--;
+        }
+        if (rest > 0) {
+            g[n].count = rest;
+            g[n++].spec = trainable;
+        }
+    } else {
+        g[n].count = m->layers;
+        g[n++].spec = trainable;
+    }
+    return n;
+}
+
+void temporaries_term(llmem_estimate *e, const model_shape *m, const model_params *p,
+                      const setup *s, const step_static *st)
+{
+    layer_group groups[3];
+    seg_cost emb, head;
+    walk w;
+    build b;
+    int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL;
+    int full = s->method == LLMEM_METHOD_FULL;
+    int accumulating = s->grad_accum > 1;
+    int residual_dt = s->autocast ? 4 : s->param_dt;
+    uint64_t x_bytes = s->batch * s->seq * m->hidden * (uint64_t)residual_dt;
+    (void)p;
+
+    memset(&b, 0, sizeof b);
+    b.batch = s->batch;
+    b.seq = s->seq;
+    b.tokens = s->batch * s->seq;
+    b.autocast = s->autocast;
+    b.compute = s->compute_dt;
+    b.param_dt = s->param_dt;
+    b.dropout = s->dropout;
+    b.flash = s->attention == LLMEM_ATTENTION_FLASH;
+
+    int ngroups = layer_groups(m, s, groups);
+    for (int i = 0; i < ngroups; i++)
+        reduce_group(e, &b, m, s, x_bytes, &groups[i]);
+    const seg_spec *top = &groups[ngroups - 1].spec;
+    int head_input_rg = top->input_rg || top->weights_trainable || top->lora_targets;
+    int embed_trains = full;
+    int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
+    seg_spec emb_spec = { 0, embed_trains, embed_trains, 0, 0, 4, 0, 0 };
+    seg_spec head_spec = { head_input_rg, head_trains, full || s->method == LLMEM_METHOD_FREEZE,
+                           0, 0, 4, 0, s->loss == LLMEM_LOSS_CHUNKED };
+    simulate(e, &b, build_embedding, m, &emb_spec, 1, 0, &emb);
+    simulate(e, &b, build_head, m, &head_spec, 1, 0, &head);
+
+    uint64_t shared = shared_layer_bytes(&b, m, residual_dt);
+    uint64_t rope = m->positions == LLMEM_POSITIONS_ROTARY
+                        ? 2 * s->seq * m->head_dim * (uint64_t)residual_dt : 0;
+    uint64_t mask = shared - rope;
+
+    memset(&w, 0, sizeof w);
+    w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states + st->batch;
+    w.grads = accumulating ? st->grads : 0;
+    w.live = w.fixed + w.grads;
+
+    /* Forward. */
+    candidate(&w, LLMEM_PHASE_FORWARD, w.live + emb.fwd_peak, w.grads);
+    w.live += emb.persist + emb.out_bytes + shared;
+    uint64_t cache = 0;
+    for (int i = 0; i < ngroups; i++) {
+        const layer_group *g = &groups[i];
+        candidate(&w, LLMEM_PHASE_FORWARD,
+                  w.live + (g->count - 1) * g->fwd_growth - x_bytes + g->fwd_peak, w.grads);
+        w.live += g->count * g->fwd_growth;
+        if (ckpt)
+            cache += g->count * autocast_cache_bytes(m, s, &g->spec);
+    }
+    if (!ckpt) /* the model's forward returns before the head: its mask goes */
+        w.live -= mask;
+    candidate(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + head.fwd_peak, w.grads);
+    w.live += head.persist + head.out_bytes - x_bytes;
+    w.live -= cache; /* autocast exits after the loss */
+
+    /* Backward: the loss and head, then the layers top-down, then the embedding. */
+    uint64_t before = w.live - head.persist - head.out_bytes;
+    candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak, w.grads);
+    w.live = before + head.param_grads + head.input_grad;
+    w.grads += head.param_grads;
+    if (accumulating) { /* added into the existing .grad */
+        w.live -= head.param_grads;
+        w.grads -= head.param_grads;
+    }
+    for (int i = ngroups - 1; i >= 0; i--) {
+        const layer_group *g = &groups[i];
+        if (g->bwd_start == 0)
+            continue; /* frozen layers outside the graph */
+        uint64_t kept = accumulating ? 0 : g->param_grads;
+        uint64_t step = g->bwd_end - (accumulating ? g->param_grads : 0);
+        int64_t delta = (int64_t)step - (int64_t)g->bwd_start;
+        candidate(&w, LLMEM_PHASE_BACKWARD, w.live - g->bwd_start + g->bwd_peak, w.grads);
+        uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);
+        candidate(&w, LLMEM_PHASE_BACKWARD, last - g->bwd_start + g->bwd_peak,
+                  w.grads + (g->count - 1) * kept);
+        w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
+        w.grads += g->count * kept;
+    }
+    w.live -= ckpt ? shared : rope; /* released with the first layer's saved tensors */
+    if (emb.bwd_start > 0) {
+        /* A tied head already holds the weight's .grad: the embedding's gradient
+         * is summed out of place, briefly one more embedding-sized tensor. */
+        uint64_t tied_sum = m->tie && embed_trains ? emb.param_grads : 0;
+        before = w.live - emb.bwd_start;
+        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + tied_sum, w.grads);
+        uint64_t new_grads = (m->tie || accumulating) ? 0 : emb.param_grads;
+        w.live = before + new_grads + emb.input_grad;
+        w.grads += new_grads;
+    }
+
+    /* The optimizer step: weights, states, gradients, and its own transient. */
+    candidate(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, st->grads);
+
+    e->peak_allocated = w.peak;
+    e->peak_phase = w.peak_phase;
+    memcpy(e->phase_peak, w.phase_peak, sizeof w.phase_peak);
+
+    term_set(&e->term[0], LLMEM_TERM_PARAMETERS,
+             st->weights + st->quant_constants + st->adapters + st->buffers,
+             st->weights + st->quant_constants + st->adapters + st->buffers);
+    term_add(&e->term[0], "weights", st->weights);
+    if (st->quant_constants)
+        term_add(&e->term[0], "quant_constants", st->quant_constants);
+    if (st->adapters)
+        term_add(&e->term[0], "lora_adapters", st->adapters);
+    term_add(&e->term[0], "buffers", st->buffers);
+
+    term_set(&e->term[1], LLMEM_TERM_OPTIMIZER, st->states + w.peak_grads, st->states + st->grads);
+    term_add(&e->term[1], "gradients", w.peak_grads);
+    term_add(&e->term[1], "states", st->states);
+
+    term_set(&e->term[2], LLMEM_TERM_DATA, st->batch, st->batch);
+    term_add(&e->term[2], "batch", st->batch);
+
+    uint64_t temp = w.peak - w.fixed - w.peak_grads;
+    term_set(&e->term[3], LLMEM_TERM_TEMPORARY, temp, w.temp_max);
+    if (w.peak_phase == LLMEM_PHASE_OPTIMIZER) {
+        term_add(&e->term[3], "optimizer_step", temp);
+    } else {
+        term_add(&e->term[3], "activations", temp);
+    }
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* The parameter tensors of a model under a training setup, grouped into
+ * classes of equal shape: what the optimizer, the weights term and the
+ * allocator's rounding iterate over. */
+#ifndef LLMEM_ESTIMATE_TENSORS_H
+#define LLMEM_ESTIMATE_TENSORS_H
+
+#include "estimate/estimate.h"
+
+#define TENSOR_CLASSES_MAX 64
+
+typedef struct tensor_class {
+    uint64_t rows, cols; /* cols = 1 for vectors */
+    uint64_t count;      /* tensors of this shape */
+    int dt;              /* storage bytes per element; 0 = NF4 (4-bit) */
+    int trainable;
+} tensor_class;
+
+typedef struct tensor_list {
+    tensor_class c[TENSOR_CLASSES_MAX];
+    int n;
+} tensor_list;
+
+void step_tensors(const model_shape *m, const setup *s, tensor_list *out);
+
+static inline uint64_t class_elems(const tensor_class *c)
+{
+    return c->rows * c->cols;
+}
+
+#endif

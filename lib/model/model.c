@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+#include "model/model.h"
+
+#include "core/checked.h"
+#include "core/ctx.h"
+#include "model/fields.h"
+
+#include <string.h>
+
+int llmem_model_new(llmem_ctx *ctx, int family, llmem_model **out)
+{
+    if (out == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, "model: out pointer is NULL");
+    *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
+    if (names_name(&names_family, family) == NULL) {
+        char list[128];
+        names_list(&names_family, list, sizeof list);
+        return llmem__fail(ctx, LLMEM_ERANGE, "family: unknown value %d (expected %s)", family,
+                           list);
+    }
+    llmem_model *m = llmem__calloc(ctx, sizeof *m);
+    if (m == NULL)
+        return llmem__fail(ctx, LLMEM_ENOMEM, "model: out of memory");
+    m->ctx = ctx;
+    model_apply_family_defaults(m->field, family);
+    *out = m;
+    llmem__ok(ctx);
+    return LLMEM_OK;
+}
+
+void llmem_model_free(llmem_model *m)
+{
+    if (m != NULL)
+        llmem__free(m->ctx, m);
+}
+
+int llmem_model_set_int(llmem_model *m, int key, int64_t value)
+{
+    if (m == NULL)
+        return LLMEM_EINVAL;
+    const model_field *f = model_field_find(key);
+    if (f == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "model: unknown field key %d", key);
+    if (value < f->min || value > f->max || (f->values && !names_name(f->values, (int)value)))
+        return llmem__fail(m->ctx, LLMEM_ERANGE,
+                           "%s: value %lld out of range [%lld, %lld]", f->name,
+                           (long long)value, (long long)f->min, (long long)f->max);
+    if (key == LLMEM_MODEL_FAMILY) {
+        /* A new family brings its layout; the sizes already set stay. */
+        model_apply_family_defaults(m->field, (int)value);
+    }
+    m->field[key] = value;
+    llmem__ok(m->ctx);
+    return LLMEM_OK;
+}
+
+int llmem_model_set_str(llmem_model *m, int key, const char *value)
+{
+    if (m == NULL)
+        return LLMEM_EINVAL;
+    const model_field *f = model_field_find(key);
+    if (f == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "model: unknown field key %d", key);
+    if (value == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "%s: value is NULL", f->name);
+    if (f->values == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "%s: not a named field (set it as an integer)",
+                           f->name);
+    int v = names_lookup(f->values, value);
+    if (v == 0) {
+        char list[160];
+        names_list(f->values, list, sizeof list);
+        return llmem__fail(m->ctx, LLMEM_ENOTFOUND, "%s: unknown value '%s' (expected %s)",
+                           f->name, value, list);
+    }
+    return llmem_model_set_int(m, key, v);
+}
+
+int llmem_model_get_int(const llmem_model *m, int key, int64_t *out)
+{
+    if (m == NULL || out == NULL)
+        return LLMEM_EINVAL;
+    const model_field *f = model_field_find(key);
+    if (f == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "model: unknown field key %d", key);
+    int64_t v = m->field[key];
+    if (key == LLMEM_MODEL_KV_HEADS && v == 0)
+        v = m->field[LLMEM_MODEL_HEADS];
+    else if (key == LLMEM_MODEL_HEAD_DIM && v == 0 && m->field[LLMEM_MODEL_HEADS] > 0)
+        v = m->field[LLMEM_MODEL_HIDDEN] / m->field[LLMEM_MODEL_HEADS];
+    else if (key == LLMEM_MODEL_EMBED_DIM && v == 0)
+        v = m->field[LLMEM_MODEL_HIDDEN];
+    *out = v;
+    return LLMEM_OK;
+}
+
+static int require_set(llmem_model *m, int key)
+{
+    if (m->field[key] > 0)
+        return LLMEM_OK;
+    return llmem__fail(m->ctx, LLMEM_EINCONSISTENT, "%s: not set (must be a positive integer)",
+                       model_field_find(key)->name);
+}
+
+/* Parameter counts by part, with every product checked. */
+static int count_params(llmem_model *m, const model_shape *s, model_params *p)
+{
+    checked c = { 0 };
+    uint64_t H = s->hidden, q_width = s->heads * s->head_dim, kv_width = s->kv_heads * s->head_dim;
+    uint64_t norm_size = H * (uint64_t)(1 + s->norm_bias);
+    uint64_t mats_per_mlp = s->mlp == LLMEM_MLP_GATED ? 3 : 2;
+    memset(p, 0, sizeof *p);
+
+    p->embedding = ck_mul(&c, s->vocab, s->embed_dim);
+    if (s->embed_dim != H) /* OPT-350m: project_in and project_out, no biases */
+        p->embedding = ck_add(&c, p->embedding, ck_mul3(&c, 2, s->embed_dim, H));
+    if (s->positions == LLMEM_POSITIONS_LEARNED)
+        p->positions = ck_mul(&c, ck_add(&c, s->max_positions, s->position_offset), H);
+    p->embed_norm = s->embed_norm ? norm_size : 0;
+
+    p->layer_attention = ck_add(&c, ck_mul3(&c, 2, H, q_width), ck_mul3(&c, 2, H, kv_width));
+    if (s->qkv_bias)
+        p->layer_attention = ck_add(&c, p->layer_attention, q_width + 2 * kv_width);
+    if (s->out_bias)
+        p->layer_attention = ck_add(&c, p->layer_attention, H);
+
+    uint64_t dense = ck_mul3(&c, mats_per_mlp, H, s->intermediate);
+    if (s->mlp_bias)
+        dense = ck_add(&c, dense, (mats_per_mlp - 1) * s->intermediate + H);
+    if (s->experts > 0) {
+        uint64_t expert = ck_mul3(&c, mats_per_mlp, H, s->expert_intermediate);
+        uint64_t router = ck_mul(&c, H, s->experts);
+        uint64_t shared = ck_mul3(&c, mats_per_mlp, H, s->shared_intermediate);
+        p->layer_mlp = ck_add(&c, ck_add(&c, ck_mul(&c, expert, s->experts), router), shared);
+        p->layer_mlp_active =
+            ck_add(&c, ck_add(&c, ck_mul(&c, expert, s->experts_per_token), router), shared);
+    } else {
+        p->layer_mlp = p->layer_mlp_active = dense;
+    }
+    p->layer_norms = ck_mul(&c, s->norms_per_layer, norm_size);
+    p->layer = ck_add(&c, ck_add(&c, p->layer_attention, p->layer_mlp), p->layer_norms);
+    p->final_norm = s->final_norm ? norm_size : 0;
+    if (!s->tie)
+        p->head = ck_add(&c, ck_mul(&c, s->vocab, s->embed_dim), s->head_bias ? s->vocab : 0);
+
+    uint64_t outside = p->embedding + p->positions + p->embed_norm + p->final_norm + p->head;
+    p->total = ck_add(&c, ck_add(&c, ck_mul(&c, p->layer, s->layers), outside), 0);
+    uint64_t layer_active = p->layer_attention + p->layer_mlp_active + p->layer_norms;
+    p->active = ck_add(&c, ck_mul(&c, layer_active, s->layers), outside);
+
+    /* Tensor count, for the allocator's per-block rounding. */
+    uint64_t attn_tensors = 4 + (s->qkv_bias ? 3 : 0) + (s->out_bias ? 1 : 0);
+    uint64_t mlp_tensors = mats_per_mlp * (1 + (uint64_t)s->mlp_bias);
+    if (s->experts > 0)
+        mlp_tensors = mats_per_mlp * (s->experts + (s->shared_intermediate ? 1 : 0)) + 1;
+    uint64_t layer_tensors = attn_tensors + mlp_tensors + s->norms_per_layer * (1 + s->norm_bias);
+    p->tensors = ck_mul(&c, layer_tensors, s->layers) + 1 + (s->embed_dim != H ? 2 : 0) +
+                 (p->positions ? 1 : 0) + (s->embed_norm ? 1 + s->norm_bias : 0) +
+                 (s->final_norm ? 1 + s->norm_bias : 0) + (p->head ? 1 + s->head_bias : 0);
+
+    if (c.overflow)
+        return llmem__fail(m->ctx, LLMEM_EOVERFLOW,
+                           "model: parameter count overflows 64 bits (hidden %llu, layers %llu, "
+                           "vocab %llu)",
+                           (unsigned long long)H, (unsigned long long)s->layers,
+                           (unsigned long long)s->vocab);
+    return LLMEM_OK;
+}
+
+int model_resolve(llmem_model *m, model_shape *s, model_params *p)
+{
+    static const int required[] = { LLMEM_MODEL_HIDDEN, LLMEM_MODEL_LAYERS, LLMEM_MODEL_HEADS,
+                                    LLMEM_MODEL_VOCAB };
+    const int64_t *f = m->field;
+    int rc;
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if ((rc = require_set(m, required[i])) != LLMEM_OK)
+            return rc;
+    if (f[LLMEM_MODEL_EXPERTS] == 0 && (rc = require_set(m, LLMEM_MODEL_INTERMEDIATE)) != LLMEM_OK)
+        return rc;
+
+    memset(s, 0, sizeof *s);
+    s->family = (int)f[LLMEM_MODEL_FAMILY];
+    s->hidden = (uint64_t)f[LLMEM_MODEL_HIDDEN];
+    s->layers = (uint64_t)f[LLMEM_MODEL_LAYERS];
+    s->heads = (uint64_t)f[LLMEM_MODEL_HEADS];
+    s->kv_heads = f[LLMEM_MODEL_KV_HEADS] ? (uint64_t)f[LLMEM_MODEL_KV_HEADS] : s->heads;
+    s->intermediate = (uint64_t)f[LLMEM_MODEL_INTERMEDIATE];
+    s->vocab = (uint64_t)f[LLMEM_MODEL_VOCAB];
+    s->max_positions = (uint64_t)f[LLMEM_MODEL_MAX_POSITIONS];
+    s->position_offset = (uint64_t)f[LLMEM_MODEL_POSITION_OFFSET];
+    s->embed_dim = f[LLMEM_MODEL_EMBED_DIM] ? (uint64_t)f[LLMEM_MODEL_EMBED_DIM] : s->hidden;
+    s->experts = (uint64_t)f[LLMEM_MODEL_EXPERTS];
+    s->experts_per_token = (uint64_t)f[LLMEM_MODEL_EXPERTS_PER_TOKEN];
+    s->expert_intermediate = (uint64_t)f[LLMEM_MODEL_EXPERT_INTERMEDIATE];
+    s->shared_intermediate = (uint64_t)f[LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE];
+    s->norm = (int)f[LLMEM_MODEL_NORM];
+    s->mlp = (int)f[LLMEM_MODEL_MLP];
+    s->positions = (int)f[LLMEM_MODEL_POSITIONS];
+    s->qkv_bias = (int)f[LLMEM_MODEL_QKV_BIAS];
+    s->out_bias = (int)f[LLMEM_MODEL_OUT_BIAS];
+    s->mlp_bias = (int)f[LLMEM_MODEL_MLP_BIAS];
+    s->norm_bias = (int)f[LLMEM_MODEL_NORM_BIAS];
+    s->head_bias = (int)f[LLMEM_MODEL_HEAD_BIAS];
+    s->tie = (int)f[LLMEM_MODEL_TIE_EMBEDDINGS];
+    s->norms_per_layer = (uint64_t)f[LLMEM_MODEL_NORMS_PER_LAYER];
+    s->final_norm = (int)f[LLMEM_MODEL_FINAL_NORM];
+    s->embed_norm = (int)f[LLMEM_MODEL_EMBED_NORM];
+
+    if (f[LLMEM_MODEL_HEAD_DIM] > 0) {
+        s->head_dim = (uint64_t)f[LLMEM_MODEL_HEAD_DIM];
+    } else if (s->hidden % s->heads != 0) {
+        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
+                           "heads: %llu does not divide hidden %llu (set head-dim explicitly)",
+                           (unsigned long long)s->heads, (unsigned long long)s->hidden);
+    } else {
+        s->head_dim = s->hidden / s->heads;
+    }
+    if (s->heads % s->kv_heads != 0)
+        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT, "kv-heads: %llu does not divide heads %llu",
+                           (unsigned long long)s->kv_heads, (unsigned long long)s->heads);
+    if (s->positions == LLMEM_POSITIONS_LEARNED && s->max_positions == 0)
+        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
+                           "max-positions: not set (learned positions need it)");
+    if (s->experts > 0) {
+        if (s->experts_per_token == 0 || s->experts_per_token > s->experts)
+            return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
+                               "experts-per-token: %llu must be in [1, experts %llu]",
+                               (unsigned long long)s->experts_per_token,
+                               (unsigned long long)s->experts);
+        if (s->expert_intermediate == 0)
+            return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
+                               "expert-intermediate: not set (MoE layers need it)");
+    } else if (s->experts_per_token > 0) {
+        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
+                           "experts-per-token: %llu set but experts is 0",
+                           (unsigned long long)s->experts_per_token);
+    }
+    return count_params(m, s, p);
+}
+
+int llmem_model_validate(llmem_model *m)
+{
+    model_shape s;
+    model_params p;
+    if (m == NULL)
+        return LLMEM_EINVAL;
+    int rc = model_resolve(m, &s, &p);
+    if (rc == LLMEM_OK)
+        llmem__ok(m->ctx);
+    return rc;
+}
+
+int llmem_model_param_count(llmem_model *m, uint64_t *out)
+{
+    model_shape s;
+    model_params p;
+    if (m == NULL || out == NULL)
+        return m ? llmem__fail(m->ctx, LLMEM_EINVAL, "param_count: out pointer is NULL")
+                 : LLMEM_EINVAL;
+    int rc = model_resolve(m, &s, &p);
+    if (rc != LLMEM_OK)
+        return rc;
+    *out = p.total;
+    llmem__ok(m->ctx);
+    return LLMEM_OK;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Model description internals: raw fields, and the resolved shape the
+ * estimators read. */
+#ifndef LLMEM_MODEL_MODEL_H
+#define LLMEM_MODEL_MODEL_H
+
+#include "llmem.h"
+
+#include <stdint.h>
+
+/* One past the largest llmem_model_key. */
+#define MODEL_KEY_END 28
+
+struct llmem_model {
+    llmem_ctx *ctx;
+    int64_t field[MODEL_KEY_END];
+};
+
+/* What a layer is made of, resolved from the fields (defaults applied).
+ * Sizes are element counts. */
+typedef struct model_shape {
+    int family;
+    uint64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab;
+    uint64_t max_positions, position_offset, embed_dim;
+    uint64_t experts, experts_per_token, expert_intermediate, shared_intermediate;
+    int norm, mlp, positions;
+    int qkv_bias, out_bias, mlp_bias, norm_bias, head_bias, tie;
+    uint64_t norms_per_layer;
+    int final_norm, embed_norm;
+} model_shape;
+
+/* Parameter counts by part; everything the estimators need to split weights
+ * into trainable and frozen sets. */
+typedef struct model_params {
+    uint64_t embedding;      /* token embedding (and projections when embed_dim != hidden) */
+    uint64_t positions;      /* learned position table */
+    uint64_t embed_norm;
+    uint64_t layer_attention;/* one layer: q, k, v, o weights and biases */
+    uint64_t layer_mlp;      /* one layer: MLP, or all experts + router + shared expert */
+    uint64_t layer_mlp_active; /* one layer: what one token passes through */
+    uint64_t layer_norms;
+    uint64_t layer;          /* sum of the three above */
+    uint64_t final_norm;
+    uint64_t head;           /* untied output head (0 when tied) */
+    uint64_t total;
+    uint64_t active;
+    uint64_t tensors;        /* number of parameter tensors (allocator rounding) */
+} model_params;
+
+/* Resolve and check the fields; fills shape and params. Sets ctx error. */
+int model_resolve(llmem_model *m, model_shape *shape, model_params *params);
+
+/* Field defaults per family (fills field[] for the non-size keys). */
+void model_apply_family_defaults(int64_t *field, int family);
+
+/* The linear layers of one decoder layer, as the family's code has them. */
+#define MODEL_MAX_LINEARS 8
+typedef struct model_linear {
+    uint64_t in, out;
+    unsigned lora_target; /* llmem_lora_target bits that select it */
+    int bias;
+} model_linear;
+
+/* Fills lin (MODEL_MAX_LINEARS entries) and returns how many there are. */
+int model_layer_linears(const model_shape *s, model_linear *lin);
+
+#endif
