@@ -216,6 +216,59 @@ LLMEM_API const char *llmem_preset_name(size_t index);
 /** @} */
 
 /**
+ * @defgroup hf Hugging Face inputs
+ * Models from a Hugging Face `config.json`, and parameter counts from
+ * safetensors headers (never the tensor data). Optional at build time: a
+ * library built without its JSON reader returns #LLMEM_ENOTSUP from these.
+ * @{
+ */
+/**
+ * Create a model from a Hugging Face configuration: @p path is a
+ * `config.json` or a directory holding one. An unknown `model_type` or a
+ * missing field fails with a message naming it. @since 0.1.0
+ */
+LLMEM_API int llmem_model_new_hf_config(llmem_ctx *ctx, const char *path, llmem_model **out);
+/** As llmem_model_new_hf_config(), from @p len bytes of JSON text. @since 0.1.0 */
+LLMEM_API int llmem_model_new_hf_config_json(llmem_ctx *ctx, const char *json, size_t len,
+                                             llmem_model **out);
+
+/** Opaque summary of safetensors weights. @since 0.1.0 */
+typedef struct llmem_weights llmem_weights;
+
+/** Keys for llmem_weights_get_u64(). @since 0.1.0 */
+enum llmem_weights_key {
+    LLMEM_WEIGHTS_PARAMS = 1,  /**< elements over all tensors */
+    LLMEM_WEIGHTS_BYTES = 2,   /**< bytes of tensor data */
+    LLMEM_WEIGHTS_TENSORS = 3, /**< number of tensors */
+    LLMEM_WEIGHTS_FILES = 4    /**< safetensors files read */
+};
+
+/**
+ * Read the headers of safetensors weights: a `.safetensors` file, a
+ * `model.safetensors.index.json` with its shards, or a directory holding
+ * either. Malformed headers (bad length, truncation, overlapping or
+ * out-of-range offsets, unknown dtype) fail with #LLMEM_EPARSE. @since 0.1.0
+ */
+LLMEM_API int llmem_weights_open(llmem_ctx *ctx, const char *path, llmem_weights **out);
+/** As llmem_weights_open(), from one safetensors file's bytes in memory
+ * (header and data; the data is not read). @since 0.1.0 */
+LLMEM_API int llmem_weights_open_buffer(llmem_ctx *ctx, const void *data, size_t len,
+                                        llmem_weights **out);
+/** Free weights; NULL is allowed. @since 0.1.0 */
+LLMEM_API void llmem_weights_free(llmem_weights *weights);
+/** Read a total (#llmem_weights_key). @since 0.1.0 */
+LLMEM_API int llmem_weights_get_u64(const llmem_weights *weights, int key, uint64_t *out);
+/** Number of distinct dtypes present. @since 0.1.0 */
+LLMEM_API size_t llmem_weights_dtype_count(const llmem_weights *weights);
+/**
+ * Dtype @p index: its safetensors name ("BF16", "F32", ...), elements and
+ * bytes. @since 0.1.0
+ */
+LLMEM_API int llmem_weights_dtype(const llmem_weights *weights, size_t index, const char **name,
+                                  uint64_t *params, uint64_t *bytes);
+/** @} */
+
+/**
  * @defgroup train Training setup
  * How the model is trained: precision, optimizer, method, batch, sequence,
  * checkpointing and kernels. Defaults: batch 1, sequence 512, bf16-mixed,
