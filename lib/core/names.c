@@ -45,6 +45,11 @@ static const name_value lora_target[] = {
     { "q_proj", LLMEM_LORA_Q },       { "k_proj", LLMEM_LORA_K },   { "v_proj", LLMEM_LORA_V },
     { "o_proj", LLMEM_LORA_O },       { "gate_proj", LLMEM_LORA_GATE },
     { "up_proj", LLMEM_LORA_UP },     { "down_proj", LLMEM_LORA_DOWN },
+    /* GPT-2's Conv1D modules: c_attn holds q, k, v; "c_proj" names both the
+     * attention output and the MLP output projections (PEFT matches by name). */
+    { "c_attn", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
+    { "c_proj", LLMEM_LORA_O | LLMEM_LORA_DOWN },
+    { "c_fc", LLMEM_LORA_UP },
 };
 static const name_value phase[] = {
     { "forward", LLMEM_PHASE_FORWARD },

@@ -28,6 +28,7 @@ struct llmem_estimate {
     int peak_phase;                   /* 0 in article mode: the terms are summed */
     uint64_t phase_peak[PHASE_COUNT]; /* indexed by llmem_phase - 1 */
     struct llmem_term term[TERM_COUNT];
+    uint64_t end_of_backward;         /* live bytes the walk ends backward with (white-box check) */
     graph scratch;                    /* reused by every run: no allocation */
 };
 

@@ -167,11 +167,22 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
         int deferred[GRAPH_MAX_IN], ndeferred = 0;
         if (!g->t[op->out].rg)
             continue;
+        int from_aux = (op->grad_alias & GRADS_IN_AUX) != 0;
         for (int j = 0; j < op->nin; j++) {
             tid x = op->in[j];
             const g_tensor *xt = &g->t[x];
             if (!xt->rg || gout < 0)
                 continue;
+            if (from_aux) {
+                /* Already live as the aux output: change the owner, not the bytes. */
+                if (xt->role == ROLE_PARAM) {
+                    c->param_grads += xt->grad_bytes;
+                } else {
+                    grad[x] = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
+                    live -= xt->grad_bytes;
+                }
+                continue;
+            }
             if (xt->role == ROLE_PARAM) {
                 /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
                 live += xt->grad_bytes;
@@ -218,10 +229,11 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
         }
         if ((op->save & SAVE_OUT) && --saved_left[op->out] == 0)
             live -= g->t[op->out].bytes;
-        if ((op->save & SAVE_AUX) && --saved_left[op->aux] == 0)
+        if ((op->save & SAVE_AUX) && --saved_left[op->aux] == 0 && !from_aux)
             live -= g->t[op->aux].bytes;
     }
     c->bwd_peak = peak;
+    c->bwd_end = live;
     c->input_grad = 0;
     for (int t = 0; t < g->nt; t++)
         if (g->t[t].role == ROLE_INPUT && grad[t] >= 0)

@@ -53,6 +53,9 @@ typedef struct g_op {
 
 #define SAVE_OUT 8u
 #define SAVE_AUX 16u
+/* grad_alias bit: the op computed its input gradients in forward and saved
+ * them as its aux output, which backward hands over (fused linear + loss). */
+#define GRADS_IN_AUX 0x80u
 
 typedef struct graph {
     g_tensor t[GRAPH_MAX_TENSORS];
@@ -72,6 +75,7 @@ typedef struct seg_cost {
     uint64_t bwd_peak;     /* peak during backward on the same footing as bwd_start */
     uint64_t param_grads;  /* gradients of parameters produced (they persist) */
     uint64_t input_grad;   /* gradient of the input left for the previous segment */
+    uint64_t bwd_end;      /* live at backward end: param_grads + input_grad (+ held output) */
     int input_saved;
 } seg_cost;
 

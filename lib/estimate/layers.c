@@ -189,9 +189,10 @@ static tid gpt2_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, I = m->intermediate;
     tid x = linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
+    tid half = op_scale(b, x); /* Python evaluates 0.5 * input first */
     tid inner = op_add(b, x, op_scale(b, op_pow(b, x)));
     tid t = op_add_scalar(b, op_tanh(b, op_scale(b, inner)));
-    tid y = op_mul(b, op_scale(b, x), t);
+    tid y = op_mul(b, half, t);
     y = linear(b, s, y, I, H, m->mlp_bias, LLMEM_LORA_DOWN);
     return op_dropout(b, y);
 }
@@ -228,6 +229,31 @@ void build_embedding(build *b, const model_shape *m, const seg_spec *s)
     b->g->output = x;
 }
 
+/*
+ * Fused linear cross-entropy (Liger-Kernel's fused_linear_cross_entropy.py):
+ * the logits are computed chunk by chunk, chunk = next_pow2(ceil(tokens /
+ * ceil(vocab / hidden))) rows, and the gradients of the input and of the
+ * head's weight (zeros_like(weight)) are computed in forward and saved until
+ * backward hands them over. No full logits exist.
+ */
+static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s, tid x)
+{
+    uint64_t inc = (m->vocab + m->hidden - 1) / m->hidden, rows = (b->tokens + inc - 1) / inc;
+    uint64_t chunk = 1;
+    while (chunk < rows)
+        chunk <<= 1;
+    if (chunk > b->tokens)
+        chunk = b->tokens;
+    tid w = op_param(b, m->vocab * m->hidden, s->weights_trainable);
+    tid xc = op_cast(b, x, b->compute);
+    uint64_t grad_in = graph_rg(b->g, xc) ? b->g->t[xc].bytes : 0;
+    uint64_t grad_w = s->weights_trainable ? b->g->t[w].grad_bytes : 0;
+    uint64_t workspace = chunk * m->vocab * (uint64_t)b->compute + chunk * m->hidden * FP32;
+    tid in[2] = { xc, w };
+    b->g->output = graph_op(b->g, 1, FP32, in, 2, SAVE_AUX, GRADS_IN_AUX, grad_in + grad_w,
+                            workspace, 0);
+}
+
 /* Final norm, lm_head, and ForCausalLMLoss: logits.float(), labels padded
  * and shifted, cross_entropy = log_softmax + nll_loss. */
 void build_head(build *b, const model_shape *m, const seg_spec *s)
@@ -236,6 +262,10 @@ void build_head(build *b, const model_shape *m, const seg_spec *s)
     tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt, ROLE_INPUT, s->input_rg);
     if (m->final_norm)
         x = norm(b, m, s, x);
+    if (s->chunked_loss) {
+        chunked_head_loss(b, m, s, x);
+        return;
+    }
     tid logits = op_linear(b, x, m->hidden, m->vocab, s->weights_trainable, m->head_bias);
     tid lf = op_cast(b, logits, FP32);
     /* pad(labels, (0, 1), -100)[..., 1:].contiguous(): int64, saved by nll_loss. */

@@ -155,8 +155,10 @@ tid op_copy(build *b, tid x)
 
 tid op_cat_halves(build *b, tid x1, tid x2)
 {
+    /* x1 is a half-size tensor; x2 stands for a view of half of a full one
+     * (views are not recorded), so the result has twice x1's elements. */
     tid in[2] = { x1, x2 };
-    uint64_t elems = tensor_elems(b, x1) + tensor_elems(b, x2);
+    uint64_t elems = 2 * tensor_elems(b, x1);
     return graph_op(b->g, elems, dt_of(b, x2), in, 2, 0, 0, 0, 0, 0);
 }
 

@@ -45,6 +45,7 @@ tid op_gelu(build *b, tid x);     /* saves its input (native gelu) */
 tid op_relu(build *b, tid x);     /* saves its output */
 tid op_neg(build *b, tid x);
 tid op_copy(build *b, tid x);     /* .contiguous() of a transposed view */
+/* cat((-x2, x1)) of rotate_half: x1 the negated half, x2 the tensor whose half is viewed. */
 tid op_cat_halves(build *b, tid x1, tid x2);
 tid op_expand_copy(build *b, tid x, uint64_t factor); /* repeat_kv: expand + reshape */
 tid op_softmax(build *b, tid x, int dt);

@@ -35,7 +35,8 @@ static uint64_t adamw8bit_states(const tensor_class *c)
 void optimizer_term(const model_shape *m, const model_params *p, const setup *s, step_static *st)
 {
     tensor_list l;
-    uint64_t grads = 0, states = 0, trainable_bytes = 0, largest = 0;
+    uint64_t grads = 0, states = 0, largest = 0;
+    uint64_t decay_bytes = 0, no_decay_bytes = 0;
     (void)p;
     step_tensors(m, s, &l);
     for (int i = 0; i < l.n; i++) {
@@ -45,7 +46,12 @@ void optimizer_term(const model_shape *m, const model_params *p, const setup *s,
         /* Trainable tensors are never NF4; .grad and torch's states take their dtype. */
         uint64_t bytes = class_elems(c) * (uint64_t)c->dt;
         grads += bytes * c->count;
-        trainable_bytes += bytes * c->count;
+        /* The HF Trainer's two parameter groups: biases and norm weights (the
+         * vectors) take no weight decay. */
+        if (c->cols == 1)
+            no_decay_bytes += bytes * c->count;
+        else
+            decay_bytes += bytes * c->count;
         if (bytes > largest)
             largest = bytes;
         switch (s->optimizer) {
@@ -64,8 +70,9 @@ void optimizer_term(const model_shape *m, const model_params *p, const setup *s,
     case LLMEM_OPTIMIZER_ADAMW:
     case LLMEM_OPTIMIZER_ADAM:
         /* _multi_tensor_adam(w): exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)
-         * holds one tensor per parameter at once; the other updates are in place. */
-        st->optimizer_step = trainable_bytes;
+         * holds one tensor per parameter of a group at once (groups run one after
+         * the other); the other updates are in place. */
+        st->optimizer_step = decay_bytes > no_decay_bytes ? decay_bytes : no_decay_bytes;
         break;
     case LLMEM_OPTIMIZER_LION:
         /* lion-pytorch: update = exp_avg.clone().mul_(beta1).add(grad, ...): a clone and

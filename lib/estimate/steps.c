@@ -238,15 +238,21 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     }
     w.live -= ckpt ? shared : rope; /* released with the first layer's saved tensors */
     if (emb.bwd_start > 0) {
-        /* A tied head already holds the weight's .grad: the embedding's gradient
-         * is summed out of place, briefly one more embedding-sized tensor. */
-        uint64_t tied_sum = m->tie && embed_trains ? emb.param_grads : 0;
+        /* A tied head already holds the token embedding's .grad: its second
+         * gradient is summed out of place, briefly one more such tensor. */
+        uint64_t tied = m->tie && embed_trains ? m->vocab * m->embed_dim * (uint64_t)s->param_dt : 0;
         before = w.live - emb.bwd_start;
-        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + tied_sum, w.grads);
-        uint64_t new_grads = (m->tie || accumulating) ? 0 : emb.param_grads;
+        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + tied, w.grads);
+        uint64_t new_grads = accumulating ? 0 : emb.param_grads - tied;
         w.live = before + new_grads + emb.input_grad;
         w.grads += new_grads;
+    } else {
+        /* A frozen embedding whose output was made to require grad (PEFT's
+         * enable_input_require_grads): its gradient dies with the graph. */
+        w.live -= groups[0].bwd_end - groups[0].param_grads;
     }
+
+    e->end_of_backward = w.live;
 
     /* The optimizer step: weights, states, gradients, and its own transient. */
     candidate(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, st->grads);
