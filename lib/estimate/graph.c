@@ -157,6 +157,11 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
     }
     live = c->persist + (hold_output ? c->out_bytes : 0);
     grad[out] = (int16_t)pool_new(&pool, g->t[out].grad_bytes, &live);
+    /* Reentrant checkpointing's backward holds the incoming gradient in its
+     * arguments, so sums into that buffer go out of place. */
+    int held_grad = hold_output ? grad[out] : -1;
+    if (held_grad >= 0)
+        pool.refs[held_grad]++;
     c->bwd_start = peak = live;
     c->param_grads = 0;
 
@@ -233,6 +238,8 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
             live -= g->t[op->aux].bytes;
     }
     c->bwd_peak = peak;
+    if (held_grad >= 0)
+        pool_drop(&pool, held_grad, &live);
     c->bwd_end = live;
     c->input_grad = 0;
     for (int t = 0; t < g->nt; t++)

@@ -39,7 +39,10 @@ static tid linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t ou
     tid up = op_linear(b, a, s->lora_rank, out_f, 1, 0);
     b->param_dt = saved_param_dt;
     tid sum = op_add(b, base, op_scale(b, up));
-    return op_cast(b, sum, result_dt);
+    tid out = op_cast(b, sum, result_dt);
+    graph_hold(b->g, x); /* the argument of LoraLayer.forward lives until it returns */
+    graph_hold(b->g, base);
+    return out;
 }
 
 /* LlamaRMSNorm: upcast, pow(2).mean, * rsqrt(var + eps), cast back, * weight. */
@@ -125,7 +128,7 @@ static shared_tensors shared_inputs(build *b, const model_shape *m, int residual
 
 uint64_t shared_layer_bytes(const build *b, const model_shape *m, int residual_dt)
 {
-    uint64_t bytes = 0;
+    uint64_t bytes = b->seq * 8; /* position ids (cache_position): int64 [seq] */
     if (m->positions == LLMEM_POSITIONS_ROTARY)
         bytes += 2 * b->seq * m->head_dim * (uint64_t)residual_dt;
     if (!b->flash)
@@ -203,16 +206,26 @@ void build_layer(build *b, const model_shape *m, const seg_spec *s)
     shared_tensors sh = shared_inputs(b, m, residual_dt);
     tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt, ROLE_INPUT, s->input_rg);
     tid a, mid, mlp_out;
+    /* The decoder layer's hidden_states local keeps each norm's output until
+     * the attention or MLP call that reads it returns. */
+    tid h = norm(b, m, s, x);
     if (m->family == LLMEM_FAMILY_GPT2) {
-        a = gpt2_attention(b, m, s, norm(b, m, s, x), &sh);
+        a = gpt2_attention(b, m, s, h, &sh);
+        graph_hold(b->g, h);
         mid = op_add(b, a, x);
-        mlp_out = gpt2_mlp(b, m, s, norm(b, m, s, mid));
+        h = norm(b, m, s, mid);
+        mlp_out = gpt2_mlp(b, m, s, h);
     } else {
-        a = llama_attention(b, m, s, norm(b, m, s, x), &sh);
+        a = llama_attention(b, m, s, h, &sh);
+        graph_hold(b->g, h);
         mid = op_add(b, x, a);
-        mlp_out = llama_mlp(b, m, s, norm(b, m, s, mid));
+        h = norm(b, m, s, mid);
+        mlp_out = llama_mlp(b, m, s, h);
     }
+    graph_hold(b->g, h);
     b->g->output = op_add(b, mid, mlp_out);
+    if (b->hold_input)
+        graph_hold(b->g, x);
 }
 
 void build_embedding(build *b, const model_shape *m, const seg_spec *s)
@@ -275,5 +288,6 @@ void build_head(build *b, const model_shape *m, const seg_spec *s)
     tid in[2] = { logp, target };
     b->g->output = graph_op(b->g, 1, FP32, in, 2, 2u, 0, 0, 0, 0);
     graph_hold(b->g, logits); /* the model output keeps the logits until the loss returns */
-    graph_hold(b->g, lf);
+    graph_hold(b->g, lf);     /* ForCausalLMLoss's locals: the fp32 logits and padded labels */
+    graph_hold(b->g, padded);
 }

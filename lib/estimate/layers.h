@@ -23,8 +23,8 @@ void build_embedding(build *b, const model_shape *m, const seg_spec *s);
 void build_layer(build *b, const model_shape *m, const seg_spec *s);
 void build_head(build *b, const model_shape *m, const seg_spec *s);
 
-/* Bytes of the tensors shared by every layer (attention mask, rotary
- * tables) while the layers run. */
+/* Bytes of the tensors shared by every layer while the layers run: position
+ * ids, the attention mask, the rotary tables. */
 uint64_t shared_layer_bytes(const build *b, const model_shape *m, int residual_dt);
 
 #endif

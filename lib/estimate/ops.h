@@ -18,6 +18,7 @@ typedef struct build {
     int param_dt;     /* bytes of the parameters' storage dtype */
     double dropout;   /* dropout probability of the model's dropout layers */
     int flash;        /* fused attention kernel */
+    int hold_input;   /* the segment's input stays referenced (checkpoint recompute) */
 } build;
 
 /* A parameter of elems elements; trainable ones get a .grad of grad_dt bytes. */

@@ -83,13 +83,15 @@ static void reduce_group(llmem_estimate *e, build *b, const model_shape *m, cons
         seg_cost again;
         uint64_t cache = autocast_cache_bytes(m, s, &grp->spec);
         simulate(e, b, build_layer, m, &grp->spec, 0, 0, &c);
+        b->hold_input = 1; /* the checkpoint keeps its saved input while recomputing */
         simulate(e, b, build_layer, m, &grp->spec, 1, 1, &again);
+        b->hold_input = 0;
         grp->fwd_peak = c.fwd_peak + cache;
         grp->fwd_growth = c.out_bytes + cache;
         uint64_t grad_out = again.out_bytes;
         uint64_t held_input = again.input_saved ? 0 : x_bytes;
         grp->bwd_start = x_bytes + grad_out;
-        grp->bwd_peak = grad_out + again.fwd_peak;
+        grp->bwd_peak = grad_out + again.fwd_peak; /* fwd_peak counts the input */
         if (held_input + again.bwd_peak > grp->bwd_peak)
             grp->bwd_peak = held_input + again.bwd_peak;
         grp->bwd_end = again.param_grads + again.input_grad;
@@ -188,7 +190,7 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     uint64_t shared = shared_layer_bytes(&b, m, residual_dt);
     uint64_t rope = m->positions == LLMEM_POSITIONS_ROTARY
                         ? 2 * s->seq * m->head_dim * (uint64_t)residual_dt : 0;
-    uint64_t mask = shared - rope;
+    uint64_t mask = shared - rope; /* position ids and mask: the model's locals */
 
     memset(&w, 0, sizeof w);
     w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states + st->batch;
