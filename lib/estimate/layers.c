@@ -290,4 +290,5 @@ void build_head(build *b, const model_shape *m, const seg_spec *s)
     graph_hold(b->g, logits); /* the model output keeps the logits until the loss returns */
     graph_hold(b->g, lf);     /* ForCausalLMLoss's locals: the fp32 logits and padded labels */
     graph_hold(b->g, padded);
+    graph_hold(b->g, x);      /* the CausalLM forward's hidden_states local */
 }
