@@ -153,6 +153,7 @@ class LiveTracker(TorchDispatchMode):
         self.peak_op = None
         self.peak_seq = -1
         self.peak_snapshot = None
+        self.phase_snapshot = {}
         self.phase = "init"
         self.phase_peak = collections.OrderedDict()
         self.phase_peak_r = collections.OrderedDict()
@@ -221,9 +222,14 @@ class LiveTracker(TorchDispatchMode):
         self._candidate(val, val_r, p["op"], p["phase"], p["seq"], snap)
 
     def _candidate(self, val, val_r, opname, ph, seq, snapshot=None):
-        if val > self.phase_peak.get(ph, -1):
-            self.phase_peak[ph] = val
+        if val > self.phase_peak.get(ph, -1) or (
+                self.snapshot_at_peak and ph not in self.phase_snapshot):
+            self.phase_peak[ph] = max(val, self.phase_peak.get(ph, -1))
             self.phase_peak_op[ph] = (opname, seq)
+            if self.snapshot_at_peak:
+                if snapshot is None:
+                    snapshot = self._snapshot()
+                self.phase_snapshot[ph] = snapshot
         if val_r > self.phase_peak_r.get(ph, -1):
             self.phase_peak_r[ph] = val_r
         if val_r > self.peak_r:
@@ -432,19 +438,22 @@ def profiler_peak(fn):
 
     Returns (peak_delta_bytes, final_delta_bytes): the maximum over time of
     the cumulative CPU allocator delta since the profiler started, from the
-    ``[memory]`` events, and the delta at the end.
+    kineto ``[memory]`` events (signed ``nbytes``, in time order), and the
+    delta at the end.
     """
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                  record_shapes=False) as prof:
         fn()
-    evs = [e for e in prof.events() if e.name == "[memory]"]
-    evs.sort(key=lambda e: (e.time_range.start, e.id))
+    raw = prof.profiler.kineto_results.events()
+    evs = [(e.start_us(), i, e.nbytes()) for i, e in enumerate(raw)
+           if e.name() == "[memory]"]
+    evs.sort()
     cur = 0
     peak = 0
-    for e in evs:
-        cur += e.cpu_memory_usage
+    for _, _, nb in evs:
+        cur += nb
         peak = max(peak, cur)
     return peak, cur
 

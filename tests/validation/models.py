@@ -116,6 +116,34 @@ def matmul(amp, a, b):
     return torch.matmul(amp.lp(a), amp.lp(b))
 
 
+class _Mean2x(torch.autograd.Function):
+    """``x.mean(dim, keepdim)`` with the autograd node of torch >= 2.0.
+
+    torch 1.13's MeanBackward1 keeps its whole input alive (its formula uses
+    ``self.numel()``, which 1.13's codegen can only get from the saved
+    tensor); torch 2.x saves only ``self_sym_sizes`` / ``self_sym_numel``.
+    Backward is 2.x's ``mean_backward``: ``grad.expand(sizes) / n``."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        ctx.sizes = x.shape
+        ctx.dim = dim
+        ctx.keepdim = keepdim
+        return x.mean(dim, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad if ctx.keepdim else grad.unsqueeze(ctx.dim)
+        return g.expand(ctx.sizes) / ctx.sizes[ctx.dim], None, None
+
+
+def mean_lastdim(x):
+    """``x.mean(-1, keepdim=True)`` saving what torch 2.x saves (see _Mean2x)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _Mean2x.apply(x, -1, True)
+    return x.mean(-1, keepdim=True)
+
+
 def dropout(x, p, training):
     """``F.dropout`` as it runs on CUDA (PyTorch 2.x ``at::dropout``).
 
@@ -476,7 +504,7 @@ class LlamaRMSNorm(nn.Module):
         amp = self._amp[0]
         input_dtype = hidden_states.dtype
         hidden_states = hidden_states.to(torch.float32)
-        variance = torch.pow(amp.fp32(hidden_states), 2).mean(-1, keepdim=True)
+        variance = mean_lastdim(torch.pow(amp.fp32(hidden_states), 2))
         hidden_states = hidden_states * torch.rsqrt(amp.fp32(variance + self.variance_epsilon))
         return self.weight * hidden_states.to(input_dtype)
 

@@ -37,6 +37,33 @@ import math
 import torch
 
 
+class _Foreach:
+    """``torch._foreach_*`` with a per-tensor fallback for the meta device
+    (torch 1.13 has no meta kernels for foreach ops).  The fallback keeps the
+    same outputs alive (a list built one tensor at a time reaches the same
+    total, at the last element, as the single foreach allocation), so the
+    peak is unchanged; selftest.py checks meta against CPU."""
+
+    def __getattr__(self, name):
+        real = getattr(torch, "_foreach_" + name)
+
+        def call(tensors, *args, **kw):
+            if not tensors or not tensors[0].is_meta:
+                return real(tensors, *args, **kw)
+            outs = []
+            for i, t in enumerate(tensors):
+                a = [x[i] if isinstance(x, (list, tuple)) else x for x in args]
+                k = dict(kw)
+                if name.startswith(("addcmul", "addcdiv")) and len(a) == 3:
+                    k["value"] = a.pop()
+                outs.append(getattr(t, name)(*a, **k))
+            return None if name.endswith("_") else outs
+        return call
+
+
+_fe = _Foreach()
+
+
 def _group_by_dtype(params):
     """torch.optim.Optimizer._group_tensors_by_device_and_dtype (one device)."""
     buckets = {}
@@ -124,22 +151,22 @@ class AdamW(_Base):
                 steps = [self.state[p]["step"] for p in params]
                 if self.decoupled:
                     if wd != 0:
-                        torch._foreach_mul_(params, 1 - lr * wd)
+                        _fe.mul_(params, 1 - lr * wd)
                 elif wd != 0:
-                    grads = torch._foreach_add(grads, params, alpha=wd)
-                torch._foreach_mul_(exp_avgs, beta1)
-                torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
-                torch._foreach_mul_(exp_avg_sqs, beta2)
-                torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+                    grads = _fe.add(grads, params, alpha=wd)
+                _fe.mul_(exp_avgs, beta1)
+                _fe.add_(exp_avgs, grads, alpha=1 - beta1)
+                _fe.mul_(exp_avg_sqs, beta2)
+                _fe.addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
                 del grads
                 bias_correction1 = [1 - beta1 ** s for s in steps]
                 bias_correction2 = [1 - beta2 ** s for s in steps]
                 step_size = [(lr / bc) * -1 for bc in bias_correction1]
                 bias_correction2_sqrt = [math.sqrt(bc) for bc in bias_correction2]
-                exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)
-                torch._foreach_div_(exp_avg_sq_sqrt, bias_correction2_sqrt)
-                torch._foreach_add_(exp_avg_sq_sqrt, eps)
-                torch._foreach_addcdiv_(params, exp_avgs, exp_avg_sq_sqrt, step_size)
+                exp_avg_sq_sqrt = _fe.sqrt(exp_avg_sqs)
+                _fe.div_(exp_avg_sq_sqrt, bias_correction2_sqrt)
+                _fe.add_(exp_avg_sq_sqrt, eps)
+                _fe.addcdiv_(params, exp_avgs, exp_avg_sq_sqrt, step_size)
                 del exp_avg_sq_sqrt
 
 
@@ -178,8 +205,8 @@ class SGD(_Base):
                 if momentum != 0:
                     if all("momentum_buffer" in self.state.get(p, {}) for p in params):
                         bufs = [self.state[p]["momentum_buffer"] for p in params]
-                        torch._foreach_mul_(bufs, momentum)
-                        torch._foreach_add_(bufs, grads, alpha=1.0)
+                        _fe.mul_(bufs, momentum)
+                        _fe.add_(bufs, grads, alpha=1.0)
                     else:
                         bufs = []
                         for p, g in zip(params, grads):
@@ -190,7 +217,7 @@ class SGD(_Base):
                                 st["momentum_buffer"].mul_(momentum).add_(g, alpha=1.0)
                             bufs.append(st["momentum_buffer"])
                     grads = bufs
-                torch._foreach_add_(params, grads, alpha=-lr)
+                _fe.add_(params, grads, alpha=-lr)
 
 
 class Lion(_Base):
