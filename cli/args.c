@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+#include "args.h"
+
+#include "cli.h"
+
+#include <llmem.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The names the library accepts for each enumerated field (llmem.h); the
+ * library, not this list, decides what they mean (see settings.c). */
+static const char *const families[] = { "gpt2",     "llama",  "opt", "bloom",      "gemma2",   "phi3",
+                                        "gemma",    "gpt_neox", "falcon", "phi", "starcoder2",
+                                        "deepseek", NULL };
+static const char *const norms[] = { "layernorm", "rmsnorm", NULL };
+static const char *const mlps[] = { "gated", "plain", NULL };
+static const char *const precisions[] = { "fp32", "bf16-mixed", "fp16-mixed", "bf16", NULL };
+static const char *const optimizers[] = { "adamw",     "adam",       "sgd", "sgd-momentum",
+                                          "adafactor", "adamw-8bit", "lion", NULL };
+static const char *const grad_ckpts[] = { "none", "full", NULL };
+static const char *const attentions[] = { "eager", "flash", NULL };
+static const char *const methods[] = { "full", "lora", "qlora", "freeze", NULL };
+/* GPT-2's Conv1D modules last: c_attn is q, k and v together (see settings.c). */
+static const char *const lora_targets[] = { "q_proj",    "k_proj",  "v_proj",    "o_proj",
+                                            "gate_proj", "up_proj", "down_proj", "c_attn",
+                                            "c_proj",    "c_fc",    NULL };
+static const char *const losses[] = { "upcast", "chunked", NULL };
+static const char *const formulas[] = { "phased", "article", NULL };
+
+#define MODEL_INT(name, json, key, metavar, help) \
+    { name, json, CLI_TARGET_MODEL, key, CLI_KIND_INT, NULL, metavar, help }
+#define MODEL_NAME(name, json, key, choices, help) \
+    { name, json, CLI_TARGET_MODEL, key, CLI_KIND_NAME, choices, NULL, help }
+#define TRAIN(name, json, key, kind, choices, metavar, help) \
+    { name, json, CLI_TARGET_TRAIN, key, kind, choices, metavar, help }
+
+static const cli_flag flags[] = {
+    { "model", NULL, CLI_TARGET_PRESET, 0, CLI_KIND_TEXT, NULL, "PRESET",
+      "built-in preset: full id or the part after the slash (see `llmem models`)" },
+    MODEL_NAME("family", "family", LLMEM_MODEL_FAMILY, families,
+               "code-path family; without --model, a custom model of this family"),
+    MODEL_INT("hidden", "hidden", LLMEM_MODEL_HIDDEN, "N", "hidden size"),
+    MODEL_INT("layers", "layers", LLMEM_MODEL_LAYERS, "N", "decoder layers"),
+    MODEL_INT("heads", "heads", LLMEM_MODEL_HEADS, "N", "attention (query) heads"),
+    MODEL_INT("kv-heads", "kv_heads", LLMEM_MODEL_KV_HEADS, "N",
+              "key/value heads (grouped-query); 0 = heads"),
+    MODEL_INT("head-dim", "head_dim", LLMEM_MODEL_HEAD_DIM, "N", "per-head size; 0 = hidden / heads"),
+    MODEL_INT("intermediate", "intermediate", LLMEM_MODEL_INTERMEDIATE, "N", "MLP inner size"),
+    MODEL_INT("vocab", "vocab", LLMEM_MODEL_VOCAB, "N", "vocabulary size"),
+    MODEL_INT("max-positions", "max_positions", LLMEM_MODEL_MAX_POSITIONS, "N",
+              "context length of the position table"),
+    MODEL_INT("tie-embeddings", "tie_embeddings", LLMEM_MODEL_TIE_EMBEDDINGS, "0|1",
+              "output head shares the input embedding"),
+    MODEL_INT("attn-bias", "attn_bias", LLMEM_MODEL_QKV_BIAS, "0|1",
+              "biases on the q, k, v projections"),
+    MODEL_NAME("norm", "norm", LLMEM_MODEL_NORM, norms, "norm kind"),
+    MODEL_NAME("mlp", "mlp", LLMEM_MODEL_MLP, mlps, "MLP kind"),
+    MODEL_INT("experts", "experts", LLMEM_MODEL_EXPERTS, "N",
+              "routed experts per layer (mixture of experts); 0 = dense"),
+    MODEL_INT("experts-per-token", "experts_per_token", LLMEM_MODEL_EXPERTS_PER_TOKEN, "K",
+              "experts a token is routed to (top-k)"),
+    MODEL_INT("expert-intermediate", "expert_intermediate", LLMEM_MODEL_EXPERT_INTERMEDIATE, "N",
+              "inner size of one routed expert"),
+
+    TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, NULL, "N", "micro-batch size"),
+    TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, NULL, "N", "sequence length in tokens"),
+    TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, precisions, NULL,
+          "precision recipe"),
+    TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, optimizers, NULL,
+          "optimizer"),
+    TRAIN("grad-ckpt", "grad_ckpt", LLMEM_TRAIN_GRAD_CKPT, CLI_KIND_NAME, grad_ckpts, NULL,
+          "gradient checkpointing"),
+    TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, attentions, NULL,
+          "attention kernel"),
+    TRAIN("dropout", "dropout", LLMEM_TRAIN_DROPOUT, CLI_KIND_REAL, NULL, "P",
+          "dropout probability in [0, 1)"),
+    TRAIN("method", "method", LLMEM_TRAIN_METHOD, CLI_KIND_NAME, methods, NULL,
+          "fine-tuning method"),
+    TRAIN("lora-rank", "lora_rank", LLMEM_TRAIN_LORA_RANK, CLI_KIND_INT, NULL, "R",
+          "LoRA rank, for --method lora or qlora"),
+    TRAIN("lora-targets", "lora_targets", LLMEM_TRAIN_LORA_TARGETS, CLI_KIND_NAMES, lora_targets,
+          "M[,M...]", "LoRA target modules"),
+    TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, NULL, "N",
+          "first N decoder layers frozen, for --method freeze"),
+    TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, losses, NULL,
+          "loss: fp32-upcast logits or chunked cross-entropy"),
+    TRAIN("grad-accum", "grad_accum", LLMEM_TRAIN_GRAD_ACCUM, CLI_KIND_INT, NULL, "N",
+          "gradient accumulation steps"),
+    TRAIN("formula", "formula", LLMEM_TRAIN_FORMULA, CLI_KIND_NAME, formulas, NULL,
+          "peak over a step's phases, or the article's sum of terms"),
+    TRAIN("article-tmp-factor", "article_tmp_factor", LLMEM_TRAIN_ARTICLE_TMP_FACTOR,
+          CLI_KIND_REAL, NULL, "F", "article formula: m_tmp = F x m_p"),
+    TRAIN("article-param-bytes", "article_param_bytes", LLMEM_TRAIN_ARTICLE_PARAM_BYTES,
+          CLI_KIND_INT, NULL, "N", "article formula: bytes per parameter"),
+
+    { "json", NULL, CLI_TARGET_JSON, 0, CLI_KIND_SWITCH, NULL, NULL,
+      "print one JSON object instead of the table" },
+    { "help", NULL, CLI_TARGET_HELP, 0, CLI_KIND_SWITCH, NULL, NULL, "print this help" },
+};
+
+#define FLAG_COUNT (sizeof flags / sizeof flags[0])
+
+size_t cli_flag_count(void)
+{
+    return FLAG_COUNT;
+}
+
+const cli_flag *cli_flag_at(size_t index)
+{
+    return index < FLAG_COUNT ? &flags[index] : NULL;
+}
+
+const cli_flag *cli_flag_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < FLAG_COUNT; i++)
+        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+            return &flags[i];
+    return NULL;
+}
+
+void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap)
+{
+    size_t used = 0;
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    for (size_t i = 0; flag->choices && flag->choices[i] != NULL && used < cap; i++) {
+        int n = snprintf(buf + used, cap - used, "%s%s", i ? "|" : "", flag->choices[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+void cli_flag_values(const cli_flag *flag, char *buf, size_t cap)
+{
+    char choices[200];
+    cli_flag_choices(flag, choices, sizeof choices);
+    if (flag->kind == CLI_KIND_NAMES)
+        snprintf(buf, cap, "%s with M in %s", flag->metavar, choices);
+    else if (flag->choices != NULL)
+        snprintf(buf, cap, "%s", choices);
+    else
+        snprintf(buf, cap, "%s", flag->metavar ? flag->metavar : "");
+}
+
+void cli_args_begin(cli_arg_iter *it, int argc, char **argv)
+{
+    it->argc = argc;
+    it->argv = argv;
+    it->next = 0;
+}
+
+static int looks_like_flag(const char *arg)
+{
+    return arg[0] == '-' && arg[1] == '-';
+}
+
+int cli_args_next(cli_arg_iter *it, const cli_flag **flag, const char **value)
+{
+    if (it->next >= it->argc)
+        return 0;
+    const char *arg = it->argv[it->next++];
+    *value = NULL;
+    if (strcmp(arg, "-h") == 0) {
+        *flag = cli_flag_find("help", 4);
+        return 1;
+    }
+    if (!looks_like_flag(arg) || arg[2] == '\0') {
+        cli_error("unexpected argument '%s' (flags start with --; see `llmem help`)", arg);
+        return -1;
+    }
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const cli_flag *f = cli_flag_find(name, len);
+    if (f == NULL) {
+        cli_error("unknown flag '--%.*s' (see `llmem help`)", (int)len, name);
+        return -1;
+    }
+    if (f->kind == CLI_KIND_SWITCH) {
+        if (eq != NULL) {
+            cli_error("--%s takes no value (got '%s')", f->name, eq + 1);
+            return -1;
+        }
+    } else if (eq != NULL) {
+        *value = eq + 1;
+    } else if (it->next < it->argc && !looks_like_flag(it->argv[it->next])) {
+        *value = it->argv[it->next++];
+    } else {
+        char values[240];
+        cli_flag_values(f, values, sizeof values);
+        cli_error("--%s: missing value (expected %s)", f->name, values);
+        return -1;
+    }
+    *flag = f;
+    return 1;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* The flags of `llmem estimate` as data: one row a flag, naming the library
+ * key it sets, and an iterator over argv that accepts `--flag value` and
+ * `--flag=value`. */
+#ifndef LLMEM_CLI_ARGS_H
+#define LLMEM_CLI_ARGS_H
+
+#include <stddef.h>
+
+/* What a flag sets. */
+typedef enum cli_target {
+    CLI_TARGET_PRESET, /* --model: the built-in preset to start from */
+    CLI_TARGET_MODEL,  /* a model field: key is an llmem_model_key */
+    CLI_TARGET_TRAIN,  /* a training field: key is an llmem_train_key */
+    CLI_TARGET_JSON,   /* --json */
+    CLI_TARGET_HELP    /* --help */
+} cli_target;
+
+/* The shape of a flag's value; the library checks the value itself. */
+typedef enum cli_kind {
+    CLI_KIND_SWITCH, /* no value */
+    CLI_KIND_TEXT,   /* free text (a preset name) */
+    CLI_KIND_INT,    /* an integer */
+    CLI_KIND_REAL,   /* a real number */
+    CLI_KIND_NAME,   /* one of choices */
+    CLI_KIND_NAMES   /* comma-separated choices (a bitmask in the library) */
+} cli_kind;
+
+typedef struct cli_flag {
+    const char *name;           /* without the leading "--" */
+    const char *json;           /* key of the value in the JSON output; NULL: not echoed */
+    cli_target target;
+    int key;                    /* llmem_model_key or llmem_train_key */
+    cli_kind kind;
+    const char *const *choices; /* NAME and NAMES: the names, NULL-terminated */
+    const char *metavar;        /* the value's placeholder in the usage (NAME: unused) */
+    const char *help;
+} cli_flag;
+
+size_t cli_flag_count(void);
+/* Row index (0 <= index < cli_flag_count()). */
+const cli_flag *cli_flag_at(size_t index);
+/* Row of the flag spelled name[0..len), without "--"; NULL when unknown. */
+const cli_flag *cli_flag_find(const char *name, size_t len);
+/* The flag's choices joined: "a|b|c" ("" for none). */
+void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap);
+/* The flag's allowed values for messages: "a|b|c", the metavar, or for NAMES
+ * "M[,M...] with M in a|b|c". */
+void cli_flag_values(const cli_flag *flag, char *buf, size_t cap);
+
+typedef struct cli_arg_iter {
+    int argc;
+    char **argv;
+    int next;
+} cli_arg_iter;
+
+void cli_args_begin(cli_arg_iter *it, int argc, char **argv);
+/* The next flag and its value (NULL for a switch): 1; 0 at the end; -1 after
+ * printing why an argument is not a flag or lacks its value. */
+int cli_args_next(cli_arg_iter *it, const cli_flag **flag, const char **value);
+
+#endif

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* What every part of the llmem command shares: exit statuses, the error
+ * line, and the commands main() dispatches to. */
+#ifndef LLMEM_CLI_H
+#define LLMEM_CLI_H
+
+#include <stdio.h>
+
+/* Exit statuses, as the usage documents them. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_ESTIMATE 1 /* the inputs parse but cannot be estimated */
+#define CLI_EXIT_USAGE 2    /* unknown flag, missing or bad value */
+
+/* The model `llmem estimate` uses when no model flag is given. */
+#define CLI_DEFAULT_MODEL "meta-llama/Llama-3.2-1B"
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define CLI_PRINTF(fmt, args)
+#endif
+
+/* One line "llmem: <message>" on stderr. */
+void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* The commands; each takes the arguments after its name and returns an exit status. */
+int cli_cmd_estimate(int argc, char **argv);
+int cli_cmd_models(int argc, char **argv);
+int cli_cmd_version(int argc, char **argv);
+int cli_cmd_help(int argc, char **argv);
+
+/* The usage text, generated from the flag table. */
+void cli_usage(FILE *out);
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* `llmem version` and `llmem help`: neither takes flags. */
+#include "cli.h"
+
+#include <llmem.h>
+
+static int no_arguments(const char *command, int argc, char **argv)
+{
+    if (argc > 0) {
+        cli_error("`llmem %s` takes no arguments (got '%s')", command, argv[0]);
+        return 0;
+    }
+    return 1;
+}
+
+int cli_cmd_version(int argc, char **argv)
+{
+    if (!no_arguments("version", argc, argv))
+        return CLI_EXIT_USAGE;
+    /* The command is built with the library's header; say so if the library
+     * loaded at run time is another version. */
+    printf("llmem %d.%d.%d (libllmem %s", LLMEM_VERSION_MAJOR, LLMEM_VERSION_MINOR,
+           LLMEM_VERSION_PATCH, llmem_version_string());
+    if (llmem_version_number() != LLMEM_VERSION_NUMBER)
+        printf(", built against %d.%d.%d", LLMEM_VERSION_MAJOR, LLMEM_VERSION_MINOR,
+               LLMEM_VERSION_PATCH);
+    printf(")\n");
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_help(int argc, char **argv)
+{
+    if (!no_arguments("help", argc, argv))
+        return CLI_EXIT_USAGE;
+    cli_usage(stdout);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+#include "configure.h"
+
+#include "args.h"
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the first pass over the flags learns: which model to start from. */
+typedef struct model_choice {
+    const char *preset;    /* last --model */
+    const char *family;    /* last --family */
+    const char *arch_flag; /* first architecture flag, for the message */
+} model_choice;
+
+/* The library parses the training values; model integers are parsed here,
+ * strictly: an optional sign, digits, nothing else. */
+static int parse_int64(const char *s, int64_t *out)
+{
+    char *end = NULL;
+    if (*s == '\0' || isspace((unsigned char)*s))
+        return 0;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    *out = (int64_t)v;
+    return 1;
+}
+
+/* The preset's full id, for a name that may be the part after the slash
+ * (the library matches both but does not say which preset it chose). */
+static void preset_full_name(const char *name, char *buf, size_t cap)
+{
+    for (size_t i = 0; i < llmem_preset_count(); i++) {
+        const char *full = llmem_preset_name(i), *slash = strchr(full, '/');
+        if (strcmp(full, name) == 0 || (slash != NULL && strcmp(slash + 1, name) == 0)) {
+            snprintf(buf, cap, "%s", full);
+            return;
+        }
+    }
+    snprintf(buf, cap, "%s", name);
+}
+
+static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
+{
+    cli_arg_iter it;
+    const cli_flag *f;
+    const char *v;
+    int r;
+    cli_args_begin(&it, argc, argv);
+    while ((r = cli_args_next(&it, &f, &v)) > 0) {
+        switch (f->target) {
+        case CLI_TARGET_PRESET: mc->preset = v; break;
+        case CLI_TARGET_MODEL:
+            if (f->key == LLMEM_MODEL_FAMILY)
+                mc->family = v;
+            else if (mc->arch_flag == NULL)
+                mc->arch_flag = f->name;
+            break;
+        case CLI_TARGET_TRAIN: break;
+        case CLI_TARGET_JSON: req->json = 1; break;
+        case CLI_TARGET_HELP: req->help = 1; break;
+        }
+    }
+    return r < 0 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+}
+
+static int new_model(llmem_ctx *ctx, const model_choice *mc, cli_request *req)
+{
+    int rc;
+    if (mc->preset == NULL && mc->family == NULL && mc->arch_flag != NULL) {
+        /* Changing the default model's shape silently would answer for a model
+         * nobody asked about. */
+        cli_error("--%s changes the architecture: start from --model PRESET, or give --family "
+                  "NAME for a custom model",
+                  mc->arch_flag);
+        return CLI_EXIT_USAGE;
+    }
+    if (mc->preset != NULL || mc->family == NULL) {
+        const char *name = mc->preset ? mc->preset : CLI_DEFAULT_MODEL;
+        rc = llmem_model_new_preset(ctx, name, &req->model);
+        if (rc != LLMEM_OK) {
+            cli_error("--model '%s': %s", name, llmem_ctx_error(ctx));
+            return rc == LLMEM_ENOMEM ? CLI_EXIT_ESTIMATE : CLI_EXIT_USAGE;
+        }
+        preset_full_name(name, req->model_name, sizeof req->model_name);
+        req->source = mc->preset ? CLI_MODEL_PRESET : CLI_MODEL_DEFAULT;
+        return CLI_EXIT_OK;
+    }
+    /* A custom model: any family will do here, the --family flag sets the real one. */
+    rc = llmem_model_new(ctx, LLMEM_FAMILY_LLAMA, &req->model);
+    if (rc != LLMEM_OK) {
+        cli_error("%s", llmem_ctx_error(ctx));
+        return CLI_EXIT_ESTIMATE;
+    }
+    snprintf(req->model_name, sizeof req->model_name, "custom");
+    req->source = CLI_MODEL_CUSTOM;
+    return CLI_EXIT_OK;
+}
+
+static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char *v)
+{
+    int rc = LLMEM_OK;
+    int64_t n = 0;
+    switch (f->target) {
+    case CLI_TARGET_MODEL:
+        if (f->kind == CLI_KIND_NAME) {
+            rc = llmem_model_set_str(req->model, f->key, v);
+        } else if (!parse_int64(v, &n)) {
+            cli_error("--%s '%s': not an integer", f->name, v);
+            return CLI_EXIT_USAGE;
+        } else {
+            rc = llmem_model_set_int(req->model, f->key, n);
+        }
+        req->arch_flags++;
+        break;
+    case CLI_TARGET_TRAIN:
+        rc = llmem_train_set_str(req->train, f->key, v);
+        req->train_flags++;
+        break;
+    case CLI_TARGET_PRESET: /* the model it names was made first (new_model) */
+    case CLI_TARGET_JSON:
+    case CLI_TARGET_HELP: break;
+    }
+    if (rc != LLMEM_OK) {
+        cli_error("--%s '%s': %s", f->name, v, llmem_ctx_error(ctx));
+        return rc == LLMEM_ENOMEM ? CLI_EXIT_ESTIMATE : CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Apply the flags in order; family ones only, or all but those. */
+static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, int family)
+{
+    cli_arg_iter it;
+    const cli_flag *f;
+    const char *v;
+    cli_args_begin(&it, argc, argv);
+    while (cli_args_next(&it, &f, &v) > 0) {
+        int is_family = f->target == CLI_TARGET_MODEL && f->key == LLMEM_MODEL_FAMILY;
+        if (is_family != family)
+            continue;
+        int status = apply(ctx, req, f, v);
+        if (status != CLI_EXIT_OK)
+            return status;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
+{
+    model_choice mc = { NULL, NULL, NULL };
+    memset(req, 0, sizeof *req);
+    int status = first_pass(argc, argv, req, &mc);
+    if (status != CLI_EXIT_OK || req->help)
+        return status;
+    if ((status = new_model(ctx, &mc, req)) != CLI_EXIT_OK)
+        return status;
+    if (llmem_train_new(ctx, &req->train) != LLMEM_OK) {
+        cli_error("%s", llmem_ctx_error(ctx));
+        status = CLI_EXIT_ESTIMATE;
+    }
+    /* The family first: setting it resets the layout fields (norm, MLP, biases)
+     * that later flags may set. */
+    if (status == CLI_EXIT_OK)
+        status = apply_pass(ctx, argc, argv, req, 1);
+    if (status == CLI_EXIT_OK)
+        status = apply_pass(ctx, argc, argv, req, 0);
+    if (status != CLI_EXIT_OK)
+        cli_request_free(req);
+    return status;
+}
+
+void cli_request_free(cli_request *req)
+{
+    llmem_train_free(req->train);
+    llmem_model_free(req->model);
+    req->train = NULL;
+    req->model = NULL;
+}

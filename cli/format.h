@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* Human-readable numbers for the table output. */
+#ifndef LLMEM_CLI_FORMAT_H
+#define LLMEM_CLI_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Room for any formatted number below. */
+#define CLI_NUMBER_CAP 64
+
+/* Bytes in a binary unit and the matching decimal one: "23.02 GiB (24.72 GB)";
+ * GiB is the largest unit, so values compare with GPU sizes at a glance. */
+void cli_format_bytes(uint64_t bytes, char *buf, size_t cap);
+/* A count with thousands separators: "1,235,814,400". */
+void cli_format_count(uint64_t n, char *buf, size_t cap);
+/* A count in short scale: "1.24 B", "124.44 M". */
+void cli_format_count_short(uint64_t n, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+#include "json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void write_escaped(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\b': fputs("\\b", out); break;
+        case '\f': fputs("\\f", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\r': fputs("\\r", out); break;
+        case '\t': fputs("\\t", out); break;
+        default:
+            if (*p < 0x20)
+                fprintf(out, "\\u%04x", *p);
+            else
+                fputc(*p, out);
+        }
+    }
+    fputc('"', out);
+}
+
+static void indent(json_writer *w)
+{
+    fputc('\n', w->out);
+    for (int i = 0; i < w->depth; i++)
+        fputs("  ", w->out);
+}
+
+/* Separator, indentation and key of the next value. */
+static void start_value(json_writer *w, const char *key)
+{
+    if (w->depth > 0) {
+        if (!w->first)
+            fputc(',', w->out);
+        indent(w);
+    }
+    w->first = 0;
+    if (key != NULL) {
+        write_escaped(w->out, key);
+        fputs(": ", w->out);
+    }
+}
+
+static void open_container(json_writer *w, const char *key, char bracket)
+{
+    start_value(w, key);
+    fputc(bracket, w->out);
+    w->depth++;
+    w->first = 1;
+}
+
+static void close_container(json_writer *w, char bracket)
+{
+    w->depth--;
+    if (!w->first)
+        indent(w);
+    fputc(bracket, w->out);
+    w->first = 0;
+}
+
+void json_begin(json_writer *w, FILE *out)
+{
+    w->out = out;
+    w->depth = 0;
+    w->first = 1;
+}
+
+void json_end(json_writer *w)
+{
+    fputc('\n', w->out);
+}
+
+void json_object_begin(json_writer *w, const char *key)
+{
+    open_container(w, key, '{');
+}
+
+void json_object_end(json_writer *w)
+{
+    close_container(w, '}');
+}
+
+void json_array_begin(json_writer *w, const char *key)
+{
+    open_container(w, key, '[');
+}
+
+void json_array_end(json_writer *w)
+{
+    close_container(w, ']');
+}
+
+void json_string(json_writer *w, const char *key, const char *value)
+{
+    start_value(w, key);
+    if (value != NULL)
+        write_escaped(w->out, value);
+    else
+        fputs("null", w->out);
+}
+
+void json_u64(json_writer *w, const char *key, uint64_t value)
+{
+    start_value(w, key);
+    fprintf(w->out, "%llu", (unsigned long long)value);
+}
+
+void json_i64(json_writer *w, const char *key, int64_t value)
+{
+    start_value(w, key);
+    fprintf(w->out, "%lld", (long long)value);
+}
+
+void json_real(json_writer *w, const char *key, double value)
+{
+    start_value(w, key);
+    if (!isfinite(value)) {
+        fputs("null", w->out);
+        return;
+    }
+    /* The shortest form that reads back as the same double: 0.1, not 0.10000000000000001. */
+    char buf[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, value);
+        if (strtod(buf, NULL) == value)
+            break;
+    }
+    /* Keep a real a real for readers that type numbers by their form ("0.0", not "0"). */
+    fprintf(w->out, "%s%s", buf, strpbrk(buf, ".eE") ? "" : ".0");
+}
+
+void json_bool(json_writer *w, const char *key, int value)
+{
+    start_value(w, key);
+    fputs(value ? "true" : "false", w->out);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+#include "report.h"
+
+#include <string.h>
+
+static const int term_kinds[CLI_TERMS] = { LLMEM_TERM_PARAMETERS, LLMEM_TERM_OPTIMIZER,
+                                           LLMEM_TERM_DATA, LLMEM_TERM_TEMPORARY };
+static const int phases[CLI_PHASES] = { LLMEM_PHASE_FORWARD, LLMEM_PHASE_LOSS_BACKWARD,
+                                        LLMEM_PHASE_BACKWARD, LLMEM_PHASE_OPTIMIZER };
+
+int cli_report_collect(const llmem_estimate *est, cli_report *r)
+{
+    const struct {
+        int key;
+        uint64_t *out;
+    } results[] = {
+        { LLMEM_EST_PARAMS_TOTAL, &r->params_total },
+        { LLMEM_EST_PARAMS_TRAINABLE, &r->params_trainable },
+        { LLMEM_EST_PARAMS_ACTIVE, &r->params_active },
+        { LLMEM_EST_PEAK_ALLOCATED, &r->peak_allocated },
+        { LLMEM_EST_PEAK_RESERVED, &r->peak_reserved },
+        { LLMEM_EST_PEAK_DEVICE, &r->peak_device },
+    };
+    uint64_t phase = 0;
+    int rc;
+    memset(r, 0, sizeof *r);
+    for (size_t i = 0; i < sizeof results / sizeof results[0]; i++) {
+        if ((rc = llmem_estimate_get_u64(est, results[i].key, results[i].out)) != LLMEM_OK)
+            return rc;
+    }
+    if ((rc = llmem_estimate_get_u64(est, LLMEM_EST_PEAK_PHASE, &phase)) != LLMEM_OK)
+        return rc;
+    r->peak_phase = (int)phase;
+    for (int i = 0; i < CLI_TERMS; i++) {
+        r->term_kind[i] = term_kinds[i];
+        if ((rc = llmem_estimate_term(est, term_kinds[i], &r->term[i])) != LLMEM_OK)
+            return rc;
+    }
+    for (int i = 0; i < CLI_PHASES; i++) {
+        r->phase[i] = phases[i];
+        if ((rc = llmem_estimate_phase_bytes(est, phases[i], &r->phase_bytes[i])) != LLMEM_OK)
+            return rc;
+    }
+    return LLMEM_OK;
+}

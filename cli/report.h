@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* The results of one estimate, read once from the library, and the two ways
+ * of printing them. */
+#ifndef LLMEM_CLI_REPORT_H
+#define LLMEM_CLI_REPORT_H
+
+#include "configure.h"
+
+#include <llmem.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The article's four terms and the four phases of a step (llmem.h). */
+#define CLI_TERMS 4
+#define CLI_PHASES 4
+
+typedef struct cli_report {
+    uint64_t params_total, params_trainable, params_active;
+    int term_kind[CLI_TERMS];        /* LLMEM_TERM_* */
+    const llmem_term *term[CLI_TERMS]; /* owned by the estimate */
+    int phase[CLI_PHASES];           /* LLMEM_PHASE_* */
+    uint64_t phase_bytes[CLI_PHASES];
+    uint64_t peak_allocated, peak_reserved, peak_device;
+    int peak_phase; /* LLMEM_PHASE_*, or 0 with the article's formula */
+} cli_report;
+
+/* Read the results of a successful llmem_estimate_run(). Returns an llmem status. */
+int cli_report_collect(const llmem_estimate *est, cli_report *r);
+
+/* The readable table. Returns an llmem status (reading the settings). */
+int cli_report_text(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r);
+/* One JSON object. Returns an llmem status (reading the settings). */
+int cli_report_json(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r);
+
+#endif

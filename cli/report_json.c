@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* `llmem estimate --json`: one object, every byte count an integer. */
+#include "report.h"
+
+#include "args.h"
+#include "json.h"
+#include "settings.h"
+
+#include <string.h>
+
+static const char *const source_names[] = {
+    [CLI_MODEL_DEFAULT] = "default",
+    [CLI_MODEL_PRESET] = "preset",
+    [CLI_MODEL_CUSTOM] = "custom",
+};
+
+static int echoed(const cli_flag *f, cli_target target)
+{
+    return f->json != NULL && f->target == target;
+}
+
+/* Every echoed setting must read before output starts, so that a failure
+ * prints nothing. */
+static int check_settings(llmem_ctx *ctx, const cli_request *req)
+{
+    cli_setting s;
+    for (size_t i = 0; i < cli_flag_count(); i++) {
+        const cli_flag *f = cli_flag_at(i);
+        if (echoed(f, CLI_TARGET_MODEL) || echoed(f, CLI_TARGET_TRAIN)) {
+            int rc = cli_setting_read(ctx, req, f, &s);
+            if (rc != LLMEM_OK)
+                return rc;
+        }
+    }
+    return LLMEM_OK;
+}
+
+/* The fields of one target, each under its JSON key, typed by its kind. */
+static void write_settings(json_writer *w, llmem_ctx *ctx, const cli_request *req,
+                           cli_target target)
+{
+    cli_setting s;
+    for (size_t i = 0; i < cli_flag_count(); i++) {
+        const cli_flag *f = cli_flag_at(i);
+        if (!echoed(f, target) || cli_setting_read(ctx, req, f, &s) != LLMEM_OK)
+            continue;
+        switch (f->kind) {
+        case CLI_KIND_NAME:
+        case CLI_KIND_NAMES: json_string(w, f->json, s.text); break;
+        case CLI_KIND_REAL: json_real(w, f->json, s.d); break;
+        case CLI_KIND_INT:
+        case CLI_KIND_TEXT:
+        case CLI_KIND_SWITCH: json_i64(w, f->json, s.i); break;
+        }
+    }
+}
+
+static void write_terms(json_writer *w, const cli_report *r)
+{
+    json_object_begin(w, "terms");
+    for (int i = 0; i < CLI_TERMS; i++)
+        json_u64(w, llmem_term_name(r->term_kind[i]), llmem_term_bytes_at_peak(r->term[i]));
+    json_object_end(w);
+
+    json_object_begin(w, "terms_max");
+    for (int i = 0; i < CLI_TERMS; i++)
+        json_u64(w, llmem_term_name(r->term_kind[i]), llmem_term_max_bytes(r->term[i]));
+    json_object_end(w);
+
+    json_object_begin(w, "components");
+    for (int i = 0; i < CLI_TERMS; i++) {
+        const llmem_term *t = r->term[i];
+        json_object_begin(w, llmem_term_name(r->term_kind[i]));
+        for (size_t c = 0; c < llmem_term_component_count(t); c++) {
+            const char *name = NULL;
+            uint64_t bytes = 0;
+            if (llmem_term_component(t, c, &name, &bytes) == LLMEM_OK)
+                json_u64(w, name, bytes);
+        }
+        json_object_end(w);
+    }
+    json_object_end(w);
+}
+
+int cli_report_json(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r)
+{
+    json_writer w;
+    int rc = check_settings(ctx, req);
+    if (rc != LLMEM_OK)
+        return rc;
+    /* The article's formula sums the terms: there is no phase, and no phase peaks. */
+    int phased = r->peak_phase != 0;
+
+    json_begin(&w, out);
+    json_object_begin(&w, NULL);
+    json_string(&w, "model", req->model_name);
+    json_string(&w, "model_source", source_names[req->source]);
+    json_bool(&w, "model_modified", req->source == CLI_MODEL_PRESET && req->arch_flags > 0);
+    json_object_begin(&w, "architecture");
+    write_settings(&w, ctx, req, CLI_TARGET_MODEL);
+    json_object_end(&w);
+    json_u64(&w, "params_total", r->params_total);
+    json_u64(&w, "params_trainable", r->params_trainable);
+    json_u64(&w, "params_active", r->params_active);
+    write_settings(&w, ctx, req, CLI_TARGET_TRAIN);
+
+    write_terms(&w, r);
+    json_object_begin(&w, "phases");
+    for (int i = 0; phased && i < CLI_PHASES; i++)
+        json_u64(&w, llmem_phase_name(r->phase[i]), r->phase_bytes[i]);
+    json_object_end(&w);
+    json_u64(&w, "peak_allocated_bytes", r->peak_allocated);
+    json_u64(&w, "peak_reserved_bytes", r->peak_reserved);
+    json_u64(&w, "peak_device_bytes", r->peak_device);
+    json_string(&w, "peak_phase", phased ? llmem_phase_name(r->peak_phase) : "none");
+    json_string(&w, "version", llmem_version_string());
+    json_object_end(&w);
+    json_end(&w);
+    return LLMEM_OK;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/* The readable table of `llmem estimate`. */
+#include "report.h"
+
+#include "args.h"
+#include "format.h"
+#include "settings.h"
+
+#include <string.h>
+
+#define LABEL_WIDTH 14 /* "Architecture" and a gap */
+#define ROW_WIDTH 26   /* term, component and phase names */
+#define BYTES_WIDTH 28 /* "12345.67 GiB (13256.78 GB)" */
+
+/* The settings the table shows, read before anything is printed so that a
+ * failure prints no partial table. */
+typedef struct text_settings {
+    cli_setting family, hidden, layers, heads, kv_heads, head_dim, intermediate, vocab,
+        tie_embeddings, attn_bias, norm, mlp, experts, experts_per_token, expert_intermediate;
+    cli_setting batch, seq, precision, optimizer, grad_ckpt, attention, dropout, method,
+        lora_rank, lora_targets, freeze_layers, loss, grad_accum, formula, article_tmp_factor,
+        article_param_bytes;
+} text_settings;
+
+static int read_settings(llmem_ctx *ctx, const cli_request *req, text_settings *s)
+{
+    const struct {
+        const char *flag;
+        cli_setting *out;
+    } rows[] = {
+        { "family", &s->family },
+        { "hidden", &s->hidden },
+        { "layers", &s->layers },
+        { "heads", &s->heads },
+        { "kv-heads", &s->kv_heads },
+        { "head-dim", &s->head_dim },
+        { "intermediate", &s->intermediate },
+        { "vocab", &s->vocab },
+        { "tie-embeddings", &s->tie_embeddings },
+        { "attn-bias", &s->attn_bias },
+        { "norm", &s->norm },
+        { "mlp", &s->mlp },
+        { "experts", &s->experts },
+        { "experts-per-token", &s->experts_per_token },
+        { "expert-intermediate", &s->expert_intermediate },
+        { "batch", &s->batch },
+        { "seq", &s->seq },
+        { "precision", &s->precision },
+        { "optimizer", &s->optimizer },
+        { "grad-ckpt", &s->grad_ckpt },
+        { "attention", &s->attention },
+        { "dropout", &s->dropout },
+        { "method", &s->method },
+        { "lora-rank", &s->lora_rank },
+        { "lora-targets", &s->lora_targets },
+        { "freeze-layers", &s->freeze_layers },
+        { "loss", &s->loss },
+        { "grad-accum", &s->grad_accum },
+        { "formula", &s->formula },
+        { "article-tmp-factor", &s->article_tmp_factor },
+        { "article-param-bytes", &s->article_param_bytes },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const cli_flag *f = cli_flag_find(rows[i].flag, strlen(rows[i].flag));
+        int rc = f ? cli_setting_read(ctx, req, f, rows[i].out) : LLMEM_EINVAL;
+        if (rc != LLMEM_OK)
+            return rc;
+    }
+    return LLMEM_OK;
+}
+
+static void print_model(FILE *out, const cli_request *req, const cli_report *r,
+                        const text_settings *s)
+{
+    char total[CLI_NUMBER_CAP], total_short[CLI_NUMBER_CAP], trainable[CLI_NUMBER_CAP],
+        active[CLI_NUMBER_CAP];
+    static const char *const source_notes[] = {
+        [CLI_MODEL_DEFAULT] = " (the default; choose another with --model)",
+        [CLI_MODEL_PRESET] = "",
+        [CLI_MODEL_CUSTOM] = " (from --family and the architecture flags)",
+    };
+
+    fprintf(out, "%-*s%s%s%s\n", LABEL_WIDTH, "Model", req->model_name,
+            source_notes[req->source],
+            req->source == CLI_MODEL_PRESET && req->arch_flags ? " (modified by architecture flags)"
+                                                                 : "");
+    fprintf(out, "%-*s%s: hidden %lld, %lld layers, %lld heads (%lld kv-heads, head-dim %lld)\n",
+            LABEL_WIDTH, "Architecture", s->family.text, (long long)s->hidden.i,
+            (long long)s->layers.i, (long long)s->heads.i, (long long)s->kv_heads.i,
+            (long long)s->head_dim.i);
+    fprintf(out, "%-*s%s MLP %lld, vocab %lld, %s%s%s\n", LABEL_WIDTH, "", s->mlp.text,
+            (long long)s->intermediate.i, (long long)s->vocab.i, s->norm.text,
+            s->attn_bias.i ? ", qkv biases" : "", s->tie_embeddings.i ? ", tied embeddings" : "");
+    if (s->experts.i > 0)
+        fprintf(out, "%-*s%lld experts a layer, top-%lld routed, expert intermediate %lld\n",
+                LABEL_WIDTH, "", (long long)s->experts.i, (long long)s->experts_per_token.i,
+                (long long)s->expert_intermediate.i);
+
+    cli_format_count(r->params_total, total, sizeof total);
+    cli_format_count_short(r->params_total, total_short, sizeof total_short);
+    cli_format_count(r->params_trainable, trainable, sizeof trainable);
+    fprintf(out, "%-*s%s total (%s), %s trainable", LABEL_WIDTH, "Parameters", total, total_short,
+            trainable);
+    if (r->params_active != r->params_total) {
+        cli_format_count(r->params_active, active, sizeof active);
+        fprintf(out, ", %s active a token", active);
+    }
+    fputc('\n', out);
+}
+
+static void print_setup(FILE *out, const cli_request *req, const text_settings *s, int article)
+{
+    fprintf(out, "%-*s%s, %s, ", LABEL_WIDTH, "Setup", s->precision.text, s->optimizer.text);
+    if (strcmp(s->method.text, "lora") == 0 || strcmp(s->method.text, "qlora") == 0)
+        fprintf(out, "%s (rank %lld on %s)", s->method.text, (long long)s->lora_rank.i,
+                s->lora_targets.text);
+    else if (strcmp(s->method.text, "freeze") == 0)
+        fprintf(out, "freeze (first %lld layers frozen)", (long long)s->freeze_layers.i);
+    else
+        fprintf(out, "%s fine-tuning", s->method.text);
+    fprintf(out, "%s\n", req->train_flags ? "" : " (the library's defaults)");
+    fprintf(out, "%-*sbatch %lld x seq %lld, grad-ckpt %s, attention %s, loss %s", LABEL_WIDTH,
+            "", (long long)s->batch.i, (long long)s->seq.i, s->grad_ckpt.text,
+            s->attention.text, s->loss.text);
+    if (s->dropout.d > 0)
+        fprintf(out, ", dropout %g", s->dropout.d);
+    if (s->grad_accum.i > 1)
+        fprintf(out, ", grad-accum %lld", (long long)s->grad_accum.i);
+    fputc('\n', out);
+    if (article)
+        fprintf(out, "%-*sarticle: m_total = m_p + m_os + m_data + m_tmp (%lld bytes a "
+                     "parameter, m_tmp = %g x m_p)\n",
+                LABEL_WIDTH, "Formula", (long long)s->article_param_bytes.i,
+                s->article_tmp_factor.d);
+    else
+        fprintf(out, "%-*sphased: the peak over the phases of one training step\n",
+                LABEL_WIDTH, "Formula");
+}
+
+/* "  label      <bytes>  <more>" */
+static void print_bytes_row(FILE *out, int indent, const char *label, uint64_t bytes,
+                            const char *more)
+{
+    char b[CLI_NUMBER_CAP];
+    cli_format_bytes(bytes, b, sizeof b);
+    fprintf(out, "%*s%-*s%-*s%s\n", indent, "", ROW_WIDTH - indent, label,
+            more[0] ? BYTES_WIDTH : 0, b, more);
+}
+
+static void print_terms(FILE *out, const cli_report *r, int article)
+{
+    char max[CLI_NUMBER_CAP];
+    if (article) {
+        fprintf(out, "\nTerms (the article's formula sums them; no phase)\n");
+    } else {
+        fprintf(out, "\nTerms at the peak (phase %s)\n", llmem_phase_name(r->peak_phase));
+        fprintf(out, "%-*s%-*s%s\n", ROW_WIDTH, "", BYTES_WIDTH, "at the peak",
+                "the term's own max");
+    }
+    for (int i = 0; i < CLI_TERMS; i++) {
+        const llmem_term *t = r->term[i];
+        const char *name = llmem_term_name(r->term_kind[i]);
+        size_t count = llmem_term_component_count(t);
+        if (article) {
+            /* The library names the article's terms m_p, m_os, m_data, m_tmp. */
+            const char *symbol = name;
+            char label[64];
+            if (count > 0)
+                llmem_term_component(t, 0, &symbol, NULL);
+            snprintf(label, sizeof label, "%-7s (%s)", symbol, name);
+            print_bytes_row(out, 2, label, llmem_term_bytes_at_peak(t), "");
+            continue;
+        }
+        cli_format_bytes(llmem_term_max_bytes(t), max, sizeof max);
+        print_bytes_row(out, 2, name, llmem_term_bytes_at_peak(t), max);
+        for (size_t c = 0; c < count; c++) {
+            const char *component = NULL;
+            uint64_t bytes = 0;
+            if (llmem_term_component(t, c, &component, &bytes) == LLMEM_OK)
+                print_bytes_row(out, 4, component, bytes, "");
+        }
+    }
+}
+
+static void print_phases(FILE *out, const cli_report *r, int article)
+{
+    if (article) {
+        fprintf(out, "\nPhase peaks: none (the article's formula sums the terms; no phase)\n");
+        return;
+    }
+    fprintf(out, "\nPhase peaks (allocated)\n");
+    for (int i = 0; i < CLI_PHASES; i++)
+        print_bytes_row(out, 2, llmem_phase_name(r->phase[i]), r->phase_bytes[i],
+                        r->phase[i] == r->peak_phase ? "<- peak" : "");
+}
+
+static void print_peak(FILE *out, const cli_report *r, int article)
+{
+    fprintf(out, "\nPeak\n");
+    print_bytes_row(out, 2, "allocated", r->peak_allocated,
+                    article ? "m_total" : "live tensors (torch.cuda.max_memory_allocated)");
+    print_bytes_row(out, 2, "reserved", r->peak_reserved, "+ caching-allocator rounding");
+    print_bytes_row(out, 2, "device", r->peak_device,
+                    "+ CUDA context and workspaces (what nvidia-smi shows)");
+    if (article)
+        fprintf(out, "  %-*snone (the article's formula sums the terms)\n", ROW_WIDTH - 2,
+                "phase");
+    else
+        fprintf(out, "  %-*s%s\n", ROW_WIDTH - 2, "phase", llmem_phase_name(r->peak_phase));
+}
+
+int cli_report_text(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r)
+{
+    text_settings s;
+    int rc = read_settings(ctx, req, &s);
+    if (rc != LLMEM_OK)
+        return rc;
+    int article = strcmp(s.formula.text, "article") == 0;
+    print_model(out, req, r, &s);
+    print_setup(out, req, &s, article);
+    print_terms(out, r, article);
+    print_phases(out, r, article);
+    print_peak(out, r, article);
+    return LLMEM_OK;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* The usage, written from the flag table so that it lists every flag, with
+ * the training defaults read from a fresh library setup. */
+#include "args.h"
+#include "cli.h"
+#include "configure.h"
+#include "settings.h"
+
+#include <string.h>
+
+#define FLAG_COLUMN 30 /* where the flags' descriptions start */
+
+typedef struct flag_group {
+    const char *title;
+    cli_target first, last; /* the targets listed under the title */
+} flag_group;
+
+static const flag_group groups[] = {
+    { "Model (default: " CLI_DEFAULT_MODEL ").\n"
+      "Architecture flags change the --model preset's fields, or with --family describe a\n"
+      "custom model:",
+      CLI_TARGET_PRESET, CLI_TARGET_MODEL },
+    { "Training:", CLI_TARGET_TRAIN, CLI_TARGET_TRAIN },
+    { "Output:", CLI_TARGET_JSON, CLI_TARGET_HELP },
+};
+
+/* " (default: bf16-mixed)" for a training flag; "" when unknown. */
+static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f, char *buf,
+                       size_t cap)
+{
+    cli_setting s;
+    buf[0] = '\0';
+    if (ctx == NULL || req->train == NULL || f->target != CLI_TARGET_TRAIN ||
+        cli_setting_read(ctx, req, f, &s) != LLMEM_OK)
+        return;
+    if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_NAMES)
+        snprintf(buf, cap, " (default: %s)", s.text);
+    else if (f->kind == CLI_KIND_REAL)
+        snprintf(buf, cap, " (default: %g)", s.d);
+    else
+        snprintf(buf, cap, " (default: %lld)", (long long)s.i);
+}
+
+static void print_flag(FILE *out, const cli_flag *f, const char *default_text)
+{
+    char values[240], head[280];
+    if (f->kind == CLI_KIND_NAMES)
+        snprintf(values, sizeof values, "%s", f->metavar);
+    else
+        cli_flag_values(f, values, sizeof values);
+    snprintf(head, sizeof head, "  --%s%s%s", f->name, values[0] ? " " : "", values);
+    if (strlen(head) + 2 > FLAG_COLUMN)
+        fprintf(out, "%s\n%-*s%s%s\n", head, FLAG_COLUMN, "", f->help, default_text);
+    else
+        fprintf(out, "%-*s%s%s\n", FLAG_COLUMN, head, f->help, default_text);
+    if (f->kind == CLI_KIND_NAMES) {
+        cli_flag_choices(f, values, sizeof values);
+        fprintf(out, "%-*sM: %s\n", FLAG_COLUMN, "", values);
+    }
+}
+
+void cli_usage(FILE *out)
+{
+    llmem_ctx *ctx = NULL;
+    cli_request defaults;
+    char default_text[200];
+    memset(&defaults, 0, sizeof defaults);
+    if (llmem_ctx_new(&ctx, NULL) == LLMEM_OK && llmem_train_new(ctx, &defaults.train) != LLMEM_OK)
+        defaults.train = NULL;
+
+    fputs("Usage: llmem <command> [flags]\n"
+          "Estimate the GPU memory of fine-tuning a large language model.\n"
+          "\n"
+          "Commands:\n"
+          "  estimate [flags]            the memory of one training step (a table, or --json)\n"
+          "  models [--json]             the built-in model presets\n"
+          "  version, --version          the versions of llmem and libllmem\n"
+          "  help, --help                this help\n",
+          out);
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        fprintf(out, "\n%s\n", groups[g].title);
+        for (size_t i = 0; i < cli_flag_count(); i++) {
+            const cli_flag *f = cli_flag_at(i);
+            if (f->target < groups[g].first || f->target > groups[g].last)
+                continue;
+            default_of(ctx, &defaults, f, default_text, sizeof default_text);
+            print_flag(out, f, default_text);
+        }
+    }
+    fputs("\nEvery flag also takes the form --flag=value.\n"
+          "Exit status: 0 success, 1 the inputs cannot be estimated, 2 a usage error.\n",
+          out);
+    cli_request_free(&defaults);
+    llmem_ctx_free(ctx);
+}
