@@ -92,7 +92,9 @@ static tid attention_core(build *b, const model_shape *m, tid q, tid k, tid v, t
     }
     if (mask >= 0)
         w = op_add(b, w, mask);
-    tid p = op_softmax(b, w, FP32);
+    /* Llama asks softmax for fp32; GPT-2 gets fp32 only from autocast's fp32 list. */
+    int softmax_dt = m->family == LLMEM_FAMILY_GPT2 && !b->autocast ? b->g->t[w].dt : FP32;
+    tid p = op_softmax(b, w, softmax_dt);
     p = op_cast(b, p, b->g->t[m->family == LLMEM_FAMILY_GPT2 ? v : q].dt);
     p = op_dropout(b, p);
     tid o = op_copy(b, op_bmm(b, p, vs, out_elems)); /* transpose(1, 2).contiguous() */

@@ -240,11 +240,11 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     }
     w.live -= ckpt ? shared : rope; /* released with the first layer's saved tensors */
     if (emb.bwd_start > 0) {
-        /* A tied head already holds the token embedding's .grad: its second
-         * gradient is summed out of place, briefly one more such tensor. */
+        /* A tied head already holds the token embedding's gradient in the
+         * AccumulateGrad buffer; torch 2.x adds the second one in place. */
         uint64_t tied = m->tie && embed_trains ? m->vocab * m->embed_dim * (uint64_t)s->param_dt : 0;
         before = w.live - emb.bwd_start;
-        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + tied, w.grads);
+        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak, w.grads);
         uint64_t new_grads = accumulating ? 0 : emb.param_grads - tied;
         w.live = before + new_grads + emb.input_grad;
         w.grads += new_grads;
