@@ -157,17 +157,67 @@ enum llmem_model_key {
     LLMEM_MODEL_EXPERTS_PER_TOKEN = 24, /**< top-k experts a token is routed to */
     LLMEM_MODEL_EXPERT_INTERMEDIATE = 25, /**< inner size of one routed expert */
     LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE = 26, /**< inner size of the shared expert(s); 0 = none */
-    LLMEM_MODEL_HEAD_BIAS = 27       /**< 0/1: bias on the output head */
+    LLMEM_MODEL_HEAD_BIAS = 27,      /**< 0/1: bias on the output head */
+    /** 0/1: a norm over head_dim on queries and keys (Qwen3 q_norm/k_norm, Phi qk_layernorm),
+     * of the model's norm kind. @since 0.1.0 */
+    LLMEM_MODEL_QK_NORM = 28,
+    /** Dimensions of each query/key head that get rotary positions (partial rotary:
+     * GPT-NeoX rotary_pct, Phi partial_rotary_factor; MLA qk_rope_head_dim); 0 = head_dim.
+     * @since 0.1.0 */
+    LLMEM_MODEL_ROTARY_DIM = 29,
+    /** Per-head size of the values when it differs from head-dim (MLA v_head_dim); 0 = head_dim.
+     * @since 0.1.0 */
+    LLMEM_MODEL_V_HEAD_DIM = 30,
+    /** Multi-head latent attention: rank of the query compression (q_lora_rank); 0 = a full
+     * query projection. Needs #LLMEM_MODEL_KV_LORA_RANK. @since 0.1.0 */
+    LLMEM_MODEL_Q_LORA_RANK = 31,
+    /** Multi-head latent attention (DeepSeek-V2/V3): rank of the key/value compression
+     * (kv_lora_rank); 0 = ordinary key and value projections. With it, head-dim is
+     * qk_nope_head_dim + qk_rope_head_dim and rotary-dim is qk_rope_head_dim. @since 0.1.0 */
+    LLMEM_MODEL_KV_LORA_RANK = 32,
+    /** In a mixture-of-experts model, decoder layers whose MLP is dense (of size
+     * intermediate) instead of experts (DeepSeek first_k_dense_replace, Qwen2-MoE
+     * mlp_only_layers); 0 = every layer has experts. @since 0.1.0 */
+    LLMEM_MODEL_DENSE_LAYERS = 33,
+    /** 0/1: a sigmoid gate Linear(hidden, 1) on the shared expert (Qwen2-MoE
+     * shared_expert_gate). @since 0.1.0 */
+    LLMEM_MODEL_SHARED_EXPERT_GATE = 34,
+    /** 0/1: the router has one bias per expert (DeepSeek-V3 e_score_correction_bias).
+     * @since 0.1.0 */
+    LLMEM_MODEL_ROUTER_BIAS = 35,
+    /** 0/1: attention and MLP read the same input and their outputs are added (GPT-NeoX
+     * use_parallel_residual, Falcon parallel_attn, Phi); the norms of such a block are
+     * norms-per-layer. @since 0.1.0 */
+    LLMEM_MODEL_PARALLEL_BLOCK = 36,
+    /** Bytes per element of the checkpoint's torch_dtype (4 float32, 2 bfloat16/float16,
+     * 1 float8); 0 = unknown. Informative: the estimate follows the training precision.
+     * @since 0.1.0 */
+    LLMEM_MODEL_DTYPE_BYTES = 37
 };
 
 /** Code-path families: which operations a layer runs. @since 0.1.0 */
 enum llmem_family {
     LLMEM_FAMILY_GPT2 = 1,   /**< GPT-2: fused Conv1D qkv, gelu_new MLP */
-    LLMEM_FAMILY_LLAMA = 2,  /**< Llama/Mistral/Qwen2: RMSNorm, RoPE, GQA, SwiGLU */
+    LLMEM_FAMILY_LLAMA = 2,  /**< Llama/Mistral/Qwen2/Qwen3/Mixtral/Qwen2-MoE: RMSNorm, RoPE, GQA, SwiGLU */
     LLMEM_FAMILY_OPT = 3,    /**< OPT: learned positions (+2), ReLU MLP */
     LLMEM_FAMILY_BLOOM = 4,  /**< BLOOM: ALiBi, fused qkv, embedding LayerNorm */
     LLMEM_FAMILY_GEMMA2 = 5, /**< Gemma-2: four norms a layer, GeGLU, soft-capping */
-    LLMEM_FAMILY_PHI3 = 6    /**< Phi-3: fused qkv and gate_up projections */
+    LLMEM_FAMILY_PHI3 = 6,   /**< Phi-3: fused qkv and gate_up projections */
+    LLMEM_FAMILY_GEMMA = 7,  /**< Gemma: Llama layout, GeGLU, scaled embedding, tied. @since 0.1.0 */
+    /** GPT-NeoX/Pythia: fused qkv, LayerNorm, parallel residual, partial rotary,
+     * untied embed_out. @since 0.1.0 */
+    LLMEM_FAMILY_GPT_NEOX = 8,
+    /** Falcon: fused multi-query/grouped qkv, parallel attention, one or two LayerNorms,
+     * tied. @since 0.1.0 */
+    LLMEM_FAMILY_FALCON = 9,
+    /** Phi-1/1.5/2: parallel block with one LayerNorm, partial rotary, biases, lm_head
+     * bias. @since 0.1.0 */
+    LLMEM_FAMILY_PHI = 10,
+    /** StarCoder2: Llama layout with LayerNorm, a plain GELU MLP and biases. @since 0.1.0 */
+    LLMEM_FAMILY_STARCODER2 = 11,
+    /** DeepSeek-V2/V3: multi-head latent attention, shared and routed experts, dense
+     * first layers. @since 0.1.0 */
+    LLMEM_FAMILY_DEEPSEEK = 12
 };
 /** Norm kinds. @since 0.1.0 */
 enum llmem_norm { LLMEM_NORM_LAYERNORM = 1, LLMEM_NORM_RMSNORM = 2 };
@@ -219,16 +269,28 @@ LLMEM_API const char *llmem_preset_name(size_t index);
  * @defgroup hf Hugging Face inputs
  * Models from a Hugging Face `config.json`, and parameter counts from
  * safetensors headers (never the tensor data). Optional at build time: a
- * library built without its JSON reader returns #LLMEM_ENOTSUP from these.
+ * library built without its JSON reader (json-c) returns #LLMEM_ENOTSUP from
+ * these. docs/hf-inputs.md lists the model types and the fields read.
  * @{
  */
 /**
  * Create a model from a Hugging Face configuration: @p path is a
- * `config.json` or a directory holding one. An unknown `model_type` or a
- * missing field fails with a message naming it. @since 0.1.0
+ * `config.json` or a directory holding one. Supported `model_type`s: llama,
+ * mistral, mixtral, qwen2, qwen2_moe, qwen3, gemma, gemma2, phi, phi3, gpt2,
+ * opt, bloom, gpt_neox, falcon, starcoder2, deepseek_v2, deepseek_v3; the
+ * parameter count of the model equals the checkpoint's.
+ * @return #LLMEM_EIO when the file cannot be read (or the directory has no
+ * config.json); #LLMEM_EPARSE for text that is not JSON, a missing field
+ * ("config.json: missing field 'hidden_size' for model_type 'llama'"), a
+ * field of the wrong JSON type or out of bounds, or fields that contradict
+ * each other; #LLMEM_ENOTSUP for an unknown `model_type` (the message names
+ * it). *out is NULL on failure. @since 0.1.0
  */
 LLMEM_API int llmem_model_new_hf_config(llmem_ctx *ctx, const char *path, llmem_model **out);
-/** As llmem_model_new_hf_config(), from @p len bytes of JSON text. @since 0.1.0 */
+/**
+ * As llmem_model_new_hf_config(), from @p len bytes of JSON text (no NUL
+ * needed; bytes after @p len are not read). @since 0.1.0
+ */
 LLMEM_API int llmem_model_new_hf_config_json(llmem_ctx *ctx, const char *json, size_t len,
                                              llmem_model **out);
 
@@ -245,9 +307,20 @@ enum llmem_weights_key {
 
 /**
  * Read the headers of safetensors weights: a `.safetensors` file, a
- * `model.safetensors.index.json` with its shards, or a directory holding
- * either. Malformed headers (bad length, truncation, overlapping or
- * out-of-range offsets, unknown dtype) fail with #LLMEM_EPARSE. @since 0.1.0
+ * `model.safetensors.index.json` (any path ending in `.json`) with its
+ * shards, each header read once, or a directory holding
+ * model.safetensors.index.json or else model.safetensors. Only headers are
+ * read, never tensor data. Every tensor in the files counts, so buffers a
+ * checkpoint stores (GPT-2's attention masks, FP8 scales, DeepSeek-V3's
+ * multi-token-prediction layer, a tied head saved twice) make the totals
+ * exceed llmem_model_param_count().
+ * @return #LLMEM_EIO for a missing or unreadable file; #LLMEM_EPARSE, with a
+ * message naming the file and tensor, for a header length beyond the file or
+ * above the format's 100,000,000 bytes, a header that is not a UTF-8 JSON
+ * object, an unknown dtype, a shape whose size disagrees with its
+ * data_offsets, overlapping, out-of-range or gapped offsets (the data region
+ * must be covered exactly), a shape product overflowing 64 bits, or an index
+ * whose weight_map disagrees with its shards. @since 0.1.0
  */
 LLMEM_API int llmem_weights_open(llmem_ctx *ctx, const char *path, llmem_weights **out);
 /** As llmem_weights_open(), from one safetensors file's bytes in memory
@@ -261,8 +334,9 @@ LLMEM_API int llmem_weights_get_u64(const llmem_weights *weights, int key, uint6
 /** Number of distinct dtypes present. @since 0.1.0 */
 LLMEM_API size_t llmem_weights_dtype_count(const llmem_weights *weights);
 /**
- * Dtype @p index: its safetensors name ("BF16", "F32", ...), elements and
- * bytes. @since 0.1.0
+ * Dtype @p index (in order of first appearance): its safetensors name
+ * ("BF16", "F32", "F8_E4M3", ...), elements and bytes; any output may be
+ * NULL. @return #LLMEM_ERANGE past the last dtype. @since 0.1.0
  */
 LLMEM_API int llmem_weights_dtype(const llmem_weights *weights, size_t index, const char **name,
                                   uint64_t *params, uint64_t *bytes);

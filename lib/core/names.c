@@ -10,6 +10,9 @@ static const name_value family[] = {
     { "gpt2", LLMEM_FAMILY_GPT2 },   { "llama", LLMEM_FAMILY_LLAMA },
     { "opt", LLMEM_FAMILY_OPT },     { "bloom", LLMEM_FAMILY_BLOOM },
     { "gemma2", LLMEM_FAMILY_GEMMA2 }, { "phi3", LLMEM_FAMILY_PHI3 },
+    { "gemma", LLMEM_FAMILY_GEMMA }, { "gpt_neox", LLMEM_FAMILY_GPT_NEOX },
+    { "falcon", LLMEM_FAMILY_FALCON }, { "phi", LLMEM_FAMILY_PHI },
+    { "starcoder2", LLMEM_FAMILY_STARCODER2 }, { "deepseek", LLMEM_FAMILY_DEEPSEEK },
 };
 static const name_value norm[] = { { "layernorm", LLMEM_NORM_LAYERNORM },
                                    { "rmsnorm", LLMEM_NORM_RMSNORM } };

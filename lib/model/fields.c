@@ -10,7 +10,7 @@
 #define SIZE_MAX_ELEMS (INT64_C(1) << 32)
 
 static const model_field fields[] = {
-    { LLMEM_MODEL_FAMILY, "family", 1, 6, &names_family },
+    { LLMEM_MODEL_FAMILY, "family", 1, LLMEM_FAMILY_DEEPSEEK, &names_family },
     { LLMEM_MODEL_HIDDEN, "hidden", 1, SIZE_MAX_ELEMS, NULL },
     { LLMEM_MODEL_LAYERS, "layers", 1, 1 << 20, NULL },
     { LLMEM_MODEL_HEADS, "heads", 1, 1 << 20, NULL },
@@ -38,6 +38,17 @@ static const model_field fields[] = {
     { LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, "shared-expert-intermediate", 0, SIZE_MAX_ELEMS,
       NULL },
     { LLMEM_MODEL_HEAD_BIAS, "head-bias", 0, 1, NULL },
+    { LLMEM_MODEL_QK_NORM, "qk-norm", 0, 1, NULL },
+    { LLMEM_MODEL_ROTARY_DIM, "rotary-dim", 0, 1 << 20, NULL },
+    { LLMEM_MODEL_V_HEAD_DIM, "v-head-dim", 0, 1 << 20, NULL },
+    { LLMEM_MODEL_Q_LORA_RANK, "q-lora-rank", 0, SIZE_MAX_ELEMS, NULL },
+    { LLMEM_MODEL_KV_LORA_RANK, "kv-lora-rank", 0, SIZE_MAX_ELEMS, NULL },
+    { LLMEM_MODEL_DENSE_LAYERS, "dense-layers", 0, 1 << 20, NULL },
+    { LLMEM_MODEL_SHARED_EXPERT_GATE, "shared-expert-gate", 0, 1, NULL },
+    { LLMEM_MODEL_ROUTER_BIAS, "router-bias", 0, 1, NULL },
+    { LLMEM_MODEL_PARALLEL_BLOCK, "parallel-block", 0, 1, NULL },
+    /* float64 is the widest torch_dtype a checkpoint declares. */
+    { LLMEM_MODEL_DTYPE_BYTES, "dtype-bytes", 0, 8, NULL },
 };
 
 const model_field *model_field_find(int key)

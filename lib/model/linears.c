@@ -1,21 +1,56 @@
 /* SPDX-License-Identifier: MIT */
 #include "model/model.h"
 
+/* Families whose attention computes q, k and v with one fused linear layer
+ * (GPT-2 c_attn, GPT-NeoX and Falcon query_key_value): LoRA on any of q, k, v
+ * wraps the fused layer. */
+static int fused_qkv(int family)
+{
+    return family == LLMEM_FAMILY_GPT2 || family == LLMEM_FAMILY_GPT_NEOX ||
+           family == LLMEM_FAMILY_FALCON;
+}
+
+/* Multi-head latent attention (DeepseekV2Attention): q_a_proj and q_b_proj (or
+ * q_proj), kv_a_proj_with_mqa and kv_b_proj, o_proj. PEFT's q/k/v targets
+ * select the query and key/value compressions. */
+static int latent_attention(const model_shape *s, model_linear *lin)
+{
+    uint64_t H = s->hidden, q_out = s->heads * s->head_dim;
+    uint64_t kv_a = s->kv_lora_rank + s->rotary_dim;
+    uint64_t kv_b = s->heads * (s->head_dim - s->rotary_dim + s->v_head_dim);
+    unsigned kv = LLMEM_LORA_K | LLMEM_LORA_V;
+    int n = 0;
+    if (s->q_lora_rank > 0) {
+        lin[n++] = (model_linear){ H, s->q_lora_rank, LLMEM_LORA_Q, s->qkv_bias };
+        lin[n++] = (model_linear){ s->q_lora_rank, q_out, LLMEM_LORA_Q, 0 };
+    } else {
+        lin[n++] = (model_linear){ H, q_out, LLMEM_LORA_Q, 0 };
+    }
+    lin[n++] = (model_linear){ H, kv_a, kv, s->qkv_bias };
+    lin[n++] = (model_linear){ s->kv_lora_rank, kv_b, kv, 0 };
+    lin[n++] = (model_linear){ s->heads * s->v_head_dim, H, LLMEM_LORA_O, s->out_bias };
+    return n;
+}
+
 int model_layer_linears(const model_shape *s, model_linear *lin)
 {
     uint64_t H = s->hidden, qw = s->heads * s->head_dim, kvw = s->kv_heads * s->head_dim;
+    uint64_t vw = s->kv_heads * s->v_head_dim, ow = s->heads * s->v_head_dim;
     uint64_t I = s->intermediate;
     int n = 0;
-    if (s->family == LLMEM_FAMILY_GPT2) {
-        /* Conv1D c_attn holds q, k and v; LoRA on any of them wraps it. */
-        lin[n++] = (model_linear){ H, qw + 2 * kvw, LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V,
-                                   s->qkv_bias };
+    if (s->kv_lora_rank > 0) {
+        n = latent_attention(s, lin);
     } else {
-        lin[n++] = (model_linear){ H, qw, LLMEM_LORA_Q, s->qkv_bias };
-        lin[n++] = (model_linear){ H, kvw, LLMEM_LORA_K, s->qkv_bias };
-        lin[n++] = (model_linear){ H, kvw, LLMEM_LORA_V, s->qkv_bias };
+        if (fused_qkv(s->family)) {
+            lin[n++] = (model_linear){ H, qw + kvw + vw,
+                                       LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V, s->qkv_bias };
+        } else {
+            lin[n++] = (model_linear){ H, qw, LLMEM_LORA_Q, s->qkv_bias };
+            lin[n++] = (model_linear){ H, kvw, LLMEM_LORA_K, s->qkv_bias };
+            lin[n++] = (model_linear){ H, vw, LLMEM_LORA_V, s->qkv_bias };
+        }
+        lin[n++] = (model_linear){ ow, H, LLMEM_LORA_O, s->out_bias };
     }
-    lin[n++] = (model_linear){ qw, H, LLMEM_LORA_O, s->out_bias };
     if (s->mlp == LLMEM_MLP_GATED)
         lin[n++] = (model_linear){ H, I, LLMEM_LORA_GATE, s->mlp_bias };
     lin[n++] = (model_linear){ H, I, LLMEM_LORA_UP, s->mlp_bias };

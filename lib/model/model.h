@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 /* One past the largest llmem_model_key. */
-#define MODEL_KEY_END 28
+#define MODEL_KEY_END 38
 
 struct llmem_model {
     llmem_ctx *ctx;
@@ -27,6 +27,12 @@ typedef struct model_shape {
     int qkv_bias, out_bias, mlp_bias, norm_bias, head_bias, tie;
     uint64_t norms_per_layer;
     int final_norm, embed_norm;
+    int qk_norm, parallel_block, shared_gate, router_bias;
+    uint64_t rotary_dim;    /* rotary dimensions of a q/k head (<= head_dim) */
+    uint64_t v_head_dim;    /* per-head value size (head_dim unless MLA) */
+    uint64_t q_lora_rank;   /* MLA query compression; 0 = full q projection */
+    uint64_t kv_lora_rank;  /* MLA key/value compression; 0 = no MLA */
+    uint64_t dense_layers;  /* MoE models: layers with a dense MLP instead of experts */
 } model_shape;
 
 /* Parameter counts by part; everything the estimators need to split weights
@@ -35,15 +41,19 @@ typedef struct model_params {
     uint64_t embedding;      /* token embedding (and projections when embed_dim != hidden) */
     uint64_t positions;      /* learned position table */
     uint64_t embed_norm;
-    uint64_t layer_attention;/* one layer: q, k, v, o weights and biases */
+    /* One layer: q, k, v, o weights and biases, qk-norms; with MLA the
+     * compressions and their norms. */
+    uint64_t layer_attention;
     uint64_t layer_mlp;      /* one layer: MLP, or all experts + router + shared expert */
     uint64_t layer_mlp_active; /* one layer: what one token passes through */
     uint64_t layer_norms;
-    uint64_t layer;          /* sum of the three above */
+    uint64_t layer;          /* sum of the three above (a MoE layer in a MoE model) */
+    uint64_t layer_mlp_dense;/* MoE models: the dense MLP of the dense layers */
+    uint64_t layer_dense;    /* MoE models: one dense layer (attention + dense MLP + norms) */
     uint64_t final_norm;
     uint64_t head;           /* untied output head (0 when tied) */
     uint64_t total;
-    uint64_t active;
+    uint64_t active;         /* total less the routed experts a token does not use */
     uint64_t tensors;        /* number of parameter tensors (allocator rounding) */
 } model_params;
 

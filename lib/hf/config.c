@@ -1,0 +1,803 @@
+/* SPDX-License-Identifier: MIT */
+/* Models from a Hugging Face config.json. Each supported model_type is a row:
+ * its family, the config fields read into model fields (names, defaults and
+ * whether required, as the transformers configuration_<type>.py has them),
+ * and, where a layout cannot be said with fields alone, a function that
+ * derives it (as modeling_<type>.py builds its modules). */
+#include "hf/hf.h"
+
+#include "core/ctx.h"
+#include "hf/json.h"
+#include "model/fields.h"
+#include "model/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define CONFIG_NAME "config.json"
+
+enum field_kind {
+    REQ = 1, /* an integer the config must give */
+    OPT,     /* an integer; absent or null gives the default */
+    FLAG,    /* a boolean; absent or null gives the default */
+    CONST    /* no config field: the value itself */
+};
+
+typedef struct hf_field {
+    int key;          /* llmem_model_key */
+    int kind;
+    int64_t value;    /* default (OPT, FLAG) or the value (CONST) */
+    const char *names[3]; /* config names; aliases must agree when several are present */
+} hf_field;
+
+typedef struct reader reader;
+
+typedef struct hf_type {
+    const char *model_type;
+    int family;
+    const hf_field *fields;
+    size_t nfields;
+    int (*layout)(reader *r); /* derivations the fields cannot express, or NULL */
+} hf_type;
+
+struct reader {
+    llmem_ctx *ctx;
+    const hf_jv *root;
+    const hf_type *type;
+    int64_t f[MODEL_KEY_END];
+    int set[MODEL_KEY_END];
+    const char *from[MODEL_KEY_END]; /* config name each value came from, for messages */
+};
+
+/* ---- reading one config value ---------------------------------------- */
+
+static int missing(reader *r, const char *name)
+{
+    return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": missing field '%s' for model_type '%s'",
+                       name, r->type->model_type);
+}
+
+static int wrong_type(reader *r, const char *name, const char *want, const hf_jv *v)
+{
+    if (hf_json_type(v) == HF_JSTRING && strcmp(want, "a string") == 0)
+        return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' holds a NUL character",
+                           name);
+    return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' must be %s, not %s", name,
+                       want, hf_json_type_name(hf_json_type(v)));
+}
+
+/* The first of names present and not null (*name set to it), agreeing with
+ * any other alias present. Returns 1 when found, 0 when not, <0 on error. */
+static int lookup(reader *r, const char *const *names, size_t n, const hf_jv **out,
+                  const char **name)
+{
+    *out = NULL;
+    *name = names[0];
+    for (size_t i = 0; i < n && names[i] != NULL; i++) {
+        const hf_jv *v;
+        if (!hf_json_member(r->root, names[i], &v) || v == NULL)
+            continue;
+        if (*out == NULL) {
+            *out = v;
+            *name = names[i];
+            continue;
+        }
+        int64_t a, b;
+        if (hf_json_int64(*out, &a) == 0 && hf_json_int64(v, &b) == 0 && a != b)
+            return llmem__fail(r->ctx, LLMEM_EPARSE,
+                               CONFIG_NAME ": fields '%s' (%lld) and '%s' (%lld) disagree", *name,
+                               (long long)a, names[i], (long long)b);
+    }
+    return *out != NULL;
+}
+
+/* Whether the config gives any of names (not null). */
+static int present(reader *r, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n && names[i] != NULL; i++) {
+        const hf_jv *v;
+        if (hf_json_member(r->root, names[i], &v) && v != NULL)
+            return 1;
+    }
+    return 0;
+}
+
+/* An integer field: the first alias present, or the default when none is. */
+static int get_int(reader *r, const char *const *names, size_t n, int required, int64_t dflt,
+                   int64_t *out, const char **name)
+{
+    const hf_jv *v;
+    int rc = lookup(r, names, n, &v, name);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        if (required)
+            return missing(r, names[0]);
+        *out = dflt;
+        return LLMEM_OK;
+    }
+    if (hf_json_int64(v, out) != 0) {
+        if (hf_json_type(v) == HF_JINT)
+            return llmem__fail(r->ctx, LLMEM_EPARSE,
+                               CONFIG_NAME ": field '%s' does not fit in 64 bits", *name);
+        return wrong_type(r, *name, "an integer", v);
+    }
+    return LLMEM_OK;
+}
+
+static int get_flag(reader *r, const char *name, int dflt, int *out)
+{
+    const hf_jv *v;
+    if (!hf_json_member(r->root, name, &v) || v == NULL) {
+        *out = dflt;
+        return LLMEM_OK;
+    }
+    int b = hf_json_bool(v);
+    if (b < 0)
+        return wrong_type(r, name, "a boolean", v);
+    *out = b;
+    return LLMEM_OK;
+}
+
+/* Sizes a layout reads are bounded before any arithmetic on them: no
+ * published config comes near 2^32 in any of them. */
+#define LAYOUT_MAX (INT64_C(1) << 32)
+
+static int in_layout_range(reader *r, const char *name, int64_t v, int64_t min)
+{
+    if (v < min || v > LAYOUT_MAX)
+        return llmem__fail(r->ctx, LLMEM_EPARSE,
+                           CONFIG_NAME ": field '%s' = %lld is outside [%lld, %lld]", name,
+                           (long long)v, (long long)min, (long long)LAYOUT_MAX);
+    return LLMEM_OK;
+}
+
+/* An optional integer in [min, 2^32]. */
+static int get_opt_int(reader *r, const char *name, int64_t dflt, int64_t min, int64_t *out)
+{
+    const char *names[1] = { name }, *used;
+    int rc = get_int(r, names, 1, 0, dflt, out, &used);
+    return rc != LLMEM_OK ? rc : in_layout_range(r, name, *out, min);
+}
+
+/* A required integer in [min, 2^32]. */
+static int get_req_int(reader *r, const char *name, int64_t min, int64_t *out)
+{
+    const char *names[1] = { name }, *used;
+    int rc = get_int(r, names, 1, 1, 0, out, &used);
+    return rc != LLMEM_OK ? rc : in_layout_range(r, name, *out, min);
+}
+
+/* A fraction in (0, 1] (rotary_pct, partial_rotary_factor). */
+static int get_fraction(reader *r, const char *name, double dflt, double *out)
+{
+    const hf_jv *v;
+    if (!hf_json_member(r->root, name, &v) || v == NULL) {
+        *out = dflt;
+        return LLMEM_OK;
+    }
+    if (hf_json_number(v, out) != 0)
+        return wrong_type(r, name, "a number", v);
+    if (!(*out > 0.0 && *out <= 1.0))
+        return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' = %g is not in (0, 1]",
+                           name, *out);
+    return LLMEM_OK;
+}
+
+static void put(reader *r, int key, int64_t value, const char *from)
+{
+    r->f[key] = value;
+    r->set[key] = 1;
+    r->from[key] = from;
+}
+
+/* Value of key as read so far (0 when unset). */
+static int64_t got(const reader *r, int key)
+{
+    return r->set[key] ? r->f[key] : 0;
+}
+
+/* A value within the model field's bounds (lib/model/fields.c). */
+static int check_bounds(reader *r, int key, int64_t v, const char *from)
+{
+    const model_field *fd = model_field_find(key);
+    if (v >= fd->min && v <= fd->max)
+        return LLMEM_OK;
+    if (from != NULL)
+        return llmem__fail(r->ctx, LLMEM_EPARSE,
+                           CONFIG_NAME ": field '%s' gives %s = %lld, outside [%lld, %lld]", from,
+                           fd->name, (long long)v, (long long)fd->min, (long long)fd->max);
+    return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": %s = %lld outside [%lld, %lld]",
+                       fd->name, (long long)v, (long long)fd->min, (long long)fd->max);
+}
+
+static int read_fields(reader *r)
+{
+    const hf_type *t = r->type;
+    for (size_t i = 0; i < t->nfields; i++) {
+        const hf_field *fd = &t->fields[i];
+        const char *name = fd->names[0];
+        int64_t v = 0;
+        int rc = LLMEM_OK, b;
+        switch (fd->kind) {
+        case REQ:
+        case OPT:
+            rc = get_int(r, fd->names, 3, fd->kind == REQ, fd->value, &v, &name);
+            /* Absent with no default: the model field stays unset. */
+            if (rc == LLMEM_OK && v == 0 && fd->value == 0 && !present(r, fd->names, 3))
+                continue;
+            break;
+        case FLAG:
+            rc = get_flag(r, name, (int)fd->value, &b);
+            v = b;
+            break;
+        default:
+            v = fd->value;
+            name = NULL;
+            break;
+        }
+        if (rc != LLMEM_OK)
+            return rc;
+        /* Bounds now, so layouts compute only with sane values. */
+        if ((rc = check_bounds(r, fd->key, v, name)) != LLMEM_OK)
+            return rc;
+        put(r, fd->key, v, name);
+    }
+    return LLMEM_OK;
+}
+
+/* ---- layouts ------------------------------------------------------------ */
+
+static int64_t head_dim_of(const reader *r)
+{
+    int64_t heads = got(r, LLMEM_MODEL_HEADS), d = got(r, LLMEM_MODEL_HEAD_DIM);
+    return d > 0 ? d : (heads > 0 ? got(r, LLMEM_MODEL_HIDDEN) / heads : 0);
+}
+
+/* Partial rotary: int(head_dim * fraction), as GPT-NeoX (rotary_ndims) and
+ * Phi (partial_rotary_factor) compute it. */
+static int partial_rotary(reader *r, const char *name)
+{
+    double frac;
+    int rc = get_fraction(r, name, 1.0, &frac);
+    if (rc != LLMEM_OK)
+        return rc;
+    int64_t dims = (int64_t)((double)head_dim_of(r) * frac);
+    if (frac < 1.0)
+        put(r, LLMEM_MODEL_ROTARY_DIM, dims > 0 ? dims : 1, name);
+    return LLMEM_OK;
+}
+
+/* GPT2MLP: inner = n_inner or 4 x n_embd. */
+static int layout_gpt2(reader *r)
+{
+    if (got(r, LLMEM_MODEL_INTERMEDIATE) == 0)
+        put(r, LLMEM_MODEL_INTERMEDIATE, 4 * got(r, LLMEM_MODEL_HIDDEN), "n_embd");
+    return LLMEM_OK;
+}
+
+/* OPTDecoder: final_layer_norm only when do_layer_norm_before and not
+ * _remove_final_layer_norm; layer_norm_elementwise_affine false would leave
+ * norms without weights, which no published checkpoint does. */
+static int layout_opt(reader *r)
+{
+    int removed, affine, rc;
+    if ((rc = get_flag(r, "_remove_final_layer_norm", 0, &removed)) != LLMEM_OK ||
+        (rc = get_flag(r, "layer_norm_elementwise_affine", 1, &affine)) != LLMEM_OK)
+        return rc;
+    if (removed)
+        put(r, LLMEM_MODEL_FINAL_NORM, 0, "_remove_final_layer_norm");
+    if (!affine)
+        return llmem__fail(r->ctx, LLMEM_ENOTSUP,
+                           CONFIG_NAME ": layer_norm_elementwise_affine false is not supported");
+    return LLMEM_OK;
+}
+
+/* BloomMLP: dense_h_to_4h is 4 x hidden. */
+static int layout_bloom(reader *r)
+{
+    put(r, LLMEM_MODEL_INTERMEDIATE, 4 * got(r, LLMEM_MODEL_HIDDEN), "hidden_size");
+    return LLMEM_OK;
+}
+
+static int layout_gpt_neox(reader *r)
+{
+    return partial_rotary(r, "rotary_pct");
+}
+
+/* FalconAttention: query_key_value is (2 x num_kv_heads + heads) x head_dim wide
+ * with new_decoder_architecture, hidden + 2 x head_dim with multi_query, else
+ * 3 x hidden. FalconDecoderLayer: ln_attn and ln_mlp when num_ln_in_parallel_attn
+ * is 2 (the default with new_decoder_architecture), input_layernorm alone for
+ * a parallel block, input and post-attention norms otherwise. FalconMLP:
+ * ffn_hidden_size, default 4 x hidden. */
+static int layout_falcon(reader *r)
+{
+    int new_arch, multi_query, parallel, alibi, rc;
+    int64_t kv, norms, ffn, heads = got(r, LLMEM_MODEL_HEADS);
+    /* The original RefinedWeb code (Falcon-40B) always had the new layout. */
+    int new_default = strcmp(r->type->model_type, "RefinedWeb") == 0;
+    if ((rc = get_flag(r, "new_decoder_architecture", new_default, &new_arch)) != LLMEM_OK ||
+        (rc = get_flag(r, "multi_query", 1, &multi_query)) != LLMEM_OK ||
+        (rc = get_flag(r, "parallel_attn", 1, &parallel)) != LLMEM_OK ||
+        (rc = get_flag(r, "alibi", 0, &alibi)) != LLMEM_OK)
+        return rc;
+    if (new_arch) {
+        static const char *const names[] = { "num_kv_heads", "n_head_kv", NULL };
+        const char *used;
+        if ((rc = get_int(r, names, 2, 0, heads, &kv, &used)) != LLMEM_OK)
+            return rc;
+        put(r, LLMEM_MODEL_KV_HEADS, kv, used);
+    } else {
+        put(r, LLMEM_MODEL_KV_HEADS, multi_query ? 1 : heads, "multi_query");
+    }
+    if ((rc = get_opt_int(r, "num_ln_in_parallel_attn", new_arch ? 2 : 1, 0, &norms)) != LLMEM_OK ||
+        (rc = get_opt_int(r, "ffn_hidden_size", 4 * got(r, LLMEM_MODEL_HIDDEN), 1, &ffn)) !=
+            LLMEM_OK)
+        return rc;
+    put(r, LLMEM_MODEL_NORMS_PER_LAYER, parallel ? (norms == 2 ? 2 : 1) : 2,
+        "num_ln_in_parallel_attn");
+    put(r, LLMEM_MODEL_PARALLEL_BLOCK, parallel, "parallel_attn");
+    put(r, LLMEM_MODEL_INTERMEDIATE, ffn, "ffn_hidden_size");
+    if (alibi)
+        put(r, LLMEM_MODEL_POSITIONS, LLMEM_POSITIONS_ALIBI, "alibi");
+    return LLMEM_OK;
+}
+
+static int layout_phi(reader *r)
+{
+    return partial_rotary(r, "partial_rotary_factor");
+}
+
+/* Qwen2MoeDecoderLayer: the sparse block where layer_idx is not in
+ * mlp_only_layers and (layer_idx + 1) % decoder_sparse_step == 0, a dense
+ * Qwen2MoeMLP of intermediate_size elsewhere. The sparse block always has the
+ * shared expert and its Linear(hidden, 1) gate. */
+static int layout_qwen2_moe(reader *r)
+{
+    const hf_jv *list = NULL;
+    int64_t step, layers = got(r, LLMEM_MODEL_LAYERS), dense = 0;
+    int rc = get_opt_int(r, "decoder_sparse_step", 1, 1, &step);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (hf_json_member(r->root, "mlp_only_layers", &list) && list != NULL &&
+        hf_json_type(list) != HF_JARRAY)
+        return wrong_type(r, "mlp_only_layers", "an array", list);
+    /* layers is within the field's bounds (2^20): one byte a layer. */
+    unsigned char *only_mlp = llmem__calloc(r->ctx, (size_t)layers + 1);
+    if (only_mlp == NULL)
+        return llmem__fail(r->ctx, LLMEM_ENOMEM, CONFIG_NAME ": out of memory");
+    for (size_t k = 0; k < hf_json_array_size(list); k++) {
+        int64_t idx;
+        if (hf_json_int64(hf_json_array_at(list, k), &idx) != 0) {
+            llmem__free(r->ctx, only_mlp);
+            return wrong_type(r, "mlp_only_layers", "an array of integers", list);
+        }
+        if (idx >= 0 && idx < layers)
+            only_mlp[idx] = 1;
+    }
+    for (int64_t i = 0; i < layers; i++)
+        dense += only_mlp[i] || (i + 1) % step != 0;
+    llmem__free(r->ctx, only_mlp);
+    put(r, LLMEM_MODEL_DENSE_LAYERS, dense, "mlp_only_layers");
+    put(r, LLMEM_MODEL_SHARED_EXPERT_GATE, got(r, LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE) > 0,
+        "shared_expert_intermediate_size");
+    return LLMEM_OK;
+}
+
+/* DeepseekV2Attention / DeepseekV3Attention (multi-head latent attention) and
+ * the decoder layer: experts from layer first_k_dense_replace on, every
+ * moe_layer_freq-th (the reference modeling_deepseek.py; transformers' port
+ * assumes 1), n_shared_experts x moe_intermediate_size for the shared experts,
+ * and DeepSeek-V3's noaux_tc router with e_score_correction_bias. */
+static int layout_deepseek(reader *r)
+{
+    int64_t rope, nope, v, q_rank, experts, shared, first_dense, freq, layers;
+    const hf_jv *method;
+    int rc;
+    if ((rc = get_req_int(r, "qk_rope_head_dim", 1, &rope)) != LLMEM_OK ||
+        (rc = get_req_int(r, "qk_nope_head_dim", 0, &nope)) != LLMEM_OK ||
+        (rc = get_req_int(r, "v_head_dim", 1, &v)) != LLMEM_OK ||
+        (rc = get_opt_int(r, "q_lora_rank", 0, 0, &q_rank)) != LLMEM_OK ||
+        (rc = get_opt_int(r, "n_routed_experts", 0, 0, &experts)) != LLMEM_OK ||
+        (rc = get_opt_int(r, "n_shared_experts", 0, 0, &shared)) != LLMEM_OK ||
+        (rc = get_opt_int(r, "first_k_dense_replace", 0, 0, &first_dense)) != LLMEM_OK ||
+        (rc = get_opt_int(r, "moe_layer_freq", 1, 1, &freq)) != LLMEM_OK)
+        return rc;
+    put(r, LLMEM_MODEL_HEAD_DIM, nope + rope, "qk_nope_head_dim");
+    put(r, LLMEM_MODEL_ROTARY_DIM, rope, "qk_rope_head_dim");
+    put(r, LLMEM_MODEL_V_HEAD_DIM, v, "v_head_dim");
+    put(r, LLMEM_MODEL_Q_LORA_RANK, q_rank, "q_lora_rank");
+    if (experts == 0) {
+        put(r, LLMEM_MODEL_EXPERTS_PER_TOKEN, 0, "n_routed_experts");
+        return LLMEM_OK;
+    }
+    int64_t moe_inner, top_k, dense = 0;
+    if ((rc = get_req_int(r, "moe_intermediate_size", 1, &moe_inner)) != LLMEM_OK ||
+        (rc = get_req_int(r, "num_experts_per_tok", 1, &top_k)) != LLMEM_OK)
+        return rc;
+    /* n_shared_experts x moe_intermediate_size must stay an element count. */
+    if (shared > LAYOUT_MAX / moe_inner)
+        return llmem__fail(r->ctx, LLMEM_EPARSE,
+                           CONFIG_NAME ": fields 'n_shared_experts' (%lld) x "
+                                       "'moe_intermediate_size' (%lld) exceed %lld",
+                           (long long)shared, (long long)moe_inner, (long long)LAYOUT_MAX);
+    layers = got(r, LLMEM_MODEL_LAYERS);
+    for (int64_t i = 0; i < layers; i++) /* layers is within [1, 2^20] */
+        dense += !(i >= first_dense && i % freq == 0);
+    put(r, LLMEM_MODEL_EXPERTS, experts, "n_routed_experts");
+    put(r, LLMEM_MODEL_EXPERTS_PER_TOKEN, top_k, "num_experts_per_tok");
+    put(r, LLMEM_MODEL_EXPERT_INTERMEDIATE, moe_inner, "moe_intermediate_size");
+    put(r, LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, shared * moe_inner, "n_shared_experts");
+    put(r, LLMEM_MODEL_DENSE_LAYERS, dense, "first_k_dense_replace");
+    if (hf_json_member(r->root, "topk_method", &method) && method != NULL) {
+        const char *m = hf_json_string(method);
+        if (m == NULL)
+            return wrong_type(r, "topk_method", "a string", method);
+        put(r, LLMEM_MODEL_ROUTER_BIAS, strcmp(m, "noaux_tc") == 0, "topk_method");
+    }
+    return LLMEM_OK;
+}
+
+/* ---- the model types --------------------------------------------------- */
+
+#define N(...) { __VA_ARGS__ }
+#define ROWS(a) a, sizeof a / sizeof a[0]
+
+/* Fields most decoder-only configs share (LlamaConfig names). */
+#define COMMON_SIZES                                                                     \
+    { LLMEM_MODEL_HIDDEN, REQ, 0, N("hidden_size") },                                    \
+    { LLMEM_MODEL_LAYERS, REQ, 0, N("num_hidden_layers") },                              \
+    { LLMEM_MODEL_HEADS, REQ, 0, N("num_attention_heads") },                             \
+    { LLMEM_MODEL_KV_HEADS, OPT, 0, N("num_key_value_heads") },                          \
+    { LLMEM_MODEL_VOCAB, REQ, 0, N("vocab_size") },                                      \
+    { LLMEM_MODEL_MAX_POSITIONS, OPT, 0, N("max_position_embeddings") }
+
+/* LlamaConfig: head_dim, attention_bias on q/k/v/o, mlp_bias, untied. */
+static const hf_field llama_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_HEAD_DIM, OPT, 0, N("head_dim") },
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_MLP_BIAS, FLAG, 0, N("mlp_bias") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* MistralConfig: no biases (MistralAttention bias=False), untied. */
+static const hf_field mistral_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_HEAD_DIM, OPT, 0, N("head_dim") },
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* MixtralConfig: num_local_experts experts of intermediate_size (w1, w2, w3),
+ * router Linear(hidden, num_local_experts, bias=False). */
+static const hf_field mixtral_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_HEAD_DIM, OPT, 0, N("head_dim") },
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_EXPERT_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_EXPERTS, REQ, 0, N("num_local_experts") },
+    { LLMEM_MODEL_EXPERTS_PER_TOKEN, REQ, 0, N("num_experts_per_tok") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* Qwen2Attention: q, k, v with bias, o without. */
+static const hf_field qwen2_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_HEAD_DIM, OPT, 0, N("head_dim") },
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QKV_BIAS, CONST, 1, N(NULL) },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* Qwen2MoeConfig: qkv_bias (default true), experts of moe_intermediate_size,
+ * the shared expert of shared_expert_intermediate_size. */
+static const hf_field qwen2_moe_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_HEAD_DIM, OPT, 0, N("head_dim") },
+    { LLMEM_MODEL_INTERMEDIATE, OPT, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 1, N("qkv_bias") },
+    { LLMEM_MODEL_EXPERTS, REQ, 0, N("num_experts") },
+    { LLMEM_MODEL_EXPERTS_PER_TOKEN, REQ, 0, N("num_experts_per_tok") },
+    { LLMEM_MODEL_EXPERT_INTERMEDIATE, REQ, 0, N("moe_intermediate_size") },
+    { LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, REQ, 0, N("shared_expert_intermediate_size") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* Qwen3Config: head_dim (default 128), attention_bias on q/k/v/o, q_norm and
+ * k_norm (Qwen3RMSNorm over head_dim). */
+static const hf_field qwen3_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_HEAD_DIM, OPT, 128, N("head_dim") },
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_QK_NORM, CONST, 1, N(NULL) },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* GemmaConfig / Gemma2Config: head_dim (default 256), attention_bias, tied. */
+static const hf_field gemma_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_HEAD_DIM, OPT, 256, N("head_dim") },
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 1, N("tie_word_embeddings") },
+};
+
+/* PhiConfig: q/k/v/dense and fc1/fc2 with biases, qk_layernorm, lm_head with
+ * bias, untied. */
+static const hf_field phi_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QK_NORM, FLAG, 0, N("qk_layernorm") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* Phi3Config: fused qkv_proj and gate_up_proj without biases, untied. */
+static const hf_field phi3_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* GPT2Config: n_embd, n_layer, n_head, n_inner (null: 4 x n_embd),
+ * n_positions; tied. */
+static const hf_field gpt2_fields[] = {
+    { LLMEM_MODEL_HIDDEN, REQ, 0, N("n_embd", "hidden_size") },
+    { LLMEM_MODEL_LAYERS, REQ, 0, N("n_layer", "num_hidden_layers") },
+    { LLMEM_MODEL_HEADS, REQ, 0, N("n_head", "num_attention_heads") },
+    { LLMEM_MODEL_INTERMEDIATE, OPT, 0, N("n_inner") },
+    { LLMEM_MODEL_VOCAB, REQ, 0, N("vocab_size") },
+    { LLMEM_MODEL_MAX_POSITIONS, REQ, 0, N("n_positions", "max_position_embeddings") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 1, N("tie_word_embeddings") },
+};
+
+/* OPTConfig: ffn_dim, word_embed_proj_dim (project_in/out when it differs),
+ * do_layer_norm_before (the final norm), enable_bias; tied. */
+static const hf_field opt_fields[] = {
+    { LLMEM_MODEL_HIDDEN, REQ, 0, N("hidden_size") },
+    { LLMEM_MODEL_LAYERS, REQ, 0, N("num_hidden_layers") },
+    { LLMEM_MODEL_HEADS, REQ, 0, N("num_attention_heads") },
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("ffn_dim") },
+    { LLMEM_MODEL_VOCAB, REQ, 0, N("vocab_size") },
+    { LLMEM_MODEL_MAX_POSITIONS, REQ, 0, N("max_position_embeddings") },
+    { LLMEM_MODEL_EMBED_DIM, OPT, 0, N("word_embed_proj_dim") },
+    { LLMEM_MODEL_FINAL_NORM, FLAG, 1, N("do_layer_norm_before") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 1, N("enable_bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 1, N("enable_bias") },
+    { LLMEM_MODEL_MLP_BIAS, FLAG, 1, N("enable_bias") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 1, N("tie_word_embeddings") },
+};
+
+/* BloomConfig: n_embed overrides hidden_size; n_layer, n_head; tied. */
+static const hf_field bloom_fields[] = {
+    { LLMEM_MODEL_HIDDEN, REQ, 0, N("hidden_size", "n_embed") },
+    { LLMEM_MODEL_LAYERS, REQ, 0, N("n_layer", "num_hidden_layers") },
+    { LLMEM_MODEL_HEADS, REQ, 0, N("n_head", "num_attention_heads") },
+    { LLMEM_MODEL_VOCAB, REQ, 0, N("vocab_size") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 1, N("tie_word_embeddings") },
+};
+
+/* GPTNeoXConfig: attention_bias (default true) on query_key_value and dense,
+ * use_parallel_residual (default true), rotary_pct, untied embed_out. */
+static const hf_field gpt_neox_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 1, N("attention_bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 1, N("attention_bias") },
+    { LLMEM_MODEL_PARALLEL_BLOCK, FLAG, 1, N("use_parallel_residual") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+/* FalconConfig (and the older RefinedWeb configs): bias on every linear
+ * layer, tied lm_head; the attention and norm layout in layout_falcon. */
+static const hf_field falcon_fields[] = {
+    { LLMEM_MODEL_HIDDEN, REQ, 0, N("hidden_size", "n_embed") },
+    { LLMEM_MODEL_LAYERS, REQ, 0, N("num_hidden_layers", "n_layer") },
+    { LLMEM_MODEL_HEADS, REQ, 0, N("num_attention_heads", "n_head") },
+    { LLMEM_MODEL_VOCAB, REQ, 0, N("vocab_size") },
+    { LLMEM_MODEL_MAX_POSITIONS, OPT, 0, N("max_position_embeddings") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 0, N("bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 0, N("bias") },
+    { LLMEM_MODEL_MLP_BIAS, FLAG, 0, N("bias") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 1, N("tie_word_embeddings") },
+};
+
+/* Starcoder2Config: use_bias on q/k/v/o and c_fc/c_proj, tied. */
+static const hf_field starcoder2_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 1, N("use_bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 1, N("use_bias") },
+    { LLMEM_MODEL_MLP_BIAS, FLAG, 1, N("use_bias") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 1, N("tie_word_embeddings") },
+};
+
+/* DeepseekV2Config / DeepseekV3Config: kv_lora_rank, attention_bias, the
+ * dense MLP's intermediate_size; the rest in layout_deepseek. */
+static const hf_field deepseek_fields[] = {
+    COMMON_SIZES,
+    { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
+    { LLMEM_MODEL_KV_LORA_RANK, REQ, 0, N("kv_lora_rank") },
+    { LLMEM_MODEL_QKV_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_OUT_BIAS, FLAG, 0, N("attention_bias") },
+    { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
+};
+
+static const hf_type types[] = {
+    { "llama", LLMEM_FAMILY_LLAMA, ROWS(llama_fields), NULL },
+    { "mistral", LLMEM_FAMILY_LLAMA, ROWS(mistral_fields), NULL },
+    { "mixtral", LLMEM_FAMILY_LLAMA, ROWS(mixtral_fields), NULL },
+    { "qwen2", LLMEM_FAMILY_LLAMA, ROWS(qwen2_fields), NULL },
+    { "qwen2_moe", LLMEM_FAMILY_LLAMA, ROWS(qwen2_moe_fields), layout_qwen2_moe },
+    { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL },
+    { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL },
+    { "gemma2", LLMEM_FAMILY_GEMMA2, ROWS(gemma_fields), NULL },
+    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi },
+    { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi },
+    { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2 },
+    { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt },
+    { "bloom", LLMEM_FAMILY_BLOOM, ROWS(bloom_fields), layout_bloom },
+    { "gpt_neox", LLMEM_FAMILY_GPT_NEOX, ROWS(gpt_neox_fields), layout_gpt_neox },
+    { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
+    { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
+    { "RefinedWebModel", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
+    { "starcoder2", LLMEM_FAMILY_STARCODER2, ROWS(starcoder2_fields), NULL },
+    { "deepseek_v2", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek },
+    { "deepseek_v3", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek },
+};
+
+/* torch_dtype (dtype since transformers 4.56) names and their element sizes. */
+static const struct {
+    const char *name;
+    int bytes;
+} dtype_sizes[] = {
+    { "float32", 4 },       { "float", 4 },         { "float16", 2 },       { "half", 2 },
+    { "bfloat16", 2 },      { "float64", 8 },       { "double", 8 },        { "float8_e4m3fn", 1 },
+    { "float8_e5m2", 1 },   { "float8_e4m3fnuz", 1 }, { "float8_e5m2fnuz", 1 }, { "int8", 1 },
+    { "uint8", 1 },
+};
+
+static int read_dtype(reader *r)
+{
+    static const char *const names[] = { "torch_dtype", "dtype" };
+    for (size_t i = 0; i < 2; i++) {
+        const hf_jv *v;
+        if (!hf_json_member(r->root, names[i], &v) || v == NULL)
+            continue;
+        const char *s = hf_json_string(v);
+        if (s == NULL)
+            return wrong_type(r, names[i], "a string", v);
+        if (strncmp(s, "torch.", 6) == 0)
+            s += 6;
+        for (size_t k = 0; k < sizeof dtype_sizes / sizeof dtype_sizes[0]; k++) {
+            if (strcmp(dtype_sizes[k].name, s) == 0) {
+                put(r, LLMEM_MODEL_DTYPE_BYTES, dtype_sizes[k].bytes, names[i]);
+                return LLMEM_OK;
+            }
+        }
+        return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' = '%.40s' is not a "
+                           "known dtype", names[i], s);
+    }
+    return LLMEM_OK;
+}
+
+static const hf_type *find_type(const char *name)
+{
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(types[i].model_type, name) == 0)
+            return &types[i];
+    return NULL;
+}
+
+/* Fields into a new model, each checked against the field table's bounds. */
+static int build_model(reader *r, llmem_model **out)
+{
+    llmem_model *m;
+    int rc = llmem_model_new(r->ctx, r->type->family, &m);
+    if (rc != LLMEM_OK)
+        return rc;
+    for (int key = 0; key < MODEL_KEY_END; key++) {
+        if (!r->set[key] || key == LLMEM_MODEL_FAMILY)
+            continue;
+        if ((rc = check_bounds(r, key, r->f[key], r->from[key])) != LLMEM_OK) {
+            llmem_model_free(m);
+            return rc;
+        }
+        m->field[key] = r->f[key];
+    }
+    if ((rc = llmem_model_validate(m)) != LLMEM_OK) {
+        char why[LLMEM_ERROR_CAP];
+        snprintf(why, sizeof why, "%s", llmem_ctx_error(r->ctx));
+        llmem_model_free(m);
+        return llmem__fail(r->ctx, rc == LLMEM_EOVERFLOW ? rc : LLMEM_EPARSE,
+                           CONFIG_NAME " (model_type '%s'): %s", r->type->model_type, why);
+    }
+    *out = m;
+    return LLMEM_OK;
+}
+
+static int from_root(llmem_ctx *ctx, const hf_jv *root, llmem_model **out)
+{
+    reader r;
+    const hf_jv *mt;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.root = root;
+    if (hf_json_type(root) != HF_JOBJECT)
+        return llmem__fail(ctx, LLMEM_EPARSE, CONFIG_NAME ": top level is %s, not an object",
+                           hf_json_type_name(hf_json_type(root)));
+    if (!hf_json_member(root, "model_type", &mt) || mt == NULL)
+        return llmem__fail(ctx, LLMEM_EPARSE, CONFIG_NAME ": missing field 'model_type'");
+    const char *name = hf_json_string(mt);
+    if (name == NULL)
+        return wrong_type(&r, "model_type", "a string", mt);
+    if ((r.type = find_type(name)) == NULL)
+        return llmem__fail(ctx, LLMEM_ENOTSUP,
+                           CONFIG_NAME ": unsupported model_type '%.40s' (supported: llama, "
+                           "mistral, mixtral, qwen2, qwen2_moe, qwen3, gemma, gemma2, phi, phi3, "
+                           "gpt2, opt, bloom, gpt_neox, falcon, starcoder2, deepseek_v2, "
+                           "deepseek_v3)", name);
+    int rc = read_fields(&r);
+    if (rc == LLMEM_OK && r.type->layout != NULL)
+        rc = r.type->layout(&r);
+    if (rc == LLMEM_OK)
+        rc = read_dtype(&r);
+    if (rc == LLMEM_OK)
+        rc = build_model(&r, out);
+    return rc;
+}
+
+int llmem_model_new_hf_config_json(llmem_ctx *ctx, const char *json, size_t len,
+                                   llmem_model **out)
+{
+    char err[160];
+    hf_jv *root;
+    if (out == NULL || ctx == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": NULL argument");
+    *out = NULL;
+    if (json == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": text is NULL");
+    if (hf_json_parse(json, len, &root, err, sizeof err) != 0)
+        return llmem__fail(ctx, LLMEM_EPARSE, CONFIG_NAME ": %s", err);
+    int rc = from_root(ctx, root, out);
+    hf_json_free(root);
+    if (rc == LLMEM_OK)
+        llmem__ok(ctx);
+    return rc;
+}
+
+int llmem_model_new_hf_config(llmem_ctx *ctx, const char *path, llmem_model **out)
+{
+    char *text, *file = NULL;
+    size_t len;
+    int rc;
+    if (out == NULL || ctx == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": NULL argument");
+    *out = NULL;
+    if (path == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": path is NULL");
+    int kind = hf_path_kind(path);
+    if (kind == HF_PATH_MISSING)
+        return llmem__fail(ctx, LLMEM_EIO, "%s: no such file or directory", path);
+    if (kind == HF_PATH_DIR) {
+        if ((file = hf_path_join(ctx, path, CONFIG_NAME)) == NULL)
+            return llmem__fail(ctx, LLMEM_ENOMEM, CONFIG_NAME ": out of memory");
+        if (hf_path_kind(file) != HF_PATH_FILE) {
+            llmem__free(ctx, file);
+            return llmem__fail(ctx, LLMEM_EIO, "%s: no " CONFIG_NAME " in this directory", path);
+        }
+    }
+    rc = hf_read_file(ctx, file ? file : path, HF_CONFIG_MAX_BYTES, &text, &len);
+    llmem__free(ctx, file);
+    if (rc != LLMEM_OK)
+        return rc;
+    rc = llmem_model_new_hf_config_json(ctx, text, len, out);
+    llmem__free(ctx, text);
+    return rc;
+}

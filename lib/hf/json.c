@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/* hf/json.h on json-c (0.13 or later: json_tokener_get_parse_end needs 0.15,
+ * uint64 integers 0.14; Debian 12 has 0.16). json-c allocates its trees with
+ * malloc; they live only for the duration of one reader call. */
+#include "hf/json.h"
+
+#include <json-c/json.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#define OBJ(v) ((struct json_object *)(v))
+#define COBJ(v) ((const struct json_object *)(v))
+
+static int only_whitespace(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+            return 0;
+    return 1;
+}
+
+int hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t errcap)
+{
+    *root = NULL;
+    if (len > INT_MAX) {
+        snprintf(err, errcap, "JSON text of %zu bytes is too large", len);
+        return -1;
+    }
+    struct json_tokener *tok = json_tokener_new_ex(HF_JSON_MAX_DEPTH);
+    if (tok == NULL) {
+        snprintf(err, errcap, "out of memory");
+        return -1;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error e = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    if (e == json_tokener_success && !only_whitespace(text + end, len - end)) {
+        snprintf(err, errcap, "unexpected data after the JSON value at byte %zu", end);
+        json_object_put(obj);
+        json_tokener_free(tok);
+        return -1;
+    }
+    if (e != json_tokener_success) {
+        if (e == json_tokener_continue)
+            snprintf(err, errcap, "JSON text ends early (%zu bytes)", len);
+        else
+            snprintf(err, errcap, "invalid JSON at byte %zu: %s", end,
+                     json_tokener_error_desc(e));
+        json_object_put(obj);
+        json_tokener_free(tok);
+        return -1;
+    }
+    json_tokener_free(tok);
+    *root = (hf_jv *)obj;
+    return 0;
+}
+
+void hf_json_free(hf_jv *root)
+{
+    json_object_put(OBJ(root));
+}
+
+int hf_json_type(const hf_jv *v)
+{
+    switch (json_object_get_type(COBJ(v))) {
+    case json_type_boolean: return HF_JBOOL;
+    case json_type_int: return HF_JINT;
+    case json_type_double: return HF_JDOUBLE;
+    case json_type_string: return HF_JSTRING;
+    case json_type_array: return HF_JARRAY;
+    case json_type_object: return HF_JOBJECT;
+    case json_type_null:
+    default: return HF_JNULL;
+    }
+}
+
+const char *hf_json_type_name(int type)
+{
+    switch (type) {
+    case HF_JBOOL: return "a boolean";
+    case HF_JINT: return "an integer";
+    case HF_JDOUBLE: return "a fractional number";
+    case HF_JSTRING: return "a string";
+    case HF_JARRAY: return "an array";
+    case HF_JOBJECT: return "an object";
+    default: return "null";
+    }
+}
+
+int hf_json_member(const hf_jv *obj, const char *key, const hf_jv **out)
+{
+    struct json_object *v = NULL;
+    *out = NULL;
+    if (!json_object_is_type(COBJ(obj), json_type_object))
+        return 0;
+    if (!json_object_object_get_ex(COBJ(obj), key, &v))
+        return 0;
+    *out = (const hf_jv *)v;
+    return 1;
+}
+
+size_t hf_json_object_size(const hf_jv *obj)
+{
+    if (!json_object_is_type(COBJ(obj), json_type_object))
+        return 0;
+    return (size_t)json_object_object_length(COBJ(obj));
+}
+
+int hf_json_each(const hf_jv *obj, int (*fn)(void *user, const char *key, const hf_jv *value),
+                 void *user)
+{
+    if (!json_object_is_type(COBJ(obj), json_type_object))
+        return 0;
+    struct lh_table *table = json_object_get_object(COBJ(obj));
+    for (struct lh_entry *e = table->head; e != NULL; e = e->next) {
+        int rc = fn(user, (const char *)lh_entry_k(e), (const hf_jv *)lh_entry_v(e));
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int hf_json_int64(const hf_jv *v, int64_t *out)
+{
+    if (!json_object_is_type(COBJ(v), json_type_int))
+        return -1;
+    int64_t i = json_object_get_int64(COBJ(v));
+    /* json-c clamps integers beyond int64 to INT64_MAX / INT64_MIN; INT64_MIN
+     * itself is refused with them (no field can use it). */
+    if ((i == INT64_MAX && json_object_get_uint64(COBJ(v)) != (uint64_t)INT64_MAX) ||
+        i == INT64_MIN)
+        return -1;
+    *out = i;
+    return 0;
+}
+
+int hf_json_uint64(const hf_jv *v, uint64_t *out)
+{
+    if (!json_object_is_type(COBJ(v), json_type_int))
+        return -1;
+    if (json_object_get_int64(COBJ(v)) < 0)
+        return -1;
+    *out = json_object_get_uint64(COBJ(v));
+    return 0;
+}
+
+int hf_json_number(const hf_jv *v, double *out)
+{
+    if (!json_object_is_type(COBJ(v), json_type_int) &&
+        !json_object_is_type(COBJ(v), json_type_double))
+        return -1;
+    *out = json_object_get_double(COBJ(v));
+    return 0;
+}
+
+int hf_json_bool(const hf_jv *v)
+{
+    if (!json_object_is_type(COBJ(v), json_type_boolean))
+        return -1;
+    return json_object_get_boolean(COBJ(v)) ? 1 : 0;
+}
+
+const char *hf_json_string(const hf_jv *v)
+{
+    if (!json_object_is_type(COBJ(v), json_type_string))
+        return NULL;
+    const char *s = json_object_get_string(OBJ(v));
+    /* A "\u0000" escape would silently cut the C string short. */
+    if (strlen(s) != (size_t)json_object_get_string_len(COBJ(v)))
+        return NULL;
+    return s;
+}
+
+size_t hf_json_array_size(const hf_jv *v)
+{
+    if (!json_object_is_type(COBJ(v), json_type_array))
+        return 0;
+    return json_object_array_length(COBJ(v));
+}
+
+const hf_jv *hf_json_array_at(const hf_jv *v, size_t i)
+{
+    if (i >= hf_json_array_size(v))
+        return NULL;
+    return (const hf_jv *)json_object_array_get_idx(COBJ(v), i);
+}
