@@ -168,6 +168,7 @@ class LiveTracker(TorchDispatchMode):
         self.emulate_inplace_accumulate = emulate_inplace_accumulate
         self.inplace_accumulations = 0
         self.inplace_saved_bytes = 0
+        self.accumulations_kept_out_of_place = 0
         self._pending = None
 
     # -- bookkeeping -----------------------------------------------------
@@ -218,6 +219,7 @@ class LiveTracker(TorchDispatchMode):
             if snap is not None:
                 snap = [d for d in snap if d["_key"] != p["out_key"]]
         else:
+            self.accumulations_kept_out_of_place += 1
             val, val_r, snap = p["live"], p["live_r"], p["snapshot"]
         self._candidate(val, val_r, p["op"], p["phase"], p["seq"], snap)
 
@@ -370,6 +372,7 @@ class LiveTracker(TorchDispatchMode):
             "ops": self.seq,
             "inplace_accumulations": self.inplace_accumulations,
             "inplace_accumulation_bytes": self.inplace_saved_bytes,
+            "accumulations_kept_out_of_place": self.accumulations_kept_out_of_place,
         }
 
     def close(self):

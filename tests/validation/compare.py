@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Compare ``llmem estimate`` with the measured grid (stdlib only, no torch).
+
+    python3 tests/validation/compare.py --llmem build/cli/llmem \
+        [--csv tests/validation/grid.csv] [--max-median PCT] [--max-error PCT]
+
+For every CSV row the CLI is run as
+
+    llmem estimate --family F --hidden H --layers L --heads A --kv-heads K
+        --head-dim D --intermediate I --vocab V --max-positions P
+        --tie-embeddings 0|1 --attn-bias 0|1 --batch B --seq S
+        --precision PREC --optimizer OPT --grad-ckpt none|full
+        --attention eager --dropout P --method M
+        [--lora-rank R --lora-targets a,b] [--freeze-layers N] --json
+
+and its JSON ``peak_allocated_bytes`` and ``peak_phase`` are compared with
+``measured_peak_bytes`` and ``measured_peak_phase``.  Prints the relative
+error |est - measured| / measured per row, then median, p95 and max error
+and how many rows agree on the phase.
+
+Exit status: 0 ok; 1 a threshold (--max-median, --max-error, in percent) is
+exceeded; 2 llmem failed on a row (or the CSV is unusable).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+REQUIRED = (
+    "id", "family", "hidden", "layers", "heads", "kv_heads", "head_dim", "intermediate",
+    "vocab", "max_positions", "tie_embeddings", "attn_bias", "batch", "seq", "precision",
+    "optimizer", "grad_ckpt", "attention", "dropout", "method", "lora_rank", "lora_targets",
+    "freeze_layers", "measured_peak_bytes", "measured_peak_phase",
+)
+
+
+class LlmemError(Exception):
+    pass
+
+
+def build_command(llmem, row):
+    cmd = [llmem, "estimate",
+           "--family", row["family"],
+           "--hidden", row["hidden"],
+           "--layers", row["layers"],
+           "--heads", row["heads"],
+           "--kv-heads", row["kv_heads"],
+           "--head-dim", row["head_dim"],
+           "--intermediate", row["intermediate"],
+           "--vocab", row["vocab"],
+           "--max-positions", row["max_positions"],
+           "--tie-embeddings", row["tie_embeddings"],
+           "--attn-bias", row["attn_bias"],
+           "--batch", row["batch"],
+           "--seq", row["seq"],
+           "--precision", row["precision"],
+           "--optimizer", row["optimizer"],
+           "--grad-ckpt", row["grad_ckpt"],
+           "--attention", row["attention"],
+           "--dropout", row["dropout"],
+           "--method", row["method"]]
+    if row["method"] == "lora":
+        cmd += ["--lora-rank", row["lora_rank"], "--lora-targets", row["lora_targets"]]
+    if row["method"] == "freeze":
+        cmd += ["--freeze-layers", row["freeze_layers"]]
+    cmd.append("--json")
+    return cmd
+
+
+def run_llmem(cmd, timeout):
+    where = " ".join(cmd)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=timeout)
+    except FileNotFoundError:
+        raise LlmemError("cannot run %s: no such file" % cmd[0])
+    except PermissionError:
+        raise LlmemError("cannot run %s: not executable" % cmd[0])
+    except subprocess.TimeoutExpired:
+        raise LlmemError("timed out after %g s: %s" % (timeout, where))
+    if p.returncode != 0:
+        raise LlmemError("exit status %d from: %s\nstderr: %s" % (
+            p.returncode, where, p.stderr.strip()[-2000:]))
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError as e:
+        raise LlmemError("output is not JSON (%s) from: %s\nstdout: %s" % (
+            e, where, p.stdout.strip()[:2000]))
+    if not isinstance(doc, dict):
+        raise LlmemError("JSON output is not an object, from: %s" % where)
+    try:
+        peak = doc["peak_allocated_bytes"]
+    except KeyError:
+        raise LlmemError("JSON has no 'peak_allocated_bytes' key, from: %s" % where)
+    if isinstance(peak, bool) or not isinstance(peak, (int, float)) or not math.isfinite(peak) \
+            or peak < 0:
+        raise LlmemError("'peak_allocated_bytes' is not a non-negative number (%r), from: %s"
+                         % (peak, where))
+    phase = doc.get("peak_phase")
+    if phase is not None and not isinstance(phase, str):
+        raise LlmemError("'peak_phase' is not a string (%r), from: %s" % (phase, where))
+    return float(peak), phase
+
+
+def percentile(values, q):
+    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    s = sorted(values)
+    k = max(1, int(math.ceil(q / 100.0 * len(s))))
+    return s[k - 1]
+
+
+def load_rows(path, only):
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError("%s lacks column(s): %s" % (path, ", ".join(missing)))
+        rows = [r for r in reader if not only or r["id"] in only]
+    if not rows:
+        raise ValueError("%s has no rows%s" % (path, " matching --only" if only else ""))
+    for r in rows:
+        try:
+            if int(r["measured_peak_bytes"]) <= 0:
+                raise ValueError
+        except ValueError:
+            raise ValueError("row %s: bad measured_peak_bytes %r" % (
+                r["id"], r["measured_peak_bytes"]))
+    return rows
+
+
+def main(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description="Compare llmem estimates with the measured grid.")
+    ap.add_argument("--llmem", required=True, help="path of the llmem CLI")
+    ap.add_argument("--csv", default=os.path.join(here, "grid.csv"), help="measured grid")
+    ap.add_argument("--max-median", type=float, default=None, metavar="PCT",
+                    help="fail (exit 1) if the median relative error exceeds PCT percent")
+    ap.add_argument("--max-error", type=float, default=None, metavar="PCT",
+                    help="fail (exit 1) if any row's relative error exceeds PCT percent")
+    ap.add_argument("--only", action="append", default=[],
+                    help="row id(s), comma-separated; repeatable")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per llmem call")
+    ap.add_argument("--quiet", action="store_true", help="print the summary only")
+    a = ap.parse_args(argv)
+
+    only = {x for v in a.only for x in v.split(",") if x}
+    try:
+        rows = load_rows(a.csv, only)
+    except (OSError, ValueError) as e:
+        print("compare.py: %s" % e, file=sys.stderr)
+        return 2
+
+    errors = []
+    agree = 0
+    with_phase = 0
+    worst = None
+    if not a.quiet:
+        print("%-5s %-6s %-11s %-6s %-5s %-12s %14s %14s %8s  %-9s %-9s" % (
+            "id", "family", "precision", "method", "ckpt", "optimizer", "measured",
+            "estimated", "err%", "phase", "est.phase"))
+    for r in rows:
+        try:
+            est, est_phase = run_llmem(build_command(a.llmem, r), a.timeout)
+        except LlmemError as e:
+            print("compare.py: llmem failed on row %s: %s" % (r["id"], e), file=sys.stderr)
+            return 2
+        meas = int(r["measured_peak_bytes"])
+        err = abs(est - meas) / meas * 100.0
+        errors.append(err)
+        if worst is None or err > worst[1]:
+            worst = (r["id"], err)
+        mp = r["measured_peak_phase"].strip().lower()
+        ep = (est_phase or "").strip().lower()
+        if est_phase is not None:
+            with_phase += 1
+        same = ep == mp
+        agree += same
+        if not a.quiet:
+            print("%-5s %-6s %-11s %-6s %-5s %-12s %14d %14.0f %8.2f  %-9s %-9s%s" % (
+                r["id"], r["family"], r["precision"], r["method"], r["grad_ckpt"],
+                r["optimizer"], meas, est, err, mp, ep or "-", "" if same else "  *"))
+
+    med = statistics.median(errors)
+    p95 = percentile(errors, 95)
+    mx = max(errors)
+    print("rows %d: median error %.2f%%, p95 %.2f%%, max %.2f%% (row %s); "
+          "phase agrees on %d/%d rows%s" % (
+              len(errors), med, p95, mx, worst[0], agree, len(rows),
+              "" if with_phase == len(rows) else " (%d rows without peak_phase)"
+              % (len(rows) - with_phase)))
+    failed = []
+    if a.max_median is not None and med > a.max_median:
+        failed.append("median %.2f%% > %.2f%%" % (med, a.max_median))
+    if a.max_error is not None and mx > a.max_error:
+        failed.append("max %.2f%% > %.2f%% (row %s)" % (mx, a.max_error, worst[0]))
+    if failed:
+        print("compare.py: FAIL: " + "; ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
