@@ -71,6 +71,20 @@ static tid rotary(build *b, tid x, tid cos, tid sin)
     return op_add(b, op_mul(b, x, cos), op_mul(b, rotated, sin));
 }
 
+/* repeat_kv with a single kv head: expand + reshape is a stride-0 view. The
+ * first op that needs real memory materializes it: autocast's cast (dtype
+ * change), or matmul's reshape to 3-D when batch > 1 (the batch and head
+ * strides can no longer merge). With batch 1 and no cast it stays a view. */
+static tid materialize_repeat(build *b, tid x, uint64_t n_rep)
+{
+    int dt = b->g->t[x].dt;
+    if (b->autocast && dt != b->compute)
+        dt = b->compute;
+    else if (b->batch == 1)
+        return x;
+    return graph_op(b->g, tensor_elems(b, x) * n_rep, dt, &x, 1, 0, 0, 0, 0, 0);
+}
+
 static tid attention_core(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
     uint64_t n_rep = m->heads / m->kv_heads;
@@ -83,7 +97,14 @@ static tid attention_core(build *b, const model_shape *m, tid q, tid k, tid v, t
         return op_flash_attention(b, qc, kc, vc, m->heads);
     }
     /* eager_attention_forward */
-    tid ks = op_expand_copy(b, k, n_rep), vs = op_expand_copy(b, v, n_rep);
+    tid ks, vs;
+    if (m->kv_heads == 1 && n_rep > 1) {
+        ks = materialize_repeat(b, k, n_rep);
+        vs = materialize_repeat(b, v, n_rep);
+    } else {
+        ks = op_expand_copy(b, k, n_rep);
+        vs = op_expand_copy(b, v, n_rep);
+    }
     tid w = op_bmm(b, q, ks, scores);
     if (m->family == LLMEM_FAMILY_GPT2) {
         w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
@@ -230,9 +251,17 @@ void build_layer(build *b, const model_shape *m, const seg_spec *s)
         graph_hold(b->g, x);
 }
 
+/* The token (and position) embedding. input_rg here means PEFT's
+ * enable_input_require_grads hook: a frozen embedding's output is made a leaf
+ * that requires grad, which its AccumulateGrad node keeps alive to the end. */
 void build_embedding(build *b, const model_shape *m, const seg_spec *s)
 {
     tid x = op_embedding(b, m->vocab, m->hidden, s->weights_trainable, NULL);
+    if (s->input_rg && !s->weights_trainable) {
+        b->g->t[x].rg = (uint8_t)b->g->grad_enabled;
+        if (m->positions == LLMEM_POSITIONS_LEARNED) /* an intermediate, not the output */
+            graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
+    }
     if (m->positions == LLMEM_POSITIONS_LEARNED) {
         tid pos = graph_op(b->g, b->seq * m->hidden, b->param_dt,
                            (tid[]){ op_param(b, (m->max_positions + m->position_offset) * m->hidden,

@@ -181,7 +181,8 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     int head_input_rg = top->input_rg || top->weights_trainable || top->lora_targets;
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
-    seg_spec emb_spec = { 0, embed_trains, embed_trains, 0, 0, 4, 0, 0 };
+    seg_spec emb_spec = { groups[0].spec.input_rg && !embed_trains, embed_trains, embed_trains,
+                          0, 0, 4, 0, 0 };
     seg_spec head_spec = { head_input_rg, head_trains, full || s->method == LLMEM_METHOD_FREEZE,
                            0, 0, 4, 0, s->loss == LLMEM_LOSS_CHUNKED };
     simulate(e, &b, build_embedding, m, &emb_spec, 1, 0, &emb);
