@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The training setup: documented defaults, every enumerated value by name,
+ * and rejected values leaving the setup unchanged.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "llmem.h"
+
+static llmem_ctx *ctx;
+static llmem_train *train;
+
+static void setup_train(void)
+{
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &train), LLMEM_OK);
+}
+
+static void teardown_train(void)
+{
+    llmem_train_free(train);
+    llmem_ctx_free(ctx);
+    train = NULL;
+    ctx = NULL;
+}
+
+static void free_params(struct criterion_test_params *p)
+{
+    cr_free(p->params);
+}
+
+/* Parameters reach the test through Criterion's arena: indices into the
+ * static tables, not pointers. */
+static struct criterion_test_params index_params(size_t n)
+{
+    size_t *index = cr_malloc(n * sizeof *index);
+    for (size_t i = 0; i < n; i++)
+        index[i] = i;
+    return cr_make_param_array(size_t, index, n, free_params);
+}
+
+static int64_t get_int(int key)
+{
+    int64_t v = INT64_MIN;
+    int rc = llmem_train_get_int(train, key, &v);
+    cr_assert_eq(rc, LLMEM_OK, "get_int key %d: %d (%s)", key, rc, llmem_ctx_error(ctx));
+    return v;
+}
+
+static double get_double(int key)
+{
+    double v = NAN;
+    int rc = llmem_train_get_double(train, key, &v);
+    cr_assert_eq(rc, LLMEM_OK, "get_double key %d: %d (%s)", key, rc, llmem_ctx_error(ctx));
+    return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Defaults, as the header documents them. */
+
+Test(train, defaults, .init = setup_train, .fini = teardown_train)
+{
+    cr_expect_eq(get_int(LLMEM_TRAIN_BATCH), 1);
+    cr_expect_eq(get_int(LLMEM_TRAIN_SEQ), 512);
+    cr_expect_eq(get_int(LLMEM_TRAIN_PRECISION), LLMEM_PRECISION_BF16_MIXED);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER), LLMEM_OPTIMIZER_ADAMW);
+    cr_expect_eq(get_int(LLMEM_TRAIN_METHOD), LLMEM_METHOD_FULL);
+    cr_expect_eq(get_int(LLMEM_TRAIN_GRAD_CKPT), LLMEM_GRAD_CKPT_NONE);
+    cr_expect_eq(get_int(LLMEM_TRAIN_ATTENTION), LLMEM_ATTENTION_EAGER);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.0, "dropout %g", get_double(LLMEM_TRAIN_DROPOUT));
+    /* PEFT's LoraConfig defaults: r = 8, q_proj and v_proj for Llama. */
+    cr_expect_eq(get_int(LLMEM_TRAIN_LORA_RANK), 8);
+    cr_expect_eq(get_int(LLMEM_TRAIN_LORA_TARGETS), LLMEM_LORA_Q | LLMEM_LORA_V);
+    cr_expect_eq(get_int(LLMEM_TRAIN_FROZEN_LAYERS), 0);
+    cr_expect_eq(get_int(LLMEM_TRAIN_LOSS), LLMEM_LOSS_UPCAST);
+    cr_expect_eq(get_int(LLMEM_TRAIN_GRAD_ACCUM), 1);
+    cr_expect_eq(get_int(LLMEM_TRAIN_FORMULA), LLMEM_FORMULA_PHASED);
+    /* The article's example stores parameters in fp32. */
+    cr_expect_eq(get_int(LLMEM_TRAIN_ARTICLE_PARAM_BYTES), 4);
+    cr_expect(get_double(LLMEM_TRAIN_ARTICLE_TMP_FACTOR) >= 0.0);
+    cr_expect_str_empty(llmem_ctx_error(ctx));
+}
+
+/* Integer and real fields are read through their own getter only. */
+Test(train, getter_kinds, .init = setup_train, .fini = teardown_train)
+{
+    int64_t i = 77;
+    double d = 77.0;
+    cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_DROPOUT, &i), LLMEM_EINVAL);
+    cr_expect_eq(i, 77);
+    cr_expect_eq(llmem_train_get_double(train, LLMEM_TRAIN_BATCH, &d), LLMEM_EINVAL);
+    cr_expect(d == 77.0);
+    cr_expect_eq(llmem_train_get_int(train, 0, &i), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_int(train, 17, &i), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_double(train, -3, &d), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_BATCH, NULL), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_double(train, LLMEM_TRAIN_DROPOUT, NULL), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_int(NULL, LLMEM_TRAIN_BATCH, &i), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_double(NULL, LLMEM_TRAIN_DROPOUT, &d), LLMEM_EINVAL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Every enumerated value of every field, by name. */
+
+typedef struct named_value {
+    int key;
+    const char *name;
+    int64_t value;
+} named_value;
+
+static const named_value named[] = {
+    { LLMEM_TRAIN_PRECISION, "fp32", LLMEM_PRECISION_FP32 },
+    { LLMEM_TRAIN_PRECISION, "bf16-mixed", LLMEM_PRECISION_BF16_MIXED },
+    { LLMEM_TRAIN_PRECISION, "fp16-mixed", LLMEM_PRECISION_FP16_MIXED },
+    { LLMEM_TRAIN_PRECISION, "bf16", LLMEM_PRECISION_BF16 },
+    { LLMEM_TRAIN_OPTIMIZER, "adamw", LLMEM_OPTIMIZER_ADAMW },
+    { LLMEM_TRAIN_OPTIMIZER, "adam", LLMEM_OPTIMIZER_ADAM },
+    { LLMEM_TRAIN_OPTIMIZER, "sgd", LLMEM_OPTIMIZER_SGD },
+    { LLMEM_TRAIN_OPTIMIZER, "sgd-momentum", LLMEM_OPTIMIZER_SGD_MOMENTUM },
+    { LLMEM_TRAIN_OPTIMIZER, "adafactor", LLMEM_OPTIMIZER_ADAFACTOR },
+    { LLMEM_TRAIN_OPTIMIZER, "adamw-8bit", LLMEM_OPTIMIZER_ADAMW_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "lion", LLMEM_OPTIMIZER_LION },
+    { LLMEM_TRAIN_GRAD_CKPT, "none", LLMEM_GRAD_CKPT_NONE },
+    { LLMEM_TRAIN_GRAD_CKPT, "full", LLMEM_GRAD_CKPT_FULL },
+    { LLMEM_TRAIN_ATTENTION, "eager", LLMEM_ATTENTION_EAGER },
+    { LLMEM_TRAIN_ATTENTION, "flash", LLMEM_ATTENTION_FLASH },
+    { LLMEM_TRAIN_METHOD, "full", LLMEM_METHOD_FULL },
+    { LLMEM_TRAIN_METHOD, "lora", LLMEM_METHOD_LORA },
+    { LLMEM_TRAIN_METHOD, "qlora", LLMEM_METHOD_QLORA },
+    { LLMEM_TRAIN_METHOD, "freeze", LLMEM_METHOD_FREEZE },
+    { LLMEM_TRAIN_LOSS, "upcast", LLMEM_LOSS_UPCAST },
+    { LLMEM_TRAIN_LOSS, "chunked", LLMEM_LOSS_CHUNKED },
+    { LLMEM_TRAIN_FORMULA, "phased", LLMEM_FORMULA_PHASED },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_FORMULA_ARTICLE },
+    /* LoRA targets: each module alone, lists, and repeats */
+    { LLMEM_TRAIN_LORA_TARGETS, "q_proj", LLMEM_LORA_Q },
+    { LLMEM_TRAIN_LORA_TARGETS, "k_proj", LLMEM_LORA_K },
+    { LLMEM_TRAIN_LORA_TARGETS, "v_proj", LLMEM_LORA_V },
+    { LLMEM_TRAIN_LORA_TARGETS, "o_proj", LLMEM_LORA_O },
+    { LLMEM_TRAIN_LORA_TARGETS, "gate_proj", LLMEM_LORA_GATE },
+    { LLMEM_TRAIN_LORA_TARGETS, "up_proj", LLMEM_LORA_UP },
+    { LLMEM_TRAIN_LORA_TARGETS, "down_proj", LLMEM_LORA_DOWN },
+    { LLMEM_TRAIN_LORA_TARGETS, "k_proj,o_proj", LLMEM_LORA_K | LLMEM_LORA_O },
+    { LLMEM_TRAIN_LORA_TARGETS, "v_proj,q_proj,v_proj", LLMEM_LORA_Q | LLMEM_LORA_V },
+    { LLMEM_TRAIN_LORA_TARGETS, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", 127 },
+    /* GPT-2's Conv1D module names, as PEFT matches them: c_attn is q, k and v
+     * fused; c_proj names both the attention output and the MLP output. */
+    { LLMEM_TRAIN_LORA_TARGETS, "c_attn", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
+    { LLMEM_TRAIN_LORA_TARGETS, "c_proj", LLMEM_LORA_O | LLMEM_LORA_DOWN },
+    { LLMEM_TRAIN_LORA_TARGETS, "c_fc", LLMEM_LORA_UP },
+    { LLMEM_TRAIN_LORA_TARGETS, "c_attn,c_proj,c_fc", 127 & ~LLMEM_LORA_GATE },
+    /* integers and reals as text */
+    { LLMEM_TRAIN_BATCH, "16", 16 },
+    { LLMEM_TRAIN_SEQ, "4096", 4096 },
+    { LLMEM_TRAIN_LORA_RANK, "64", 64 },
+    { LLMEM_TRAIN_FROZEN_LAYERS, "12", 12 },
+    { LLMEM_TRAIN_GRAD_ACCUM, "8", 8 },
+    { LLMEM_TRAIN_ARTICLE_PARAM_BYTES, "2", 2 },
+};
+#define NAMED_COUNT (sizeof named / sizeof named[0])
+
+ParameterizedTestParameters(train, set_str_each_value)
+{
+    return index_params(NAMED_COUNT);
+}
+
+ParameterizedTest(size_t *index, train, set_str_each_value, .init = setup_train,
+                  .fini = teardown_train)
+{
+    const named_value *c = &named[*index];
+    /* Move away from the value first, so reading it back proves the set. */
+    int64_t other = c->value == 1 ? 2 : 1;
+    if (c->key == LLMEM_TRAIN_LORA_TARGETS)
+        other = c->value == LLMEM_LORA_DOWN ? LLMEM_LORA_UP : LLMEM_LORA_DOWN;
+    cr_assert_eq(llmem_train_set_int(train, c->key, other), LLMEM_OK, "%s",
+                 llmem_ctx_error(ctx));
+    int rc = llmem_train_set_str(train, c->key, c->name);
+    cr_assert_eq(rc, LLMEM_OK, "key %d '%s': %d (%s)", c->key, c->name, rc, llmem_ctx_error(ctx));
+    cr_expect_str_empty(llmem_ctx_error(ctx));
+    cr_expect_eq(get_int(c->key), c->value, "key %d '%s' read back as %" PRId64, c->key, c->name,
+                 get_int(c->key));
+    /* The same value by number. */
+    cr_assert_eq(llmem_train_set_int(train, c->key, other), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(train, c->key, c->value), LLMEM_OK);
+    cr_expect_eq(get_int(c->key), c->value);
+}
+
+Test(train, reals_by_text_and_number, .init = setup_train, .fini = teardown_train)
+{
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_DROPOUT, "0.1"), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.1);
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.999), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.999);
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.0), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.0);
+    /* An integer setter on a real field sets the real value. */
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_ARTICLE_TMP_FACTOR, 3), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_ARTICLE_TMP_FACTOR) == 3.0);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "2.5"), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_ARTICLE_TMP_FACTOR) == 2.5);
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_ARTICLE_TMP_FACTOR, 0.0), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_ARTICLE_TMP_FACTOR) == 0.0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Rejected values: each leaves every field as it was. */
+
+typedef struct bad_str {
+    int key;
+    const char *value;
+    int status; /* 0: any error */
+} bad_str;
+
+static const bad_str bad_strings[] = {
+    /* unknown names */
+    { LLMEM_TRAIN_PRECISION, "fp8", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_PRECISION, "BF16-mixed", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_PRECISION, "", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_PRECISION, "2", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_OPTIMIZER, "adamax", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_OPTIMIZER, "adamw ", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_GRAD_CKPT, "selective", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_ATTENTION, "sdpa", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_METHOD, "dora", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_LOSS, "fused", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_FORMULA, "sum", LLMEM_ENOTFOUND },
+    /* LoRA module lists: unknown or empty names */
+    { LLMEM_TRAIN_LORA_TARGETS, "query_key_value", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_LORA_TARGETS, "Q_PROJ", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_LORA_TARGETS, "q_proj,lm_head", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_LORA_TARGETS, "", 0 },
+    { LLMEM_TRAIN_LORA_TARGETS, ",", 0 },
+    { LLMEM_TRAIN_LORA_TARGETS, "q_proj,,v_proj", 0 },
+    { LLMEM_TRAIN_LORA_TARGETS, ",q_proj", 0 },
+    { LLMEM_TRAIN_LORA_TARGETS, "q_proj,", 0 },
+    { LLMEM_TRAIN_LORA_TARGETS, "q_proj, v_proj", 0 },
+    { LLMEM_TRAIN_LORA_TARGETS, "q_proj_q_proj_q_proj_q_proj_q_proj_q_proj_q_proj_q_proj_q_proj", 0 },
+    /* integers with junk, or not integers */
+    { LLMEM_TRAIN_BATCH, "4x", LLMEM_EINVAL },
+    { LLMEM_TRAIN_BATCH, "4 ", LLMEM_EINVAL },
+    { LLMEM_TRAIN_BATCH, "", LLMEM_EINVAL },
+    { LLMEM_TRAIN_BATCH, "four", LLMEM_EINVAL },
+    { LLMEM_TRAIN_BATCH, "2.5", LLMEM_EINVAL },
+    { LLMEM_TRAIN_BATCH, "0x10", LLMEM_EINVAL },
+    { LLMEM_TRAIN_SEQ, "2048tokens", LLMEM_EINVAL },
+    { LLMEM_TRAIN_LORA_RANK, "8,", LLMEM_EINVAL },
+    { LLMEM_TRAIN_GRAD_ACCUM, "1e3", LLMEM_EINVAL },
+    /* integers out of range as text */
+    { LLMEM_TRAIN_BATCH, "0", LLMEM_ERANGE },
+    { LLMEM_TRAIN_BATCH, "-4", LLMEM_ERANGE },
+    { LLMEM_TRAIN_SEQ, "99999999999999999999999", 0 },
+    { LLMEM_TRAIN_LORA_RANK, "0", LLMEM_ERANGE },
+    { LLMEM_TRAIN_GRAD_ACCUM, "0", LLMEM_ERANGE },
+    { LLMEM_TRAIN_FROZEN_LAYERS, "-1", LLMEM_ERANGE },
+    { LLMEM_TRAIN_ARTICLE_PARAM_BYTES, "0", LLMEM_ERANGE },
+    { LLMEM_TRAIN_ARTICLE_PARAM_BYTES, "9", LLMEM_ERANGE },
+    /* reals: junk, not finite, out of [0, 1) */
+    { LLMEM_TRAIN_DROPOUT, "0.1x", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "one", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "nan", 0 },
+    { LLMEM_TRAIN_DROPOUT, "inf", 0 },
+    { LLMEM_TRAIN_DROPOUT, "-inf", 0 },
+    { LLMEM_TRAIN_DROPOUT, "-0.1", LLMEM_ERANGE },
+    { LLMEM_TRAIN_DROPOUT, "1", LLMEM_ERANGE },
+    { LLMEM_TRAIN_DROPOUT, "1.0", LLMEM_ERANGE },
+    { LLMEM_TRAIN_DROPOUT, "1.5", LLMEM_ERANGE },
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "-1", LLMEM_ERANGE },
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "nan", 0 },
+};
+#define BAD_STRINGS (sizeof bad_strings / sizeof bad_strings[0])
+
+static const int int_keys[] = {
+    LLMEM_TRAIN_BATCH, LLMEM_TRAIN_SEQ, LLMEM_TRAIN_PRECISION, LLMEM_TRAIN_OPTIMIZER,
+    LLMEM_TRAIN_GRAD_CKPT, LLMEM_TRAIN_ATTENTION, LLMEM_TRAIN_METHOD, LLMEM_TRAIN_LORA_RANK,
+    LLMEM_TRAIN_LORA_TARGETS, LLMEM_TRAIN_FROZEN_LAYERS, LLMEM_TRAIN_LOSS,
+    LLMEM_TRAIN_GRAD_ACCUM, LLMEM_TRAIN_FORMULA, LLMEM_TRAIN_ARTICLE_PARAM_BYTES,
+};
+static const int real_keys[] = { LLMEM_TRAIN_DROPOUT, LLMEM_TRAIN_ARTICLE_TMP_FACTOR };
+#define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
+#define N_REAL_KEYS (sizeof real_keys / sizeof real_keys[0])
+
+typedef struct snapshot {
+    int64_t i[N_INT_KEYS];
+    double d[N_REAL_KEYS];
+} snapshot;
+
+static void take(snapshot *s)
+{
+    for (size_t k = 0; k < N_INT_KEYS; k++)
+        s->i[k] = get_int(int_keys[k]);
+    for (size_t k = 0; k < N_REAL_KEYS; k++)
+        s->d[k] = get_double(real_keys[k]);
+}
+
+static void expect_unchanged(const snapshot *before, const char *what)
+{
+    snapshot now;
+    take(&now);
+    for (size_t k = 0; k < N_INT_KEYS; k++)
+        cr_expect_eq(now.i[k], before->i[k], "%s: key %d changed from %" PRId64 " to %" PRId64,
+                     what, int_keys[k], before->i[k], now.i[k]);
+    for (size_t k = 0; k < N_REAL_KEYS; k++)
+        cr_expect(now.d[k] == before->d[k], "%s: key %d changed from %g to %g", what,
+                  real_keys[k], before->d[k], now.d[k]);
+}
+
+/* A setup moved off its defaults, so an accidental reset shows too. */
+static void set_non_defaults(void)
+{
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_BATCH, 3), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_SEQ, 1000), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_PRECISION, "fp16-mixed"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "lion"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_LORA_TARGETS, "k_proj,down_proj"),
+                 LLMEM_OK);
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.25), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_ARTICLE_TMP_FACTOR, 1.5), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_LORA_RANK, 5), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_GRAD_ACCUM, 6), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_ARTICLE_PARAM_BYTES, 3), LLMEM_OK);
+}
+
+ParameterizedTestParameters(train, set_str_rejects)
+{
+    return index_params(BAD_STRINGS);
+}
+
+ParameterizedTest(size_t *index, train, set_str_rejects, .init = setup_train,
+                  .fini = teardown_train)
+{
+    const bad_str *c = &bad_strings[*index];
+    snapshot before;
+    set_non_defaults();
+    take(&before);
+    int rc = llmem_train_set_str(train, c->key, c->value);
+    if (c->status != 0)
+        cr_expect_eq(rc, c->status, "key %d '%s': %d, expected %d", c->key, c->value, rc,
+                     c->status);
+    else
+        cr_expect_lt(rc, 0, "key %d '%s' accepted", c->key, c->value);
+    cr_expect_str_neq(llmem_ctx_error(ctx), "", "key %d '%s': no message", c->key, c->value);
+    expect_unchanged(&before, c->value);
+}
+
+typedef struct bad_real {
+    int key;
+    double value;
+} bad_real;
+
+static const bad_real bad_reals[] = {
+    { LLMEM_TRAIN_DROPOUT, NAN },
+    { LLMEM_TRAIN_DROPOUT, INFINITY },
+    { LLMEM_TRAIN_DROPOUT, -INFINITY },
+    { LLMEM_TRAIN_DROPOUT, -0.01 },
+    { LLMEM_TRAIN_DROPOUT, -1e-300 },
+    { LLMEM_TRAIN_DROPOUT, 1.0 },
+    { LLMEM_TRAIN_DROPOUT, 1.0000001 },
+    { LLMEM_TRAIN_DROPOUT, 2.0 },
+    { LLMEM_TRAIN_DROPOUT, 1e300 },
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, NAN },
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, INFINITY },
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, -0.5 },
+};
+#define BAD_REALS (sizeof bad_reals / sizeof bad_reals[0])
+
+ParameterizedTestParameters(train, set_double_rejects)
+{
+    return index_params(BAD_REALS);
+}
+
+ParameterizedTest(size_t *index, train, set_double_rejects, .init = setup_train,
+                  .fini = teardown_train)
+{
+    const bad_real *c = &bad_reals[*index];
+    snapshot before;
+    char what[64];
+    set_non_defaults();
+    take(&before);
+    snprintf(what, sizeof what, "key %d = %g", c->key, c->value);
+    int rc = llmem_train_set_double(train, c->key, c->value);
+    cr_expect_eq(rc, LLMEM_ERANGE, "%s: %d", what, rc);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), c->key == LLMEM_TRAIN_DROPOUT
+                                                        ? "dropout"
+                                                        : "article-tmp-factor"),
+                       "%s: message '%s' does not name the field", what, llmem_ctx_error(ctx));
+    expect_unchanged(&before, what);
+}
+
+/* Dropout 1 is the first value rejected: everything below it is accepted. */
+Test(train, dropout_bounds, .init = setup_train, .fini = teardown_train)
+{
+    double below_one = nextafter(1.0, 0.0);
+    cr_expect_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, below_one), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
+    cr_expect_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 1.0), LLMEM_ERANGE);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, 1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, -1), LLMEM_ERANGE);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
+}
+
+typedef struct bad_int {
+    int key;
+    int64_t value;
+    const char *name; /* how the message must name the field */
+} bad_int;
+
+static const bad_int bad_ints[] = {
+    { LLMEM_TRAIN_BATCH, 0, "batch" },
+    { LLMEM_TRAIN_BATCH, -1, "batch" },
+    { LLMEM_TRAIN_BATCH, INT64_MIN, "batch" },
+    { LLMEM_TRAIN_BATCH, INT64_MAX, "batch" },
+    { LLMEM_TRAIN_SEQ, 0, "seq" },
+    { LLMEM_TRAIN_SEQ, -512, "seq" },
+    { LLMEM_TRAIN_PRECISION, 0, "precision" },
+    { LLMEM_TRAIN_PRECISION, 5, "precision" },
+    { LLMEM_TRAIN_OPTIMIZER, 0, "optimizer" },
+    { LLMEM_TRAIN_OPTIMIZER, 8, "optimizer" },
+    { LLMEM_TRAIN_GRAD_CKPT, 3, "grad-ckpt" },
+    { LLMEM_TRAIN_ATTENTION, 0, "attention" },
+    { LLMEM_TRAIN_METHOD, 5, "method" },
+    { LLMEM_TRAIN_LORA_RANK, 0, "lora-rank" },
+    { LLMEM_TRAIN_LORA_TARGETS, 0, "lora-targets" },
+    { LLMEM_TRAIN_LORA_TARGETS, 128, "lora-targets" },
+    { LLMEM_TRAIN_LORA_TARGETS, -1, "lora-targets" },
+    { LLMEM_TRAIN_FROZEN_LAYERS, -1, "freeze-layers" },
+    { LLMEM_TRAIN_LOSS, 3, "loss" },
+    { LLMEM_TRAIN_GRAD_ACCUM, 0, "grad-accum" },
+    { LLMEM_TRAIN_FORMULA, 3, "formula" },
+    { LLMEM_TRAIN_ARTICLE_PARAM_BYTES, 0, "article-param-bytes" },
+};
+#define BAD_INTS (sizeof bad_ints / sizeof bad_ints[0])
+
+ParameterizedTestParameters(train, set_int_rejects)
+{
+    return index_params(BAD_INTS);
+}
+
+ParameterizedTest(size_t *index, train, set_int_rejects, .init = setup_train,
+                  .fini = teardown_train)
+{
+    const bad_int *c = &bad_ints[*index];
+    snapshot before;
+    set_non_defaults();
+    take(&before);
+    int rc = llmem_train_set_int(train, c->key, c->value);
+    cr_expect_eq(rc, LLMEM_ERANGE, "%s = %" PRId64 ": %d", c->name, c->value, rc);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), c->name), "%s: message '%s'", c->name,
+                       llmem_ctx_error(ctx));
+    expect_unchanged(&before, c->name);
+}
+
+Test(train, unknown_keys_and_wrong_kinds, .init = setup_train, .fini = teardown_train)
+{
+    static const int bad_keys[] = { 0, -1, 17, 18, 1000 };
+    snapshot before;
+    set_non_defaults();
+    take(&before);
+    for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
+        cr_expect_eq(llmem_train_set_int(train, bad_keys[i], 1), LLMEM_EINVAL, "key %d",
+                     bad_keys[i]);
+        cr_expect_eq(llmem_train_set_double(train, bad_keys[i], 0.5), LLMEM_EINVAL, "key %d",
+                     bad_keys[i]);
+        cr_expect_eq(llmem_train_set_str(train, bad_keys[i], "1"), LLMEM_EINVAL, "key %d",
+                     bad_keys[i]);
+    }
+    /* A real value for an integer field. */
+    cr_expect_eq(llmem_train_set_double(train, LLMEM_TRAIN_BATCH, 4.0), LLMEM_EINVAL);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "batch"), "'%s'", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_train_set_double(train, LLMEM_TRAIN_PRECISION, 1.0), LLMEM_EINVAL);
+    /* NULL text. */
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_METHOD, NULL), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_BATCH, NULL), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_DROPOUT, NULL), LLMEM_EINVAL);
+    expect_unchanged(&before, "unknown keys");
+}
+
+Test(train, null_handles)
+{
+    llmem_ctx *c = NULL;
+    llmem_train *t = NULL;
+    cr_assert_eq(llmem_ctx_new(&c, NULL), LLMEM_OK);
+    cr_expect_eq(llmem_train_new(c, NULL), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_new(NULL, &t), LLMEM_EINVAL);
+    cr_expect_null(t);
+    cr_expect_eq(llmem_train_set_int(NULL, LLMEM_TRAIN_BATCH, 1), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_set_double(NULL, LLMEM_TRAIN_DROPOUT, 0.1), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_set_str(NULL, LLMEM_TRAIN_METHOD, "lora"), LLMEM_EINVAL);
+    llmem_train_free(NULL);
+    llmem_ctx_free(c);
+}
+
+/* A success after a failure clears the message; two setups share nothing. */
+Test(train, messages_and_independence, .init = setup_train, .fini = teardown_train)
+{
+    llmem_train *other = NULL;
+    cr_assert_eq(llmem_train_new(ctx, &other), LLMEM_OK);
+    cr_expect_neq(llmem_train_set_str(train, LLMEM_TRAIN_METHOD, "prefix"), LLMEM_OK);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "prefix"), "'%s'", llmem_ctx_error(ctx));
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "method"), "'%s'", llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_METHOD, "lora"), LLMEM_OK);
+    cr_expect_str_empty(llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_BATCH, 32), LLMEM_OK);
+    int64_t v = 0;
+    cr_assert_eq(llmem_train_get_int(other, LLMEM_TRAIN_BATCH, &v), LLMEM_OK);
+    cr_expect_eq(v, 1, "a second setup saw the first one's batch");
+    cr_assert_eq(llmem_train_get_int(other, LLMEM_TRAIN_METHOD, &v), LLMEM_OK);
+    cr_expect_eq(v, LLMEM_METHOD_FULL);
+    llmem_train_free(other);
+}
+
+/* Names in messages for an unknown LoRA module. */
+Test(train, lora_module_message, .init = setup_train, .fini = teardown_train)
+{
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_LORA_TARGETS, "q_proj,query_key_value"),
+                 LLMEM_ENOTFOUND);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "query_key_value"), "'%s'",
+                       llmem_ctx_error(ctx));
+    cr_expect_eq(get_int(LLMEM_TRAIN_LORA_TARGETS), LLMEM_LORA_Q | LLMEM_LORA_V);
+}
