@@ -42,13 +42,13 @@ static uint64_t state_tensors(int optimizer)
     }
 }
 
-uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const setup *s,
-                            const step_static *st)
+uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const model_params *p,
+                            const setup *s, const step_static *st)
 {
     tensor_list l;
     uint64_t waste = 0;
     (void)st;
-    step_tensors(m, s, &l);
+    step_tensors(m, p, s, &l);
     for (int i = 0; i < l.n; i++) {
         const tensor_class *c = &l.c[i];
         uint64_t bytes = c->dt ? class_elems(c) * (uint64_t)c->dt : (class_elems(c) + 1) / 2;

@@ -35,6 +35,24 @@ static const struct precision_dtypes {
     { LLMEM_PRECISION_BF16, 2, 2, 0 },
 };
 
+/* Why the op-level layer model does not cover m, or NULL when it does. */
+static const char *phased_unsupported(const model_shape *m)
+{
+    if (m->family != LLMEM_FAMILY_GPT2 && m->family != LLMEM_FAMILY_LLAMA)
+        return "family";
+    if (m->kv_lora_rank > 0)
+        return "kv-lora-rank (multi-head latent attention)";
+    if (m->parallel_block)
+        return "parallel-block";
+    if (m->rotary_dim != 0 && m->rotary_dim != m->head_dim)
+        return "rotary-dim (partial rotary)";
+    if (m->experts > 0 && m->family != LLMEM_FAMILY_LLAMA)
+        return "experts";
+    if (m->qk_norm && m->norm != LLMEM_NORM_RMSNORM)
+        return "qk-norm";
+    return NULL;
+}
+
 int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
 {
     memset(s, 0, sizeof *s);
@@ -70,19 +88,14 @@ int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, se
         return llmem__fail(ctx, LLMEM_EINCONSISTENT,
                            "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "
                            "fp16-mixed or bf16), not fp32");
-    if (m->experts > 0 && s->formula == LLMEM_FORMULA_PHASED)
-        return llmem__fail(ctx, LLMEM_ENOTSUP,
-                           "experts: the phased estimate of mixture-of-experts layers is not "
-                           "implemented yet (use --formula article)");
-    if (m->family != LLMEM_FAMILY_GPT2 && m->family != LLMEM_FAMILY_LLAMA &&
-        s->formula == LLMEM_FORMULA_PHASED)
-        return llmem__fail(ctx, LLMEM_ENOTSUP,
-                           "family: the phased estimate follows the gpt2 and llama code paths; "
-                           "'%s' is supported for parameter counts and --formula article only",
-                           m->family == LLMEM_FAMILY_OPT      ? "opt"
-                           : m->family == LLMEM_FAMILY_BLOOM  ? "bloom"
-                           : m->family == LLMEM_FAMILY_GEMMA2 ? "gemma2"
-                                                              : "phi3");
+    if (s->formula == LLMEM_FORMULA_PHASED) {
+        const char *why = phased_unsupported(m);
+        if (why != NULL)
+            return llmem__fail(ctx, LLMEM_ENOTSUP,
+                               "%s: the phased estimate follows the gpt2 and llama code paths "
+                               "(dense or mixture-of-experts); use --formula article for this "
+                               "model", why);
+    }
     return LLMEM_OK;
 }
 
@@ -118,7 +131,7 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
         article_estimate(e, &p, train, &s);
     else
         temporaries_term(e, &m, &p, &s, &st);
-    e->peak_reserved = allocator_reserved(e->peak_allocated, &m, &s, &st);
+    e->peak_reserved = allocator_reserved(e->peak_allocated, &m, &p, &s, &st);
     e->peak_device = allocator_device(e->peak_reserved);
     e->valid = 1;
     llmem__ok(e->ctx);

@@ -66,8 +66,8 @@ void article_estimate(llmem_estimate *e, const model_params *p, const llmem_trai
                       const setup *s);
 
 /* Reserved and device levels from allocated bytes. */
-uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const setup *s,
-                            const step_static *st);
+uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const model_params *p,
+                            const setup *s, const step_static *st);
 uint64_t allocator_device(uint64_t reserved);
 
 void term_set(struct llmem_term *t, int kind, uint64_t at_peak, uint64_t max);

@@ -17,6 +17,7 @@ typedef struct seg_spec {
     int lora_dt;           /* adapters' dtype (PEFT keeps them fp32) */
     int nf4;               /* QLoRA: frozen linears are 4-bit, dequantized per use */
     int chunked_loss;
+    int moe;               /* the layer's MLP is routed experts (not one of the dense layers) */
 } seg_spec;
 
 void build_embedding(build *b, const model_shape *m, const seg_spec *s);

@@ -37,8 +37,7 @@ void optimizer_term(const model_shape *m, const model_params *p, const setup *s,
     tensor_list l;
     uint64_t grads = 0, states = 0, largest = 0;
     uint64_t decay_bytes = 0, no_decay_bytes = 0;
-    (void)p;
-    step_tensors(m, s, &l);
+    step_tensors(m, p, s, &l);
     for (int i = 0; i < l.n; i++) {
         const tensor_class *c = &l.c[i];
         if (!c->trainable)

@@ -12,6 +12,10 @@
 
 #include <string.h>
 
+/* Runs of identical layers: frozen, first trainable, the rest, plus one
+ * split where dense layers give way to experts. */
+#define MAX_GROUPS 4
+
 typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
 /* One run of identical decoder layers, reduced to per-layer numbers. */
@@ -107,16 +111,37 @@ static void reduce_group(llmem_estimate *e, build *b, const model_shape *m, cons
     grp->param_grads = c.param_grads;
 }
 
+/* In a mixture-of-experts model the first dense_layers layers have a dense
+ * MLP: split the run that crosses that boundary, and mark the MoE runs. */
+static int split_at_experts(const model_shape *m, layer_group *g, int n)
+{
+    uint64_t boundary = m->experts > 0 ? m->dense_layers : m->layers, first = 0;
+    for (int i = 0; i < n; i++) {
+        if (first < boundary && boundary < first + g[i].count) {
+            memmove(&g[i + 1], &g[i], (size_t)(n - i) * sizeof *g);
+            g[i].count = boundary - first;
+            g[i + 1].count -= g[i].count;
+            g[i + 1].spec.input_rg = 1; /* past the first layer of the run */
+            n++;
+        }
+        g[i].spec.moe = first >= boundary;
+        first += g[i].count;
+    }
+    return n;
+}
+
 /* The runs of identical layers a method produces. */
 static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
 {
     int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL, n = 0;
     int lora = s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA;
-    seg_spec trainable = { 1, 1, 1, 0, 0, 4, 0, 0 };
-    seg_spec adapters = { 1, 0, 0, s->lora_targets, s->lora_rank, 4,
-                          s->method == LLMEM_METHOD_QLORA, 0 };
-    seg_spec frozen = { ckpt, 0, 0, 0, 0, 4, 0, 0 };
-    memset(g, 0, 3 * sizeof *g);
+    seg_spec trainable = { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1,
+                           .lora_dt = 4 };
+    seg_spec adapters = { .input_rg = 1, .lora_targets = s->lora_targets,
+                          .lora_rank = s->lora_rank, .lora_dt = 4,
+                          .nf4 = s->method == LLMEM_METHOD_QLORA };
+    seg_spec frozen = { .input_rg = ckpt, .lora_dt = 4 };
+    memset(g, 0, MAX_GROUPS * sizeof *g);
     if (lora) {
         /* The frozen embedding's output needs no grad, so the first layer saves
          * less, unless PEFT's enable_input_require_grads (used with checkpointing). */
@@ -147,13 +172,13 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
         g[n].count = m->layers;
         g[n++].spec = trainable;
     }
-    return n;
+    return split_at_experts(m, g, n);
 }
 
 void temporaries_term(llmem_estimate *e, const model_shape *m, const model_params *p,
                       const setup *s, const step_static *st)
 {
-    layer_group groups[3];
+    layer_group groups[MAX_GROUPS];
     seg_cost emb, head;
     walk w;
     build b;
@@ -181,10 +206,12 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     int head_input_rg = top->input_rg || top->weights_trainable || top->lora_targets;
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
-    seg_spec emb_spec = { groups[0].spec.input_rg && !embed_trains, embed_trains, embed_trains,
-                          0, 0, 4, 0, 0 };
-    seg_spec head_spec = { head_input_rg, head_trains, full || s->method == LLMEM_METHOD_FREEZE,
-                           0, 0, 4, 0, s->loss == LLMEM_LOSS_CHUNKED };
+    seg_spec emb_spec = { .input_rg = groups[0].spec.input_rg && !embed_trains,
+                          .weights_trainable = embed_trains, .norms_trainable = embed_trains,
+                          .lora_dt = 4 };
+    seg_spec head_spec = { .input_rg = head_input_rg, .weights_trainable = head_trains,
+                           .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
+                           .lora_dt = 4, .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
     simulate(e, &b, build_embedding, m, &emb_spec, 1, 0, &emb);
     simulate(e, &b, build_head, m, &head_spec, 1, 0, &head);
 

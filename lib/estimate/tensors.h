@@ -21,7 +21,8 @@ typedef struct tensor_list {
     int n;
 } tensor_list;
 
-void step_tensors(const model_shape *m, const setup *s, tensor_list *out);
+void step_tensors(const model_shape *m, const model_params *p, const setup *s,
+                  tensor_list *out);
 
 static inline uint64_t class_elems(const tensor_class *c)
 {

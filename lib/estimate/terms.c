@@ -10,8 +10,7 @@
 void params_term(const model_shape *m, const model_params *p, const setup *s, step_static *st)
 {
     tensor_list l;
-    step_tensors(m, s, &l);
-    (void)p;
+    step_tensors(m, p, s, &l);
     st->weights = st->quant_constants = st->adapters = st->trainable = st->param_tensors = 0;
     for (int i = 0; i < l.n; i++) {
         const tensor_class *c = &l.c[i];
