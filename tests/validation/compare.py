@@ -16,7 +16,11 @@ For every CSV row the CLI is run as
 and its JSON ``peak_allocated_bytes`` and ``peak_phase`` are compared with
 ``measured_peak_bytes`` and ``measured_peak_phase``.  Prints the relative
 error |est - measured| / measured per row, then median, p95 and max error
-and how many rows agree on the phase.
+and how many rows agree on the phase (an estimator phase name is folded onto
+forward / backward / optimizer, e.g. ``loss-backward`` -> backward; a row
+whose phase differs is marked ``*``).  If the JSON also has a ``phases``
+object (name -> bytes), the per-phase peaks are compared with the measured
+ones for information (not gated).
 
 Exit status: 0 ok; 1 a threshold (--max-median, --max-error, in percent) is
 exceeded; 2 llmem failed on a row (or the CSV is unusable).
@@ -104,7 +108,38 @@ def run_llmem(cmd, timeout):
     phase = doc.get("peak_phase")
     if phase is not None and not isinstance(phase, str):
         raise LlmemError("'peak_phase' is not a string (%r), from: %s" % (phase, where))
-    return float(peak), phase
+    # optional: per-phase peaks, folded onto the three measured phases
+    phases = {}
+    if isinstance(doc.get("phases"), dict):
+        for k, v in doc["phases"].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                c = coarse_phase(k)
+                if c in COARSE:
+                    phases[c] = max(phases.get(c, 0.0), float(v))
+    return float(peak), phase, phases
+
+
+COARSE = ("forward", "backward", "optimizer")
+
+
+def coarse_phase(name):
+    """Map an estimator phase name to forward / backward / optimizer.
+
+    The grid names three phases; an estimator may report finer ones (e.g.
+    ``loss-backward``, ``recompute``, ``optimizer-step``).  Anything naming
+    backward or recomputation is ``backward``; the optimizer step or
+    zero_grad is ``optimizer``; forward or loss (not backward) is ``forward``.
+    """
+    n = (name or "").strip().lower()
+    if n in COARSE:
+        return n
+    if "backward" in n or "recompute" in n or n.startswith("bwd"):
+        return "backward"
+    if "optim" in n or "step" in n or "zero_grad" in n:
+        return "optimizer"
+    if "forward" in n or "loss" in n or n.startswith("fwd"):
+        return "forward"
+    return n
 
 
 def percentile(values, q):
@@ -156,6 +191,7 @@ def main(argv=None):
         return 2
 
     errors = []
+    phase_errors = {}
     agree = 0
     with_phase = 0
     worst = None
@@ -165,7 +201,7 @@ def main(argv=None):
             "estimated", "err%", "phase", "est.phase"))
     for r in rows:
         try:
-            est, est_phase = run_llmem(build_command(a.llmem, r), a.timeout)
+            est, est_phase, est_phases = run_llmem(build_command(a.llmem, r), a.timeout)
         except LlmemError as e:
             print("compare.py: llmem failed on row %s: %s" % (r["id"], e), file=sys.stderr)
             return 2
@@ -178,7 +214,14 @@ def main(argv=None):
         ep = (est_phase or "").strip().lower()
         if est_phase is not None:
             with_phase += 1
-        same = ep == mp
+        same = coarse_phase(ep) == mp
+        for ph in COARSE:
+            col = "measured_%s_peak_bytes" % ph
+            if ph in est_phases and r.get(col, "").strip():
+                m = int(r[col])
+                if m > 0:
+                    phase_errors.setdefault(ph, []).append(
+                        (abs(est_phases[ph] - m) / m * 100.0, r["id"]))
         agree += same
         if not a.quiet:
             print("%-5s %-6s %-11s %-6s %-5s %-12s %14d %14.0f %8.2f  %-9s %-9s%s" % (
@@ -193,6 +236,12 @@ def main(argv=None):
               len(errors), med, p95, mx, worst[0], agree, len(rows),
               "" if with_phase == len(rows) else " (%d rows without peak_phase)"
               % (len(rows) - with_phase)))
+    if phase_errors:
+        print("per-phase peaks (informational, from the JSON 'phases'): " + "; ".join(
+            "%s median %.2f%% max %.2f%% (row %s)" % (
+                ph, statistics.median(e for e, _ in phase_errors[ph]),
+                max(phase_errors[ph])[0], max(phase_errors[ph])[1])
+            for ph in COARSE if ph in phase_errors))
     failed = []
     if a.max_median is not None and med > a.max_median:
         failed.append("median %.2f%% > %.2f%%" % (med, a.max_median))
