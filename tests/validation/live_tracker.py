@@ -162,8 +162,6 @@ class LiveTracker(TorchDispatchMode):
         self.seq = 0
         self.tag = ""
         self.timeline = []
-        self.foreign_inputs = 0
-        self.foreign_bytes = 0
         self.op_counts = collections.Counter()
         self.emulate_inplace_accumulate = emulate_inplace_accumulate
         self.inplace_accumulations = 0

@@ -307,13 +307,6 @@ def _norm_tag(tag):
     return ".".join(out)
 
 
-def _layer_of(tag):
-    for p in tag.split("."):
-        if p.isdigit():
-            return int(p)
-    return None
-
-
 def breakdown(res, phase=None):
     """Text table of what is live at the overall peak (or at the peak of
     ``phase``), grouped by (phase created, module, op, shape, dtype)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from typing import Optional, Tuple
+from typing import Optional
 
 import torch
 import torch.nn as nn
