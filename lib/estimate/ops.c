@@ -171,8 +171,11 @@ tid op_expand_copy(build *b, tid x, uint64_t factor)
 
 tid op_softmax(build *b, tid x, int dt)
 {
+    /* softmax(x, dtype=...) converts inside the call: x stays referenced. */
     tid xc = op_cast(b, x, dt);
-    return unary(b, xc, tensor_elems(b, xc), dt, SAVE_OUT, 0);
+    tid out = unary(b, xc, tensor_elems(b, xc), dt, SAVE_OUT, 0);
+    graph_hold(b->g, x);
+    return out;
 }
 
 tid op_dropout(build *b, tid x)
