@@ -24,6 +24,12 @@
 extern "C" {
 #endif
 
+/**
+ * @def LLMEM_API
+ * Marks the library's exported functions: default visibility with GCC and
+ * Clang (the library is built with hidden visibility), dllexport/dllimport on
+ * Windows. Define LLMEM_STATIC when linking a static copy on Windows.
+ */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #  if defined(LLMEM_BUILDING)
 #    define LLMEM_API __declspec(dllexport)

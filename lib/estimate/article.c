@@ -10,6 +10,11 @@
  */
 #include "estimate/estimate.h"
 
+#include "core/checked.h"
+#include "core/ctx.h"
+
+#include <math.h>
+
 /* States per parameter in units of m_p. */
 static double state_multiple(int optimizer, int param_bytes)
 {
@@ -23,20 +28,36 @@ static double state_multiple(int optimizer, int param_bytes)
     }
 }
 
-void article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
-                      const setup *s)
+/* x * m rounded, or a flag when it does not fit in 63 bits. */
+static uint64_t scaled(checked *c, double x, uint64_t m)
 {
+    double v = x * (double)m;
+    if (v >= 9.0e18) {
+        c->overflow = 1;
+        return 0;
+    }
+    return (uint64_t)llround(v);
+}
+
+int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
+                     const setup *s)
+{
+    checked c = { 0 };
     int param_bytes = (int)t->i[LLMEM_TRAIN_ARTICLE_PARAM_BYTES];
     double factor = t->d[LLMEM_TRAIN_ARTICLE_TMP_FACTOR];
-    uint64_t m_p = p->total * (uint64_t)param_bytes;
-    uint64_t m_os = (uint64_t)(state_multiple(s->optimizer, param_bytes) * (double)m_p);
+    uint64_t m_p = ck_mul(&c, p->total, (uint64_t)param_bytes);
+    uint64_t m_os = scaled(&c, state_multiple(s->optimizer, param_bytes), m_p);
     /* A sample is seq tokens of input_ids, attention_mask and labels (int64). */
-    uint64_t m_data = s->batch * s->seq * 3 * 8;
-    uint64_t m_tmp = (uint64_t)(factor * (double)m_p);
+    uint64_t m_data = ck_mul(&c, ck_mul(&c, s->batch, s->seq), 3 * 8);
+    uint64_t m_tmp = scaled(&c, factor, m_p);
+    uint64_t total = ck_add(&c, ck_add(&c, m_p, m_os), ck_add(&c, m_data, m_tmp));
+    if (c.overflow || total > (UINT64_C(1) << 62))
+        return llmem__fail(e->ctx, LLMEM_EOVERFLOW,
+                           "formula: the article's terms overflow 64 bits for this model and batch");
     uint64_t terms[4] = { m_p, m_os, m_data, m_tmp };
     static const char *const names[4] = { "m_p", "m_os", "m_data", "m_tmp" };
 
-    e->peak_allocated = m_p + m_os + m_data + m_tmp;
+    e->peak_allocated = total;
     e->peak_phase = 0;
     for (int i = 0; i < PHASE_COUNT; i++)
         e->phase_peak[i] = 0;
@@ -44,4 +65,5 @@ void article_estimate(llmem_estimate *e, const model_params *p, const llmem_trai
         term_set(&e->term[k], k + 1, terms[k], terms[k]);
         term_add(&e->term[k], names[k], terms[k]);
     }
+    return LLMEM_OK;
 }

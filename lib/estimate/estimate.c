@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "estimate/estimate.h"
 
+#include "core/checked.h"
 #include "core/ctx.h"
 
 #include <string.h>
@@ -34,6 +35,31 @@ static const struct precision_dtypes {
     { LLMEM_PRECISION_FP16_MIXED, 4, 2, 1 },
     { LLMEM_PRECISION_BF16, 2, 2, 0 },
 };
+
+static int lora_targets_exist(const model_shape *m, unsigned targets)
+{
+    model_linear lin[MODEL_MAX_LINEARS];
+    int n = model_layer_linears(m, lin);
+    for (int i = 0; i < n; i++)
+        if (lin[i].lora_target & targets)
+            return 1;
+    return 0;
+}
+
+/* A bound on every byte count of the step: each tensor is at most tokens x
+ * (vocab + heads x seq + the widest layer) elements of at most 8 bytes, and
+ * fewer than 64 of them per layer are live at once. If the bound fits in 63
+ * bits, no sum the walk forms can wrap. */
+static int step_overflows(const model_shape *m, const setup *s)
+{
+    checked c = { 0 };
+    uint64_t widest = m->hidden + m->intermediate + m->heads * m->head_dim +
+                      m->experts_per_token * (m->expert_intermediate + m->hidden) + m->experts;
+    uint64_t tokens = ck_mul(&c, s->batch, s->seq);
+    uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, ck_mul(&c, m->heads, s->seq)), widest);
+    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
+    return c.overflow || bound > (UINT64_C(1) << 62);
+}
 
 /* Why the op-level layer model does not cover m, or NULL when it does. */
 static const char *phased_unsupported(const model_shape *m)
@@ -88,6 +114,16 @@ int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, se
         return llmem__fail(ctx, LLMEM_EINCONSISTENT,
                            "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "
                            "fp16-mixed or bf16), not fp32");
+    if ((s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA) &&
+        !lora_targets_exist(m, s->lora_targets))
+        return llmem__fail(ctx, LLMEM_EINCONSISTENT,
+                           "lora-targets: no module of this model matches (PEFT would fail: "
+                           "target modules not found)");
+    if (s->formula == LLMEM_FORMULA_PHASED && step_overflows(m, s))
+        return llmem__fail(ctx, LLMEM_EOVERFLOW,
+                           "batch x seq: %llu x %llu tokens make the step's byte counts "
+                           "overflow 64 bits for this model",
+                           (unsigned long long)s->batch, (unsigned long long)s->seq);
     if (s->formula == LLMEM_FORMULA_PHASED) {
         const char *why = phased_unsupported(m);
         if (why != NULL)
@@ -124,13 +160,18 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
     st.batch = data_term(&s);
 
     /* Results are written only on success, so a failed run keeps the last one. */
+    if (s.formula == LLMEM_FORMULA_ARTICLE) {
+        llmem_estimate saved = *e;
+        if ((rc = article_estimate(e, &p, train, &s)) != LLMEM_OK) {
+            *e = saved;
+            return rc;
+        }
+    } else {
+        temporaries_term(e, &m, &p, &s, &st);
+    }
     e->params_total = p.total;
     e->params_active = p.active;
     e->params_trainable = st.trainable;
-    if (s.formula == LLMEM_FORMULA_ARTICLE)
-        article_estimate(e, &p, train, &s);
-    else
-        temporaries_term(e, &m, &p, &s, &st);
     e->peak_reserved = allocator_reserved(e->peak_allocated, &m, &p, &s, &st);
     e->peak_device = allocator_device(e->peak_reserved);
     e->valid = 1;

@@ -62,8 +62,8 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
                       const setup *s, const step_static *st);
 
 /* The source article's sum (LLMEM_FORMULA_ARTICLE). */
-void article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
-                      const setup *s);
+int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
+                     const setup *s);
 
 /* Reserved and device levels from allocated bytes. */
 uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const model_params *p,

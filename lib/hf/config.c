@@ -587,6 +587,7 @@ static const hf_field bloom_fields[] = {
  * use_parallel_residual (default true), rotary_pct, untied embed_out. */
 static const hf_field gpt_neox_fields[] = {
     COMMON_SIZES,
+    { LLMEM_MODEL_KV_HEADS, CONST, 0, N(NULL) }, /* query_key_value is 3 x hidden */
     { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
     { LLMEM_MODEL_QKV_BIAS, FLAG, 1, N("attention_bias") },
     { LLMEM_MODEL_OUT_BIAS, FLAG, 1, N("attention_bias") },
@@ -622,6 +623,7 @@ static const hf_field starcoder2_fields[] = {
  * dense MLP's intermediate_size; the rest in layout_deepseek. */
 static const hf_field deepseek_fields[] = {
     COMMON_SIZES,
+    { LLMEM_MODEL_KV_HEADS, CONST, 0, N(NULL) }, /* latent attention: no kv heads */
     { LLMEM_MODEL_INTERMEDIATE, REQ, 0, N("intermediate_size") },
     { LLMEM_MODEL_KV_LORA_RANK, REQ, 0, N("kv_lora_rank") },
     { LLMEM_MODEL_QKV_BIAS, FLAG, 0, N("attention_bias") },

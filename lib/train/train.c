@@ -147,7 +147,10 @@ static int parse_mask(llmem_train *t, const train_field *f, const char *s, int64
                                f->name, name, list);
         }
         mask |= v;
-        s += n + (s[n] == ',');
+        s += n;
+        if (*s == ',' && *++s == '\0')
+            return llmem__fail(t->ctx, LLMEM_ENOTFOUND, "%s: empty module name after ','",
+                               f->name);
     }
     if (mask == 0)
         return llmem__fail(t->ctx, LLMEM_ENOTFOUND, "%s: no module named", f->name);
