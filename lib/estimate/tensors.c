@@ -99,12 +99,14 @@ void step_tensors(const model_shape *m, const model_params *p, const setup *s, t
         add(l, m->hidden, m->embed_dim, 2, dt, embed_trains);
     if (m->positions == LLMEM_POSITIONS_LEARNED)
         add(l, m->max_positions + m->position_offset, m->hidden, 1, dt, embed_trains);
-    add(l, p->embed_norm, 1, 1, dt, embed_trains);
+    if (m->embed_norm)
+        add(l, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt, embed_trains);
 
     add_layer_range(l, m, p, s, 0, frozen, 0);
     add_layer_range(l, m, p, s, frozen, m->layers - frozen, full || freeze);
 
-    add(l, p->final_norm, 1, 1, dt, full || freeze);
+    if (m->final_norm)
+        add(l, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt, full || freeze);
     if (!m->tie) {
         add(l, m->vocab, m->embed_dim, 1, dt, head_trains);
         if (m->head_bias)

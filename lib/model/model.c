@@ -211,23 +211,6 @@ static int count_params(llmem_model *m, const model_shape *s, model_params *p)
     uint64_t layer_active = p->layer_attention + p->layer_mlp_active + p->layer_norms;
     p->active = ck_add(&c, ck_add(&c, ck_mul(&c, layer_active, moe_layers), all_dense), outside);
 
-    /* Tensor count, for the allocator's per-block rounding. */
-    uint64_t attn_tensors = 4 + (s->qkv_bias ? 3 : 0) + (s->out_bias ? 1 : 0);
-    if (s->kv_lora_rank > 0) /* q_a, q_a_norm, q_b (or q), kv_a, kv_a_norm, kv_b, o */
-        attn_tensors = (s->q_lora_rank ? 3 : 1) + 4 +
-                       (s->qkv_bias ? (s->q_lora_rank ? 2 : 1) : 0) + (s->out_bias ? 1 : 0);
-    if (s->qk_norm)
-        attn_tensors += 2 * (1 + (uint64_t)s->norm_bias);
-    uint64_t norm_tensors = s->norms_per_layer * (1 + (uint64_t)s->norm_bias);
-    uint64_t dense_tensors = mats_per_mlp * (1 + (uint64_t)s->mlp_bias);
-    uint64_t moe_tensors = mats_per_mlp * (s->experts + (s->shared_intermediate ? 1 : 0)) + 1 +
-                           (uint64_t)s->router_bias + (uint64_t)s->shared_gate;
-    p->tensors = ck_add(&c, ck_mul(&c, attn_tensors + norm_tensors + moe_tensors, moe_layers),
-                        ck_mul(&c, attn_tensors + norm_tensors + dense_tensors, dense_layers)) +
-                 1 + (s->embed_dim != H ? 2 : 0) + (p->positions ? 1 : 0) +
-                 (s->embed_norm ? 1 + s->norm_bias : 0) + (s->final_norm ? 1 + s->norm_bias : 0) +
-                 (p->head ? 1 + s->head_bias : 0);
-
     if (c.overflow)
         return llmem__fail(m->ctx, LLMEM_EOVERFLOW,
                            "model: parameter count overflows 64 bits (hidden %llu, layers %llu, "

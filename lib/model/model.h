@@ -54,7 +54,6 @@ typedef struct model_params {
     uint64_t head;           /* untied output head (0 when tied) */
     uint64_t total;
     uint64_t active;         /* total less the routed experts a token does not use */
-    uint64_t tensors;        /* number of parameter tensors (allocator rounding) */
 } model_params;
 
 /* Resolve and check the fields; fills shape and params. Sets ctx error. */
