@@ -37,8 +37,12 @@ static const char *const formulas[] = { "phased", "article", NULL };
 static const cli_flag flags[] = {
     { "model", NULL, CLI_TARGET_PRESET, 0, CLI_KIND_TEXT, NULL, "PRESET",
       "built-in preset: full id or the part after the slash (see `llmem models`)" },
+    { "config", NULL, CLI_TARGET_CONFIG, 0, CLI_KIND_TEXT, NULL, "PATH",
+      "a Hugging Face config.json (or its directory) instead of --model" },
+    { "weights", NULL, CLI_TARGET_WEIGHTS, 0, CLI_KIND_TEXT, NULL, "PATH",
+      "safetensors file, index or directory to check the model against" },
     MODEL_NAME("family", "family", LLMEM_MODEL_FAMILY, families,
-               "code-path family; without --model, a custom model of this family"),
+               "code-path family; without --model or --config, a custom model of this family"),
     MODEL_INT("hidden", "hidden", LLMEM_MODEL_HIDDEN, "N", "hidden size"),
     MODEL_INT("layers", "layers", LLMEM_MODEL_LAYERS, "N", "decoder layers"),
     MODEL_INT("heads", "heads", LLMEM_MODEL_HEADS, "N", "attention (query) heads"),
@@ -61,6 +65,36 @@ static const cli_flag flags[] = {
               "experts a token is routed to (top-k)"),
     MODEL_INT("expert-intermediate", "expert_intermediate", LLMEM_MODEL_EXPERT_INTERMEDIATE, "N",
               "inner size of one routed expert"),
+    MODEL_INT("shared-expert-intermediate", "shared_expert_intermediate",
+              LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, "N",
+              "inner size of the shared expert(s); 0 = none"),
+    MODEL_INT("shared-expert-gate", "shared_expert_gate", LLMEM_MODEL_SHARED_EXPERT_GATE, "0|1",
+              "sigmoid gate Linear(hidden, 1) on the shared expert (Qwen2-MoE)"),
+    MODEL_INT("dense-layers", "dense_layers", LLMEM_MODEL_DENSE_LAYERS, "N",
+              "MoE model: layers with a dense MLP instead of experts"),
+    MODEL_INT("router-bias", "router_bias", LLMEM_MODEL_ROUTER_BIAS, "0|1",
+              "one router bias per expert (DeepSeek-V3)"),
+    MODEL_INT("qk-norm", "qk_norm", LLMEM_MODEL_QK_NORM, "0|1",
+              "a norm over head-dim on queries and keys (Qwen3)"),
+    MODEL_INT("rotary-dim", "rotary_dim", LLMEM_MODEL_ROTARY_DIM, "N",
+              "dimensions of a head with rotary positions; 0 = head-dim"),
+    MODEL_INT("v-head-dim", "v_head_dim", LLMEM_MODEL_V_HEAD_DIM, "N",
+              "per-head size of the values; 0 = head-dim"),
+    MODEL_INT("q-lora-rank", "q_lora_rank", LLMEM_MODEL_Q_LORA_RANK, "N",
+              "latent attention: query compression rank; 0 = full q projection"),
+    MODEL_INT("kv-lora-rank", "kv_lora_rank", LLMEM_MODEL_KV_LORA_RANK, "N",
+              "latent attention (DeepSeek): key/value compression rank; 0 = none"),
+    MODEL_INT("parallel-block", "parallel_block", LLMEM_MODEL_PARALLEL_BLOCK, "0|1",
+              "attention and MLP read the same input (GPT-NeoX, Falcon, Phi)"),
+    MODEL_INT("head-bias", "head_bias", LLMEM_MODEL_HEAD_BIAS, "0|1", "bias on the output head"),
+    MODEL_INT("norms-per-layer", "norms_per_layer", LLMEM_MODEL_NORMS_PER_LAYER, "N",
+              "norms in each decoder layer"),
+    MODEL_INT("final-norm", "final_norm", LLMEM_MODEL_FINAL_NORM, "0|1",
+              "a norm after the last layer"),
+    MODEL_INT("embed-dim", "embed_dim", LLMEM_MODEL_EMBED_DIM, "N",
+              "embedding width projected to hidden (OPT-350m); 0 = hidden"),
+    MODEL_INT("position-offset", "position_offset", LLMEM_MODEL_POSITION_OFFSET, "N",
+              "extra learned position rows (OPT: 2)"),
 
     TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, NULL, "N", "micro-batch size"),
     TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, NULL, "N", "sequence length in tokens"),
@@ -144,11 +178,12 @@ void cli_flag_values(const cli_flag *flag, char *buf, size_t cap)
         snprintf(buf, cap, "%s", flag->metavar ? flag->metavar : "");
 }
 
-void cli_args_begin(cli_arg_iter *it, int argc, char **argv)
+void cli_args_begin(cli_arg_iter *it, int argc, char **argv, int operands)
 {
     it->argc = argc;
     it->argv = argv;
     it->next = 0;
+    it->operands = operands;
 }
 
 static int looks_like_flag(const char *arg)
@@ -164,6 +199,11 @@ int cli_args_next(cli_arg_iter *it, const cli_flag **flag, const char **value)
     *value = NULL;
     if (strcmp(arg, "-h") == 0) {
         *flag = cli_flag_find("help", 4);
+        return 1;
+    }
+    if (it->operands && !looks_like_flag(arg)) {
+        *flag = NULL;
+        *value = arg;
         return 1;
     }
     if (!looks_like_flag(arg) || arg[2] == '\0') {

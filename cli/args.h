@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The flags of `llmem estimate` as data: one row a flag, naming the library
  * key it sets, and an iterator over argv that accepts `--flag value` and
- * `--flag=value`. */
+ * `--flag=value` (and, for commands that take them, operands such as a path). */
 #ifndef LLMEM_CLI_ARGS_H
 #define LLMEM_CLI_ARGS_H
 
@@ -9,17 +9,19 @@
 
 /* What a flag sets. */
 typedef enum cli_target {
-    CLI_TARGET_PRESET, /* --model: the built-in preset to start from */
-    CLI_TARGET_MODEL,  /* a model field: key is an llmem_model_key */
-    CLI_TARGET_TRAIN,  /* a training field: key is an llmem_train_key */
-    CLI_TARGET_JSON,   /* --json */
-    CLI_TARGET_HELP    /* --help */
+    CLI_TARGET_PRESET,  /* --model: the built-in preset to start from */
+    CLI_TARGET_CONFIG,  /* --config: a Hugging Face config.json to start from */
+    CLI_TARGET_WEIGHTS, /* --weights: safetensors headers to cross-check the model with */
+    CLI_TARGET_MODEL,   /* a model field: key is an llmem_model_key */
+    CLI_TARGET_TRAIN,   /* a training field: key is an llmem_train_key */
+    CLI_TARGET_JSON,    /* --json */
+    CLI_TARGET_HELP     /* --help */
 } cli_target;
 
 /* The shape of a flag's value; the library checks the value itself. */
 typedef enum cli_kind {
     CLI_KIND_SWITCH, /* no value */
-    CLI_KIND_TEXT,   /* free text (a preset name) */
+    CLI_KIND_TEXT,   /* free text (a preset name, a path) */
     CLI_KIND_INT,    /* an integer */
     CLI_KIND_REAL,   /* a real number */
     CLI_KIND_NAME,   /* one of choices */
@@ -52,11 +54,15 @@ typedef struct cli_arg_iter {
     int argc;
     char **argv;
     int next;
+    int operands; /* arguments that are not flags are operands, not errors */
 } cli_arg_iter;
 
-void cli_args_begin(cli_arg_iter *it, int argc, char **argv);
+/* Iterate over argv[0..argc); with operands nonzero, an argument that does not
+ * start with "--" (other than -h) is an operand. */
+void cli_args_begin(cli_arg_iter *it, int argc, char **argv, int operands);
 /* The next flag and its value (NULL for a switch): 1; 0 at the end; -1 after
- * printing why an argument is not a flag or lacks its value. */
+ * printing why an argument is not a flag or lacks its value. An operand comes
+ * back as 1 with *flag NULL and *value the argument. */
 int cli_args_next(cli_arg_iter *it, const cli_flag **flag, const char **value);
 
 #endif

@@ -75,7 +75,7 @@ int cli_cmd_models(int argc, char **argv)
     const cli_flag *f;
     const char *v;
     int r, json = 0, help = 0;
-    cli_args_begin(&it, argc, argv);
+    cli_args_begin(&it, argc, argv, 0);
     while ((r = cli_args_next(&it, &f, &v)) > 0) {
         if (f->target == CLI_TARGET_JSON) {
             json = 1;

@@ -13,6 +13,8 @@
 /* What the first pass over the flags learns: which model to start from. */
 typedef struct model_choice {
     const char *preset;    /* last --model */
+    const char *config;    /* last --config */
+    const char *weights;   /* last --weights */
     const char *family;    /* last --family */
     const char *arch_flag; /* first architecture flag, for the message */
 } model_choice;
@@ -34,16 +36,14 @@ static int parse_int64(const char *s, int64_t *out)
 
 /* The preset's full id, for a name that may be the part after the slash
  * (the library matches both but does not say which preset it chose). */
-static void preset_full_name(const char *name, char *buf, size_t cap)
+static const char *preset_full_name(const char *name)
 {
     for (size_t i = 0; i < llmem_preset_count(); i++) {
         const char *full = llmem_preset_name(i), *slash = strchr(full, '/');
-        if (strcmp(full, name) == 0 || (slash != NULL && strcmp(slash + 1, name) == 0)) {
-            snprintf(buf, cap, "%s", full);
-            return;
-        }
+        if (strcmp(full, name) == 0 || (slash != NULL && strcmp(slash + 1, name) == 0))
+            return full;
     }
-    snprintf(buf, cap, "%s", name);
+    return name;
 }
 
 static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
@@ -52,10 +52,12 @@ static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
     const cli_flag *f;
     const char *v;
     int r;
-    cli_args_begin(&it, argc, argv);
+    cli_args_begin(&it, argc, argv, 0);
     while ((r = cli_args_next(&it, &f, &v)) > 0) {
         switch (f->target) {
         case CLI_TARGET_PRESET: mc->preset = v; break;
+        case CLI_TARGET_CONFIG: mc->config = v; break;
+        case CLI_TARGET_WEIGHTS: mc->weights = v; break;
         case CLI_TARGET_MODEL:
             if (f->key == LLMEM_MODEL_FAMILY)
                 mc->family = v;
@@ -70,16 +72,44 @@ static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
     return r < 0 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
 }
 
+/* Flags that contradict each other, before anything is read. */
+static int check_choice(const model_choice *mc)
+{
+    if (mc->preset != NULL && mc->config != NULL) {
+        cli_error("--model and --config both choose the model: give one of them");
+        return CLI_EXIT_USAGE;
+    }
+    if (mc->preset == NULL && mc->config == NULL && mc->family == NULL) {
+        /* Changing the default model's shape silently would answer for a model
+         * nobody asked about; so would checking weights against it. */
+        if (mc->arch_flag != NULL) {
+            cli_error("--%s changes the architecture: start from --model PRESET or --config "
+                      "PATH, or give --family NAME for a custom model",
+                      mc->arch_flag);
+            return CLI_EXIT_USAGE;
+        }
+        if (mc->weights != NULL) {
+            cli_error("--weights checks the weights against a model: add --model PRESET or "
+                      "--config PATH (`llmem weights PATH` reads the headers alone)");
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
 static int new_model(llmem_ctx *ctx, const model_choice *mc, cli_request *req)
 {
     int rc;
-    if (mc->preset == NULL && mc->family == NULL && mc->arch_flag != NULL) {
-        /* Changing the default model's shape silently would answer for a model
-         * nobody asked about. */
-        cli_error("--%s changes the architecture: start from --model PRESET, or give --family "
-                  "NAME for a custom model",
-                  mc->arch_flag);
-        return CLI_EXIT_USAGE;
+    if (mc->config != NULL) {
+        /* The file's problems (a missing field, an unknown model_type) are the
+         * input's, not the command line's: exit 1 like any unestimable input. */
+        if (llmem_model_new_hf_config(ctx, mc->config, &req->model) != LLMEM_OK) {
+            cli_error("--config '%s': %s", mc->config, llmem_ctx_error(ctx));
+            return CLI_EXIT_ESTIMATE;
+        }
+        req->model_name = mc->config;
+        req->source = CLI_MODEL_CONFIG;
+        return CLI_EXIT_OK;
     }
     if (mc->preset != NULL || mc->family == NULL) {
         const char *name = mc->preset ? mc->preset : CLI_DEFAULT_MODEL;
@@ -88,7 +118,7 @@ static int new_model(llmem_ctx *ctx, const model_choice *mc, cli_request *req)
             cli_error("--model '%s': %s", name, llmem_ctx_error(ctx));
             return rc == LLMEM_ENOMEM ? CLI_EXIT_ESTIMATE : CLI_EXIT_USAGE;
         }
-        preset_full_name(name, req->model_name, sizeof req->model_name);
+        req->model_name = preset_full_name(name);
         req->source = mc->preset ? CLI_MODEL_PRESET : CLI_MODEL_DEFAULT;
         return CLI_EXIT_OK;
     }
@@ -98,8 +128,19 @@ static int new_model(llmem_ctx *ctx, const model_choice *mc, cli_request *req)
         cli_error("%s", llmem_ctx_error(ctx));
         return CLI_EXIT_ESTIMATE;
     }
-    snprintf(req->model_name, sizeof req->model_name, "custom");
+    req->model_name = "custom";
     req->source = CLI_MODEL_CUSTOM;
+    return CLI_EXIT_OK;
+}
+
+static int open_weights(llmem_ctx *ctx, const model_choice *mc, cli_request *req)
+{
+    if (mc->weights == NULL)
+        return CLI_EXIT_OK;
+    if (cli_weights_open(ctx, mc->weights, &req->weights) != LLMEM_OK) {
+        cli_error("--weights '%s': %s", mc->weights, llmem_ctx_error(ctx));
+        return CLI_EXIT_ESTIMATE;
+    }
     return CLI_EXIT_OK;
 }
 
@@ -123,7 +164,9 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
         rc = llmem_train_set_str(req->train, f->key, v);
         req->train_flags++;
         break;
-    case CLI_TARGET_PRESET: /* the model it names was made first (new_model) */
+    case CLI_TARGET_PRESET: /* the model they name was made first (new_model) */
+    case CLI_TARGET_CONFIG:
+    case CLI_TARGET_WEIGHTS: /* read once the model is built (open_weights) */
     case CLI_TARGET_JSON:
     case CLI_TARGET_HELP: break;
     }
@@ -140,7 +183,7 @@ static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, i
     cli_arg_iter it;
     const cli_flag *f;
     const char *v;
-    cli_args_begin(&it, argc, argv);
+    cli_args_begin(&it, argc, argv, 0);
     while (cli_args_next(&it, &f, &v) > 0) {
         int is_family = f->target == CLI_TARGET_MODEL && f->key == LLMEM_MODEL_FAMILY;
         if (is_family != family)
@@ -154,10 +197,12 @@ static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, i
 
 int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
 {
-    model_choice mc = { NULL, NULL, NULL };
+    model_choice mc = { NULL, NULL, NULL, NULL, NULL };
     memset(req, 0, sizeof *req);
     int status = first_pass(argc, argv, req, &mc);
     if (status != CLI_EXIT_OK || req->help)
+        return status;
+    if ((status = check_choice(&mc)) != CLI_EXIT_OK)
         return status;
     if ((status = new_model(ctx, &mc, req)) != CLI_EXIT_OK)
         return status;
@@ -171,6 +216,9 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
         status = apply_pass(ctx, argc, argv, req, 1);
     if (status == CLI_EXIT_OK)
         status = apply_pass(ctx, argc, argv, req, 0);
+    /* Last: a bad flag is reported before a file is read. */
+    if (status == CLI_EXIT_OK)
+        status = open_weights(ctx, &mc, req);
     if (status != CLI_EXIT_OK)
         cli_request_free(req);
     return status;
@@ -178,6 +226,7 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
 
 void cli_request_free(cli_request *req)
 {
+    cli_weights_close(&req->weights);
     llmem_train_free(req->train);
     llmem_model_free(req->model);
     req->train = NULL;

@@ -3,21 +3,25 @@
 #ifndef LLMEM_CLI_CONFIGURE_H
 #define LLMEM_CLI_CONFIGURE_H
 
+#include "weights.h"
+
 #include <llmem.h>
 
 /* Where the model came from. */
 typedef enum cli_model_source {
     CLI_MODEL_DEFAULT, /* no model flag: CLI_DEFAULT_MODEL */
     CLI_MODEL_PRESET,  /* --model */
-    CLI_MODEL_CUSTOM   /* --family and architecture flags */
+    CLI_MODEL_CUSTOM,  /* --family and architecture flags */
+    CLI_MODEL_CONFIG   /* --config: a Hugging Face config.json */
 } cli_model_source;
 
 typedef struct cli_request {
     llmem_model *model;
     llmem_train *train;
-    char model_name[128];    /* the preset's full id, or "custom" */
+    cli_weights weights;     /* --weights (path NULL without it) */
+    const char *model_name;  /* the preset's full id, the --config path, or "custom" */
     cli_model_source source;
-    int arch_flags;          /* architecture flags applied (a modified preset when > 0) */
+    int arch_flags;          /* architecture flags applied (a modified preset or config when > 0) */
     int train_flags;         /* training flags applied (0: the library's defaults) */
     int json;
     int help;
@@ -27,7 +31,7 @@ typedef struct cli_request {
  * setup. Returns an exit status; on failure the reason is printed and req
  * holds nothing to free. With --help, returns CLI_EXIT_OK without building. */
 int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req);
-/* Free req's model and setup. */
+/* Free req's model, setup and weights. */
 void cli_request_free(cli_request *req);
 
 #endif

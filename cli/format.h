@@ -9,6 +9,13 @@
 /* Room for any formatted number below. */
 #define CLI_NUMBER_CAP 64
 
+/* Columns of the tables: a section's label and a gap ("Architecture  "), a
+ * row's name (terms, components, phases, dtypes), and a byte count
+ * ("12345.67 GiB (13256.78 GB)"). */
+#define CLI_LABEL_WIDTH 14
+#define CLI_ROW_WIDTH 26
+#define CLI_BYTES_WIDTH 28
+
 /* Bytes in a binary unit and the matching decimal one: "23.02 GiB (24.72 GB)";
  * GiB is the largest unit, so values compare with GPU sizes at a glance. */
 void cli_format_bytes(uint64_t bytes, char *buf, size_t cap);

@@ -5,6 +5,7 @@
 #include "args.h"
 #include "json.h"
 #include "settings.h"
+#include "weights.h"
 
 #include <string.h>
 
@@ -12,6 +13,7 @@ static const char *const source_names[] = {
     [CLI_MODEL_DEFAULT] = "default",
     [CLI_MODEL_PRESET] = "preset",
     [CLI_MODEL_CUSTOM] = "custom",
+    [CLI_MODEL_CONFIG] = "config",
 };
 
 static int echoed(const cli_flag *f, cli_target target)
@@ -95,13 +97,17 @@ int cli_report_json(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli
     json_object_begin(&w, NULL);
     json_string(&w, "model", req->model_name);
     json_string(&w, "model_source", source_names[req->source]);
-    json_bool(&w, "model_modified", req->source == CLI_MODEL_PRESET && req->arch_flags > 0);
+    json_bool(&w, "model_modified",
+              (req->source == CLI_MODEL_PRESET || req->source == CLI_MODEL_CONFIG) &&
+                  req->arch_flags > 0);
     json_object_begin(&w, "architecture");
     write_settings(&w, ctx, req, CLI_TARGET_MODEL);
     json_object_end(&w);
     json_u64(&w, "params_total", r->params_total);
     json_u64(&w, "params_trainable", r->params_trainable);
     json_u64(&w, "params_active", r->params_active);
+    if (req->weights.path != NULL)
+        cli_weights_json(&w, "weights", &req->weights, &r->params_total);
     write_settings(&w, ctx, req, CLI_TARGET_TRAIN);
 
     write_terms(&w, r);

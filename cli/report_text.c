@@ -3,20 +3,25 @@
 #include "report.h"
 
 #include "args.h"
+#include "cli.h"
 #include "format.h"
 #include "settings.h"
+#include "weights.h"
 
+#include <stdarg.h>
 #include <string.h>
 
-#define LABEL_WIDTH 14 /* "Architecture" and a gap */
-#define ROW_WIDTH 26   /* term, component and phase names */
-#define BYTES_WIDTH 28 /* "12345.67 GiB (13256.78 GB)" */
+#define LABEL_WIDTH CLI_LABEL_WIDTH
+#define ROW_WIDTH CLI_ROW_WIDTH
+#define BYTES_WIDTH CLI_BYTES_WIDTH
 
 /* The settings the table shows, read before anything is printed so that a
  * failure prints no partial table. */
 typedef struct text_settings {
     cli_setting family, hidden, layers, heads, kv_heads, head_dim, intermediate, vocab,
-        tie_embeddings, attn_bias, norm, mlp, experts, experts_per_token, expert_intermediate;
+        tie_embeddings, attn_bias, norm, mlp, experts, experts_per_token, expert_intermediate,
+        shared_expert_intermediate, shared_expert_gate, dense_layers, router_bias, qk_norm,
+        rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block;
     cli_setting batch, seq, precision, optimizer, grad_ckpt, attention, dropout, method,
         lora_rank, lora_targets, freeze_layers, loss, grad_accum, formula, article_tmp_factor,
         article_param_bytes;
@@ -43,6 +48,16 @@ static int read_settings(llmem_ctx *ctx, const cli_request *req, text_settings *
         { "experts", &s->experts },
         { "experts-per-token", &s->experts_per_token },
         { "expert-intermediate", &s->expert_intermediate },
+        { "shared-expert-intermediate", &s->shared_expert_intermediate },
+        { "shared-expert-gate", &s->shared_expert_gate },
+        { "dense-layers", &s->dense_layers },
+        { "router-bias", &s->router_bias },
+        { "qk-norm", &s->qk_norm },
+        { "rotary-dim", &s->rotary_dim },
+        { "v-head-dim", &s->v_head_dim },
+        { "q-lora-rank", &s->q_lora_rank },
+        { "kv-lora-rank", &s->kv_lora_rank },
+        { "parallel-block", &s->parallel_block },
         { "batch", &s->batch },
         { "seq", &s->seq },
         { "precision", &s->precision },
@@ -69,21 +84,78 @@ static int read_settings(llmem_ctx *ctx, const cli_request *req, text_settings *
     return LLMEM_OK;
 }
 
+/* Append ", text" (or "text" first) to a line being built. */
+static void append(char *line, size_t cap, const char *fmt, ...) CLI_PRINTF(3, 4);
+
+static void append(char *line, size_t cap, const char *fmt, ...)
+{
+    size_t used = strlen(line);
+    va_list ap;
+    if (used > 0 && used + 2 < cap) {
+        memcpy(line + used, ", ", 3);
+        used += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(line + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The attention's less common features, on a line of their own when there are any. */
+static void print_attention(FILE *out, const text_settings *s)
+{
+    char line[256] = "";
+    if (s->kv_lora_rank.i > 0) {
+        append(line, sizeof line, "latent attention: kv rank %lld", (long long)s->kv_lora_rank.i);
+        if (s->q_lora_rank.i > 0)
+            append(line, sizeof line, "q rank %lld", (long long)s->q_lora_rank.i);
+    }
+    if (s->v_head_dim.i != s->head_dim.i)
+        append(line, sizeof line, "v head-dim %lld", (long long)s->v_head_dim.i);
+    if (s->rotary_dim.i != s->head_dim.i)
+        append(line, sizeof line, "rotary on %lld of %lld head dims", (long long)s->rotary_dim.i,
+               (long long)s->head_dim.i);
+    if (s->qk_norm.i)
+        append(line, sizeof line, "qk-norm");
+    if (s->parallel_block.i)
+        append(line, sizeof line, "attention and MLP in parallel");
+    if (line[0] != '\0')
+        fprintf(out, "%-*s%s\n", LABEL_WIDTH, "", line);
+}
+
+static void print_experts(FILE *out, const text_settings *s)
+{
+    char line[256] = "";
+    append(line, sizeof line, "%lld experts a layer, top-%lld routed, expert intermediate %lld",
+           (long long)s->experts.i, (long long)s->experts_per_token.i,
+           (long long)s->expert_intermediate.i);
+    if (s->shared_expert_intermediate.i > 0)
+        append(line, sizeof line, "shared expert %lld%s",
+               (long long)s->shared_expert_intermediate.i,
+               s->shared_expert_gate.i ? " (gated)" : "");
+    if (s->dense_layers.i > 0)
+        append(line, sizeof line, "%lld dense layer%s", (long long)s->dense_layers.i,
+               s->dense_layers.i == 1 ? "" : "s");
+    if (s->router_bias.i)
+        append(line, sizeof line, "router bias");
+    fprintf(out, "%-*s%s\n", LABEL_WIDTH, "", line);
+}
+
 static void print_model(FILE *out, const cli_request *req, const cli_report *r,
                         const text_settings *s)
 {
     char total[CLI_NUMBER_CAP], total_short[CLI_NUMBER_CAP], trainable[CLI_NUMBER_CAP],
         active[CLI_NUMBER_CAP];
     static const char *const source_notes[] = {
-        [CLI_MODEL_DEFAULT] = " (the default; choose another with --model)",
+        [CLI_MODEL_DEFAULT] = " (the default; choose another with --model or --config)",
         [CLI_MODEL_PRESET] = "",
         [CLI_MODEL_CUSTOM] = " (from --family and the architecture flags)",
+        [CLI_MODEL_CONFIG] = " (a Hugging Face config)",
     };
+    int modified = (req->source == CLI_MODEL_PRESET || req->source == CLI_MODEL_CONFIG) &&
+                   req->arch_flags > 0;
 
     fprintf(out, "%-*s%s%s%s\n", LABEL_WIDTH, "Model", req->model_name,
-            source_notes[req->source],
-            req->source == CLI_MODEL_PRESET && req->arch_flags ? " (modified by architecture flags)"
-                                                                 : "");
+            source_notes[req->source], modified ? " (modified by architecture flags)" : "");
     fprintf(out, "%-*s%s: hidden %lld, %lld layers, %lld heads (%lld kv-heads, head-dim %lld)\n",
             LABEL_WIDTH, "Architecture", s->family.text, (long long)s->hidden.i,
             (long long)s->layers.i, (long long)s->heads.i, (long long)s->kv_heads.i,
@@ -91,10 +163,9 @@ static void print_model(FILE *out, const cli_request *req, const cli_report *r,
     fprintf(out, "%-*s%s MLP %lld, vocab %lld, %s%s%s\n", LABEL_WIDTH, "", s->mlp.text,
             (long long)s->intermediate.i, (long long)s->vocab.i, s->norm.text,
             s->attn_bias.i ? ", qkv biases" : "", s->tie_embeddings.i ? ", tied embeddings" : "");
+    print_attention(out, s);
     if (s->experts.i > 0)
-        fprintf(out, "%-*s%lld experts a layer, top-%lld routed, expert intermediate %lld\n",
-                LABEL_WIDTH, "", (long long)s->experts.i, (long long)s->experts_per_token.i,
-                (long long)s->expert_intermediate.i);
+        print_experts(out, s);
 
     cli_format_count(r->params_total, total, sizeof total);
     cli_format_count_short(r->params_total, total_short, sizeof total_short);
@@ -221,5 +292,9 @@ int cli_report_text(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli
     print_terms(out, r, article);
     print_phases(out, r, article);
     print_peak(out, r, article);
+    if (req->weights.path != NULL) {
+        fputc('\n', out);
+        cli_weights_text(out, &req->weights, &r->params_total);
+    }
     return LLMEM_OK;
 }

@@ -17,8 +17,8 @@ typedef struct flag_group {
 
 static const flag_group groups[] = {
     { "Model (default: " CLI_DEFAULT_MODEL ").\n"
-      "Architecture flags change the --model preset's fields, or with --family describe a\n"
-      "custom model:",
+      "Architecture flags change the fields of the --model preset or the --config model, or\n"
+      "with --family describe a custom model. --weights needs --model, --config or --family:",
       CLI_TARGET_PRESET, CLI_TARGET_MODEL },
     { "Training:", CLI_TARGET_TRAIN, CLI_TARGET_TRAIN },
     { "Output:", CLI_TARGET_JSON, CLI_TARGET_HELP },
@@ -74,6 +74,8 @@ void cli_usage(FILE *out)
           "Commands:\n"
           "  estimate [flags]            the memory of one training step (a table, or --json)\n"
           "  models [--json]             the built-in model presets\n"
+          "  weights PATH [--json]       what safetensors headers hold (PATH: a .safetensors\n"
+          "                              file, a model.safetensors.index.json or a directory)\n"
           "  version, --version          the versions of llmem and libllmem\n"
           "  help, --help                this help\n",
           out);

@@ -6,12 +6,18 @@ Usage: test_cli.py PATH/TO/llmem GROUP
 Each GROUP is one meson test and prints TAP. Standard library only, so it runs
 with any python3. LLMEM_TEST_WRAPPER runs every llmem under a tool, e.g.
 LLMEM_TEST_WRAPPER="valgrind -q --leak-check=full --error-exitcode=99".
+The Hugging Face groups (config, config-errors, weights) read the configs in
+tests/hf/configs and write small safetensors files with tests/hf/gen_safetensors.py.
 """
+import csv
 import json
 import os
 import shlex
+import shutil
+import struct
 import subprocess
 import sys
+import tempfile
 
 LLAMA_32_1B = "meta-llama/Llama-3.2-1B"
 LLAMA_32_1B_PARAMS = 1235814400  # published count (tests/data/published_params.csv)
@@ -20,6 +26,10 @@ PHASES = ("forward", "loss-backward", "backward", "optimizer")
 # A Llama-2-7B-shaped custom model: 6,738,415,616 parameters.
 SEVEN_B = ["--family", "llama", "--hidden", "4096", "--layers", "32", "--heads", "32",
            "--intermediate", "11008", "--vocab", "32000"]
+HF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "hf")
+HF_CONFIGS = os.path.join(HF_DIR, "configs")
+HF_CROSSCHECK = os.path.join(HF_DIR, "crosscheck")
+GENERATOR = os.path.join(HF_DIR, "gen_safetensors.py")
 
 
 class Tap:
@@ -38,6 +48,10 @@ class Tap:
             for line in str(detail).splitlines():
                 print("  # " + line)
         return ok
+
+    def skip(self, what, why):
+        self.count += 1
+        print("ok %d - %s # SKIP %s" % (self.count, what, why))
 
     def finish(self):
         print("1..%d" % self.count)
@@ -313,6 +327,27 @@ ERRORS = [
     (["--method", "qlora", "--precision", "fp32"], 1, "--precision"),
     (["--model", "gpt2", "--experts", "4"], 1, "--experts-per-token"),
     (["--model", "opt-125m"], 1, "--family"),
+    # The architecture flags of the newer model fields.
+    (["--model", "gpt2", "--qk-norm", "2"], 2, "--qk-norm"),
+    (["--model", "gpt2", "--shared-expert-gate", "-1"], 2, "--shared-expert-gate"),
+    (["--model", "gpt2", "--final-norm", "x"], 2, "--final-norm"),
+    (["--model", "gpt2", "--norms-per-layer", "9"], 2, "--norms-per-layer"),
+    (["--model", "gpt2", "--head-bias", "2"], 2, "--head-bias"),
+    (["--model", "gpt2", "--rotary-dim", "-1"], 2, "--rotary-dim"),
+    (["--model", "gpt2", "--embed-dim", "1.5"], 2, "--embed-dim"),
+    (["--model", "gpt2", "--position-offset", "abc"], 2, "--position-offset"),
+    (["--qk-norm", "1"], 2, "--qk-norm"),
+    (["--model", "Llama-3.2-1B", "--dense-layers", "2"], 1, "--dense-layers"),
+    (["--model", "Llama-3.2-1B", "--rotary-dim", "9999"], 1, "--rotary-dim"),
+    (["--model", "Llama-3.2-1B", "--experts", "4", "--experts-per-token", "2",
+      "--expert-intermediate", "64", "--shared-expert-gate", "1"], 1, "--shared-expert-gate"),
+    # --config and --weights: usage errors before any file is read.
+    (["--config", "x.json", "--model", "gpt2"], 2, "--config"),
+    (["--model", "gpt2", "--config=x.json"], 2, "--model"),
+    (["--config"], 2, "--config"),
+    (["--weights", "x.safetensors"], 2, "llmem weights"),
+    (["--weights", "x.safetensors", "--batch", "2"], 2, "--weights"),
+    (["--weights"], 2, "--weights"),
 ]
 
 
@@ -328,7 +363,10 @@ def check_errors(t, llmem):
             t.check(needle in err, "%s: the message names %s" % (label, needle), err)
             t.check(out == "", "%s: nothing on stdout" % label, out)
             t.check(rc > 0 and rc < 128, "%s: no crash" % label, rc)
-    for args, status in ((["frob"], 2), ([], 2), (["version", "x"], 2), (["help", "x"], 2)):
+    for args, status in ((["frob"], 2), ([], 2), (["version", "x"], 2), (["help", "x"], 2),
+                         (["weights"], 2), (["weights", "a", "b"], 2),
+                         (["weights", "--batch", "2"], 2), (["weights", "x", "--json=1"], 2),
+                         (["weights", "--bogus"], 2)):
         rc, out, err = llmem.run(*args)
         t.check(rc == status and err.startswith("llmem: ") and out == "",
                 "llmem %s: usage error" % " ".join(args), (rc, err))
@@ -363,7 +401,8 @@ CHOICES = {
     "formula": ["phased", "article"],
 }
 MODEL_CHOICES = {
-    "family": ["gpt2", "llama", "opt", "bloom", "gemma2", "phi3"],
+    "family": ["gpt2", "llama", "opt", "bloom", "gemma2", "phi3", "gemma", "gpt_neox", "falcon",
+               "phi", "starcoder2", "deepseek"],
     "norm": ["layernorm", "rmsnorm"],
     "mlp": ["gated", "plain"],
 }
@@ -393,7 +432,11 @@ def check_choices(t, llmem):
 
 FLAGS = ["model", "family", "hidden", "layers", "heads", "kv-heads", "head-dim", "intermediate",
          "vocab", "max-positions", "tie-embeddings", "attn-bias", "norm", "mlp", "experts",
-         "experts-per-token", "expert-intermediate", "batch", "seq", "precision", "optimizer",
+         "experts-per-token", "expert-intermediate", "shared-expert-intermediate",
+         "shared-expert-gate", "dense-layers", "router-bias", "qk-norm", "rotary-dim",
+         "v-head-dim", "q-lora-rank", "kv-lora-rank", "parallel-block", "head-bias",
+         "norms-per-layer", "final-norm", "embed-dim", "position-offset", "config", "weights",
+         "batch", "seq", "precision", "optimizer",
          "grad-ckpt", "attention", "dropout", "method", "lora-rank", "lora-targets",
          "freeze-layers", "loss", "grad-accum", "formula", "article-tmp-factor",
          "article-param-bytes", "json"]
@@ -408,7 +451,7 @@ def check_info(t, llmem):
     for flag in FLAGS:
         t.check(("--%s " % flag) in out or ("--%s\n" % flag) in out,
                 "the usage lists --%s" % flag)
-    for cmd in ("estimate", "models", "version", "help"):
+    for cmd in ("estimate", "models", "weights", "version", "help"):
         t.check(cmd in out, "the usage lists the %s command" % cmd)
     for args in (["version"], ["--version"]):
         rc, out, err = llmem.run(*args)
@@ -416,6 +459,360 @@ def check_info(t, llmem):
                 "llmem %s prints the versions" % args[0], out)
         d = llmem.json()
         t.check(d["version"] in out, "the versions agree", (out, d["version"]))
+
+
+# The integer model fields of the newer flags: flag, JSON key, a value to set on
+# Llama-3.2-1B (16 layers, hidden 2048, head-dim 64), and what params_total
+# becomes (None: not checked here).
+ARCH_FLAGS = [
+    ("qk-norm", "qk_norm", "1", LLAMA_32_1B_PARAMS + 16 * 2 * 64),  # q_norm, k_norm
+    ("final-norm", "final_norm", "0", LLAMA_32_1B_PARAMS - 2048),
+    ("norms-per-layer", "norms_per_layer", "3", LLAMA_32_1B_PARAMS + 16 * 2048),
+    ("head-bias", "head_bias", "1", None),
+    ("embed-dim", "embed_dim", "1024", None),
+    ("position-offset", "position_offset", "2", None),
+]
+
+
+def check_arch_flags(t, llmem):
+    """The flags of the newer model fields: applied, echoed, counted."""
+    for flag, key, value, params in ARCH_FLAGS:
+        d = llmem.json("--model", "Llama-3.2-1B", "--" + flag, value)
+        t.check(d["architecture"].get(key) == int(value) and d["model_modified"] is True,
+                "--%s %s is applied and echoed as %s" % (flag, value, key), d["architecture"])
+        if params is not None:
+            t.check(d["params_total"] == params,
+                    "--%s %s: params_total %d" % (flag, value, params), d["params_total"])
+    moe = ["--model", "Llama-3.2-1B", "--experts", "8", "--experts-per-token", "2",
+           "--expert-intermediate", "1024"]
+    shared = ["--shared-expert-intermediate", "512", "--shared-expert-gate", "1"]
+    base = llmem.json(*moe)
+    d = llmem.json(*(moe + shared))
+    # Each of the 16 MoE layers: a gated shared MLP (3 x 2048 x 512) and its Linear(2048, 1) gate.
+    extra = 16 * (3 * 2048 * 512 + 2048)
+    t.check(d["params_total"] - base["params_total"] == extra,
+            "a gated shared expert adds 16 x (3 x 2048 x 512 + 2048) parameters",
+            (base["params_total"], d["params_total"]))
+    t.check(d["params_active"] - base["params_active"] == extra,
+            "the shared expert is active for every token",
+            (base["params_active"], d["params_active"]))
+    d = llmem.json(*(moe + ["--dense-layers", "2"]))
+    t.check(d["architecture"]["dense_layers"] == 2 and d["params_total"] != base["params_total"],
+            "--dense-layers 2 changes the count", d["architecture"])
+    rc, out, err = llmem.run("estimate", *(moe + shared + ["--dense-layers", "2"]))
+    t.check(rc == 0 and "shared expert 512 (gated)" in out and "2 dense layers" in out,
+            "the table shows the shared expert and the dense layers", (rc, err, out[:600]))
+    d = llmem.json("--model", "Llama-3.2-1B", "--rotary-dim", "32", "--formula", "article")
+    t.check(d["architecture"]["rotary_dim"] == 32, "--rotary-dim is echoed", d["architecture"])
+    d = llmem.json("--family", "deepseek", "--hidden", "256", "--layers", "2", "--heads", "4",
+                   "--head-dim", "48", "--rotary-dim", "16", "--v-head-dim", "32",
+                   "--kv-lora-rank", "64", "--q-lora-rank", "96", "--intermediate", "512",
+                   "--vocab", "1000", "--formula", "article")
+    arch = d["architecture"]
+    t.check((arch["kv_lora_rank"], arch["q_lora_rank"], arch["v_head_dim"], arch["rotary_dim"]) ==
+            (64, 96, 32, 16), "the latent-attention flags describe a custom DeepSeek model", arch)
+    d = llmem.json("--family", "gpt_neox", "--hidden", "256", "--layers", "2", "--heads", "4",
+                   "--intermediate", "1024", "--vocab", "1000", "--parallel-block", "0",
+                   "--formula", "article")
+    t.check(d["architecture"]["parallel_block"] == 0,
+            "--parallel-block 0 is applied after --family's defaults", d["architecture"])
+    d = llmem.json("--model", "Llama-3.2-1B")
+    for key in ("qk_norm", "rotary_dim", "dense_layers", "shared_expert_intermediate",
+                "shared_expert_gate", "head_bias", "norms_per_layer", "final_norm", "embed_dim",
+                "position_offset", "v_head_dim", "q_lora_rank", "kv_lora_rank", "router_bias",
+                "parallel_block"):
+        t.check(is_int(d["architecture"].get(key)), "architecture.%s is an integer" % key)
+
+
+def config_path(name):
+    return os.path.join(HF_CONFIGS, name + ".json")
+
+
+def read_expected_params():
+    with open(os.path.join(HF_DIR, "expected_params.csv")) as f:
+        return {row["config"]: int(row["expected_params"]) for row in csv.DictReader(f)}
+
+
+def check_config(t, llmem):
+    """--config: the model of a Hugging Face config.json, used as a preset is."""
+    llama = config_path("Llama-3.2-1B")
+    d = llmem.json("--config", llama)
+    t.check(d["params_total"] == LLAMA_32_1B_PARAMS,
+            "--config Llama-3.2-1B.json: params_total %d" % LLAMA_32_1B_PARAMS, d["params_total"])
+    t.check(d["model"] == llama and d["model_source"] == "config" and d["model_modified"] is False,
+            "the model is named by its path, model_source config", (d["model"], d["model_source"]))
+    for name in ("Llama-3.2-1B", "gpt2", "Qwen2.5-0.5B"):
+        a = llmem.json("--model", name, "--batch", "2")
+        b = llmem.json("--config", config_path(name), "--batch", "2")
+        for k in ("model", "model_source"):
+            a.pop(k)
+            b.pop(k)
+        t.check(a == b, "--config %s.json estimates what --model %s does" % (name, name))
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(llama, os.path.join(tmp, "config.json"))
+        d = llmem.json("--config", tmp)
+        t.check(d["params_total"] == LLAMA_32_1B_PARAMS and d["model"] == tmp,
+                "--config DIR reads DIR/config.json", (d["model"], d["params_total"]))
+    d = llmem.json("--config=" + llama)
+    t.check(d["params_total"] == LLAMA_32_1B_PARAMS, "--config=PATH works too")
+
+    mixtral = llmem.json("--config", config_path("Mixtral-8x7B-v0.1"))
+    t.check(mixtral["params_total"] == 46702792704,
+            "Mixtral-8x7B-v0.1: params_total 46,702,792,704", mixtral["params_total"])
+    t.check(mixtral["params_active"] == 12879925248,
+            "Mixtral-8x7B-v0.1: 12,879,925,248 active a token", mixtral["params_active"])
+    t.check(mixtral["params_active"] < mixtral["params_total"], "Mixtral: fewer active than total")
+    t.check(mixtral["formula"] == "phased" and mixtral["peak_phase"] in PHASES and
+            mixtral["architecture"]["experts"] == 8,
+            "Mixtral (llama-family MoE) estimates with the phased formula", mixtral["peak_phase"])
+
+    deepseek = config_path("DeepSeek-V2-Lite")
+    rc, out, err = llmem.run("estimate", "--config", deepseek)
+    t.check(rc == 1 and out == "", "DeepSeek-V2-Lite, phased: exit 1, nothing on stdout",
+            (rc, out[:200]))
+    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: ") and
+            "--formula article" in err, "the message points to --formula article", err)
+    d = llmem.json("--config", deepseek, "--formula", "article")
+    t.check(d["params_total"] == 15706484224 and d["params_active"] == 2661150208,
+            "DeepSeek-V2-Lite with --formula article: 15,706,484,224 total, 2,661,150,208 active",
+            (d["params_total"], d["params_active"]))
+    t.check(d["architecture"]["family"] == "deepseek" and d["architecture"]["kv_lora_rank"] == 512,
+            "DeepSeek-V2-Lite: family deepseek, latent attention", d["architecture"])
+
+    # Architecture flags override the config's fields as they do a preset's.
+    d = llmem.json("--config", llama, "--layers", "8")
+    t.check(d["model_modified"] is True and d["architecture"]["layers"] == 8 and
+            d["params_total"] < LLAMA_32_1B_PARAMS, "--layers overrides the config",
+            d["architecture"])
+    d = llmem.json("--config", config_path("gpt2"), "--family", "llama")
+    t.check(d["architecture"]["family"] == "llama" and d["architecture"]["hidden"] == 768,
+            "--family with --config keeps the config's sizes", d["architecture"])
+    qwen3 = llmem.json("--config", config_path("Qwen3-0.6B"))
+    d = llmem.json("--config", config_path("Qwen3-0.6B"), "--qk-norm", "0")
+    t.check(qwen3["architecture"]["qk_norm"] == 1 and
+            qwen3["params_total"] - d["params_total"] == 28 * 2 * 128,
+            "--qk-norm 0 removes Qwen3's q_norm and k_norm",
+            (qwen3["params_total"], d["params_total"]))
+
+    rc, out, err = llmem.run("estimate", "--config", config_path("Mixtral-8x7B-v0.1"))
+    t.check(rc == 0 and out.startswith("Model") and config_path("Mixtral-8x7B-v0.1") in out and
+            "Hugging Face config" in out, "the table names the config", out[:300])
+    t.check("8 experts a layer, top-2 routed" in out and "active a token" in out,
+            "the table shows the experts and the active parameters", out[:600])
+
+    # Every published config: the library's count, through the command.
+    expected = read_expected_params()
+    for name in sorted(expected):
+        d = llmem.json("--config", config_path(name), "--formula", "article")
+        t.check(d["params_total"] == expected[name],
+                "--config %s.json: params_total %d" % (name, expected[name]), d["params_total"])
+
+
+def expect_failure(t, llmem, args, status, needles, label):
+    """One failed run: its exit status, one 'llmem: ' line naming needles, no stdout."""
+    rc, out, err = llmem.run(*args)
+    t.check(rc == status, "%s: exit status %d" % (label, status), (rc, err))
+    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: "),
+            "%s: one line 'llmem: ...' on stderr" % label, err)
+    for needle in needles:
+        t.check(needle in err, "%s: the message has %r" % (label, needle), err)
+    t.check(out == "", "%s: nothing on stdout" % label, out)
+
+
+# (what, config.json text, what the message names besides the path)
+BAD_CONFIGS = [
+    ("malformed JSON", '{"model_type": "llama", "hidden_size": 64,', ["JSON"]),
+    ("a top level that is not an object", '[1, 2]', ["object"]),
+    ("a missing field", '{"model_type": "llama", "num_hidden_layers": 2, '
+     '"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}',
+     ["hidden_size", "llama"]),
+    ("an unknown model_type", '{"model_type": "frobnicator"}', ["frobnicator"]),
+    ("a field of the wrong type", '{"model_type": "gpt2", "n_embd": "64", "n_layer": 2, '
+     '"n_head": 4, "n_positions": 32, "vocab_size": 100}', ["n_embd"]),
+]
+
+
+def check_config_errors(t, llmem):
+    with tempfile.TemporaryDirectory() as tmp:
+        missing = os.path.join(tmp, "nope.json")
+        cases = [("a missing file", missing, ["no such file"]),
+                 ("a directory without config.json", tmp, ["config.json"])]
+        for i, (label, text, needles) in enumerate(BAD_CONFIGS):
+            d = os.path.join(tmp, "bad%d" % i)
+            os.mkdir(d)
+            with open(os.path.join(d, "config.json"), "w") as f:
+                f.write(text)
+            cases.append((label, d, needles))
+            cases.append((label + " (the file itself)", os.path.join(d, "config.json"), needles))
+        for label, path, needles in cases:
+            for extra in ([], ["--json"]):
+                expect_failure(t, llmem, ["estimate", "--config", path] + extra, 1,
+                               ["--config '%s': " % path] + needles,
+                               "--config, %s%s" % (label, " --json" if extra else ""))
+    gpt2 = config_path("gpt2")
+    expect_failure(t, llmem, ["estimate", "--config", gpt2, "--model", "gpt2"], 2,
+                   ["--model", "--config"], "--config with --model")
+    expect_failure(t, llmem, ["estimate", "--config", gpt2, "--layers", "0"], 2, ["--layers"],
+                   "--config with a bad architecture value")
+    expect_failure(t, llmem, ["estimate", "--config", gpt2, "--heads", "5"], 1, ["--heads"],
+                   "--config with a flag that contradicts it")
+
+
+def generate(tmp, config, name, *options):
+    """Write the checkpoint config describes (tests/hf/gen_safetensors.py) under
+    tmp/name: (its parameter count, the directory); the count is None when
+    sparse files cannot be written here."""
+    out = os.path.join(tmp, name)
+    proc = subprocess.run([sys.executable, GENERATOR, config, out] + list(options),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=300)
+    if proc.returncode == 77:
+        return None, out
+    if proc.returncode != 0:
+        raise AssertionError("gen_safetensors.py %s: %s" % (config, proc.stderr.strip()))
+    return int(proc.stdout.strip()), out
+
+
+def tensor_count(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n).decode("utf-8"))
+    return len([k for k in header if k != "__metadata__"])
+
+
+def write_safetensors(path, tensors, header_length=None):
+    """A small file by hand: tensors are (name, dtype, shape, bytes), in order."""
+    header, offset = {}, 0
+    for name, dtype, shape, size in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text) if header_length is None else header_length))
+        f.write(text)
+        f.write(b"\0" * offset)
+
+
+def weights_json(llmem, path):
+    rc, out, err = llmem.run("weights", path, "--json")
+    if rc != 0:
+        raise AssertionError("llmem weights %s --json: exit %d: %s" % (path, rc, err.strip()))
+    return json.loads(out)
+
+
+def check_weights(t, llmem):
+    with tempfile.TemporaryDirectory() as tmp:
+        check_weights_in(t, llmem, tmp)
+
+
+def check_weights_in(t, llmem, tmp):
+    mistral_cfg = os.path.join(HF_CROSSCHECK, "mistral-tied.json")
+    count, mistral = generate(tmp, mistral_cfg, "mistral")
+    if count is None:
+        t.skip("llmem weights", "sparse files cannot be written here")
+        return
+    single = os.path.join(mistral, "model.safetensors")
+    tensors = tensor_count(single)
+    for path in (single, mistral):
+        d = weights_json(llmem, path)
+        t.check((d["params"], d["bytes"], d["tensors"], d["files"]) ==
+                (count, 2 * count, tensors, 1),
+                "llmem weights %s: params, bytes, tensors, files" % os.path.basename(path),
+                (d, count, tensors))
+        t.check(d["dtypes"] == {"BF16": {"params": count, "bytes": 2 * count}},
+                "llmem weights: params and bytes per dtype", d["dtypes"])
+        t.check(d["path"] == path and "matches_model" not in d,
+                "llmem weights: the path, and no model to check against", d)
+    rc, out, err = llmem.run("weights", single)
+    t.check(rc == 0 and err == "" and out.startswith("Weights"), "the table prints", err)
+    t.check("{:,}".format(count) in out and "BF16" in out and "in 1 file" in out,
+            "the table shows the count, the dtype and the files", out)
+    t.check("vs the model" not in out, "the table has no cross-check without a model", out)
+
+    count32, f32 = generate(tmp, mistral_cfg, "f32", "--dtype", "F32")
+    d = weights_json(llmem, f32)
+    t.check(d["params"] == count32 == count and d["bytes"] == 4 * count and
+            list(d["dtypes"]) == ["F32"], "F32 weights: 4 bytes a parameter", d)
+
+    moe_cfg = os.path.join(HF_CROSSCHECK, "qwen2_moe-sparse.json")
+    moe_count, moe = generate(tmp, moe_cfg, "moe", "--shards", "2")
+    for path in (moe, os.path.join(moe, "model.safetensors.index.json")):
+        d = weights_json(llmem, path)
+        t.check(d["params"] == moe_count and d["files"] == 2,
+                "sharded, %s: every shard counted once" % os.path.basename(path), d)
+
+    mixed = os.path.join(tmp, "mixed.safetensors")
+    write_safetensors(mixed, [("a", "F32", [2, 3], 24), ("b", "BF16", [4], 8),
+                              ("c", "I64", [], 8), ("d", "F32", [5], 20)])
+    d = weights_json(llmem, mixed)
+    t.check(d["dtypes"] == {"F32": {"params": 11, "bytes": 44}, "BF16": {"params": 4, "bytes": 8},
+                            "I64": {"params": 1, "bytes": 8}},
+            "mixed dtypes: params and bytes of each", d["dtypes"])
+    t.check((d["params"], d["bytes"], d["tensors"], d["files"]) == (16, 60, 4, 1),
+            "mixed dtypes: the totals", d)
+
+    # The cross-check: the weights against the model of the same config.
+    d = llmem.json("--config", mistral_cfg, "--weights", mistral)
+    w = d.get("weights", {})
+    t.check(w.get("matches_model") is True and w.get("params") == d["params_total"] == count,
+            "--config with its own weights: matches_model true", w)
+    t.check((w.get("params_difference"), w.get("bytes"), w.get("tensors"), w.get("files")) ==
+            (0, 2 * count, tensors, 1) and
+            w.get("dtypes") == {"BF16": {"params": count, "bytes": 2 * count}},
+            "the estimate's weights object has the header counts", w)
+    shutil.copy(moe_cfg, os.path.join(moe, "config.json"))
+    d = llmem.json("--config", moe, "--weights", moe)
+    t.check(d["weights"]["matches_model"] is True and d["weights"]["files"] == 2,
+            "one directory with config.json and sharded weights: they match", d["weights"])
+    d = llmem.json("--config", moe_cfg, "--weights", mistral)
+    w = d["weights"]
+    t.check(w["matches_model"] is False and w["params_difference"] == count - d["params_total"],
+            "other weights: matches_model false, the difference weights - model", w)
+    t.check(d["peak_allocated_bytes"] ==
+            llmem.json("--config", moe_cfg)["peak_allocated_bytes"],
+            "--weights does not change the estimate")
+    rc, out, err = llmem.run("estimate", "--config", mistral_cfg, "--weights", mistral)
+    t.check(rc == 0 and "\nWeights" in out and "matches params_total" in out,
+            "the table adds the weights and says they match", out[-700:])
+    rc, out, err = llmem.run("estimate", "--config", moe_cfg, "--weights", mistral)
+    t.check(rc == 0 and "differs" in out and "{:,}".format(count) in out and
+            "{:,}".format(moe_count) in out and "{:,}".format(moe_count - count) in out,
+            "a mismatch shows both counts and the difference, and exits 0", out[-700:])
+    d = llmem.json("--family", "llama", "--hidden", "64", "--layers", "2", "--heads", "4",
+                   "--intermediate", "128", "--vocab", "100", "--weights", mistral)
+    t.check("weights" in d and d["model_source"] == "custom",
+            "--weights with a custom (--family) model", d.get("weights"))
+
+    # Malformed weights: exit 1, the library's message, nothing on stdout.
+    bad = []
+    garbage = os.path.join(tmp, "garbage.safetensors")
+    with open(garbage, "wb") as f:
+        f.write(b"garbage")
+    bad.append(("a file too short", garbage, []))
+    long_header = os.path.join(tmp, "long.safetensors")
+    write_safetensors(long_header, [("w", "F32", [2], 8)], header_length=10 ** 6)
+    bad.append(("a header length beyond the file", long_header, []))
+    shape = os.path.join(tmp, "shape.safetensors")
+    write_safetensors(shape, [("some.weight", "F32", [3], 8)])
+    bad.append(("a shape that disagrees with its offsets", shape, ["some.weight"]))
+    dtype = os.path.join(tmp, "dtype.safetensors")
+    write_safetensors(dtype, [("w", "F33", [2], 8)])
+    bad.append(("an unknown dtype", dtype, ["F33"]))
+    not_json = os.path.join(tmp, "notjson.safetensors")
+    with open(not_json, "wb") as f:
+        f.write(struct.pack("<Q", 4) + b"{{{{")
+    bad.append(("a header that is not JSON", not_json, []))
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    bad.append(("a directory without weights", empty, []))
+    bad.append(("a missing file", os.path.join(tmp, "nope.safetensors"), []))
+    for label, path, needles in bad:
+        expect_failure(t, llmem, ["weights", path], 1, ["weights '%s': " % path] + needles,
+                       "llmem weights, %s" % label)
+        expect_failure(t, llmem, ["weights", path, "--json"], 1, needles,
+                       "llmem weights --json, %s" % label)
+        expect_failure(t, llmem, ["estimate", "--config", mistral_cfg, "--weights", path], 1,
+                       ["--weights '%s': " % path] + needles, "estimate --weights, %s" % label)
 
 
 GROUPS = {
@@ -430,6 +827,10 @@ GROUPS = {
     "equals": check_equals,
     "choices": check_choices,
     "info": check_info,
+    "arch-flags": check_arch_flags,
+    "config": check_config,
+    "config-errors": check_config_errors,
+    "weights": check_weights,
 }
 
 
