@@ -57,13 +57,13 @@ int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train
     uint64_t terms[4] = { m_p, m_os, m_data, m_tmp };
     static const char *const names[4] = { "m_p", "m_os", "m_data", "m_tmp" };
 
-    e->peak_allocated = total;
-    e->peak_phase = 0;
+    e->r.peak_allocated = total;
+    e->r.peak_phase = 0;
     for (int i = 0; i < PHASE_COUNT; i++)
-        e->phase_peak[i] = 0;
+        e->r.phase_peak[i] = 0;
     for (int k = 0; k < TERM_COUNT; k++) {
-        term_set(&e->term[k], k + 1, terms[k], terms[k]);
-        term_add(&e->term[k], names[k], terms[k]);
+        term_set(&e->r.term[k], k + 1, terms[k], terms[k]);
+        term_add(&e->r.term[k], names[k], terms[k]);
     }
     return LLMEM_OK;
 }

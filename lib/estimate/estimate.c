@@ -64,7 +64,12 @@ static int step_overflows(const model_shape *m, const setup *s)
 /* Why the op-level layer model does not cover m, or NULL when it does. */
 static const char *phased_unsupported(const model_shape *m)
 {
-    if (m->family != LLMEM_FAMILY_GPT2 && m->family != LLMEM_FAMILY_LLAMA)
+    static const int covered[] = { LLMEM_FAMILY_GPT2, LLMEM_FAMILY_LLAMA, LLMEM_FAMILY_PHI3,
+                                   LLMEM_FAMILY_GEMMA, LLMEM_FAMILY_GEMMA2 };
+    int known = 0;
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++)
+        known |= m->family == covered[i];
+    if (!known)
         return "family";
     if (m->kv_lora_rank > 0)
         return "kv-lora-rank (multi-head latent attention)";
@@ -74,6 +79,8 @@ static const char *phased_unsupported(const model_shape *m)
         return "rotary-dim (partial rotary)";
     if (m->experts > 0 && m->family != LLMEM_FAMILY_LLAMA)
         return "experts";
+    if (m->qk_norm && m->family != LLMEM_FAMILY_LLAMA)
+        return "qk-norm";
     if (m->qk_norm && m->norm != LLMEM_NORM_RMSNORM)
         return "qk-norm";
     return NULL;
@@ -129,7 +136,7 @@ int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, se
         if (why != NULL)
             return llmem__fail(ctx, LLMEM_ENOTSUP,
                                "%s: the phased estimate follows the gpt2 and llama code paths "
-                               "(dense or mixture-of-experts); use --formula article for this "
+                               "(dense or mixture-of-experts), phi3 and gemma; use --formula article for this "
                                "model", why);
     }
     return LLMEM_OK;
@@ -161,19 +168,26 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
 
     /* Results are written only on success, so a failed run keeps the last one. */
     if (s.formula == LLMEM_FORMULA_ARTICLE) {
-        llmem_estimate saved = *e;
+        est_results saved = e->r;
         if ((rc = article_estimate(e, &p, train, &s)) != LLMEM_OK) {
-            *e = saved;
+            e->r = saved;
             return rc;
         }
     } else {
+        est_results saved = e->r;
         temporaries_term(e, &m, &p, &s, &st);
+        if (e->graph_overflow) {
+            e->r = saved;
+            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                               "estimate: this model's layer needs more operations than the "
+                               "simulator holds (GRAPH_MAX_OPS); please report it");
+        }
     }
-    e->params_total = p.total;
-    e->params_active = p.active;
-    e->params_trainable = st.trainable;
-    e->peak_reserved = allocator_reserved(e->peak_allocated, &m, &p, &s, &st);
-    e->peak_device = allocator_device(e->peak_reserved);
+    e->r.params_total = p.total;
+    e->r.params_active = p.active;
+    e->r.params_trainable = st.trainable;
+    e->r.peak_reserved = allocator_reserved(e->r.peak_allocated, &m, &p, &s, &st);
+    e->r.peak_device = allocator_device(e->r.peak_reserved);
     e->valid = 1;
     llmem__ok(e->ctx);
     return LLMEM_OK;
@@ -196,13 +210,13 @@ int llmem_estimate_get_u64(const llmem_estimate *e, int key, uint64_t *out)
     if (out == NULL)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: out pointer is NULL");
     switch (key) {
-    case LLMEM_EST_PARAMS_TOTAL: *out = e->params_total; break;
-    case LLMEM_EST_PARAMS_TRAINABLE: *out = e->params_trainable; break;
-    case LLMEM_EST_PEAK_ALLOCATED: *out = e->peak_allocated; break;
-    case LLMEM_EST_PEAK_RESERVED: *out = e->peak_reserved; break;
-    case LLMEM_EST_PEAK_DEVICE: *out = e->peak_device; break;
-    case LLMEM_EST_PEAK_PHASE: *out = (uint64_t)e->peak_phase; break;
-    case LLMEM_EST_PARAMS_ACTIVE: *out = e->params_active; break;
+    case LLMEM_EST_PARAMS_TOTAL: *out = e->r.params_total; break;
+    case LLMEM_EST_PARAMS_TRAINABLE: *out = e->r.params_trainable; break;
+    case LLMEM_EST_PEAK_ALLOCATED: *out = e->r.peak_allocated; break;
+    case LLMEM_EST_PEAK_RESERVED: *out = e->r.peak_reserved; break;
+    case LLMEM_EST_PEAK_DEVICE: *out = e->r.peak_device; break;
+    case LLMEM_EST_PEAK_PHASE: *out = (uint64_t)e->r.peak_phase; break;
+    case LLMEM_EST_PARAMS_ACTIVE: *out = e->r.params_active; break;
     default: return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown result key %d", key);
     }
     return LLMEM_OK;
@@ -215,7 +229,7 @@ int llmem_estimate_phase_bytes(const llmem_estimate *e, int phase, uint64_t *out
         return rc;
     if (out == NULL || phase < 1 || phase > PHASE_COUNT)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown phase %d", phase);
-    *out = e->phase_peak[phase - 1];
+    *out = e->r.phase_peak[phase - 1];
     return LLMEM_OK;
 }
 
@@ -226,7 +240,7 @@ int llmem_estimate_term(const llmem_estimate *e, int kind, const llmem_term **ou
         return rc;
     if (out == NULL || kind < 1 || kind > TERM_COUNT)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
-    *out = &e->term[kind - 1];
+    *out = &e->r.term[kind - 1];
     return LLMEM_OK;
 }
 

@@ -20,15 +20,21 @@ struct llmem_term {
     uint64_t comp_bytes[TERM_MAX_COMPONENTS];
 };
 
-struct llmem_estimate {
-    llmem_ctx *ctx;
-    int valid;
+/* What a run produces; a failed run restores the previous one. */
+typedef struct est_results {
     uint64_t params_total, params_trainable, params_active;
     uint64_t peak_allocated, peak_reserved, peak_device;
     int peak_phase;                   /* 0 in article mode: the terms are summed */
     uint64_t phase_peak[PHASE_COUNT]; /* indexed by llmem_phase - 1 */
     struct llmem_term term[TERM_COUNT];
+} est_results;
+
+struct llmem_estimate {
+    llmem_ctx *ctx;
+    int valid;
+    est_results r;
     uint64_t end_of_backward;         /* live bytes the walk ends backward with (white-box check) */
+    int graph_overflow;               /* a segment did not fit the scratch graph: a bug */
     graph scratch;                    /* reused by every run: no allocation */
 };
 

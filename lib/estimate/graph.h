@@ -17,8 +17,8 @@
 
 #include <stdint.h>
 
-#define GRAPH_MAX_TENSORS 160
-#define GRAPH_MAX_OPS 128
+#define GRAPH_MAX_TENSORS 256
+#define GRAPH_MAX_OPS 224
 #define GRAPH_MAX_IN 3
 
 typedef int16_t tid; /* tensor index; -1 = none */

@@ -57,8 +57,27 @@ static tid rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
     return op_mul(b, w, normed);
 }
 
+/* GemmaRMSNorm / Gemma2RMSNorm: x.float(), x * rsqrt(mean(x^2) + eps), times
+ * (1 + weight.float()), cast back with type_as. */
+static tid gemma_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
+{
+    int in_dt = b->g->t[x].dt;
+    tid xf = op_cast(b, x, FP32);
+    tid var = op_mean_last(b, op_pow(b, xf), dim);
+    tid normed = op_mul(b, xf, op_rsqrt(b, op_add_scalar(b, var)));
+    tid w = op_add_scalar(b, op_cast(b, op_param(b, dim, s->norms_trainable), FP32));
+    return op_cast(b, op_mul(b, normed, w), in_dt);
+}
+
+static int gemma_like(const model_shape *m)
+{
+    return m->family == LLMEM_FAMILY_GEMMA || m->family == LLMEM_FAMILY_GEMMA2;
+}
+
 static tid norm(build *b, const model_shape *m, const seg_spec *s, tid x)
 {
+    if (gemma_like(m))
+        return gemma_rms_norm(b, s, x, m->hidden);
     if (m->norm == LLMEM_NORM_RMSNORM)
         return rms_norm(b, s, x, m->hidden);
     return op_layer_norm(b, x, m->hidden, s->norms_trainable, m->norm_bias);
@@ -110,6 +129,8 @@ static tid attention_core(build *b, const model_shape *m, tid q, tid k, tid v, t
         w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
     } else {
         w = op_scale(b, w); /* * scaling */
+        if (m->family == LLMEM_FAMILY_GEMMA2) /* attn_logit_softcapping: / cap, tanh, * cap */
+            w = op_scale(b, op_tanh(b, op_scale(b, w)));
     }
     if (mask >= 0)
         w = op_add(b, w, mask);
@@ -164,13 +185,23 @@ static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, ti
                            const shared_tensors *sh)
 {
     uint64_t H = m->hidden, qw = m->heads * m->head_dim, kvw = m->kv_heads * m->head_dim;
-    tid q = linear(b, s, h, H, qw, m->qkv_bias, LLMEM_LORA_Q);
-    if (m->qk_norm) /* Qwen3: q_norm over head_dim before the transpose */
-        q = rms_norm(b, s, q, m->head_dim);
-    tid k = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_K);
-    if (m->qk_norm)
-        k = rms_norm(b, s, k, m->head_dim);
-    tid v = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_V);
+    tid q, k, v;
+    if (m->family == LLMEM_FAMILY_PHI3) {
+        /* Phi3Attention: one qkv_proj, sliced into views */
+        tid qkv = linear(b, s, h, H, qw + 2 * kvw, m->qkv_bias,
+                         LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
+        q = op_view_part(b, qkv, b->tokens * qw);
+        k = op_view_part(b, qkv, b->tokens * kvw);
+        v = op_view_part(b, qkv, b->tokens * kvw);
+    } else {
+        q = linear(b, s, h, H, qw, m->qkv_bias, LLMEM_LORA_Q);
+        if (m->qk_norm) /* Qwen3: q_norm over head_dim before the transpose */
+            q = rms_norm(b, s, q, m->head_dim);
+        k = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_K);
+        if (m->qk_norm)
+            k = rms_norm(b, s, k, m->head_dim);
+        v = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_V);
+    }
     q = rotary(b, q, sh->cos, sh->sin);
     k = rotary(b, k, sh->cos, sh->sin);
     tid o = attention_core(b, m, q, k, v, sh->mask);
@@ -246,21 +277,33 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     return out;
 }
 
+/* Phi3MLP: one gate_up_proj chunked into views; up * silu(gate). */
+static tid phi3_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden, I = m->intermediate;
+    tid gate_up = linear(b, s, h, H, 2 * I, m->mlp_bias, LLMEM_LORA_GATE | LLMEM_LORA_UP);
+    tid gate = op_view_part(b, gate_up, b->tokens * I), up = op_view_part(b, gate_up, b->tokens * I);
+    return linear(b, s, op_mul(b, up, op_silu(b, gate)), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+}
+
+/* GemmaMLP: gelu_pytorch_tanh, a native gelu that saves its input. */
+static tid geglu_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden, I = m->intermediate;
+    tid act = op_gelu(b, linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_GATE));
+    tid up = linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
+    return linear(b, s, op_mul(b, act, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+}
+
 static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     if (s->moe)
         return moe_mlp(b, m, s, h);
+    if (m->family == LLMEM_FAMILY_PHI3)
+        return phi3_mlp(b, m, s, h);
+    if (gemma_like(m))
+        return geglu_mlp(b, m, s, h);
     return gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
-}
-
-/* A view of part of x that keeps x alive while it is saved (split of the
- * fused qkv): zero bytes of its own, a gradient of its own size. */
-static tid view_part(build *b, tid x, uint64_t elems)
-{
-    int dt = b->g->t[x].dt;
-    tid v = graph_op(b->g, elems, dt, &x, 1, 1u, 0, 0, 0, 0);
-    b->g->t[v].bytes = 0;
-    return v;
 }
 
 /* GPT2Attention: fused c_attn, split into views, eager attention, c_proj. */
@@ -269,8 +312,8 @@ static tid gpt2_attention(build *b, const model_shape *m, const seg_spec *s, tid
 {
     uint64_t H = m->hidden, tokens_h = b->tokens * H;
     tid qkv = linear(b, s, h, H, 3 * H, m->qkv_bias, LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
-    tid q = view_part(b, qkv, tokens_h), k = view_part(b, qkv, tokens_h);
-    tid v = view_part(b, qkv, tokens_h);
+    tid q = op_view_part(b, qkv, tokens_h), k = op_view_part(b, qkv, tokens_h);
+    tid v = op_view_part(b, qkv, tokens_h);
     tid o = attention_core(b, m, q, k, v, sh->mask);
     o = linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
     return op_dropout(b, o); /* resid_dropout */
@@ -308,9 +351,13 @@ void build_layer(build *b, const model_shape *m, const seg_spec *s)
     } else {
         a = llama_attention(b, m, s, h, &sh);
         graph_hold(b->g, h);
+        if (m->family == LLMEM_FAMILY_GEMMA2) /* post_attention_layernorm */
+            a = norm(b, m, s, a);
         mid = op_add(b, x, a);
         h = norm(b, m, s, mid);
         mlp_out = llama_mlp(b, m, s, h);
+        if (m->family == LLMEM_FAMILY_GEMMA2) /* post_feedforward_layernorm */
+            mlp_out = norm(b, m, s, mlp_out);
     }
     graph_hold(b->g, h);
     b->g->output = op_add(b, mid, mlp_out);
@@ -329,6 +376,8 @@ void build_embedding(build *b, const model_shape *m, const seg_spec *s)
         if (m->positions == LLMEM_POSITIONS_LEARNED) /* an intermediate, not the output */
             graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
     }
+    if (gemma_like(m)) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */
+        x = op_scale(b, x);
     if (m->positions == LLMEM_POSITIONS_LEARNED) {
         tid pos = graph_op(b->g, b->seq * m->hidden, b->param_dt,
                            (tid[]){ op_param(b, (m->max_positions + m->position_offset) * m->hidden,
@@ -378,6 +427,8 @@ void build_head(build *b, const model_shape *m, const seg_spec *s)
         return;
     }
     tid logits = op_linear(b, x, m->hidden, m->vocab, s->weights_trainable, m->head_bias);
+    if (m->family == LLMEM_FAMILY_GEMMA2) /* final_logit_softcapping: / cap, tanh, * cap */
+        logits = op_scale(b, op_tanh(b, op_scale(b, logits)));
     tid lf = op_cast(b, logits, FP32);
     /* pad(labels, (0, 1), -100)[..., 1:].contiguous(): int64, saved by nll_loss. */
     tid padded = graph_op(b->g, b->batch * (b->seq + 1), INT64, NULL, 0, 0, 0, 0, 0, 0);

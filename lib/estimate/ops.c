@@ -230,3 +230,11 @@ tid op_flash_attention(build *b, tid q, tid k, tid v, uint64_t heads)
     return graph_op(b->g, tensor_elems(b, q), dt_of(b, q), in, 3,
                     BIT(0) | BIT(1) | BIT(2) | SAVE_OUT | SAVE_AUX, 0, lse, 0, dq_accum);
 }
+
+tid op_view_part(build *b, tid x, uint64_t elems)
+{
+    /* Saved by the view op itself so the base lives while the view may be used. */
+    tid v = graph_op(b->g, elems, dt_of(b, x), &x, 1, BIT(0), 0, 0, 0, 0);
+    b->g->t[v].bytes = 0;
+    return v;
+}

@@ -56,6 +56,7 @@ static void simulate(llmem_estimate *e, build *b, segment_builder fn, const mode
     b->g = &e->scratch;
     fn(b, m, spec);
     graph_simulate(&e->scratch, hold_output, c);
+    e->graph_overflow |= e->scratch.overflow;
 }
 
 /* Autocast caches the low-precision copy of each trainable leaf weight until
@@ -190,6 +191,7 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     (void)p;
 
     memset(&b, 0, sizeof b);
+    e->graph_overflow = 0;
     b.batch = s->batch;
     b.seq = s->seq;
     b.tokens = s->batch * s->seq;
@@ -287,32 +289,32 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     /* The optimizer step: weights, states, gradients, and its own transient. */
     candidate(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, st->grads);
 
-    e->peak_allocated = w.peak;
-    e->peak_phase = w.peak_phase;
-    memcpy(e->phase_peak, w.phase_peak, sizeof w.phase_peak);
+    e->r.peak_allocated = w.peak;
+    e->r.peak_phase = w.peak_phase;
+    memcpy(e->r.phase_peak, w.phase_peak, sizeof w.phase_peak);
 
-    term_set(&e->term[0], LLMEM_TERM_PARAMETERS,
+    term_set(&e->r.term[0], LLMEM_TERM_PARAMETERS,
              st->weights + st->quant_constants + st->adapters + st->buffers,
              st->weights + st->quant_constants + st->adapters + st->buffers);
-    term_add(&e->term[0], "weights", st->weights);
+    term_add(&e->r.term[0], "weights", st->weights);
     if (st->quant_constants)
-        term_add(&e->term[0], "quant_constants", st->quant_constants);
+        term_add(&e->r.term[0], "quant_constants", st->quant_constants);
     if (st->adapters)
-        term_add(&e->term[0], "lora_adapters", st->adapters);
-    term_add(&e->term[0], "buffers", st->buffers);
+        term_add(&e->r.term[0], "lora_adapters", st->adapters);
+    term_add(&e->r.term[0], "buffers", st->buffers);
 
-    term_set(&e->term[1], LLMEM_TERM_OPTIMIZER, st->states + w.peak_grads, st->states + st->grads);
-    term_add(&e->term[1], "gradients", w.peak_grads);
-    term_add(&e->term[1], "states", st->states);
+    term_set(&e->r.term[1], LLMEM_TERM_OPTIMIZER, st->states + w.peak_grads, st->states + st->grads);
+    term_add(&e->r.term[1], "gradients", w.peak_grads);
+    term_add(&e->r.term[1], "states", st->states);
 
-    term_set(&e->term[2], LLMEM_TERM_DATA, st->batch, st->batch);
-    term_add(&e->term[2], "batch", st->batch);
+    term_set(&e->r.term[2], LLMEM_TERM_DATA, st->batch, st->batch);
+    term_add(&e->r.term[2], "batch", st->batch);
 
     uint64_t temp = w.peak - w.fixed - w.peak_grads;
-    term_set(&e->term[3], LLMEM_TERM_TEMPORARY, temp, w.temp_max);
+    term_set(&e->r.term[3], LLMEM_TERM_TEMPORARY, temp, w.temp_max);
     if (w.peak_phase == LLMEM_PHASE_OPTIMIZER) {
-        term_add(&e->term[3], "optimizer_step", temp);
+        term_add(&e->r.term[3], "optimizer_step", temp);
     } else {
-        term_add(&e->term[3], "activations", temp);
+        term_add(&e->r.term[3], "activations", temp);
     }
 }
