@@ -42,15 +42,11 @@ static uint64_t state_tensors(int optimizer)
     }
 }
 
-uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const model_params *p,
-                            const setup *s, const step_static *st)
+uint64_t allocator_reserved(uint64_t allocated, const tensor_list *l, const setup *s)
 {
-    tensor_list l;
     uint64_t waste = 0;
-    (void)st;
-    step_tensors(m, p, s, &l);
-    for (int i = 0; i < l.n; i++) {
-        const tensor_class *c = &l.c[i];
+    for (int i = 0; i < l->n; i++) {
+        const tensor_class *c = &l->c[i];
         uint64_t bytes = c->dt ? class_elems(c) * (uint64_t)c->dt : (class_elems(c) + 1) / 2;
         uint64_t copies = 1 + (c->trainable ? 1 + state_tensors(s->optimizer) : 0);
         waste += (block_size(bytes) - bytes) * copies * c->count;

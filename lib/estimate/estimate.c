@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "estimate/estimate.h"
+#include "estimate/tensors.h"
 
 #include "core/checked.h"
 #include "core/ctx.h"
@@ -148,6 +149,7 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
     model_params p;
     setup s;
     step_static st;
+    tensor_list tensors;
     if (e == NULL)
         return LLMEM_EINVAL;
     if (model == NULL || train == NULL)
@@ -162,8 +164,9 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
         return rc;
 
     memset(&st, 0, sizeof st);
-    params_term(&m, &p, &s, &st);
-    optimizer_term(&m, &p, &s, &st);
+    step_tensors(&m, &p, &s, &tensors);
+    params_term(&tensors, &m, &s, &st);
+    optimizer_term(&tensors, &s, &st);
     st.batch = data_term(&s);
 
     /* Results are written only on success, so a failed run keeps the last one. */
@@ -186,7 +189,7 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
     e->r.params_total = p.total;
     e->r.params_active = p.active;
     e->r.params_trainable = st.trainable;
-    e->r.peak_reserved = allocator_reserved(e->r.peak_allocated, &m, &p, &s, &st);
+    e->r.peak_reserved = allocator_reserved(e->r.peak_allocated, &tensors, &s);
     e->r.peak_device = allocator_device(e->r.peak_reserved);
     e->valid = 1;
     llmem__ok(e->ctx);

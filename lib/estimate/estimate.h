@@ -59,9 +59,7 @@ typedef struct setup {
 
 int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s);
 
-/* The four term estimators. */
-void params_term(const model_shape *m, const model_params *p, const setup *s, step_static *st);
-void optimizer_term(const model_shape *m, const model_params *p, const setup *s, step_static *st);
+/* The four term estimators (parameters and optimizer: see tensors.h). */
 uint64_t data_term(const setup *s);
 /* Temporaries: walks the phases of a step; fills the estimate's peaks and terms. */
 void temporaries_term(llmem_estimate *e, const model_shape *m, const model_params *p,
@@ -71,9 +69,7 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
 int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
                      const setup *s);
 
-/* Reserved and device levels from allocated bytes. */
-uint64_t allocator_reserved(uint64_t allocated, const model_shape *m, const model_params *p,
-                            const setup *s, const step_static *st);
+/* Device level from reserved bytes (reserved: see tensors.h). */
 uint64_t allocator_device(uint64_t reserved);
 
 void term_set(struct llmem_term *t, int kind, uint64_t at_peak, uint64_t max);

@@ -32,14 +32,12 @@ static uint64_t adamw8bit_states(const tensor_class *c)
     return 2 * (n + (n + BNB_BLOCK - 1) / BNB_BLOCK * 4);
 }
 
-void optimizer_term(const model_shape *m, const model_params *p, const setup *s, step_static *st)
+void optimizer_term(const tensor_list *l, const setup *s, step_static *st)
 {
-    tensor_list l;
     uint64_t grads = 0, states = 0, largest = 0;
     uint64_t decay_bytes = 0, no_decay_bytes = 0;
-    step_tensors(m, p, s, &l);
-    for (int i = 0; i < l.n; i++) {
-        const tensor_class *c = &l.c[i];
+    for (int i = 0; i < l->n; i++) {
+        const tensor_class *c = &l->c[i];
         if (!c->trainable)
             continue;
         /* Trainable tensors are never NF4; .grad and torch's states take their dtype. */

@@ -7,13 +7,11 @@
 #define NF4_BLOCK 64
 #define NF4_DQ_BLOCK 256
 
-void params_term(const model_shape *m, const model_params *p, const setup *s, step_static *st)
+void params_term(const tensor_list *l, const model_shape *m, const setup *s, step_static *st)
 {
-    tensor_list l;
-    step_tensors(m, p, s, &l);
     st->weights = st->quant_constants = st->adapters = st->trainable = st->param_tensors = 0;
-    for (int i = 0; i < l.n; i++) {
-        const tensor_class *c = &l.c[i];
+    for (int i = 0; i < l->n; i++) {
+        const tensor_class *c = &l->c[i];
         uint64_t elems = class_elems(c) * c->count;
         int adapter = (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA) &&
                       c->trainable;
