@@ -37,9 +37,12 @@ TOOLCHAIN_WRITABLE = {
     "completed.0",            # crtbeginS.o: __do_global_dtors_aux has run
     "_GLOBAL_OFFSET_TABLE_",  # ld: start of .got.plt (lazy binding slots)
 }
-# AddressSanitizer's one-byte ODR-violation indicators, one per global
-# (-Db_sanitize=address builds only): the sanitizer's state, not ours.
-TOOLCHAIN_WRITABLE_PREFIXES = ("__odr_asan.",)
+# Instrumentation data of sanitized builds (-Db_sanitize=...), allowed only
+# when the library imports a sanitizer runtime: GCC's AddressSanitizer
+# one-byte ODR indicators (__odr_asan.<global>), and Clang's unnamed global
+# descriptors and UndefinedBehaviorSanitizer source locations (__unnamed_N).
+SANITIZER_WRITABLE = re.compile(r"__odr_asan\.|__unnamed_\d+$")
+SANITIZER_RUNTIME = re.compile(r"^__(asan|ubsan|tsan|msan)_")
 
 
 def run(cmd):
@@ -182,6 +185,9 @@ def cmd_data(lib, readelf):
     tls = {idx: name for idx, name, addr, size, flags in sections if "T" in flags}
 
     problems, allowed, sanitizer = [], [], 0
+    sanitized = any(SANITIZER_RUNTIME.match(line.split()[-1])
+                    for line in run([readelf, "--dyn-syms", "-W", lib]).splitlines()
+                    if " UND " in line)
     for line in run([readelf, "-sW", "--syms", lib]).split("Symbol table")[1:]:
         if "'.symtab'" not in line.splitlines()[0]:
             continue
@@ -198,7 +204,7 @@ def cmd_data(lib, readelf):
             elif ndx in writable:
                 if name in TOOLCHAIN_WRITABLE:
                     allowed.append("%s (%s)" % (name, writable[ndx]))
-                elif name.startswith(TOOLCHAIN_WRITABLE_PREFIXES):
+                elif sanitized and SANITIZER_WRITABLE.match(name):
                     sanitizer += 1
                 else:
                     problems.append("%s: %s bytes of writable data in %s"
@@ -210,7 +216,7 @@ def cmd_data(lib, readelf):
               "object const, or move it into a context-owned object.")
         return 1
     if sanitizer:
-        allowed.append("%d AddressSanitizer ODR indicators" % sanitizer)
+        allowed.append("%d sanitizer instrumentation objects" % sanitizer)
     print("OK: no writable data of ours in %s (toolchain only: %s)"
           % (os.path.basename(lib), ", ".join(sorted(allowed)) or "none"))
     return 0
