@@ -5,7 +5,7 @@
 usage: run_fuzz.py FUZZER CORPUS_DIR SECONDS
 
 The seed corpus in the source tree stays untouched: libFuzzer grows a copy in a
-temporary directory. On a crash, the reproducer is kept and its path printed;
+temporary directory. CORPUS_DIR.dict, when present, is the fuzzing dictionary. On a crash, the reproducer is kept and its path printed;
 rerun it with FUZZER PATH.
 """
 import os
@@ -22,6 +22,8 @@ def main():
     shutil.copytree(seeds, corpus)
     cmd = [fuzzer, corpus, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048",
            "-print_final_stats=1", f"-artifact_prefix={work}/"]
+    if os.path.exists(seeds.rstrip("/") + ".dict"):
+        cmd.append("-dict=" + seeds.rstrip("/") + ".dict")
     print(" ".join(cmd), flush=True)
     rc = subprocess.call(cmd)
     crashes = [f for f in os.listdir(work) if f != "corpus"]

@@ -515,3 +515,52 @@ Test(hf_config, file_not_json, .init = setup_tmp, .fini = teardown_tmp)
     cr_expect_eq(llmem_model_new_hf_config(ctx, path, &m), LLMEM_EPARSE);
     cr_expect_not_null(strstr(llmem_ctx_error(ctx), "invalid JSON"), "%s", llmem_ctx_error(ctx));
 }
+
+/* Allocation failure at every step: a clean status, nothing leaked. */
+
+typedef struct budget {
+    int left;  /* allocations that succeed; then every one fails */
+    long live; /* allocated and not freed */
+} budget;
+
+static void *budget_alloc(void *user, size_t bytes)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    void *p = malloc(bytes);
+    b->live += p != NULL;
+    return p;
+}
+
+static void budget_free(void *user, void *ptr)
+{
+    budget *b = user;
+    b->live--;
+    free(ptr);
+}
+
+Test(hf_config, allocation_failures)
+{
+    for (int k = 1; k < 64; k++) {
+        budget b = { k, 0 };
+        llmem_allocator a = LLMEM_ALLOCATOR_INIT;
+        llmem_ctx *c = NULL;
+        llmem_model *m = NULL;
+        a.alloc = budget_alloc;
+        a.free = budget_free;
+        a.user = &b;
+        cr_assert_eq(llmem_ctx_new(&c, &a), LLMEM_OK);
+        int rc = llmem_model_new_hf_config(c, HF_TEST_DIR "/configs", &m);
+        /* The directory has no config.json: EIO once the path fits in memory. */
+        cr_expect(rc == LLMEM_EIO || rc == LLMEM_ENOMEM, "budget %d: %d", k, rc);
+        rc = llmem_model_new_hf_config(c, HF_TEST_DIR "/crosscheck/qwen2_moe-sparse.json", &m);
+        cr_expect(rc == LLMEM_OK || rc == LLMEM_ENOMEM, "budget %d: %d (%s)", k, rc,
+                  llmem_ctx_error(c));
+        llmem_model_free(m);
+        llmem_ctx_free(c);
+        cr_expect_eq(b.live, 0, "budget %d: %ld blocks leaked", k, b.live);
+        if (rc == LLMEM_OK)
+            break;
+    }
+}

@@ -586,3 +586,57 @@ ParameterizedTest(cross_case *c, safetensors, crosscheck, .init = setup, .fini =
     cr_expect_eq(get(w, LLMEM_WEIGHTS_FILES), (uint64_t)c->shards);
     llmem_weights_free(w);
 }
+
+/* ------------------------------------------------------------------ */
+/* Allocation failure at every step: a clean status, nothing leaked. */
+
+typedef struct budget {
+    int left;        /* allocations that succeed; then every one fails */
+    long live;       /* allocated and not freed */
+} budget;
+
+static void *budget_alloc(void *user, size_t bytes)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    void *p = malloc(bytes);
+    b->live += p != NULL;
+    return p;
+}
+
+static void budget_free(void *user, void *ptr)
+{
+    budget *b = user;
+    b->live--;
+    free(ptr);
+}
+
+Test(safetensors, allocation_failures, .init = setup, .fini = teardown)
+{
+    write_shards();
+    write_index(INDEX(MAP2));
+    for (int k = 1; k < 64; k++) {
+        budget b = { k, 0 };
+        llmem_allocator a = LLMEM_ALLOCATOR_INIT;
+        llmem_ctx *c = NULL;
+        llmem_weights *w = NULL;
+        a.alloc = budget_alloc;
+        a.free = budget_free;
+        a.user = &b;
+        cr_assert_eq(llmem_ctx_new(&c, &a), LLMEM_OK);
+        int rc = llmem_weights_open(c, tmpdir, &w);
+        cr_expect(rc == LLMEM_OK || rc == LLMEM_ENOMEM, "budget %d: %d (%s)", k, rc,
+                  llmem_ctx_error(c));
+        if (rc == LLMEM_OK) {
+            cr_expect_eq(get(w, LLMEM_WEIGHTS_PARAMS), 11);
+            llmem_weights_free(w);
+        } else {
+            cr_expect_null(w);
+        }
+        llmem_ctx_free(c);
+        cr_expect_eq(b.live, 0, "budget %d: %ld blocks leaked", k, b.live);
+        if (rc == LLMEM_OK)
+            break;
+    }
+}
