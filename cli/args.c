@@ -16,7 +16,8 @@ static const char *const norms[] = { "layernorm", "rmsnorm", NULL };
 static const char *const mlps[] = { "gated", "plain", NULL };
 static const char *const precisions[] = { "fp32", "bf16-mixed", "fp16-mixed", "bf16", NULL };
 static const char *const optimizers[] = { "adamw",     "adam",       "sgd", "sgd-momentum",
-                                          "adafactor", "adamw-8bit", "lion", NULL };
+                                          "adafactor", "adamw-8bit", "lion", "paged-adamw-8bit",
+                                          "paged-adamw", NULL };
 static const char *const grad_ckpts[] = { "none", "full", NULL };
 static const char *const attentions[] = { "eager", "flash", NULL };
 static const char *const methods[] = { "full", "lora", "qlora", "freeze", NULL };

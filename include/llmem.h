@@ -390,7 +390,13 @@ enum llmem_precision {
 enum llmem_optimizer {
     LLMEM_OPTIMIZER_ADAMW = 1, LLMEM_OPTIMIZER_ADAM = 2, LLMEM_OPTIMIZER_SGD = 3,
     LLMEM_OPTIMIZER_SGD_MOMENTUM = 4, LLMEM_OPTIMIZER_ADAFACTOR = 5,
-    LLMEM_OPTIMIZER_ADAMW_8BIT = 6, LLMEM_OPTIMIZER_LION = 7
+    LLMEM_OPTIMIZER_ADAMW_8BIT = 6, LLMEM_OPTIMIZER_LION = 7,
+    /** "paged-adamw-8bit": bitsandbytes' PagedAdamW8bit. Its states live in CUDA
+     * unified memory, outside PyTorch's allocator: they count at the device level,
+     * not in allocated or reserved. @since 0.1.0 */
+    LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT = 8,
+    /** "paged-adamw": bitsandbytes' PagedAdamW (32-bit states), paged likewise. @since 0.1.0 */
+    LLMEM_OPTIMIZER_PAGED_ADAMW = 9
 };
 /** Gradient checkpointing. @since 0.1.0 */
 enum llmem_grad_ckpt { LLMEM_GRAD_CKPT_NONE = 1, LLMEM_GRAD_CKPT_FULL = 2 };

@@ -31,6 +31,8 @@ static const name_value optimizer[] = {
     { "sgd", LLMEM_OPTIMIZER_SGD },           { "sgd-momentum", LLMEM_OPTIMIZER_SGD_MOMENTUM },
     { "adafactor", LLMEM_OPTIMIZER_ADAFACTOR }, { "adamw-8bit", LLMEM_OPTIMIZER_ADAMW_8BIT },
     { "lion", LLMEM_OPTIMIZER_LION },
+    { "paged-adamw-8bit", LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT },
+    { "paged-adamw", LLMEM_OPTIMIZER_PAGED_ADAMW },
 };
 static const name_value grad_ckpt[] = { { "none", LLMEM_GRAD_CKPT_NONE },
                                         { "full", LLMEM_GRAD_CKPT_FULL } };

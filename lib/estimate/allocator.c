@@ -54,7 +54,7 @@ uint64_t allocator_reserved(uint64_t allocated, const tensor_list *l, const setu
     return allocated + waste + CUBLAS_WORKSPACE;
 }
 
-uint64_t allocator_device(uint64_t reserved)
+uint64_t allocator_device(uint64_t reserved, uint64_t paged)
 {
-    return reserved + CUDA_CONTEXT;
+    return reserved + CUDA_CONTEXT + paged;
 }

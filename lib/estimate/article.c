@@ -23,7 +23,9 @@ static double state_multiple(int optimizer, int param_bytes)
     case LLMEM_OPTIMIZER_ADAM: return 2.0;
     case LLMEM_OPTIMIZER_SGD_MOMENTUM:
     case LLMEM_OPTIMIZER_LION: return 1.0;
-    case LLMEM_OPTIMIZER_ADAMW_8BIT: return 2.0 / param_bytes; /* two 1-byte states */
+    case LLMEM_OPTIMIZER_ADAMW_8BIT:
+    case LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT: return 2.0 / param_bytes; /* two 1-byte states */
+    case LLMEM_OPTIMIZER_PAGED_ADAMW: return 8.0 / param_bytes; /* two fp32 states */
     default: return 0.0; /* SGD; Adafactor's factored states are negligible here */
     }
 }

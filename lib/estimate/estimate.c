@@ -190,7 +190,7 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
     e->r.params_active = p.active;
     e->r.params_trainable = st.trainable;
     e->r.peak_reserved = allocator_reserved(e->r.peak_allocated, &tensors, &s);
-    e->r.peak_device = allocator_device(e->r.peak_reserved);
+    e->r.peak_device = allocator_device(e->r.peak_reserved, st.paged_states);
     e->valid = 1;
     llmem__ok(e->ctx);
     return LLMEM_OK;

@@ -42,6 +42,7 @@ struct llmem_estimate {
 typedef struct step_static {
     uint64_t weights, quant_constants, adapters, buffers;
     uint64_t grads, states, batch;
+    uint64_t paged_states;    /* bitsandbytes paged states: unified memory, device level only */
     uint64_t optimizer_step;  /* transient of optimizer.step() */
     uint64_t trainable;       /* parameters that train */
     uint64_t param_tensors;   /* tensors of weights (allocator rounding) */
@@ -69,8 +70,9 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
 int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
                      const setup *s);
 
-/* Device level from reserved bytes (reserved: see tensors.h). */
-uint64_t allocator_device(uint64_t reserved);
+/* Device level: reserved bytes, the CUDA context, and paged optimizer states
+ * (reserved: see tensors.h). */
+uint64_t allocator_device(uint64_t reserved, uint64_t paged);
 
 void term_set(struct llmem_term *t, int kind, uint64_t at_peak, uint64_t max);
 void term_add(struct llmem_term *t, const char *name, uint64_t bytes);

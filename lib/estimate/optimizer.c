@@ -57,12 +57,23 @@ void optimizer_term(const tensor_list *l, const setup *s, step_static *st)
         case LLMEM_OPTIMIZER_SGD_MOMENTUM:
         case LLMEM_OPTIMIZER_LION: states += bytes * c->count; break;
         case LLMEM_OPTIMIZER_ADAFACTOR: states += adafactor_states(c) * c->count; break;
-        case LLMEM_OPTIMIZER_ADAMW_8BIT: states += adamw8bit_states(c) * c->count; break;
+        case LLMEM_OPTIMIZER_ADAMW_8BIT:
+        case LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT: states += adamw8bit_states(c) * c->count; break;
+        case LLMEM_OPTIMIZER_PAGED_ADAMW: states += 2 * class_elems(c) * 4 * c->count; break;
         default: break;
         }
     }
     st->grads = grads;
     st->states = states;
+    st->paged_states = 0;
+    if (s->optimizer == LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT ||
+        s->optimizer == LLMEM_OPTIMIZER_PAGED_ADAMW) {
+        /* bitsandbytes allocates paged states with cudaMallocManaged (F.get_paged,
+         * functional.py): torch's allocator never sees them, and the driver may
+         * page them out to host memory under pressure. */
+        st->paged_states = states;
+        st->states = 0;
+    }
     switch (s->optimizer) {
     case LLMEM_OPTIMIZER_ADAMW:
     case LLMEM_OPTIMIZER_ADAM:

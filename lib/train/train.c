@@ -24,7 +24,7 @@ static const train_field fields[] = {
     { LLMEM_TRAIN_SEQ, "seq", KIND_INT, 1, 1 << 28, 512, NULL },
     { LLMEM_TRAIN_PRECISION, "precision", KIND_ENUM, 1, 4, LLMEM_PRECISION_BF16_MIXED,
       &names_precision },
-    { LLMEM_TRAIN_OPTIMIZER, "optimizer", KIND_ENUM, 1, 7, LLMEM_OPTIMIZER_ADAMW,
+    { LLMEM_TRAIN_OPTIMIZER, "optimizer", KIND_ENUM, 1, 9, LLMEM_OPTIMIZER_ADAMW,
       &names_optimizer },
     { LLMEM_TRAIN_GRAD_CKPT, "grad-ckpt", KIND_ENUM, 1, 2, LLMEM_GRAD_CKPT_NONE,
       &names_grad_ckpt },

@@ -1033,3 +1033,37 @@ Test(terms, lora_targets_matching_nothing, .init = setup_est, .fini = teardown_e
     llmem_train_free(t);
     llmem_model_free(m);
 }
+
+/* bitsandbytes' paged optimizers keep their states in CUDA unified memory:
+ * outside PyTorch's allocator (allocated, reserved) but on the device. */
+Test(terms, paged_states_count_on_the_device_only)
+{
+    llmem_ctx *c;
+    llmem_model *m;
+    cr_assert_eq(llmem_ctx_new(&c, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(c, "meta-llama/Llama-3.2-1B", &m), LLMEM_OK);
+    uint64_t alloc[2], device[2], states[2];
+    const char *opt[2] = { "adamw-8bit", "paged-adamw-8bit" };
+    for (int i = 0; i < 2; i++) {
+        llmem_train *t;
+        llmem_estimate *e;
+        const llmem_term *term;
+        cr_assert_eq(llmem_train_new(c, &t), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, "qlora"), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_OPTIMIZER, opt[i]), LLMEM_OK);
+        cr_assert_eq(llmem_estimate_new(c, &e), LLMEM_OK);
+        cr_assert_eq(llmem_estimate_run(e, m, t), LLMEM_OK, "%s", llmem_ctx_error(c));
+        llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, &alloc[i]);
+        llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &device[i]);
+        cr_assert_eq(llmem_estimate_term(e, LLMEM_TERM_OPTIMIZER, &term), LLMEM_OK);
+        states[i] = llmem_term_max_bytes(term);
+        llmem_estimate_free(e);
+        llmem_train_free(t);
+    }
+    cr_expect_gt(states[0], 0);
+    cr_expect_lt(states[1], states[0], "paged states must leave the optimizer term");
+    cr_expect_lt(alloc[1], alloc[0], "paged states are not torch allocations");
+    cr_expect_eq(device[1], device[0], "the device holds them either way");
+    llmem_model_free(m);
+    llmem_ctx_free(c);
+}
