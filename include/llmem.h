@@ -8,7 +8,8 @@
  * number of bytes. Every fallible call returns an `int` status: 0
  * (#LLMEM_OK) on success or a negative `LLMEM_E*` code; the object's context
  * then holds a message naming the offending field and value
- * (llmem_ctx_error()). A failed call leaves its object usable and unchanged.
+ * (llmem_ctx_error()). A failed call leaves its object usable and unchanged;
+ * a failed constructor sets its `*out` to NULL (when `out` is not NULL).
  *
  * Objects created from one context share nothing with another context's
  * objects; the library has no global or static mutable state. A context and

@@ -9,9 +9,11 @@
 
 int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
 {
-    if (out == NULL || ctx == NULL)
+    if (out == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "estimate: NULL argument");
     *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
     llmem_estimate *e = llmem__calloc(ctx, sizeof *e);
     if (e == NULL)
         return llmem__fail(ctx, LLMEM_ENOMEM, "estimate: out of memory");

@@ -43,9 +43,12 @@ tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, u
     }
     int16_t index = (int16_t)g->nop++;
     g_op *op = &g->op[index];
-    /* Nothing is saved outside autograd (no grad mode, or no input needing grad). */
+    /* Nothing is saved outside autograd (no grad mode, or no input needing grad),
+     * and an op without a second output saves none. */
     if (!any_rg)
         save = 0;
+    if (aux < 0)
+        save &= ~SAVE_AUX;
     op->out = out;
     op->aux = aux;
     op->nin = (uint8_t)nin;

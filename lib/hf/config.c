@@ -760,9 +760,11 @@ int llmem_model_new_hf_config_json(llmem_ctx *ctx, const char *json, size_t len,
 {
     char err[160];
     hf_jv *root;
-    if (out == NULL || ctx == NULL)
+    if (out == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": NULL argument");
     *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
     if (json == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": text is NULL");
     if (hf_json_parse(json, len, &root, err, sizeof err) != 0)
@@ -779,9 +781,11 @@ int llmem_model_new_hf_config(llmem_ctx *ctx, const char *path, llmem_model **ou
     char *text, *file = NULL;
     size_t len;
     int rc;
-    if (out == NULL || ctx == NULL)
+    if (out == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": NULL argument");
     *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
     if (path == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": path is NULL");
     int kind = hf_path_kind(path);

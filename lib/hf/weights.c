@@ -32,9 +32,11 @@ int llmem_weights_open_buffer(llmem_ctx *ctx, const void *data, size_t len, llme
     uint64_t data_len;
     hf_totals t;
     int rc;
-    if (out == NULL || ctx == NULL)
+    if (out == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "weights: NULL argument");
     *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
     if (data == NULL && len > 0)
         return llmem__fail(ctx, LLMEM_EINVAL, "weights: data is NULL");
     if ((rc = hf_st_split(ctx, "safetensors buffer", data, len, &header, &header_len,
@@ -198,9 +200,11 @@ static int open_file(llmem_ctx *ctx, const char *path, llmem_weights **out)
 
 int llmem_weights_open(llmem_ctx *ctx, const char *path, llmem_weights **out)
 {
-    if (out == NULL || ctx == NULL)
+    if (out == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "weights: NULL argument");
     *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
     if (path == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "weights: path is NULL");
     int kind = hf_path_kind(path);

@@ -72,9 +72,11 @@ static const preset *find(const char *name)
 
 int llmem_model_new_preset(llmem_ctx *ctx, const char *name, llmem_model **out)
 {
-    if (out == NULL || ctx == NULL)
+    if (out == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "preset: NULL argument");
     *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
     if (name == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "preset: name is NULL");
     const preset *p = find(name);

@@ -57,9 +57,11 @@ static const train_field *find_field(int key)
 
 int llmem_train_new(llmem_ctx *ctx, llmem_train **out)
 {
-    if (out == NULL || ctx == NULL)
+    if (out == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "train: NULL argument");
     *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
     llmem_train *t = llmem__calloc(ctx, sizeof *t);
     if (t == NULL)
         return llmem__fail(ctx, LLMEM_ENOMEM, "train: out of memory");
