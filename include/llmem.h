@@ -248,7 +248,12 @@ LLMEM_API int llmem_model_new(llmem_ctx *ctx, int family, llmem_model **out);
 LLMEM_API int llmem_model_new_preset(llmem_ctx *ctx, const char *name, llmem_model **out);
 /** Free a model; NULL is allowed. @since 0.1.0 */
 LLMEM_API void llmem_model_free(llmem_model *model);
-/** Set an integer field. @return #LLMEM_ERANGE for a value out of bounds. @since 0.1.0 */
+/**
+ * Set an integer field. Setting #LLMEM_MODEL_FAMILY resets the layout fields
+ * (norm, MLP, positions, biases, tying, norm counts) to that family's defaults
+ * and keeps the sizes: set the family first.
+ * @return #LLMEM_ERANGE for a value out of bounds. @since 0.1.0
+ */
 LLMEM_API int llmem_model_set_int(llmem_model *model, int key, int64_t value);
 /** Set an enumerated field by name ("llama", "rmsnorm", ...). @since 0.1.0 */
 LLMEM_API int llmem_model_set_str(llmem_model *model, int key, const char *value);
@@ -460,7 +465,8 @@ enum llmem_estimate_key {
     LLMEM_EST_PEAK_ALLOCATED = 3,    /**< bytes of live tensors at the peak */
     LLMEM_EST_PEAK_RESERVED = 4,     /**< plus caching-allocator rounding/segments */
     LLMEM_EST_PEAK_DEVICE = 5,       /**< plus CUDA context and library workspaces */
-    LLMEM_EST_PEAK_PHASE = 6,        /**< #llmem_phase holding the peak */
+    LLMEM_EST_PEAK_PHASE = 6,        /**< #llmem_phase holding the peak; 0 with the article
+                                          formula, which sums terms (every phase reads 0 too) */
     LLMEM_EST_PARAMS_ACTIVE = 7      /**< parameters a token passes through (MoE) */
 };
 

@@ -55,6 +55,11 @@ static const name_value lora_target[] = {
     { "c_attn", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
     { "c_proj", LLMEM_LORA_O | LLMEM_LORA_DOWN },
     { "c_fc", LLMEM_LORA_UP },
+    /* Fused projections: Phi-3's qkv_proj and gate_up_proj; query_key_value of
+     * BLOOM, GPT-NeoX and Falcon. */
+    { "qkv_proj", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
+    { "gate_up_proj", LLMEM_LORA_GATE | LLMEM_LORA_UP },
+    { "query_key_value", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
 };
 static const name_value phase[] = {
     { "forward", LLMEM_PHASE_FORWARD },

@@ -21,7 +21,7 @@ static const char *const status_text[] = {
 const char *llmem_status_str(int status)
 {
     size_t n = sizeof status_text / sizeof status_text[0];
-    if (status > 0 || (size_t)(-(long)status) >= n)
+    if (status > 0 || status <= -(int)n)
         return "unknown status";
     return status_text[-status];
 }

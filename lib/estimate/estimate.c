@@ -65,15 +65,41 @@ static int step_overflows(const model_shape *m, const setup *s)
 }
 
 /* Why the op-level layer model does not cover m, or NULL when it does. */
+/* The layouts layers.c builds: each covered family with the fields its code
+ * path assumes. A model that changes one of them is refused, not guessed. */
+static const struct phased_layout {
+    int family, norm, mlp, positions;
+    uint64_t norms_per_layer;
+} phased_layouts[] = {
+    { LLMEM_FAMILY_GPT2, LLMEM_NORM_LAYERNORM, LLMEM_MLP_PLAIN, LLMEM_POSITIONS_LEARNED, 2 },
+    { LLMEM_FAMILY_LLAMA, LLMEM_NORM_RMSNORM, LLMEM_MLP_GATED, LLMEM_POSITIONS_ROTARY, 2 },
+    { LLMEM_FAMILY_PHI3, LLMEM_NORM_RMSNORM, LLMEM_MLP_GATED, LLMEM_POSITIONS_ROTARY, 2 },
+    { LLMEM_FAMILY_GEMMA, LLMEM_NORM_RMSNORM, LLMEM_MLP_GATED, LLMEM_POSITIONS_ROTARY, 2 },
+    { LLMEM_FAMILY_GEMMA2, LLMEM_NORM_RMSNORM, LLMEM_MLP_GATED, LLMEM_POSITIONS_ROTARY, 4 },
+};
+
 static const char *phased_unsupported(const model_shape *m)
 {
-    static const int covered[] = { LLMEM_FAMILY_GPT2, LLMEM_FAMILY_LLAMA, LLMEM_FAMILY_PHI3,
-                                   LLMEM_FAMILY_GEMMA, LLMEM_FAMILY_GEMMA2 };
-    int known = 0;
-    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++)
-        known |= m->family == covered[i];
-    if (!known)
+    const struct phased_layout *l = NULL;
+    for (size_t i = 0; i < sizeof phased_layouts / sizeof phased_layouts[0]; i++)
+        if (phased_layouts[i].family == m->family)
+            l = &phased_layouts[i];
+    if (l == NULL)
         return "family";
+    if (m->norm != l->norm)
+        return "norm";
+    if (m->mlp != l->mlp)
+        return "mlp";
+    if (m->positions != l->positions)
+        return "positions";
+    if (m->norms_per_layer != l->norms_per_layer)
+        return "norms-per-layer";
+    if (m->embed_dim != m->hidden)
+        return "embed-dim";
+    if (m->embed_norm)
+        return "embed-norm";
+    if (m->v_head_dim != 0 && m->v_head_dim != m->head_dim)
+        return "v-head-dim";
     if (m->kv_lora_rank > 0)
         return "kv-lora-rank (multi-head latent attention)";
     if (m->parallel_block)
@@ -83,8 +109,6 @@ static const char *phased_unsupported(const model_shape *m)
     if (m->experts > 0 && m->family != LLMEM_FAMILY_LLAMA)
         return "experts";
     if (m->qk_norm && m->family != LLMEM_FAMILY_LLAMA)
-        return "qk-norm";
-    if (m->qk_norm && m->norm != LLMEM_NORM_RMSNORM)
         return "qk-norm";
     return NULL;
 }
@@ -164,9 +188,22 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
     }
     if ((rc = setup_resolve(train, &m, e->ctx, &s)) != LLMEM_OK)
         return rc;
+    {
+        /* Every static byte count is at most 32 bytes per parameter (weights,
+         * gradients, states, rounding): bound it once here. */
+        checked c = { 0 };
+        if (ck_mul(&c, p.total, 32) > (UINT64_C(1) << 62) || c.overflow)
+            return llmem__fail(e->ctx, LLMEM_EOVERFLOW,
+                               "model: %llu parameters overflow the 64-bit byte counts",
+                               (unsigned long long)p.total);
+    }
 
     memset(&st, 0, sizeof st);
     step_tensors(&m, &p, &s, &tensors);
+    if (tensors.overflow)
+        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                           "estimate: this model has more kinds of parameter tensors than the "
+                           "estimator lists (TENSOR_CLASSES_MAX); please report it");
     params_term(&tensors, &m, &s, &st);
     optimizer_term(&tensors, &s, &st);
     st.batch = data_term(&s);
@@ -192,7 +229,9 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
     e->r.params_active = p.active;
     e->r.params_trainable = st.trainable;
     e->r.peak_reserved = allocator_reserved(e->r.peak_allocated, &tensors, &s);
-    e->r.peak_device = allocator_device(e->r.peak_reserved, st.paged_states);
+    /* The article's m_os already holds any paged states. */
+    e->r.peak_device = allocator_device(e->r.peak_reserved,
+                                        s.formula == LLMEM_FORMULA_ARTICLE ? 0 : st.paged_states);
     e->valid = 1;
     llmem__ok(e->ctx);
     return LLMEM_OK;

@@ -84,6 +84,11 @@ static int owns_storage(const g_tensor *t)
     return t->role == ROLE_ACT || t->role == ROLE_INPUT;
 }
 
+static uint64_t storage_bytes(const g_tensor *t)
+{
+    return owns_storage(t) ? t->bytes : 0;
+}
+
 static void simulate_forward(const graph *g, seg_cost *c)
 {
     /* drop[i]: tensors whose last reference goes after op i, as a linked list. */
@@ -102,7 +107,7 @@ static void simulate_forward(const graph *g, seg_cost *c)
     peak = live;
     for (int i = 0; i < g->nop; i++) {
         const g_op *op = &g->op[i];
-        live += g->t[op->out].bytes + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
+        live += storage_bytes(&g->t[op->out]) + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
         if (live + op->fwd_extra > peak)
             peak = live + op->fwd_extra;
         for (int16_t t = head[i]; t >= 0; t = next[t])
@@ -123,8 +128,8 @@ static void simulate_forward(const graph *g, seg_cost *c)
 /* Gradient storages are reference-counted: an addition passes its output
  * gradient to both inputs without a copy. */
 typedef struct grad_pool {
-    uint64_t bytes[GRAPH_MAX_TENSORS + GRAPH_MAX_OPS];
-    uint16_t refs[GRAPH_MAX_TENSORS + GRAPH_MAX_OPS];
+    uint64_t bytes[GRAPH_MAX_GRADS];
+    uint16_t refs[GRAPH_MAX_GRADS];
     int n;
 } grad_pool;
 
@@ -236,7 +241,7 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
                 live -= g->t[x].bytes;
         }
         if ((op->save & SAVE_OUT) && --saved_left[op->out] == 0)
-            live -= g->t[op->out].bytes;
+            live -= storage_bytes(&g->t[op->out]);
         if ((op->save & SAVE_AUX) && --saved_left[op->aux] == 0 && !from_aux)
             live -= g->t[op->aux].bytes;
     }

@@ -20,6 +20,8 @@
 #define GRAPH_MAX_TENSORS 256
 #define GRAPH_MAX_OPS 224
 #define GRAPH_MAX_IN 3
+/* Gradient storages: one per tensor, plus one sum or copy per op input. */
+#define GRAPH_MAX_GRADS (GRAPH_MAX_TENSORS + GRAPH_MAX_IN * GRAPH_MAX_OPS)
 
 typedef int16_t tid; /* tensor index; -1 = none */
 
@@ -27,7 +29,8 @@ typedef enum tensor_role {
     ROLE_ACT = 0,   /* created by this segment */
     ROLE_INPUT,     /* the segment's input (previous segment's output) */
     ROLE_PARAM,     /* a parameter: storage counted outside, its gradient persists */
-    ROLE_EXTERNAL   /* storage counted outside and never released here (batch, masks) */
+    ROLE_EXTERNAL,  /* storage counted outside and never released here (batch, masks) */
+    ROLE_VIEW       /* a view: its storage is its base's (bytes is its own size) */
 } tensor_role;
 
 typedef struct g_tensor {

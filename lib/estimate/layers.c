@@ -86,6 +86,8 @@ static tid norm(build *b, const model_shape *m, const seg_spec *s, tid x)
 /* apply_rotary_pos_emb: x * cos + rotate_half(x) * sin. */
 static tid rotary(build *b, tid x, tid cos, tid sin)
 {
+    if (cos < 0)
+        return x; /* no rotary tables: phased_unsupported refuses such models */
     tid rotated = op_cat_halves(b, op_neg(b, x), x);
     return op_add(b, op_mul(b, x, cos), op_mul(b, rotated, sin));
 }
@@ -266,7 +268,9 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     graph_hold(b->g, mask);
     graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
     if (m->shared_intermediate > 0) {
-        tid shared = gated_mlp(b, s, h, H, m->shared_intermediate, 0);
+        seg_spec no_adapters = *s; /* LoRA is not placed on experts (tensors.c) */
+        no_adapters.lora_targets = 0;
+        tid shared = gated_mlp(b, &no_adapters, h, H, m->shared_intermediate, 0);
         if (m->shared_gate) {
             tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
             shared = op_mul(b, graph_op(b->g, T, b->g->t[g].dt, &g, 1, SAVE_OUT, 0, 0, 0, 0),

@@ -235,6 +235,6 @@ tid op_view_part(build *b, tid x, uint64_t elems)
 {
     /* Saved by the view op itself so the base lives while the view may be used. */
     tid v = graph_op(b->g, elems, dt_of(b, x), &x, 1, BIT(0), 0, 0, 0, 0);
-    b->g->t[v].bytes = 0;
+    b->g->t[v].role = ROLE_VIEW;
     return v;
 }

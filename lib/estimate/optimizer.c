@@ -11,10 +11,6 @@
 #define BNB_MIN_8BIT 4096
 #define BNB_BLOCK 256
 
-typedef struct opt_sizes {
-    uint64_t states, step, largest;
-} opt_sizes;
-
 static uint64_t adafactor_states(const tensor_class *c)
 {
     /* transformers' Adafactor factors the second moment of matrices into a
@@ -34,7 +30,7 @@ static uint64_t adamw8bit_states(const tensor_class *c)
 
 void optimizer_term(const tensor_list *l, const setup *s, step_static *st)
 {
-    uint64_t grads = 0, states = 0, largest = 0;
+    uint64_t grads = 0, states = 0, largest = 0, largest_elems = 0;
     uint64_t decay_bytes = 0, no_decay_bytes = 0;
     for (int i = 0; i < l->n; i++) {
         const tensor_class *c = &l->c[i];
@@ -51,6 +47,8 @@ void optimizer_term(const tensor_list *l, const setup *s, step_static *st)
             decay_bytes += bytes * c->count;
         if (bytes > largest)
             largest = bytes;
+        if (class_elems(c) > largest_elems)
+            largest_elems = class_elems(c);
         switch (s->optimizer) {
         case LLMEM_OPTIMIZER_ADAMW:
         case LLMEM_OPTIMIZER_ADAM: states += 2 * bytes * c->count; break;
@@ -90,7 +88,7 @@ void optimizer_term(const tensor_list *l, const setup *s, step_static *st)
     case LLMEM_OPTIMIZER_ADAFACTOR:
         /* transformers' Adafactor, per parameter in fp32: grad**2 + eps, then the
          * factored approximation and -update, two parameter-sized tensors at once. */
-        st->optimizer_step = 2 * largest / (uint64_t)s->param_dt * 4;
+        st->optimizer_step = 2 * largest_elems * 4;
         break;
     default:
         /* SGD (with momentum): _foreach_add_/_foreach_mul_ in place; bitsandbytes'

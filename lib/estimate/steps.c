@@ -69,11 +69,20 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     if (!s->autocast)
         return 0;
     int n = model_layer_linears(m, lin);
+    uint64_t attention = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O;
     for (int i = 0; i < n; i++) {
+        if (spec->moe && !(lin[i].lora_target & attention))
+            continue; /* the experts replace the dense MLP */
         if (spec->weights_trainable && !spec->nf4)
             bytes += lin[i].in * lin[i].out * (uint64_t)s->compute_dt;
         if (spec->lora_targets & lin[i].lora_target)
             bytes += spec->lora_rank * (lin[i].in + lin[i].out) * (uint64_t)s->compute_dt;
+    }
+    if (spec->moe && spec->weights_trainable && !spec->nf4) {
+        uint64_t mats = m->mlp == LLMEM_MLP_GATED ? 3 : 2;
+        bytes += (mats * m->hidden * (m->experts * m->expert_intermediate +
+                                      m->shared_intermediate) +
+                  m->hidden * m->experts) * (uint64_t)s->compute_dt;
     }
     return bytes;
 }
@@ -112,6 +121,12 @@ static void reduce_group(llmem_estimate *e, build *b, const model_shape *m, cons
     grp->param_grads = c.param_grads;
 }
 
+/* Whether a layer's output requires grad: its input does, or it trains. */
+static int output_rg(const seg_spec *s)
+{
+    return s->input_rg || s->weights_trainable || s->norms_trainable || s->lora_targets;
+}
+
 /* In a mixture-of-experts model the first dense_layers layers have a dense
  * MLP: split the run that crosses that boundary, and mark the MoE runs. */
 static int split_at_experts(const model_shape *m, layer_group *g, int n)
@@ -122,7 +137,7 @@ static int split_at_experts(const model_shape *m, layer_group *g, int n)
             memmove(&g[i + 1], &g[i], (size_t)(n - i) * sizeof *g);
             g[i].count = boundary - first;
             g[i + 1].count -= g[i].count;
-            g[i + 1].spec.input_rg = 1; /* past the first layer of the run */
+            g[i + 1].spec.input_rg = output_rg(&g[i].spec);
             n++;
         }
         g[i].spec.moe = first >= boundary;
@@ -160,9 +175,9 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
             g[n++].spec = frozen;
         }
         if (rest > 0 && !ckpt) {
-            g[n].count = 1;
+            g[n].count = 1; /* its input comes from frozen layers or the frozen embedding */
             g[n].spec = trainable;
-            g[n++].spec.input_rg = s->frozen_layers == 0;
+            g[n++].spec.input_rg = 0;
             rest--;
         }
         if (rest > 0) {
@@ -205,7 +220,7 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     for (int i = 0; i < ngroups; i++)
         reduce_group(e, &b, m, s, x_bytes, &groups[i]);
     const seg_spec *top = &groups[ngroups - 1].spec;
-    int head_input_rg = top->input_rg || top->weights_trainable || top->lora_targets;
+    int head_input_rg = output_rg(top);
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
     seg_spec emb_spec = { .input_rg = groups[0].spec.input_rg && !embed_trains,
@@ -278,10 +293,6 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
         uint64_t new_grads = accumulating ? 0 : emb.param_grads - tied;
         w.live = before + new_grads + emb.input_grad;
         w.grads += new_grads;
-    } else {
-        /* A frozen embedding whose output was made to require grad (PEFT's
-         * enable_input_require_grads): its gradient dies with the graph. */
-        w.live -= groups[0].bwd_end - groups[0].param_grads;
     }
 
     e->end_of_backward = w.live;

@@ -6,8 +6,12 @@
 static void add(tensor_list *l, uint64_t rows, uint64_t cols, uint64_t count, int dt,
                 int trainable)
 {
-    if (count == 0 || rows == 0 || cols == 0 || l->n >= TENSOR_CLASSES_MAX)
+    if (count == 0 || rows == 0 || cols == 0)
         return;
+    if (l->n >= TENSOR_CLASSES_MAX) {
+        l->overflow = 1;
+        return;
+    }
     l->c[l->n++] = (tensor_class){ rows, cols, count, dt, trainable };
 }
 
@@ -93,6 +97,7 @@ void step_tensors(const model_shape *m, const model_params *p, const setup *s, t
     int embed_trains = full;
     int head_trains = full || (freeze && !m->tie);
     l->n = 0;
+    l->overflow = 0;
 
     add(l, m->vocab, m->embed_dim, 1, dt, embed_trains);
     if (m->embed_dim != m->hidden)

@@ -7,7 +7,7 @@
 
 #include "estimate/estimate.h"
 
-#define TENSOR_CLASSES_MAX 64
+#define TENSOR_CLASSES_MAX 96
 
 typedef struct tensor_class {
     uint64_t rows, cols; /* cols = 1 for vectors */
@@ -18,6 +18,7 @@ typedef struct tensor_class {
 
 typedef struct tensor_list {
     tensor_class c[TENSOR_CLASSES_MAX];
+    int overflow; /* a class did not fit: a bug, reported by llmem_estimate_run */
     int n;
 } tensor_list;
 

@@ -7,7 +7,8 @@
 static int fused_qkv(int family)
 {
     return family == LLMEM_FAMILY_GPT2 || family == LLMEM_FAMILY_GPT_NEOX ||
-           family == LLMEM_FAMILY_FALCON;
+           family == LLMEM_FAMILY_FALCON || family == LLMEM_FAMILY_BLOOM ||
+           family == LLMEM_FAMILY_PHI3;
 }
 
 /* Multi-head latent attention (DeepseekV2Attention): q_a_proj and q_b_proj (or
@@ -51,9 +52,14 @@ int model_layer_linears(const model_shape *s, model_linear *lin)
         }
         lin[n++] = (model_linear){ ow, H, LLMEM_LORA_O, s->out_bias };
     }
-    if (s->mlp == LLMEM_MLP_GATED)
-        lin[n++] = (model_linear){ H, I, LLMEM_LORA_GATE, s->mlp_bias };
-    lin[n++] = (model_linear){ H, I, LLMEM_LORA_UP, s->mlp_bias };
+    if (s->family == LLMEM_FAMILY_PHI3) {
+        /* Phi3MLP: one gate_up_proj */
+        lin[n++] = (model_linear){ H, 2 * I, LLMEM_LORA_GATE | LLMEM_LORA_UP, s->mlp_bias };
+    } else {
+        if (s->mlp == LLMEM_MLP_GATED)
+            lin[n++] = (model_linear){ H, I, LLMEM_LORA_GATE, s->mlp_bias };
+        lin[n++] = (model_linear){ H, I, LLMEM_LORA_UP, s->mlp_bias };
+    }
     lin[n++] = (model_linear){ I, H, LLMEM_LORA_DOWN, s->mlp_bias };
     return n;
 }

@@ -158,7 +158,10 @@ def check_params(t, llmem):
     t.check(d["architecture"]["family"] == "llama" and d["architecture"]["hidden"] == 768,
             "--family with --model keeps the preset's sizes", d["architecture"])
     # --family is applied first wherever it stands, so a later field flag wins.
-    d = llmem.json("--norm", "layernorm", *SEVEN_B)
+    d = llmem.json("--norm", "layernorm", "--formula", "article", *SEVEN_B)
+    rc, out, err = llmem.run("estimate", "--norm", "layernorm", *SEVEN_B)
+    t.check(rc == 1 and "--norm" in err and "--formula article" in err,
+            "the phased estimate refuses a layout its code paths do not build", err)
     t.check(d["architecture"]["norm"] == "layernorm",
             "a field flag before --family is not reset by it", d["architecture"])
     d = llmem.json(*SEVEN_B)
@@ -477,7 +480,9 @@ ARCH_FLAGS = [
 def check_arch_flags(t, llmem):
     """The flags of the newer model fields: applied, echoed, counted."""
     for flag, key, value, params in ARCH_FLAGS:
-        d = llmem.json("--model", "Llama-3.2-1B", "--" + flag, value)
+        # The article formula: parameter counts are the point, and the phased
+        # estimate refuses layouts its code paths do not build (embed-dim, ...).
+        d = llmem.json("--model", "Llama-3.2-1B", "--formula", "article", "--" + flag, value)
         t.check(d["architecture"].get(key) == int(value) and d["model_modified"] is True,
                 "--%s %s is applied and echoed as %s" % (flag, value, key), d["architecture"])
         if params is not None:

@@ -157,6 +157,9 @@ static const named_value named[] = {
     { LLMEM_TRAIN_LORA_TARGETS, "c_proj", LLMEM_LORA_O | LLMEM_LORA_DOWN },
     { LLMEM_TRAIN_LORA_TARGETS, "c_fc", LLMEM_LORA_UP },
     { LLMEM_TRAIN_LORA_TARGETS, "c_attn,c_proj,c_fc", 127 & ~LLMEM_LORA_GATE },
+    /* Fused projections of Phi-3, BLOOM, GPT-NeoX and Falcon. */
+    { LLMEM_TRAIN_LORA_TARGETS, "qkv_proj,gate_up_proj", 127 & ~(LLMEM_LORA_O | LLMEM_LORA_DOWN) },
+    { LLMEM_TRAIN_LORA_TARGETS, "query_key_value", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
     /* integers and reals as text */
     { LLMEM_TRAIN_BATCH, "16", 16 },
     { LLMEM_TRAIN_SEQ, "4096", 4096 },
@@ -233,7 +236,7 @@ static const bad_str bad_strings[] = {
     { LLMEM_TRAIN_LOSS, "fused", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_FORMULA, "sum", LLMEM_ENOTFOUND },
     /* LoRA module lists: unknown or empty names */
-    { LLMEM_TRAIN_LORA_TARGETS, "query_key_value", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_LORA_TARGETS, "w_pack", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_LORA_TARGETS, "Q_PROJ", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_LORA_TARGETS, "q_proj,lm_head", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_LORA_TARGETS, "", 0 },
@@ -521,9 +524,9 @@ Test(train, messages_and_independence, .init = setup_train, .fini = teardown_tra
 /* Names in messages for an unknown LoRA module. */
 Test(train, lora_module_message, .init = setup_train, .fini = teardown_train)
 {
-    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_LORA_TARGETS, "q_proj,query_key_value"),
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_LORA_TARGETS, "q_proj,w_pack"),
                  LLMEM_ENOTFOUND);
-    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "query_key_value"), "'%s'",
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "w_pack"), "'%s'",
                        llmem_ctx_error(ctx));
     cr_expect_eq(get_int(LLMEM_TRAIN_LORA_TARGETS), LLMEM_LORA_Q | LLMEM_LORA_V);
 }
