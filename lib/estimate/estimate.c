@@ -100,6 +100,10 @@ static const char *phased_unsupported(const model_shape *m)
         return "embed-norm";
     if (m->v_head_dim != 0 && m->v_head_dim != m->head_dim)
         return "v-head-dim";
+    /* GPT2Attention splits c_attn into three hidden-wide parts: one head size. */
+    if (m->family == LLMEM_FAMILY_GPT2 &&
+        (m->kv_heads != m->heads || m->heads * m->head_dim != m->hidden))
+        return "head-dim (GPT-2 has hidden / heads per head and no grouped kv heads)";
     if (m->kv_lora_rank > 0)
         return "kv-lora-rank (multi-head latent attention)";
     if (m->parallel_block)
@@ -223,6 +227,20 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
             return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                                "estimate: this model's layer needs more operations than the "
                                "simulator holds (GRAPH_MAX_OPS); please report it");
+        }
+        /* The walk must end backward holding exactly weights, states, batch and
+         * gradients; anything else means the layer model and the tensor list
+         * disagree about this model: refuse rather than print a wrong number. */
+        uint64_t expected = st.weights + st.quant_constants + st.adapters + st.buffers +
+                            st.states + st.batch + st.grads;
+        if (e->end_of_backward != expected) {
+            e->r = saved;
+            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                               "estimate: the layer model does not cover this combination of "
+                               "fields (%llu bytes unaccounted); please report it",
+                               (unsigned long long)(e->end_of_backward > expected
+                                                        ? e->end_of_backward - expected
+                                                        : expected - e->end_of_backward));
         }
     }
     e->r.params_total = p.total;
