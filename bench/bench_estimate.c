@@ -12,6 +12,11 @@
  * many short repetitions of a timed batch of calls: on a shared, noisy
  * machine the minimum is the figure least inflated by preemption.
  *
+ * A handle that sees the same model and setup again reuses what does not
+ * depend on batch and seq (lib/estimate/compiled.c): the fixed setups and the
+ * batch x seq sweep measure that path; "new setup every call" changes the
+ * setup at each call and measures a full simulation.
+ *
  * usage: bench_estimate [seconds per repetition, default 0.02] [repetitions, default 25]
  */
 #define _POSIX_C_SOURCE 200112L
@@ -44,6 +49,7 @@ typedef struct bench {
     llmem_model *model;
     llmem_train *train;
     llmem_estimate *est;
+    unsigned step; /* the sweeps' position */
 } bench;
 
 static volatile uint64_t sink; /* keeps results observable */
@@ -70,6 +76,26 @@ static void run_estimate(bench *b)
         die(b, "llmem_estimate_run", rc);
     llmem_estimate_get_u64(b->est, LLMEM_EST_PEAK_ALLOCATED, &peak);
     sink += peak;
+}
+
+/* A scheduler's sweep: batch 2..33 and four sequence lengths, same model and
+ * setup, so the handle's compiled segments serve every call. */
+static void run_sweep(bench *b)
+{
+    static const int64_t seqs[] = { 512, 1024, 2048, 4096 };
+    b->step++;
+    llmem_train_set_int(b->train, LLMEM_TRAIN_BATCH, 2 + (int64_t)(b->step % 32));
+    llmem_train_set_int(b->train, LLMEM_TRAIN_SEQ, seqs[(b->step / 32) % 4]);
+    run_estimate(b);
+}
+
+/* The worst case: the setup changes at every call (dropout on, off), so
+ * every estimate simulates its segments from scratch. */
+static void run_uncached(bench *b)
+{
+    b->step++;
+    llmem_train_set_double(b->train, LLMEM_TRAIN_DROPOUT, b->step % 2 ? 0.1 : 0.0);
+    run_estimate(b);
 }
 
 static void run_param_count(bench *b)
@@ -118,7 +144,7 @@ static void set_str(bench *b, int key, const char *value)
 
 int main(int argc, char **argv)
 {
-    bench b = { NULL, NULL, NULL, NULL };
+    bench b = { NULL, NULL, NULL, NULL, 0 };
     double seconds = argc > 1 ? atof(argv[1]) : 0.02;
     int reps = argc > 2 ? atoi(argv[2]) : 25;
     int rc;
@@ -159,6 +185,14 @@ int main(int argc, char **argv)
         double per = time_per_call(&b, run_estimate, seconds, reps);
         printf("%-24s %14.0f %12.1f %10.1f\n", c->label, 1e9 / per, per, per / base);
     }
+    set_str(&b, LLMEM_TRAIN_ATTENTION, "eager");
+    set_str(&b, LLMEM_TRAIN_GRAD_CKPT, "none");
+    set_str(&b, LLMEM_TRAIN_METHOD, "full");
+    set_str(&b, LLMEM_TRAIN_FORMULA, "phased");
+    double per = time_per_call(&b, run_sweep, seconds, reps);
+    printf("%-24s %14.0f %12.1f %10.1f\n", "sweep batch x seq", 1e9 / per, per, per / base);
+    per = time_per_call(&b, run_uncached, seconds, reps);
+    printf("%-24s %14.0f %12.1f %10.1f\n", "new setup every call", 1e9 / per, per, per / base);
 
     llmem_estimate_free(b.est);
     llmem_train_free(b.train);

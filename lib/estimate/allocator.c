@@ -42,7 +42,7 @@ static uint64_t state_tensors(int optimizer)
     }
 }
 
-uint64_t allocator_reserved(uint64_t allocated, const tensor_list *l, const setup *s)
+uint64_t allocator_overhead(const tensor_list *l, const setup *s)
 {
     uint64_t waste = 0;
     for (int i = 0; i < l->n; i++) {
@@ -51,7 +51,7 @@ uint64_t allocator_reserved(uint64_t allocated, const tensor_list *l, const setu
         uint64_t copies = 1 + (c->trainable ? 1 + state_tensors(s->optimizer) : 0);
         waste += (block_size(bytes) - bytes) * copies * c->count;
     }
-    return allocated + waste + CUBLAS_WORKSPACE;
+    return waste + CUBLAS_WORKSPACE;
 }
 
 uint64_t allocator_device(uint64_t reserved, uint64_t paged)

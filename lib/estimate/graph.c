@@ -10,6 +10,7 @@ void graph_reset(graph *g, int grad_enabled)
     g->overflow = 0;
     g->grad_enabled = grad_enabled;
     g->output = -1;
+    g->nevents = 0;
 }
 
 tid graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
@@ -84,12 +85,21 @@ static int owns_storage(const g_tensor *t)
     return t->role == ROLE_ACT || t->role == ROLE_INPUT;
 }
 
+static void record(graph *g, uint64_t live)
+{
+    if (g->events != NULL) {
+        if (g->nevents < g->events_cap)
+            g->events[g->nevents] = live;
+        g->nevents++;
+    }
+}
+
 static uint64_t storage_bytes(const g_tensor *t)
 {
     return owns_storage(t) ? t->bytes : 0;
 }
 
-static void simulate_forward(const graph *g, seg_cost *c)
+static void simulate_forward(graph *g, seg_cost *c)
 {
     /* drop[i]: tensors whose last reference goes after op i, as a linked list. */
     int16_t head[GRAPH_MAX_OPS], next[GRAPH_MAX_TENSORS];
@@ -105,11 +115,13 @@ static void simulate_forward(const graph *g, seg_cost *c)
         }
     }
     peak = live;
+    record(g, live);
     for (int i = 0; i < g->nop; i++) {
         const g_op *op = &g->op[i];
         live += storage_bytes(&g->t[op->out]) + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
         if (live + op->fwd_extra > peak)
             peak = live + op->fwd_extra;
+        record(g, live + op->fwd_extra);
         for (int16_t t = head[i]; t >= 0; t = next[t])
             live -= g->t[t].bytes;
     }
@@ -148,7 +160,7 @@ static void pool_drop(grad_pool *p, int s, uint64_t *live)
         *live -= p->bytes[s];
 }
 
-static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
+static void simulate_backward(graph *g, int hold_output, seg_cost *c)
 {
     grad_pool pool;
     int16_t grad[GRAPH_MAX_TENSORS];
@@ -171,6 +183,7 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
     if (held_grad >= 0)
         pool.refs[held_grad]++;
     c->bwd_start = peak = live;
+    record(g, live);
     c->param_grads = 0;
 
     for (int i = g->nop - 1; i >= 0; i--) {
@@ -229,6 +242,7 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
         }
         if (live + op->bwd_extra > peak)
             peak = live + op->bwd_extra;
+        record(g, live + op->bwd_extra);
         live -= transient;
         for (int k = 0; k < ndeferred; k++)
             pool_drop(&pool, deferred[k], &live);
@@ -255,10 +269,11 @@ static void simulate_backward(const graph *g, int hold_output, seg_cost *c)
             c->input_grad = pool.bytes[grad[t]];
 }
 
-void graph_simulate(const graph *g, int hold_output_in_backward, seg_cost *c)
+void graph_simulate(graph *g, int hold_output_in_backward, seg_cost *c)
 {
     memset(c, 0, sizeof *c);
     simulate_forward(g, c);
+    g->nevents_forward = g->nevents;
     if (g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
         simulate_backward(g, hold_output_in_backward, c);
 }

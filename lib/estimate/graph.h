@@ -67,6 +67,11 @@ typedef struct graph {
     int overflow;      /* a builder ran out of room: a bug, reported as such */
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
     tid output;        /* the segment's output */
+    /* When events is set, the simulation also records the live bytes of every
+     * step it takes (forward, then backward): see compiled.c. */
+    uint64_t *events;
+    int nevents, events_cap;
+    int nevents_forward; /* how many of them the forward pass logged */
 } graph;
 
 /* What one segment costs, in bytes, relative to the live set before it. */
@@ -93,7 +98,7 @@ tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, u
 void graph_hold(graph *g, tid t);
 /* Simulate forward and backward. hold_output_in_backward: the output stays
  * referenced during backward (reentrant checkpoint's recomputed output). */
-void graph_simulate(const graph *g, int hold_output_in_backward, seg_cost *cost);
+void graph_simulate(graph *g, int hold_output_in_backward, seg_cost *cost);
 
 static inline int graph_rg(const graph *g, tid t)
 {

@@ -16,7 +16,6 @@
  * split where dense layers give way to experts. */
 #define MAX_GROUPS 4
 
-typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
 /* One run of identical decoder layers, reduced to per-layer numbers. */
 typedef struct layer_group {
@@ -49,14 +48,83 @@ static void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
         w->temp_max = temp;
 }
 
-static void simulate(llmem_estimate *e, build *b, segment_builder fn, const model_shape *m,
-                     const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
+static void simulate_now(llmem_estimate *e, build *b, segment_builder fn, const model_shape *m,
+                         const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
 {
     graph_reset(&e->scratch, grad_enabled);
     b->g = &e->scratch;
     fn(b, m, spec);
     graph_simulate(&e->scratch, hold_output, c);
     e->graph_overflow |= e->scratch.overflow;
+}
+
+/* Simulate the segment at the compile points and fit its polynomials. */
+static int compile(llmem_estimate *e, build *b, seg_cache_entry *entry, const model_shape *m)
+{
+    uint64_t batch[COMPILE_POINTS], seq[COMPILE_POINTS];
+    build at = *b;
+    compile_points(batch, seq);
+    for (int p = 0; p < COMPILE_POINTS; p++) {
+        sample *smp = &e->cache.samples[p];
+        at.batch = smp->b = batch[p];
+        at.seq = smp->s = seq[p];
+        at.tokens = batch[p] * seq[p];
+        e->scratch.events = smp->log;
+        e->scratch.events_cap = COMPILE_LOG;
+        simulate_now(e, &at, entry->fn, m, &entry->spec, entry->grad_enabled, entry->hold_output,
+                     &smp->cost);
+        smp->nlog = e->scratch.nevents;
+        smp->nfwd = e->scratch.nevents_forward;
+        e->scratch.events = NULL;
+        if (e->scratch.overflow || smp->nlog > COMPILE_LOG)
+            return 0;
+    }
+    return compile_segment(e->cache.samples, &entry->seg, e->cache.scratch);
+}
+
+/* A segment's cost: from the cache when this model and setup were seen
+ * before (compiled polynomials evaluated at this batch and seq), else by
+ * simulation. Small batch or seq (where sizes can coincide and change what
+ * autograd does) and the chunked loss (chunk size is a power of two) are
+ * always simulated. */
+static void simulate(llmem_estimate *e, build *b, segment_builder fn, const model_shape *m,
+                     const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
+{
+    seg_cache *cache = &e->cache;
+    if (cache->runs >= 2 && b->batch >= 2 && b->seq >= 4 && !spec->chunked_loss) {
+        seg_cache_entry *free_slot = NULL;
+        for (int i = 0; i < SEG_CACHE; i++) {
+            seg_cache_entry *x = &cache->entry[i];
+            if (!x->used) {
+                if (free_slot == NULL)
+                    free_slot = x;
+                continue;
+            }
+            if (x->fn == fn && x->grad_enabled == grad_enabled && x->hold_output == hold_output &&
+                x->hold_input == b->hold_input && memcmp(&x->spec, spec, sizeof *spec) == 0) {
+                if (!x->failed) {
+                    compiled_eval(&x->seg, b->batch, b->seq, c);
+                    return;
+                }
+                free_slot = NULL;
+                break;
+            }
+        }
+        if (free_slot != NULL) {
+            free_slot->used = 1;
+            free_slot->fn = fn;
+            free_slot->spec = *spec;
+            free_slot->grad_enabled = grad_enabled;
+            free_slot->hold_output = hold_output;
+            free_slot->hold_input = b->hold_input;
+            free_slot->failed = !compile(e, b, free_slot, m);
+            if (!free_slot->failed) {
+                compiled_eval(&free_slot->seg, b->batch, b->seq, c);
+                return;
+            }
+        }
+    }
+    simulate_now(e, b, fn, m, spec, grad_enabled, hold_output, c);
 }
 
 /* Autocast caches the low-precision copy of each trainable leaf weight until

@@ -28,8 +28,9 @@ void step_tensors(const model_shape *m, const model_params *p, const setup *s,
 /* The terms that iterate over the tensors, computed once per run. */
 void params_term(const tensor_list *l, const model_shape *m, const setup *s, step_static *st);
 void optimizer_term(const tensor_list *l, const setup *s, step_static *st);
-/* Reserved bytes: allocated plus the caching allocator's rounding. */
-uint64_t allocator_reserved(uint64_t allocated, const tensor_list *l, const setup *s);
+/* What reserved adds to allocated: the caching allocator's rounding of the
+ * parameter-sized tensors, and the cuBLAS workspace. */
+uint64_t allocator_overhead(const tensor_list *l, const setup *s);
 
 static inline uint64_t class_elems(const tensor_class *c)
 {
