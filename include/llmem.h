@@ -490,7 +490,12 @@ enum llmem_term_kind {
 /** Name of a term ("parameters", ...), or NULL for an unknown value. @since 0.1.0 */
 LLMEM_API const char *llmem_term_name(int kind);
 
-/** Create an empty estimate. @since 0.1.0 */
+/**
+ * Create an empty estimate: one allocation of about 130 KiB, holding the
+ * simulator's scratch and a cache. A handle run again with the same model and
+ * setup, but for batch and seq, reuses what does not depend on them, so keep
+ * one handle per model and setup in a loop. @since 0.1.0
+ */
 LLMEM_API int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out);
 /** Free an estimate and its terms; NULL is allowed. @since 0.1.0 */
 LLMEM_API void llmem_estimate_free(llmem_estimate *est);
