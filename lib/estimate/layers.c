@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Segment builders. Each follows the eager forward of Hugging Face
- * transformers (modeling_llama.py, modeling_gpt2.py, as of v4.48) op by op,
- * because what autograd saves depends on each op and its dtype. Python locals
- * that outlive their last use (query_states in LlamaAttention.forward, say)
- * are held with graph_hold until the function that owns them returns.
+ * Segment builders: the embedding, the decoder layer (dispatching to the
+ * family files layers_gpt2.c and layers_llama.c), the head and the loss, and
+ * the pieces every family shares (linear layers with LoRA, norms, rotary,
+ * eager or fused attention). Each follows the eager forward of Hugging Face
+ * transformers (v4.48) op by op, because what autograd saves depends on each
+ * op and its dtype. Python locals that outlive their last use (query_states
+ * in LlamaAttention.forward, say) are held with graph_hold until the function
+ * that owns them returns.
  */
-#include "estimate/layers.h"
+#include "estimate/layers_common.h"
 
 #define FP32 4
 #define INT64 8
@@ -25,7 +28,7 @@ static tid nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
 
 /* PEFT's LoRA Linear: base(x) + lora_B(lora_A(x)) * scaling, with x cast to
  * the adapters' dtype first, and the sum cast back to the base's result dtype. */
-static tid linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
+tid seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
                   unsigned target)
 {
     tid base = s->nf4 ? nf4_linear(b, x, in_f, out_f)
@@ -46,7 +49,7 @@ static tid linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t ou
 }
 
 /* LlamaRMSNorm: upcast, pow(2).mean, * rsqrt(var + eps), cast back, * weight. */
-static tid rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
+tid seg_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
 {
     int in_dt = b->g->t[x].dt;
     tid xf = op_cast(b, x, FP32);
@@ -69,22 +72,22 @@ static tid gemma_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
     return op_cast(b, op_mul(b, normed, w), in_dt);
 }
 
-static int gemma_like(const model_shape *m)
+int seg_gemma_like(const model_shape *m)
 {
     return m->family == LLMEM_FAMILY_GEMMA || m->family == LLMEM_FAMILY_GEMMA2;
 }
 
-static tid norm(build *b, const model_shape *m, const seg_spec *s, tid x)
+tid seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x)
 {
-    if (gemma_like(m))
+    if (seg_gemma_like(m))
         return gemma_rms_norm(b, s, x, m->hidden);
     if (m->norm == LLMEM_NORM_RMSNORM)
-        return rms_norm(b, s, x, m->hidden);
+        return seg_rms_norm(b, s, x, m->hidden);
     return op_layer_norm(b, x, m->hidden, s->norms_trainable, m->norm_bias);
 }
 
 /* apply_rotary_pos_emb: x * cos + rotate_half(x) * sin. */
-static tid rotary(build *b, tid x, tid cos, tid sin)
+tid seg_rotary(build *b, tid x, tid cos, tid sin)
 {
     if (cos < 0)
         return x; /* no rotary tables: phased_unsupported refuses such models */
@@ -106,7 +109,7 @@ static tid materialize_repeat(build *b, tid x, uint64_t n_rep)
     return graph_op(b->g, tensor_elems(b, x) * n_rep, dt, &x, 1, 0, 0, 0, 0, 0);
 }
 
-static tid attention_core(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
+tid seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
     uint64_t n_rep = m->heads / m->kv_heads;
     uint64_t scores = b->batch * m->heads * b->seq * b->seq;
@@ -148,12 +151,6 @@ static tid attention_core(build *b, const model_shape *m, tid q, tid k, tid v, t
     return o;
 }
 
-/* Shared per-forward tensors, created by the embedding segment in the model
- * and read by every layer: the attention mask and the rotary tables. */
-typedef struct shared_tensors {
-    tid mask, cos, sin;
-} shared_tensors;
-
 static shared_tensors shared_inputs(build *b, const model_shape *m, int residual_dt)
 {
     shared_tensors sh = { -1, -1, -1 };
@@ -183,160 +180,6 @@ uint64_t shared_layer_bytes(const build *b, const model_shape *m, int residual_d
     return bytes;
 }
 
-static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
-                           const shared_tensors *sh)
-{
-    uint64_t H = m->hidden, qw = m->heads * m->head_dim, kvw = m->kv_heads * m->head_dim;
-    tid q, k, v;
-    if (m->family == LLMEM_FAMILY_PHI3) {
-        /* Phi3Attention: one qkv_proj, sliced into views */
-        tid qkv = linear(b, s, h, H, qw + 2 * kvw, m->qkv_bias,
-                         LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
-        q = op_view_part(b, qkv, b->tokens * qw);
-        k = op_view_part(b, qkv, b->tokens * kvw);
-        v = op_view_part(b, qkv, b->tokens * kvw);
-    } else {
-        q = linear(b, s, h, H, qw, m->qkv_bias, LLMEM_LORA_Q);
-        if (m->qk_norm) /* Qwen3: q_norm over head_dim before the transpose */
-            q = rms_norm(b, s, q, m->head_dim);
-        k = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_K);
-        if (m->qk_norm)
-            k = rms_norm(b, s, k, m->head_dim);
-        v = linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_V);
-    }
-    q = rotary(b, q, sh->cos, sh->sin);
-    k = rotary(b, k, sh->cos, sh->sin);
-    tid o = attention_core(b, m, q, k, v, sh->mask);
-    o = linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
-    graph_hold(b->g, q);
-    graph_hold(b->g, k);
-    graph_hold(b->g, v);
-    return o;
-}
-
-static tid gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t I, int bias)
-{
-    tid gate = linear(b, s, h, H, I, bias, LLMEM_LORA_GATE);
-    tid act = op_silu(b, gate);
-    tid up = linear(b, s, h, H, I, bias, LLMEM_LORA_UP);
-    return linear(b, s, op_mul(b, act, up), I, H, bias, LLMEM_LORA_DOWN);
-}
-
-/* The experts' projections: one weight per expert, run over the rows routed
- * to it; in total every token's top-k rows, against all experts' weights. */
-static tid expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
-                         uint64_t experts)
-{
-    uint64_t rows = tensor_elems(b, x) / in_f;
-    if (s->nf4) {
-        tid xc = op_cast(b, x, b->compute);
-        uint64_t dense = in_f * out_f * (uint64_t)b->compute; /* one expert dequantized */
-        return graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
-    }
-    tid w = op_param(b, experts * in_f * out_f, s->weights_trainable);
-    tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
-    tid wc = b->autocast ? op_cast(b, w, b->compute) : w;
-    tid in[2] = { xc, wc };
-    unsigned save = (graph_rg(b->g, wc) ? 1u : 0) | (graph_rg(b->g, xc) ? 2u : 0);
-    return graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, save, 0, 0, 0, 0);
-}
-
-/* MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock: router, fp32 softmax, top-k,
- * a one-hot expert mask (int64, tokens x k x experts) held through the loop,
- * each expert's rows gathered, run, scaled by their routing weight and
- * index_add-ed back; plus the shared expert with its sigmoid gate. The loop
- * over experts is taken in aggregate: the saved tensors of all experts add
- * up to those of one MLP over tokens x k rows. */
-static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
-{
-    uint64_t H = m->hidden, E = m->experts, k = m->experts_per_token, T = b->tokens;
-    int h_dt = b->g->t[h].dt;
-    tid logits = op_linear(b, h, H, E, s->weights_trainable, m->router_bias);
-    tid probs = op_softmax(b, logits, FP32);
-    /* topk saves its indices (int64) for the backward scatter */
-    tid top = graph_op(b->g, T * k, FP32, &probs, 1, SAVE_AUX, 0, T * k * INT64, 0, 0);
-    tid weights = op_cast(b, top, h_dt);
-    tid mask = graph_op(b->g, T * k * E, INT64, NULL, 0, 0, 0, 0, 0, 0);
-    tid rows = graph_op(b->g, T * k * H, h_dt, &h, 1, 0, 0, 0, 0, 0); /* hidden_states[None, top_x] */
-    tid gate = expert_linear(b, s, rows, H, m->expert_intermediate, E);
-    tid act = op_silu(b, gate);
-    tid up = expert_linear(b, s, rows, H, m->expert_intermediate, E);
-    tid y = expert_linear(b, s, op_mul(b, act, up), m->expert_intermediate, H, E);
-    tid row_weights = graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
-    tid scaled = op_cast(b, op_mul(b, y, row_weights), h_dt);
-    tid out = graph_op(b->g, T * H, h_dt, &scaled, 1, 0, 0, 0, 0, 0); /* index_add_ into zeros */
-    graph_hold(b->g, mask);
-    graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
-    if (m->shared_intermediate > 0) {
-        seg_spec no_adapters = *s; /* LoRA is not placed on experts (tensors.c) */
-        no_adapters.lora_targets = 0;
-        tid shared = gated_mlp(b, &no_adapters, h, H, m->shared_intermediate, 0);
-        if (m->shared_gate) {
-            tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
-            shared = op_mul(b, graph_op(b->g, T, b->g->t[g].dt, &g, 1, SAVE_OUT, 0, 0, 0, 0),
-                            shared); /* F.sigmoid saves its output */
-        }
-        out = op_add(b, out, shared);
-    }
-    return out;
-}
-
-/* Phi3MLP: one gate_up_proj chunked into views; up * silu(gate). */
-static tid phi3_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
-{
-    uint64_t H = m->hidden, I = m->intermediate;
-    tid gate_up = linear(b, s, h, H, 2 * I, m->mlp_bias, LLMEM_LORA_GATE | LLMEM_LORA_UP);
-    tid gate = op_view_part(b, gate_up, b->tokens * I), up = op_view_part(b, gate_up, b->tokens * I);
-    return linear(b, s, op_mul(b, up, op_silu(b, gate)), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-}
-
-/* GemmaMLP: gelu_pytorch_tanh, a native gelu that saves its input. */
-static tid geglu_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
-{
-    uint64_t H = m->hidden, I = m->intermediate;
-    tid act = op_gelu(b, linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_GATE));
-    tid up = linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
-    return linear(b, s, op_mul(b, act, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-}
-
-static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
-{
-    if (s->moe)
-        return moe_mlp(b, m, s, h);
-    if (m->family == LLMEM_FAMILY_PHI3)
-        return phi3_mlp(b, m, s, h);
-    if (gemma_like(m))
-        return geglu_mlp(b, m, s, h);
-    return gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
-}
-
-/* GPT2Attention: fused c_attn, split into views, eager attention, c_proj. */
-static tid gpt2_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
-                          const shared_tensors *sh)
-{
-    uint64_t H = m->hidden, tokens_h = b->tokens * H;
-    tid qkv = linear(b, s, h, H, 3 * H, m->qkv_bias, LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
-    tid q = op_view_part(b, qkv, tokens_h), k = op_view_part(b, qkv, tokens_h);
-    tid v = op_view_part(b, qkv, tokens_h);
-    tid o = attention_core(b, m, q, k, v, sh->mask);
-    o = linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
-    return op_dropout(b, o); /* resid_dropout */
-}
-
-/* GPT2MLP: c_fc, NewGELUActivation written out in Python ops
- * (0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))), c_proj, dropout. */
-static tid gpt2_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
-{
-    uint64_t H = m->hidden, I = m->intermediate;
-    tid x = linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
-    tid half = op_scale(b, x); /* Python evaluates 0.5 * input first */
-    tid inner = op_add(b, x, op_scale(b, op_pow(b, x)));
-    tid t = op_add_scalar(b, op_tanh(b, op_scale(b, inner)));
-    tid y = op_mul(b, half, t);
-    y = linear(b, s, y, I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-    return op_dropout(b, y);
-}
-
 void build_layer(build *b, const model_shape *m, const seg_spec *s)
 {
     int residual_dt = b->autocast ? FP32 : b->param_dt;
@@ -345,23 +188,23 @@ void build_layer(build *b, const model_shape *m, const seg_spec *s)
     tid a, mid, mlp_out;
     /* The decoder layer's hidden_states local keeps each norm's output until
      * the attention or MLP call that reads it returns. */
-    tid h = norm(b, m, s, x);
+    tid h = seg_norm(b, m, s, x);
     if (m->family == LLMEM_FAMILY_GPT2) {
         a = gpt2_attention(b, m, s, h, &sh);
         graph_hold(b->g, h);
         mid = op_add(b, a, x);
-        h = norm(b, m, s, mid);
+        h = seg_norm(b, m, s, mid);
         mlp_out = gpt2_mlp(b, m, s, h);
     } else {
         a = llama_attention(b, m, s, h, &sh);
         graph_hold(b->g, h);
         if (m->family == LLMEM_FAMILY_GEMMA2) /* post_attention_layernorm */
-            a = norm(b, m, s, a);
+            a = seg_norm(b, m, s, a);
         mid = op_add(b, x, a);
-        h = norm(b, m, s, mid);
+        h = seg_norm(b, m, s, mid);
         mlp_out = llama_mlp(b, m, s, h);
         if (m->family == LLMEM_FAMILY_GEMMA2) /* post_feedforward_layernorm */
-            mlp_out = norm(b, m, s, mlp_out);
+            mlp_out = seg_norm(b, m, s, mlp_out);
     }
     graph_hold(b->g, h);
     b->g->output = op_add(b, mid, mlp_out);
@@ -380,7 +223,7 @@ void build_embedding(build *b, const model_shape *m, const seg_spec *s)
         if (m->positions == LLMEM_POSITIONS_LEARNED) /* an intermediate, not the output */
             graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
     }
-    if (gemma_like(m)) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */
+    if (seg_gemma_like(m)) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */
         x = op_scale(b, x);
     if (m->positions == LLMEM_POSITIONS_LEARNED) {
         tid pos = graph_op(b->g, b->seq * m->hidden, b->param_dt,
@@ -425,7 +268,7 @@ void build_head(build *b, const model_shape *m, const seg_spec *s)
     int residual_dt = b->autocast ? FP32 : b->param_dt;
     tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt, ROLE_INPUT, s->input_rg);
     if (m->final_norm)
-        x = norm(b, m, s, x);
+        x = seg_norm(b, m, s, x);
     if (s->chunked_loss) {
         chunked_head_loss(b, m, s, x);
         return;
