@@ -29,7 +29,7 @@ static tid nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
 /* PEFT's LoRA Linear: base(x) + lora_B(lora_A(x)) * scaling, with x cast to
  * the adapters' dtype first, and the sum cast back to the base's result dtype. */
 tid seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
-                  unsigned target)
+               unsigned target)
 {
     tid base = s->nf4 ? nf4_linear(b, x, in_f, out_f)
                       : op_linear(b, x, in_f, out_f, s->weights_trainable, bias);

@@ -18,7 +18,7 @@ typedef struct shared_tensors {
 /* nn.Linear (or Conv1D) of a segment, wrapped by PEFT's LoRA when targeted,
  * NF4 under QLoRA. */
 tid seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
-           unsigned target);
+               unsigned target);
 tid seg_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim);
 /* The model's norm (LayerNorm, LlamaRMSNorm or Gemma's) over the hidden size. */
 tid seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x);

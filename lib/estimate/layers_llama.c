@@ -13,7 +13,7 @@ tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
     if (m->family == LLMEM_FAMILY_PHI3) {
         /* Phi3Attention: one qkv_proj, sliced into views */
         tid qkv = seg_linear(b, s, h, H, qw + 2 * kvw, m->qkv_bias,
-                         LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
+                             LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
         q = op_view_part(b, qkv, b->tokens * qw);
         k = op_view_part(b, qkv, b->tokens * kvw);
         v = op_view_part(b, qkv, b->tokens * kvw);
