@@ -11,7 +11,12 @@ For every CSV row the CLI is run as
         --tie-embeddings 0|1 --attn-bias 0|1 --batch B --seq S
         --precision PREC --optimizer OPT --grad-ckpt none|full
         --attention eager --dropout P --method M
-        [--lora-rank R --lora-targets a,b] [--freeze-layers N] --json
+        [--lora-rank R --lora-targets a,b] [--freeze-layers N]
+        [--qk-norm Q --experts E --experts-per-token K --expert-intermediate N
+         --shared-expert-intermediate N --shared-expert-gate G] --json
+
+(the bracketed architecture flags only for optional CSV columns that are
+present and nonzero, as in grid_more.csv)
 
 and its JSON ``peak_allocated_bytes`` and ``peak_phase`` are compared with
 ``measured_peak_bytes`` and ``measured_peak_phase``.  Prints the relative
@@ -40,6 +45,17 @@ REQUIRED = (
     "vocab", "max_positions", "tie_embeddings", "attn_bias", "batch", "seq", "precision",
     "optimizer", "grad_ckpt", "attention", "dropout", "method", "lora_rank", "lora_targets",
     "freeze_layers", "measured_peak_bytes", "measured_peak_phase",
+)
+
+
+# optional CSV column -> llmem flag (Qwen3 qk-norm, mixture of experts)
+OPTIONAL_FLAGS = (
+    ("qk_norm", "--qk-norm"),
+    ("experts", "--experts"),
+    ("experts_per_token", "--experts-per-token"),
+    ("expert_intermediate", "--expert-intermediate"),
+    ("shared_expert_intermediate", "--shared-expert-intermediate"),
+    ("shared_expert_gate", "--shared-expert-gate"),
 )
 
 
@@ -72,6 +88,12 @@ def build_command(llmem, row):
         cmd += ["--lora-rank", row["lora_rank"], "--lora-targets", row["lora_targets"]]
     if row["method"] == "freeze":
         cmd += ["--freeze-layers", row["freeze_layers"]]
+    # optional architecture columns (grid_more.csv): passed only when the
+    # column exists and is nonzero, so rows without them run as before
+    for col, flag in OPTIONAL_FLAGS:
+        v = (row.get(col) or "").strip()
+        if v and v not in ("0", "0.0"):
+            cmd += [flag, v]
     cmd.append("--json")
     return cmd
 

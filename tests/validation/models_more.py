@@ -1,0 +1,446 @@
+"""More architectures for the validation harness, built from models.py's
+pieces and following Hugging Face transformers eager code op for op:
+
+* Qwen3 (Llama layer + ``q_norm`` / ``k_norm`` RMSNorm over head_dim,
+  applied to ``q_proj(h).view(B, S, -1, D)`` before the transpose);
+* Mixtral-style sparse MoE MLP (``MixtralSparseMoeBlock``, transformers
+  4.48: softmax router in fp32, top-k, renormalised, per-expert loop with
+  ``torch.where`` / ``index_add_``), optionally with Qwen2-MoE's shared
+  expert and its sigmoid gate;
+* Phi-3 (fused ``qkv_proj`` sliced into views, fused ``gate_up_proj``
+  chunked);
+* Gemma-2 (Gemma2RMSNorm ``(1 + w)`` in fp32, four norms per layer,
+  sqrt(hidden)-scaled embeddings, GeGLU with tanh gelu, attention-logit
+  softcapping 50, final-logit softcapping 30, tied embeddings, sliding-window
+  mask rebuilt on even layers as Gemma2DecoderLayer does for eager).
+
+``build_model`` dispatches these and falls back to models.build_model for the
+plain gpt2 / llama configurations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import models as M
+
+_orig_build_model = M.build_model
+
+
+@dataclasses.dataclass
+class ArchConfigMore(M.ArchConfig):
+    qk_norm: int = 0
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_intermediate: int = 0
+    shared_expert_intermediate: int = 0
+    shared_expert_gate: int = 0
+    # Gemma-2 defaults (Gemma2Config)
+    attn_logit_softcapping: float = 50.0
+    final_logit_softcapping: float = 30.0
+    sliding_window: int = 4096
+
+
+# ---------------------------------------------------------------------------
+# Norms
+# ---------------------------------------------------------------------------
+
+class Gemma2RMSNorm(M.LlamaRMSNorm):
+    """transformers Gemma2RMSNorm: ``_norm(x.float()) * (1.0 + weight.float())``
+    then ``type_as(x)``; weight initialised to zeros.  Subclass of
+    LlamaRMSNorm only so that the Trainer's no-decay grouping sees a norm."""
+
+    def __init__(self, dim, eps, amp):
+        super().__init__(dim, eps, amp)
+        self.eps = eps
+        with torch.no_grad():
+            self.weight.zero_()
+
+    def _norm(self, x):
+        amp = self._amp[0]
+        return x * torch.rsqrt(amp.fp32(M.mean_lastdim(torch.pow(amp.fp32(x), 2)) + self.eps))
+
+    def forward(self, x):
+        output = self._norm(x.float())
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+
+# ---------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------
+
+class Qwen3Attention(M.LlamaAttention):
+    """Qwen3Attention: RMSNorm over head_dim on q and k before the transpose."""
+
+    def __init__(self, cfg, layer_idx, amp):
+        super().__init__(cfg, layer_idx, amp)
+        self.q_norm = M.LlamaRMSNorm(cfg.head_dim, cfg.eps, amp)
+        self.k_norm = M.LlamaRMSNorm(cfg.head_dim, cfg.eps, amp)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_norm(self.q_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+        key_states = self.k_norm(self.k_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = M.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        attn_output, attn_weights = self._eager(
+            query_states, key_states, value_states, attention_mask, self.scaling,
+            0.0 if not self.training else self.attention_dropout)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = self.o_proj(attn_output)
+        return attn_output, attn_weights
+
+
+class Phi3Attention(M.LlamaAttention):
+    """Phi3Attention (4.48): one qkv_proj, sliced with ``qkv[..., a:b]``."""
+
+    def __init__(self, cfg, layer_idx, amp):
+        nn.Module.__init__(self)
+        self.head_dim = cfg.head_dim
+        self.num_heads = cfg.heads
+        self.num_key_value_heads = cfg.kv_heads
+        self.num_key_value_groups = cfg.heads // cfg.kv_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.dropout
+        op_size = cfg.heads * cfg.head_dim + 2 * (cfg.kv_heads * cfg.head_dim)
+        self.qkv_proj = M.Linear(cfg.hidden, op_size, False, amp)
+        self.o_proj = M.Linear(cfg.heads * cfg.head_dim, cfg.hidden, False, amp)
+        self._amp = [amp]
+
+    def forward(self, hidden_states, position_embeddings, attention_mask):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        qkv = self.qkv_proj(hidden_states)
+        query_pos = self.num_heads * self.head_dim
+        query_states = qkv[..., :query_pos]
+        key_states = qkv[..., query_pos: query_pos + self.num_key_value_heads * self.head_dim]
+        value_states = qkv[..., query_pos + self.num_key_value_heads * self.head_dim:]
+        query_states = query_states.view(hidden_shape).transpose(1, 2)
+        key_states = key_states.view(hidden_shape).transpose(1, 2)
+        value_states = value_states.view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = M.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        attn_output, attn_weights = self._eager(
+            query_states, key_states, value_states, attention_mask, self.scaling,
+            0.0 if not self.training else self.attention_dropout)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = self.o_proj(attn_output)
+        return attn_output, attn_weights
+
+
+class Gemma2Attention(M.LlamaAttention):
+    """Gemma2Attention + gemma2 eager_attention_forward (logit softcapping
+    ``/ cap; tanh; * cap`` after ``* scaling``, before the mask)."""
+
+    def __init__(self, cfg, layer_idx, amp):
+        super().__init__(cfg, layer_idx, amp)
+        self.scaling = cfg.head_dim ** -0.5  # query_pre_attn_scalar = head_dim
+        self.softcap = cfg.attn_logit_softcapping
+
+    def _eager(self, query, key, value, attention_mask, scaling, p):
+        amp = self._amp[0]
+        key_states = M.repeat_kv(key, self.num_key_value_groups)
+        value_states = M.repeat_kv(value, self.num_key_value_groups)
+        attn_weights = M.matmul(amp, query, key_states.transpose(2, 3)) * scaling
+        if self.softcap is not None:
+            attn_weights = attn_weights / self.softcap
+            attn_weights = torch.tanh(attn_weights)
+            attn_weights = attn_weights * self.softcap
+        if attention_mask is not None:
+            causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+            attn_weights = attn_weights + causal_mask
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+        attn_weights = M.dropout(attn_weights, p, self.training)
+        attn_output = M.matmul(amp, attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        return attn_output, attn_weights
+
+
+# ---------------------------------------------------------------------------
+# MLPs
+# ---------------------------------------------------------------------------
+
+class Phi3MLP(nn.Module):
+    def __init__(self, cfg, amp):
+        super().__init__()
+        self.gate_up_proj = M.Linear(cfg.hidden, 2 * cfg.intermediate, False, amp)
+        self.down_proj = M.Linear(cfg.intermediate, cfg.hidden, False, amp)
+
+    def forward(self, hidden_states):
+        up_states = self.gate_up_proj(hidden_states)
+        gate, up_states = up_states.chunk(2, dim=-1)
+        up_states = up_states * F.silu(gate)
+        return self.down_proj(up_states)
+
+
+class Gemma2MLP(M.LlamaMLP):
+    """GeGLU: down(gelu_tanh(gate(x)) * up(x))."""
+
+    def forward(self, x):
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+
+
+class MixtralExpert(nn.Module):
+    """MixtralBlockSparseTop2MLP: w2(silu(w1(x)) * w3(x))."""
+
+    def __init__(self, hidden, inter, amp):
+        super().__init__()
+        self.w1 = M.Linear(hidden, inter, False, amp)
+        self.w2 = M.Linear(inter, hidden, False, amp)
+        self.w3 = M.Linear(hidden, inter, False, amp)
+
+    def forward(self, hidden_states):
+        current_hidden_states = F.silu(self.w1(hidden_states)) * self.w3(hidden_states)
+        current_hidden_states = self.w2(current_hidden_states)
+        return current_hidden_states
+
+
+class SharedExpertMLP(nn.Module):
+    """Qwen2MoeMLP used as the shared expert."""
+
+    def __init__(self, hidden, inter, amp):
+        super().__init__()
+        self.gate_proj = M.Linear(hidden, inter, False, amp)
+        self.up_proj = M.Linear(hidden, inter, False, amp)
+        self.down_proj = M.Linear(inter, hidden, False, amp)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class SparseMoeBlock(nn.Module):
+    """MixtralSparseMoeBlock (transformers 4.48, jitter 0) plus, when
+    shared_expert_intermediate > 0, Qwen2MoeSparseMoeBlock's shared expert
+    (``F.sigmoid(shared_expert_gate(h)) * shared_expert(h)`` added before the
+    reshape; the gate only when shared_expert_gate)."""
+
+    def __init__(self, cfg, amp):
+        super().__init__()
+        self.hidden_dim = cfg.hidden
+        self.num_experts = cfg.experts
+        self.top_k = cfg.experts_per_token
+        self.gate = M.Linear(cfg.hidden, cfg.experts, False, amp)
+        self.experts = nn.ModuleList([MixtralExpert(cfg.hidden, cfg.expert_intermediate, amp)
+                                      for _ in range(cfg.experts)])
+        self.shared_expert = None
+        self.shared_expert_gate = None
+        if cfg.shared_expert_intermediate > 0:
+            self.shared_expert = SharedExpertMLP(cfg.hidden, cfg.shared_expert_intermediate, amp)
+            if cfg.shared_expert_gate:
+                self.shared_expert_gate = M.Linear(cfg.hidden, 1, False, amp)
+        self._amp = [amp]
+
+    def forward(self, hidden_states):
+        amp = self._amp[0]
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        router_logits = self.gate(hidden_states)
+        # softmax with an explicit dtype: autocast runs it as asked
+        routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(hidden_states.dtype)
+        final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim),
+                                          dtype=hidden_states.dtype, device=hidden_states.device)
+        expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        for expert_idx in range(self.num_experts):
+            expert_layer = self.experts[expert_idx]
+            idx, top_x = torch.where(expert_mask[expert_idx])
+            current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+            current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+            final_hidden_states.index_add_(0, top_x,
+                                           current_hidden_states.to(hidden_states.dtype))
+        if self.shared_expert is not None:
+            shared_expert_output = self.shared_expert(hidden_states)
+            if self.shared_expert_gate is not None:
+                shared_expert_output = torch.sigmoid(
+                    self.shared_expert_gate(hidden_states)) * shared_expert_output
+            final_hidden_states = final_hidden_states + shared_expert_output
+        final_hidden_states = final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+        del amp
+        return final_hidden_states, router_logits
+
+
+# ---------------------------------------------------------------------------
+# Decoder layers
+# ---------------------------------------------------------------------------
+
+class MoreDecoderLayer(nn.Module):
+    """Llama / Qwen3 / Mixtral / Qwen2-MoE / Phi-3 decoder layer (pre-norm,
+    two residuals; Phi-3's resid dropouts are p = 0 -> identity)."""
+
+    def __init__(self, cfg, layer_idx, amp):
+        super().__init__()
+        if cfg.family == "phi3":
+            self.self_attn = Phi3Attention(cfg, layer_idx, amp)
+            self.mlp = Phi3MLP(cfg, amp)
+        else:
+            self.self_attn = (Qwen3Attention if cfg.qk_norm else M.LlamaAttention)(
+                cfg, layer_idx, amp)
+            if cfg.experts > 0:
+                self.block_sparse_moe = SparseMoeBlock(cfg, amp)
+            else:
+                self.mlp = M.LlamaMLP(cfg, amp)
+        self.input_layernorm = M.LlamaRMSNorm(cfg.hidden, cfg.eps, amp)
+        self.post_attention_layernorm = M.LlamaRMSNorm(cfg.hidden, cfg.eps, amp)
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None,
+                past_key_value=None, output_attentions=False, use_cache=False,
+                cache_position=None, position_embeddings=None):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states, self_attn_weights = self.self_attn(
+            hidden_states=hidden_states, position_embeddings=position_embeddings,
+            attention_mask=attention_mask)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        if hasattr(self, "block_sparse_moe"):
+            hidden_states, router_logits = self.block_sparse_moe(hidden_states)
+            del router_logits  # output_router_logits=False: not collected
+        else:
+            hidden_states = self.mlp(hidden_states)
+        hidden_states = residual + hidden_states
+        return (hidden_states,)
+
+
+class Gemma2DecoderLayer(nn.Module):
+    def __init__(self, cfg, layer_idx, amp):
+        super().__init__()
+        self.is_sliding = not bool(layer_idx % 2)
+        self.sliding_window = cfg.sliding_window
+        self.self_attn = Gemma2Attention(cfg, layer_idx, amp)
+        self.mlp = Gemma2MLP(cfg, amp)
+        self.input_layernorm = Gemma2RMSNorm(cfg.hidden, cfg.eps, amp)
+        self.post_attention_layernorm = Gemma2RMSNorm(cfg.hidden, cfg.eps, amp)
+        self.pre_feedforward_layernorm = Gemma2RMSNorm(cfg.hidden, cfg.eps, amp)
+        self.post_feedforward_layernorm = Gemma2RMSNorm(cfg.hidden, cfg.eps, amp)
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None,
+                past_key_value=None, output_attentions=False, use_cache=False,
+                cache_position=None, position_embeddings=None):
+        if self.is_sliding and attention_mask is not None:  # eager path, 4.48
+            effective_seq_len = max(cache_position.shape[0], self.sliding_window)
+            min_dtype = torch.finfo(hidden_states.dtype).min
+            sliding_window_mask = torch.tril(
+                torch.ones_like(attention_mask, dtype=torch.bool), diagonal=-self.sliding_window)
+            attention_mask = torch.where(sliding_window_mask, min_dtype, attention_mask)
+            offset = cache_position[-1] - effective_seq_len + 1
+            offset = torch.clamp(offset, min=0)
+            mask_indexes = torch.arange(min(effective_seq_len, attention_mask.shape[-1]),
+                                        device=attention_mask.device)
+            mask_indexes += offset
+            attention_mask = attention_mask[:, :, :, mask_indexes]
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states, self_attn_weights = self.self_attn(
+            hidden_states=hidden_states, position_embeddings=position_embeddings,
+            attention_mask=attention_mask)
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.pre_feedforward_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_feedforward_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        return (hidden_states,)
+
+
+# ---------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------
+
+class MoreForCausalLM(M.LlamaForCausalLM):
+    """LlamaForCausalLM with the decoder layer, final norm, embedding scale
+    and logit softcapping of the configured family."""
+
+    def __init__(self, cfg):
+        M.CausalLMBase.__init__(self, cfg)
+        amp = self.amp
+        self.is_gemma2 = cfg.family == "gemma2"
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        nn.init.normal_(self.embed_tokens.weight, 0.0, cfg.init_std)
+        layer_cls = Gemma2DecoderLayer if self.is_gemma2 else MoreDecoderLayer
+        self.layers = nn.ModuleList([layer_cls(cfg, i, amp) for i in range(cfg.layers)])
+        self.norm = (Gemma2RMSNorm if self.is_gemma2 else M.LlamaRMSNorm)(cfg.hidden, cfg.eps, amp)
+        self.rotary_emb = M.LlamaRotaryEmbedding(cfg, amp)
+        if cfg.tie_embeddings:
+            self.lm_head = None
+        else:
+            self.lm_head = M.Linear(cfg.hidden, cfg.vocab, False, amp)
+
+    def model(self, input_ids, attention_mask):
+        if not self.is_gemma2:
+            return super().model(input_ids, attention_mask)
+        # Gemma2Model.forward (use_cache=False in training)
+        inputs_embeds = self.embed_tokens(input_ids)
+        cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
+        position_ids = cache_position.unsqueeze(0)
+        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        normalizer = torch.tensor(self.cfg.hidden ** 0.5, dtype=hidden_states.dtype)
+        hidden_states = hidden_states * normalizer
+        for decoder_layer in self.layers:
+            if self.gradient_checkpointing and self.training:
+                layer_outputs = self._ckpt(decoder_layer.__call__, hidden_states, causal_mask,
+                                           position_ids, None, False, False, cache_position,
+                                           position_embeddings)
+            else:
+                layer_outputs = decoder_layer(
+                    hidden_states, attention_mask=causal_mask, position_ids=position_ids,
+                    past_key_value=None, output_attentions=False, use_cache=False,
+                    cache_position=cache_position, position_embeddings=position_embeddings)
+            hidden_states = layer_outputs[0]
+        hidden_states = self.norm(hidden_states)
+        return (hidden_states,)
+
+    def _update_causal_mask(self, attention_mask, input_tensor, cache_position):
+        # Gemma2Model._update_causal_mask without a cache: target_length =
+        # attention_mask.shape[-1] (2-D mask) -- same tensor as Llama's here.
+        if not self.is_gemma2:
+            return super()._update_causal_mask(attention_mask, input_tensor, cache_position)
+        sequence_length = input_tensor.shape[1]
+        target_length = (attention_mask.shape[-1] if attention_mask is not None
+                         else input_tensor.shape[1])
+        return self._prepare_4d_causal_attention_mask_with_cache_position(
+            attention_mask, sequence_length=sequence_length, target_length=target_length,
+            dtype=input_tensor.dtype, device=input_tensor.device,
+            cache_position=cache_position, batch_size=input_tensor.shape[0])
+
+    def forward(self, input_ids, attention_mask=None, labels=None):
+        outputs = self.model(input_ids, attention_mask)
+        hidden_states = outputs[0]
+        logits = M.linear(self.amp, hidden_states[:, slice(0, None), :], self.lm_head_weight())
+        if self.is_gemma2 and self.cfg.final_logit_softcapping is not None:
+            logits = logits / self.cfg.final_logit_softcapping
+            logits = torch.tanh(logits)
+            logits = logits * self.cfg.final_logit_softcapping
+        loss = None
+        if labels is not None:
+            loss = M.causal_lm_loss(logits, labels, self.cfg.vocab)
+        return {"loss": loss, "logits": logits}
+
+
+def is_more(cfg):
+    return (cfg.family in ("phi3", "gemma2")
+            or getattr(cfg, "qk_norm", 0) or getattr(cfg, "experts", 0) > 0)
+
+
+def build_model(cfg, seed=0):
+    if not is_more(cfg):
+        return _orig_build_model(cfg, seed=seed)
+    torch.manual_seed(seed)
+    return MoreForCausalLM(cfg)
+
+
+def install():
+    """Route models.build_model (used by measure.build) through this module."""
+    M.build_model = build_model
