@@ -25,6 +25,7 @@ tid graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
     t->dt = (uint8_t)dt;
     t->last_use = -1;
     t->saved = 0;
+    t->base = (tid)g->nt;
     t->role = (uint8_t)role;
     t->rg = (uint8_t)(rg && g->grad_enabled);
     return (tid)g->nt++;
@@ -58,10 +59,12 @@ tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, u
     op->fwd_extra = fwd_extra;
     op->bwd_extra = bwd_extra;
     for (int j = 0; j < nin; j++) {
+        /* Using or saving a view keeps its base's storage alive. */
+        tid owner = g->t[in[j]].base;
         op->in[j] = in[j];
-        g->t[in[j]].last_use = index;
+        g->t[in[j]].last_use = g->t[owner].last_use = index;
         if (save & (1u << j))
-            g->t[in[j]].saved++;
+            g->t[owner].saved++;
     }
     g->t[out].last_use = index;
     if (save & SAVE_OUT)
@@ -77,7 +80,7 @@ tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, u
 void graph_hold(graph *g, tid t)
 {
     if (t >= 0 && g->nop > 0 && g->t[t].last_use < g->nop - 1)
-        g->t[t].last_use = (int16_t)(g->nop - 1);
+        g->t[t].last_use = g->t[g->t[t].base].last_use = (int16_t)(g->nop - 1);
 }
 
 static int owns_storage(const g_tensor *t)
@@ -250,9 +253,9 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
             pool_drop(&pool, gout, &live);
         grad[op->out] = -1;
         for (int j = 0; j < op->nin; j++) {
-            tid x = op->in[j];
-            if (((op->save >> j) & 1u) && --saved_left[x] == 0 && owns_storage(&g->t[x]))
-                live -= g->t[x].bytes;
+            tid owner = g->t[op->in[j]].base;
+            if (((op->save >> j) & 1u) && --saved_left[owner] == 0 && owns_storage(&g->t[owner]))
+                live -= g->t[owner].bytes;
         }
         if ((op->save & SAVE_OUT) && --saved_left[op->out] == 0)
             live -= storage_bytes(&g->t[op->out]);

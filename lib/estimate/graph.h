@@ -37,6 +37,7 @@ typedef struct g_tensor {
     uint64_t bytes;
     uint64_t grad_bytes; /* bytes of its gradient (a parameter's .grad) */
     int16_t last_use;    /* last forward op that references it */
+    tid base;            /* the tensor owning its storage: itself, or a view's base */
     uint16_t saved;      /* ops that keep it for backward */
     uint8_t role;
     uint8_t rg;          /* requires grad */

@@ -109,6 +109,17 @@ static tid materialize_repeat(build *b, tid x, uint64_t n_rep)
     return graph_op(b->g, tensor_elems(b, x) * n_rep, dt, &x, 1, 0, 0, 0, 0, 0);
 }
 
+/* torch.matmul folds a 4-D operand to 3-D for bmm. A head view of a fused
+ * projection ([B, S, heads, D] transposed) folds without a copy only when
+ * batch is 1; otherwise bmm gets, and saves, a contiguous copy, and the
+ * fused projection's storage is no longer kept for it. */
+static tid matmul_operand(build *b, tid x)
+{
+    if (b->g->t[x].role != ROLE_VIEW || b->batch == 1)
+        return x;
+    return op_copy(b, x);
+}
+
 tid seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
     uint64_t n_rep = m->heads / m->kv_heads;
@@ -129,7 +140,7 @@ tid seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
         ks = op_expand_copy(b, k, n_rep);
         vs = op_expand_copy(b, v, n_rep);
     }
-    tid w = op_bmm(b, q, ks, scores);
+    tid w = op_bmm(b, matmul_operand(b, q), matmul_operand(b, ks), scores);
     if (m->family == LLMEM_FAMILY_GPT2) {
         w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
     } else {
@@ -144,7 +155,7 @@ tid seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
     tid p = op_softmax(b, w, softmax_dt);
     p = op_cast(b, p, b->g->t[m->family == LLMEM_FAMILY_GPT2 ? v : q].dt);
     p = op_dropout(b, p);
-    tid o = op_copy(b, op_bmm(b, p, vs, out_elems)); /* transpose(1, 2).contiguous() */
+    tid o = op_copy(b, op_bmm(b, p, matmul_operand(b, vs), out_elems)); /* transpose(1, 2).contiguous() */
     graph_hold(b->g, ks);
     graph_hold(b->g, vs);
     graph_hold(b->g, p);
@@ -218,9 +229,12 @@ void build_layer(build *b, const model_shape *m, const seg_spec *s)
 void build_embedding(build *b, const model_shape *m, const seg_spec *s)
 {
     tid x = op_embedding(b, m->vocab, m->hidden, s->weights_trainable, NULL);
-    if (s->input_rg && !s->weights_trainable) {
+    int leaf = s->input_rg && !s->weights_trainable;
+    if (leaf) {
         b->g->t[x].rg = (uint8_t)b->g->grad_enabled;
-        if (m->positions == LLMEM_POSITIONS_LEARNED) /* an intermediate, not the output */
+        /* An op after it (positions, Gemma's normalizer) puts an AccumulateGrad
+         * node on the leaf, which keeps it alive through backward. */
+        if (m->positions == LLMEM_POSITIONS_LEARNED || seg_gemma_like(m))
             graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
     }
     if (seg_gemma_like(m)) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */

@@ -77,16 +77,24 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid probs = op_softmax(b, logits, FP32);
     /* topk saves its indices (int64) for the backward scatter */
     tid top = graph_op(b->g, T * k, FP32, &probs, 1, SAVE_AUX, 0, T * k * INT64, 0, 0);
+    /* routing_weights /= routing_weights.sum(-1, keepdim=True): div_ saves the
+     * sum and its result */
+    tid sum = graph_op(b->g, T, FP32, &top, 1, 0, 0, 0, 0, 0);
+    top = graph_op(b->g, T * k, FP32, (tid[]){ top, sum }, 2, 2u | SAVE_OUT, 0, 0, 0, 0);
     tid weights = op_cast(b, top, h_dt);
     tid mask = graph_op(b->g, T * k * E, INT64, NULL, 0, 0, 0, 0, 0, 0);
-    tid rows = graph_op(b->g, T * k * H, h_dt, &h, 1, 0, 0, 0, 0, 0); /* hidden_states[None, top_x] */
+    /* torch.where(expert_mask[e]) per expert: (idx, top_x), int64 [rows, 2] in
+     * all, kept by the index ops that gather with it */
+    tid where = graph_op(b->g, T * k * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
+    tid rows = graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, 2u, 0, 0, 0, 0);
     tid gate = expert_linear(b, s, rows, H, m->expert_intermediate, E);
     tid act = op_silu(b, gate);
     tid up = expert_linear(b, s, rows, H, m->expert_intermediate, E);
     tid y = expert_linear(b, s, op_mul(b, act, up), m->expert_intermediate, H, E);
     tid row_weights = graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
     tid scaled = op_cast(b, op_mul(b, y, row_weights), h_dt);
-    tid out = graph_op(b->g, T * H, h_dt, &scaled, 1, 0, 0, 0, 0, 0); /* index_add_ into zeros */
+    /* index_add_ into zeros; IndexAddBackward keeps the added source */
+    tid out = graph_op(b->g, T * H, h_dt, &scaled, 1, 1u, 0, 0, 0, 0);
     graph_hold(b->g, mask);
     graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
     if (m->shared_intermediate > 0) {

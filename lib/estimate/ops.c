@@ -233,8 +233,9 @@ tid op_flash_attention(build *b, tid q, tid k, tid v, uint64_t heads)
 
 tid op_view_part(build *b, tid x, uint64_t elems)
 {
-    /* Saved by the view op itself so the base lives while the view may be used. */
-    tid v = graph_op(b->g, elems, dt_of(b, x), &x, 1, BIT(0), 0, 0, 0, 0);
+    /* Whoever uses or saves the view keeps the base alive (graph_op). */
+    tid v = graph_op(b->g, elems, dt_of(b, x), &x, 1, 0, 0, 0, 0, 0);
     b->g->t[v].role = ROLE_VIEW;
+    b->g->t[v].base = b->g->t[x].base;
     return v;
 }

@@ -46,8 +46,8 @@ tid op_gelu(build *b, tid x);     /* saves its input (native gelu) */
 tid op_relu(build *b, tid x);     /* saves its output */
 tid op_neg(build *b, tid x);
 tid op_copy(build *b, tid x);
-/* A view of part of x (split of a fused projection): no bytes of its own, a
- * gradient of its own size, and x kept alive while it may be used. */
+/* A view of part of x (split of a fused projection): no storage of its own,
+ * a gradient of its own size; using or saving it keeps x alive. */
 tid op_view_part(build *b, tid x, uint64_t elems);     /* .contiguous() of a transposed view */
 /* cat((-x2, x1)) of rotate_half: x1 the negated half, x2 the tensor whose half is viewed. */
 tid op_cat_halves(build *b, tid x1, tid x2);
