@@ -260,6 +260,17 @@ LLMEM_API int llmem_model_set_str(llmem_model *model, int key, const char *value
 /** Read a field (defaults resolved: kv-heads 0 reads as heads). @since 0.1.0 */
 LLMEM_API int llmem_model_get_int(const llmem_model *model, int key, int64_t *out);
 /**
+ * Describe a model field: its name as the CLI and messages spell it
+ * ("kv-heads"), and its bounds. Any pointer may be NULL.
+ * @return #LLMEM_EINVAL for an unknown key. @since 0.1.0
+ */
+LLMEM_API int llmem_model_field_info(int key, const char **name, int64_t *min, int64_t *max);
+/**
+ * Name of @p value of an enumerated model field ("llama", "rmsnorm"), or NULL
+ * when the field is not enumerated or the value has no name. @since 0.1.0
+ */
+LLMEM_API const char *llmem_model_value_name(int key, int64_t value);
+/**
  * Check the fields together: sizes set and positive, heads dividing hidden
  * (when head_dim is 0), kv-heads dividing heads, top-k not above experts, and
  * the parameter count fitting in 64 bits. @since 0.1.0
@@ -445,6 +456,20 @@ LLMEM_API int llmem_train_set_str(llmem_train *train, int key, const char *value
 LLMEM_API int llmem_train_get_int(const llmem_train *train, int key, int64_t *out);
 /** Read a real field. @since 0.1.0 */
 LLMEM_API int llmem_train_get_double(const llmem_train *train, int key, double *out);
+/**
+ * Describe a training field: its name ("lora-rank"), its bounds (for real
+ * fields, the bounds rounded toward zero; dropout's upper bound is
+ * exclusive) and whether it is real (1) or integer/enumerated (0). Any pointer
+ * may be NULL. @return #LLMEM_EINVAL for an unknown key. @since 0.1.0
+ */
+LLMEM_API int llmem_train_field_info(int key, const char **name, int64_t *min, int64_t *max,
+                                     int *is_real);
+/**
+ * Name of @p value of an enumerated training field ("bf16-mixed", "adamw"),
+ * or NULL when the field is not enumerated (LoRA targets are a bitmask: see
+ * #llmem_lora_target) or the value has no name. @since 0.1.0
+ */
+LLMEM_API const char *llmem_train_value_name(int key, int64_t value);
 /** @} */
 
 /**

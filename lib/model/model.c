@@ -345,3 +345,25 @@ int llmem_model_param_count(llmem_model *m, uint64_t *out)
     llmem__ok(m->ctx);
     return LLMEM_OK;
 }
+
+int llmem_model_field_info(int key, const char **name, int64_t *min, int64_t *max)
+{
+    const model_field *f = model_field_find(key);
+    if (f == NULL)
+        return LLMEM_EINVAL;
+    if (name)
+        *name = f->name;
+    if (min)
+        *min = f->min;
+    if (max)
+        *max = f->max;
+    return LLMEM_OK;
+}
+
+const char *llmem_model_value_name(int key, int64_t value)
+{
+    const model_field *f = model_field_find(key);
+    if (f == NULL || f->values == NULL || value < f->min || value > f->max)
+        return NULL;
+    return names_name(f->values, (int)value);
+}

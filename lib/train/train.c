@@ -224,3 +224,27 @@ int llmem_train_get_double(const llmem_train *t, int key, double *out)
     *out = t->d[key];
     return LLMEM_OK;
 }
+
+int llmem_train_field_info(int key, const char **name, int64_t *min, int64_t *max, int *is_real)
+{
+    const train_field *f = find_field(key);
+    if (f == NULL)
+        return LLMEM_EINVAL;
+    if (name)
+        *name = f->name;
+    if (min)
+        *min = (int64_t)f->min;
+    if (max)
+        *max = (int64_t)f->max;
+    if (is_real)
+        *is_real = f->kind == KIND_REAL;
+    return LLMEM_OK;
+}
+
+const char *llmem_train_value_name(int key, int64_t value)
+{
+    const train_field *f = find_field(key);
+    if (f == NULL || f->kind != KIND_ENUM || value < (int64_t)f->min || value > (int64_t)f->max)
+        return NULL;
+    return names_name(f->values, (int)value);
+}

@@ -912,3 +912,40 @@ Test(model, allocator_struct_checked)
     cr_expect_eq(llmem_ctx_new(NULL, NULL), LLMEM_EINVAL);
     cr_expect_eq(state.allocs, 0);
 }
+
+/* Field metadata: names and bounds as the setters enforce them, value names
+ * as set_str accepts them. */
+Test(model, field_info_and_value_names)
+{
+    const char *name = NULL;
+    int64_t lo = 0, hi = 0;
+    llmem_ctx *c;
+    llmem_model *m;
+    cr_assert_eq(llmem_model_field_info(LLMEM_MODEL_KV_HEADS, &name, &lo, &hi), LLMEM_OK);
+    cr_expect_str_eq(name, "kv-heads");
+    cr_expect_eq(lo, 0);
+    cr_expect_gt(hi, 0);
+    cr_expect_eq(llmem_model_field_info(9999, NULL, NULL, NULL), LLMEM_EINVAL);
+    cr_assert_eq(llmem_ctx_new(&c, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new(c, LLMEM_FAMILY_LLAMA, &m), LLMEM_OK);
+    /* the bounds are the setter's: max accepted, max + 1 refused */
+    cr_assert_eq(llmem_model_field_info(LLMEM_MODEL_LAYERS, NULL, &lo, &hi), LLMEM_OK);
+    cr_expect_eq(llmem_model_set_int(m, LLMEM_MODEL_LAYERS, hi), LLMEM_OK);
+    cr_expect_eq(llmem_model_set_int(m, LLMEM_MODEL_LAYERS, hi + 1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_model_set_int(m, LLMEM_MODEL_LAYERS, lo - 1), LLMEM_ERANGE);
+    /* every named value round-trips through set_str */
+    for (int64_t v = 1; v <= 12; v++) {
+        const char *family = llmem_model_value_name(LLMEM_MODEL_FAMILY, v);
+        int64_t back = 0;
+        cr_assert_not_null(family, "family %lld has no name", (long long)v);
+        cr_expect_eq(llmem_model_set_str(m, LLMEM_MODEL_FAMILY, family), LLMEM_OK);
+        llmem_model_get_int(m, LLMEM_MODEL_FAMILY, &back);
+        cr_expect_eq(back, v, "%s", family);
+    }
+    cr_expect_str_eq(llmem_model_value_name(LLMEM_MODEL_NORM, LLMEM_NORM_RMSNORM), "rmsnorm");
+    cr_expect_null(llmem_model_value_name(LLMEM_MODEL_HIDDEN, 4096), "hidden is not enumerated");
+    cr_expect_null(llmem_model_value_name(LLMEM_MODEL_FAMILY, 0));
+    cr_expect_null(llmem_model_value_name(LLMEM_MODEL_FAMILY, 99));
+    llmem_model_free(m);
+    llmem_ctx_free(c);
+}

@@ -530,3 +530,33 @@ Test(train, lora_module_message, .init = setup_train, .fini = teardown_train)
                        llmem_ctx_error(ctx));
     cr_expect_eq(get_int(LLMEM_TRAIN_LORA_TARGETS), LLMEM_LORA_Q | LLMEM_LORA_V);
 }
+
+Test(train, field_info_and_value_names, .init = setup_train, .fini = teardown_train)
+{
+    const char *name = NULL;
+    int64_t lo = 0, hi = 0;
+    int real = -1;
+    cr_assert_eq(llmem_train_field_info(LLMEM_TRAIN_LORA_RANK, &name, &lo, &hi, &real), LLMEM_OK);
+    cr_expect_str_eq(name, "lora-rank");
+    cr_expect_eq(real, 0);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_LORA_RANK, hi), LLMEM_OK);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_LORA_RANK, hi + 1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_LORA_RANK, lo - 1), LLMEM_ERANGE);
+    cr_assert_eq(llmem_train_field_info(LLMEM_TRAIN_DROPOUT, &name, NULL, NULL, &real), LLMEM_OK);
+    cr_expect_str_eq(name, "dropout");
+    cr_expect_eq(real, 1);
+    cr_expect_eq(llmem_train_field_info(9999, NULL, NULL, NULL, NULL), LLMEM_EINVAL);
+    /* every optimizer value has a name that set_str maps back to it */
+    cr_assert_eq(llmem_train_field_info(LLMEM_TRAIN_OPTIMIZER, NULL, &lo, &hi, NULL), LLMEM_OK);
+    for (int64_t v = lo; v <= hi; v++) {
+        const char *opt = llmem_train_value_name(LLMEM_TRAIN_OPTIMIZER, v);
+        if (opt == NULL)
+            continue; /* a value kept free in the enumeration */
+        cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, opt), LLMEM_OK);
+        cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER), v, "%s", opt);
+    }
+    cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_PRECISION, LLMEM_PRECISION_BF16_MIXED),
+                     "bf16-mixed");
+    cr_expect_null(llmem_train_value_name(LLMEM_TRAIN_BATCH, 4), "batch is not enumerated");
+    cr_expect_null(llmem_train_value_name(LLMEM_TRAIN_LORA_TARGETS, 1), "a bitmask, not a name");
+}
