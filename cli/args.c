@@ -21,10 +21,13 @@ static const char *const optimizers[] = { "adamw",     "adam",       "sgd", "sgd
 static const char *const grad_ckpts[] = { "none", "full", NULL };
 static const char *const attentions[] = { "eager", "flash", NULL };
 static const char *const methods[] = { "full", "lora", "qlora", "freeze", NULL };
-/* GPT-2's Conv1D modules last: c_attn is q, k and v together (see settings.c). */
-static const char *const lora_targets[] = { "q_proj",    "k_proj",  "v_proj",    "o_proj",
-                                            "gate_proj", "up_proj", "down_proj", "c_attn",
-                                            "c_proj",    "c_fc",    NULL };
+/* Fused modules last (GPT-2's Conv1D c_attn is q, k and v together; Phi-3's
+ * qkv_proj and gate_up_proj; query_key_value of BLOOM, GPT-NeoX, Falcon):
+ * see settings.c. */
+static const char *const lora_targets[] = { "q_proj",    "k_proj",       "v_proj",    "o_proj",
+                                            "gate_proj", "up_proj",      "down_proj", "c_attn",
+                                            "c_proj",    "c_fc",         "qkv_proj",
+                                            "gate_up_proj", "query_key_value", NULL };
 static const char *const losses[] = { "upcast", "chunked", NULL };
 static const char *const formulas[] = { "phased", "article", NULL };
 
