@@ -7,29 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The names the library accepts for each enumerated field (llmem.h); the
- * library, not this list, decides what they mean (see settings.c). */
-static const char *const families[] = { "gpt2",     "llama",  "opt", "bloom",      "gemma2",   "phi3",
-                                        "gemma",    "gpt_neox", "falcon", "phi", "starcoder2",
-                                        "deepseek", NULL };
-static const char *const norms[] = { "layernorm", "rmsnorm", NULL };
-static const char *const mlps[] = { "gated", "plain", NULL };
-static const char *const precisions[] = { "fp32", "bf16-mixed", "fp16-mixed", "bf16", NULL };
-static const char *const optimizers[] = { "adamw",     "adam",       "sgd", "sgd-momentum",
-                                          "adafactor", "adamw-8bit", "lion", "paged-adamw-8bit",
-                                          "paged-adamw", NULL };
-static const char *const grad_ckpts[] = { "none", "full", NULL };
-static const char *const attentions[] = { "eager", "flash", NULL };
-static const char *const methods[] = { "full", "lora", "qlora", "freeze", NULL };
-/* Fused modules last (GPT-2's Conv1D c_attn is q, k and v together; Phi-3's
+/* Enumerated fields list their names from the library (cli_flag_choices);
+ * only the LoRA module list, a bitmask with aliases, is kept here. Fused
+ * modules last (GPT-2's Conv1D c_attn is q, k and v together; Phi-3's
  * qkv_proj and gate_up_proj; query_key_value of BLOOM, GPT-NeoX, Falcon):
  * see settings.c. */
 static const char *const lora_targets[] = { "q_proj",    "k_proj",       "v_proj",    "o_proj",
                                             "gate_proj", "up_proj",      "down_proj", "c_attn",
                                             "c_proj",    "c_fc",         "qkv_proj",
                                             "gate_up_proj", "query_key_value", NULL };
-static const char *const losses[] = { "upcast", "chunked", NULL };
-static const char *const formulas[] = { "phased", "article", NULL };
 
 #define MODEL_INT(name, json, key, metavar, help) \
     { name, json, CLI_TARGET_MODEL, key, CLI_KIND_INT, NULL, metavar, help }
@@ -45,7 +31,7 @@ static const cli_flag flags[] = {
       "a Hugging Face config.json (or its directory) instead of --model" },
     { "weights", NULL, CLI_TARGET_WEIGHTS, 0, CLI_KIND_TEXT, NULL, "PATH",
       "safetensors file, index or directory to check the model against" },
-    MODEL_NAME("family", "family", LLMEM_MODEL_FAMILY, families,
+    MODEL_NAME("family", "family", LLMEM_MODEL_FAMILY, NULL,
                "code-path family; without --model or --config, a custom model of this family"),
     MODEL_INT("hidden", "hidden", LLMEM_MODEL_HIDDEN, "N", "hidden size"),
     MODEL_INT("layers", "layers", LLMEM_MODEL_LAYERS, "N", "decoder layers"),
@@ -61,8 +47,8 @@ static const cli_flag flags[] = {
               "output head shares the input embedding"),
     MODEL_INT("attn-bias", "attn_bias", LLMEM_MODEL_QKV_BIAS, "0|1",
               "biases on the q, k, v projections"),
-    MODEL_NAME("norm", "norm", LLMEM_MODEL_NORM, norms, "norm kind"),
-    MODEL_NAME("mlp", "mlp", LLMEM_MODEL_MLP, mlps, "MLP kind"),
+    MODEL_NAME("norm", "norm", LLMEM_MODEL_NORM, NULL, "norm kind"),
+    MODEL_NAME("mlp", "mlp", LLMEM_MODEL_MLP, NULL, "MLP kind"),
     MODEL_INT("experts", "experts", LLMEM_MODEL_EXPERTS, "N",
               "routed experts per layer (mixture of experts); 0 = dense"),
     MODEL_INT("experts-per-token", "experts_per_token", LLMEM_MODEL_EXPERTS_PER_TOKEN, "K",
@@ -102,17 +88,17 @@ static const cli_flag flags[] = {
 
     TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, NULL, "N", "micro-batch size"),
     TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, NULL, "N", "sequence length in tokens"),
-    TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, precisions, NULL,
+    TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, NULL, NULL,
           "precision recipe"),
-    TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, optimizers, NULL,
+    TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, NULL, NULL,
           "optimizer"),
-    TRAIN("grad-ckpt", "grad_ckpt", LLMEM_TRAIN_GRAD_CKPT, CLI_KIND_NAME, grad_ckpts, NULL,
+    TRAIN("grad-ckpt", "grad_ckpt", LLMEM_TRAIN_GRAD_CKPT, CLI_KIND_NAME, NULL, NULL,
           "gradient checkpointing"),
-    TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, attentions, NULL,
+    TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, NULL, NULL,
           "attention kernel"),
     TRAIN("dropout", "dropout", LLMEM_TRAIN_DROPOUT, CLI_KIND_REAL, NULL, "P",
           "dropout probability in [0, 1)"),
-    TRAIN("method", "method", LLMEM_TRAIN_METHOD, CLI_KIND_NAME, methods, NULL,
+    TRAIN("method", "method", LLMEM_TRAIN_METHOD, CLI_KIND_NAME, NULL, NULL,
           "fine-tuning method"),
     TRAIN("lora-rank", "lora_rank", LLMEM_TRAIN_LORA_RANK, CLI_KIND_INT, NULL, "R",
           "LoRA rank, for --method lora or qlora"),
@@ -120,11 +106,11 @@ static const cli_flag flags[] = {
           "M[,M...]", "LoRA target modules"),
     TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, NULL, "N",
           "first N decoder layers frozen, for --method freeze"),
-    TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, losses, NULL,
+    TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, NULL, NULL,
           "loss: fp32-upcast logits or chunked cross-entropy"),
     TRAIN("grad-accum", "grad_accum", LLMEM_TRAIN_GRAD_ACCUM, CLI_KIND_INT, NULL, "N",
           "gradient accumulation steps"),
-    TRAIN("formula", "formula", LLMEM_TRAIN_FORMULA, CLI_KIND_NAME, formulas, NULL,
+    TRAIN("formula", "formula", LLMEM_TRAIN_FORMULA, CLI_KIND_NAME, NULL, NULL,
           "peak over a step's phases, or the article's sum of terms"),
     TRAIN("article-tmp-factor", "article_tmp_factor", LLMEM_TRAIN_ARTICLE_TMP_FACTOR,
           CLI_KIND_REAL, NULL, "F", "article formula: m_tmp = F x m_p"),
@@ -156,17 +142,48 @@ const cli_flag *cli_flag_find(const char *name, size_t len)
     return NULL;
 }
 
+const char *cli_value_name(const cli_flag *flag, int64_t value)
+{
+    if (flag->target == CLI_TARGET_MODEL)
+        return llmem_model_value_name(flag->key, value);
+    if (flag->target == CLI_TARGET_TRAIN)
+        return llmem_train_value_name(flag->key, value);
+    return NULL;
+}
+
+static void append(char *buf, size_t cap, size_t *used, const char *sep, const char *name)
+{
+    int n;
+    if (*used >= cap)
+        return;
+    n = snprintf(buf + *used, cap - *used, "%s%s", *used ? sep : "", name);
+    if (n > 0)
+        *used += (size_t)n;
+}
+
 void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap)
 {
     size_t used = 0;
+    int64_t lo = 0, hi = -1;
     if (cap == 0)
         return;
     buf[0] = '\0';
-    for (size_t i = 0; flag->choices && flag->choices[i] != NULL && used < cap; i++) {
-        int n = snprintf(buf + used, cap - used, "%s%s", i ? "|" : "", flag->choices[i]);
-        if (n < 0)
-            break;
-        used += (size_t)n;
+    if (flag->choices != NULL) {
+        for (size_t i = 0; flag->choices[i] != NULL; i++)
+            append(buf, cap, &used, "|", flag->choices[i]);
+        return;
+    }
+    if (flag->kind != CLI_KIND_NAME)
+        return;
+    /* The library's names, in the order of their values. */
+    if (flag->target == CLI_TARGET_MODEL)
+        llmem_model_field_info(flag->key, NULL, &lo, &hi);
+    else
+        llmem_train_field_info(flag->key, NULL, &lo, &hi, NULL);
+    for (int64_t v = lo; v <= hi; v++) {
+        const char *name = cli_value_name(flag, v);
+        if (name != NULL)
+            append(buf, cap, &used, "|", name);
     }
 }
 
@@ -176,7 +193,7 @@ void cli_flag_values(const cli_flag *flag, char *buf, size_t cap)
     cli_flag_choices(flag, choices, sizeof choices);
     if (flag->kind == CLI_KIND_NAMES)
         snprintf(buf, cap, "%s with M in %s", flag->metavar, choices);
-    else if (flag->choices != NULL)
+    else if (flag->kind == CLI_KIND_NAME)
         snprintf(buf, cap, "%s", choices);
     else
         snprintf(buf, cap, "%s", flag->metavar ? flag->metavar : "");

@@ -6,6 +6,7 @@
 #define LLMEM_CLI_ARGS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* What a flag sets. */
 typedef enum cli_target {
@@ -34,7 +35,7 @@ typedef struct cli_flag {
     cli_target target;
     int key;                    /* llmem_model_key or llmem_train_key */
     cli_kind kind;
-    const char *const *choices; /* NAME and NAMES: the names, NULL-terminated */
+    const char *const *choices; /* NAMES: the names, NULL-terminated (NAME: the library's) */
     const char *metavar;        /* the value's placeholder in the usage (NAME: unused) */
     const char *help;
 } cli_flag;
@@ -44,8 +45,11 @@ size_t cli_flag_count(void);
 const cli_flag *cli_flag_at(size_t index);
 /* Row of the flag spelled name[0..len), without "--"; NULL when unknown. */
 const cli_flag *cli_flag_find(const char *name, size_t len);
-/* The flag's choices joined: "a|b|c" ("" for none). */
+/* The flag's choices joined: "a|b|c" ("" for none); enumerated fields' from
+ * the library. */
 void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap);
+/* The library's name of an enumerated field's value, or NULL. */
+const char *cli_value_name(const cli_flag *flag, int64_t value);
 /* The flag's allowed values for messages: "a|b|c", the metavar, or for NAMES
  * "M[,M...] with M in a|b|c". */
 void cli_flag_values(const cli_flag *flag, char *buf, size_t cap);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The library maps names to values but has no call for the way back. Rather
- * than keep a second name table that could drift from the library's, ask the
- * library what each listed name means, on a scratch object. */
+/* Settings as the library holds them, with their names: an enumerated value's
+ * name comes from the library (llmem_*_value_name); a LoRA module mask is
+ * spelled with the names of the command's list, each asked of the library on
+ * a scratch object. */
 #include "settings.h"
 
 #include <stdio.h>
@@ -26,14 +27,6 @@ static int64_t value_of(llmem_ctx *ctx, const cli_flag *flag, const char *name)
         llmem_train_free(t);
     }
     return v;
-}
-
-static const char *name_of(llmem_ctx *ctx, const cli_flag *flag, int64_t value)
-{
-    for (size_t i = 0; flag->choices[i] != NULL; i++)
-        if (value_of(ctx, flag, flag->choices[i]) == value)
-            return flag->choices[i];
-    return NULL;
 }
 
 /* "q_proj,v_proj" for a bitmask of choices: each name that adds bits not yet
@@ -77,7 +70,7 @@ int cli_setting_read(llmem_ctx *ctx, const cli_request *req, const cli_flag *fla
         return rc;
     if (flag->kind == CLI_KIND_NAME) {
         /* A value newer than this command's list shows as its number. */
-        const char *name = name_of(ctx, flag, out->i);
+        const char *name = cli_value_name(flag, out->i);
         if (name != NULL)
             snprintf(out->text, sizeof out->text, "%s", name);
         else

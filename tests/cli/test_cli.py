@@ -407,7 +407,7 @@ MODEL_CHOICES = {
     "family": ["gpt2", "llama", "opt", "bloom", "gemma2", "phi3", "gemma", "gpt_neox", "falcon",
                "phi", "starcoder2", "deepseek"],
     "norm": ["layernorm", "rmsnorm"],
-    "mlp": ["gated", "plain"],
+    "mlp": ["plain", "gated"],
 }
 
 
