@@ -147,13 +147,13 @@ ROWS = [
 ]
 
 
-def run_config(row):
+def run_config(row, sizes=SIZES, config=ms.RunConfig):
     rid, size, b, s, prec, opt, gc, p, method, extra = row
-    kw = dict(SIZES[size])
+    kw = dict(sizes[size])
     kw.update(batch=b, seq=s, precision=prec, optimizer=opt, grad_ckpt=gc, dropout=p,
               method=method)
     kw.update(extra)
-    return rid, ms.RunConfig(**kw).normalized()
+    return rid, config(**kw).normalized()
 
 
 def csv_row(rid, rc, res):
@@ -182,15 +182,16 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
-def write_csv(path, rows):
-    order = {r[0]: i for i, r in enumerate(ROWS)}
+def write_csv(path, rows, columns=COLUMNS, order_rows=ROWS):
+    """Rows in the grid's order; columns a row lacks are written as 0."""
+    order = {r[0]: i for i, r in enumerate(order_rows)}
     rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        w = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         w.writeheader()
         for r in rows:
-            w.writerow({k: r[k] for k in COLUMNS})
+            w.writerow({k: r.get(k, 0) for k in columns})
     os.replace(tmp, path)
 
 

@@ -109,12 +109,7 @@ ROWS = [
 
 
 def run_config(row):
-    rid, size, b, s, prec, opt, gc, p, method, extra = row
-    kw = dict(SIZES[size])
-    kw.update(batch=b, seq=s, precision=prec, optimizer=opt, grad_ckpt=gc, dropout=p,
-              method=method)
-    kw.update(extra)
-    return rid, RunConfigMore(**kw).normalized()
+    return G.run_config(row, SIZES, RunConfigMore)
 
 
 def csv_row(rid, rc, res):
@@ -125,16 +120,7 @@ def csv_row(rid, rc, res):
 
 
 def write_csv(path, rows):
-    order = {r[0]: i for i, r in enumerate(ROWS)}
-    rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
-    import csv
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, 0) for k in COLUMNS})
-    os.replace(tmp, path)
+    G.write_csv(path, rows, COLUMNS, ROWS)
 
 
 def main(argv=None):

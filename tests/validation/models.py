@@ -699,6 +699,7 @@ class LlamaForCausalLM(CausalLMBase):
         causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        hidden_states = self._scale_embeddings(hidden_states)
         for decoder_layer in self.layers:
             if self.gradient_checkpointing and self.training:
                 layer_outputs = self._ckpt(decoder_layer.__call__, hidden_states, causal_mask,
@@ -712,6 +713,10 @@ class LlamaForCausalLM(CausalLMBase):
             hidden_states = layer_outputs[0]
         hidden_states = self.norm(hidden_states)
         return (hidden_states,)
+
+    def _scale_embeddings(self, hidden_states):
+        """Llama does not scale its embeddings (Gemma does: models_more.py)."""
+        return hidden_states
 
     def forward(self, input_ids, attention_mask=None, labels=None):
         outputs = self.model(input_ids, attention_mask)

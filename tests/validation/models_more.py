@@ -376,31 +376,13 @@ class MoreForCausalLM(M.LlamaForCausalLM):
         else:
             self.lm_head = M.Linear(cfg.hidden, cfg.vocab, False, amp)
 
-    def model(self, input_ids, attention_mask):
+    def _scale_embeddings(self, hidden_states):
+        """Gemma2Model.forward: hidden_states * normalizer (sqrt(hidden), a 0-dim
+        tensor in the hidden dtype), after the rotary tables."""
         if not self.is_gemma2:
-            return super().model(input_ids, attention_mask)
-        # Gemma2Model.forward (use_cache=False in training)
-        inputs_embeds = self.embed_tokens(input_ids)
-        cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
-        position_ids = cache_position.unsqueeze(0)
-        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position)
-        hidden_states = inputs_embeds
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+            return hidden_states
         normalizer = torch.tensor(self.cfg.hidden ** 0.5, dtype=hidden_states.dtype)
-        hidden_states = hidden_states * normalizer
-        for decoder_layer in self.layers:
-            if self.gradient_checkpointing and self.training:
-                layer_outputs = self._ckpt(decoder_layer.__call__, hidden_states, causal_mask,
-                                           position_ids, None, False, False, cache_position,
-                                           position_embeddings)
-            else:
-                layer_outputs = decoder_layer(
-                    hidden_states, attention_mask=causal_mask, position_ids=position_ids,
-                    past_key_value=None, output_attentions=False, use_cache=False,
-                    cache_position=cache_position, position_embeddings=position_embeddings)
-            hidden_states = layer_outputs[0]
-        hidden_states = self.norm(hidden_states)
-        return (hidden_states,)
+        return hidden_states * normalizer
 
     def _update_causal_mask(self, attention_mask, input_tensor, cache_position):
         # Gemma2Model._update_causal_mask without a cache: target_length =
