@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget_alloc.h"
 #include "llmem.h"
 
 #ifndef HF_TEST_DIR
@@ -518,27 +519,6 @@ Test(hf_config, file_not_json, .init = setup_tmp, .fini = teardown_tmp)
 
 /* Allocation failure at every step: a clean status, nothing leaked. */
 
-typedef struct budget {
-    int left;  /* allocations that succeed; then every one fails */
-    long live; /* allocated and not freed */
-} budget;
-
-static void *budget_alloc(void *user, size_t bytes)
-{
-    budget *b = user;
-    if (b->left-- <= 0)
-        return NULL;
-    void *p = malloc(bytes);
-    b->live += p != NULL;
-    return p;
-}
-
-static void budget_free(void *user, void *ptr)
-{
-    budget *b = user;
-    b->live--;
-    free(ptr);
-}
 
 Test(hf_config, allocation_failures)
 {

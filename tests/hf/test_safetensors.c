@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "budget_alloc.h"
 #include "llmem.h"
 
 #ifndef HF_TEST_DIR
@@ -590,27 +591,6 @@ ParameterizedTest(cross_case *c, safetensors, crosscheck, .init = setup, .fini =
 /* ------------------------------------------------------------------ */
 /* Allocation failure at every step: a clean status, nothing leaked. */
 
-typedef struct budget {
-    int left;        /* allocations that succeed; then every one fails */
-    long live;       /* allocated and not freed */
-} budget;
-
-static void *budget_alloc(void *user, size_t bytes)
-{
-    budget *b = user;
-    if (b->left-- <= 0)
-        return NULL;
-    void *p = malloc(bytes);
-    b->live += p != NULL;
-    return p;
-}
-
-static void budget_free(void *user, void *ptr)
-{
-    budget *b = user;
-    b->live--;
-    free(ptr);
-}
 
 Test(safetensors, allocation_failures, .init = setup, .fini = teardown)
 {

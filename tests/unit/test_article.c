@@ -27,30 +27,11 @@
 
 #include "llmem.h"
 
+#include "estimate_fixture.h"
+
 #define U64(x) ((uint64_t)(x))
 #define GIB 1073741824.0
 
-static llmem_ctx *ctx;
-static llmem_estimate *est;
-
-static void setup_est(void)
-{
-    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
-    cr_assert_eq(llmem_estimate_new(ctx, &est), LLMEM_OK);
-}
-
-static void teardown_est(void)
-{
-    llmem_estimate_free(est);
-    llmem_ctx_free(ctx);
-    est = NULL;
-    ctx = NULL;
-}
-
-static void free_params(struct criterion_test_params *p)
-{
-    cr_free(p->params);
-}
 
 /*
  * Seven billion parameters exactly, Llama layout (RMSNorm, SwiGLU, no biases):
