@@ -162,40 +162,50 @@ tid seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
     return o;
 }
 
-static shared_tensors shared_inputs(build *b, const model_shape *m, int residual_dt)
+/* Elements of one rotary table ([1, seq, head_dim]; 0 without rotary) and of
+ * the attention mask: Llama's eager path builds a 4-D additive mask
+ * [batch, 1, seq, seq], GPT-2 broadcasts a padding mask [batch, 1, 1, seq],
+ * and fused attention takes none. */
+static uint64_t rope_elems(const build *b, const model_shape *m)
+{
+    return m->positions == LLMEM_POSITIONS_ROTARY ? b->seq * m->head_dim : 0;
+}
+
+static uint64_t mask_elems(const build *b, const model_shape *m)
+{
+    if (b->flash)
+        return 0;
+    return m->family == LLMEM_FAMILY_GPT2 ? b->batch * b->seq : b->batch * b->seq * b->seq;
+}
+
+/* LlamaRotaryEmbedding returns cos and sin in the hidden dtype. */
+static shared_tensors shared_inputs(build *b, const model_shape *m)
 {
     shared_tensors sh = { -1, -1, -1 };
-    if (m->positions == LLMEM_POSITIONS_ROTARY) {
-        /* LlamaRotaryEmbedding returns cos, sin of [1, seq, head_dim] in the hidden dtype. */
-        sh.cos = graph_tensor(b->g, b->seq * m->head_dim, residual_dt, ROLE_EXTERNAL, 0);
-        sh.sin = graph_tensor(b->g, b->seq * m->head_dim, residual_dt, ROLE_EXTERNAL, 0);
+    int dt = residual_dt(b);
+    if (rope_elems(b, m) > 0) {
+        sh.cos = graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
+        sh.sin = graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
     }
-    if (!b->flash) {
-        /* Llama's eager path builds a 4-D additive mask [batch, 1, seq, seq];
-         * GPT-2 broadcasts an additive padding mask [batch, 1, 1, seq]. */
-        uint64_t elems = m->family == LLMEM_FAMILY_GPT2 ? b->batch * b->seq
-                                                        : b->batch * b->seq * b->seq;
-        sh.mask = graph_tensor(b->g, elems, residual_dt, ROLE_EXTERNAL, 0);
-    }
+    if (mask_elems(b, m) > 0)
+        sh.mask = graph_tensor(b->g, mask_elems(b, m), dt, ROLE_EXTERNAL, 0);
     return sh;
 }
 
-uint64_t shared_layer_bytes(const build *b, const model_shape *m, int residual_dt)
+shared_bytes shared_layer_bytes(const build *b, const model_shape *m)
 {
-    uint64_t bytes = b->seq * 8; /* position ids (cache_position): int64 [seq] */
-    if (m->positions == LLMEM_POSITIONS_ROTARY)
-        bytes += 2 * b->seq * m->head_dim * (uint64_t)residual_dt;
-    if (!b->flash)
-        bytes += (m->family == LLMEM_FAMILY_GPT2 ? b->batch * b->seq : b->batch * b->seq * b->seq) *
-                 (uint64_t)residual_dt;
-    return bytes;
+    uint64_t dt = (uint64_t)residual_dt(b);
+    shared_bytes sb;
+    sb.rope = 2 * rope_elems(b, m) * dt;
+    /* position ids (cache_position): int64 [seq] */
+    sb.locals = b->seq * INT64 + mask_elems(b, m) * dt;
+    return sb;
 }
 
 void build_layer(build *b, const model_shape *m, const seg_spec *s)
 {
-    int residual_dt = b->autocast ? FP32 : b->param_dt;
-    shared_tensors sh = shared_inputs(b, m, residual_dt);
-    tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt, ROLE_INPUT, s->input_rg);
+    shared_tensors sh = shared_inputs(b, m);
+    tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt(b), ROLE_INPUT, s->input_rg);
     tid a, mid, mlp_out;
     /* The decoder layer's hidden_states local keeps each norm's output until
      * the attention or MLP call that reads it returns. */
@@ -279,8 +289,7 @@ static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s,
  * and shifted, cross_entropy = log_softmax + nll_loss. */
 void build_head(build *b, const model_shape *m, const seg_spec *s)
 {
-    int residual_dt = b->autocast ? FP32 : b->param_dt;
-    tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt, ROLE_INPUT, s->input_rg);
+    tid x = graph_tensor(b->g, b->tokens * m->hidden, residual_dt(b), ROLE_INPUT, s->input_rg);
     if (m->final_norm)
         x = seg_norm(b, m, s, x);
     if (s->chunked_loss) {

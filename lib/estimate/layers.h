@@ -24,8 +24,13 @@ void build_embedding(build *b, const model_shape *m, const seg_spec *s);
 void build_layer(build *b, const model_shape *m, const seg_spec *s);
 void build_head(build *b, const model_shape *m, const seg_spec *s);
 
-/* Bytes of the tensors shared by every layer while the layers run: position
- * ids, the attention mask, the rotary tables. */
-uint64_t shared_layer_bytes(const build *b, const model_shape *m, int residual_dt);
+/* Bytes of the tensors the model's forward creates for every layer: the
+ * rotary tables (saved by the layers), and the position ids and attention
+ * mask (the forward's locals, saved only by checkpoints). */
+typedef struct shared_bytes {
+    uint64_t rope, locals;
+} shared_bytes;
+
+shared_bytes shared_layer_bytes(const build *b, const model_shape *m);
 
 #endif

@@ -64,6 +64,13 @@ tid op_embedding(build *b, uint64_t rows, uint64_t dim, int trainable, tid *weig
  * fp32 log-sum-exp per row. */
 tid op_flash_attention(build *b, tid q, tid k, tid v, uint64_t heads);
 
+/* Bytes per element of the residual stream: fp32 under autocast (fp32
+ * embedding plus low-precision branches promote), else the parameters'. */
+static inline int residual_dt(const build *b)
+{
+    return b->autocast ? 4 : b->param_dt;
+}
+
 static inline uint64_t tensor_elems(const build *b, tid x)
 {
     return b->g->t[x].bytes / b->g->t[x].dt;

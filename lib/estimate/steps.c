@@ -269,8 +269,6 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL;
     int full = s->method == LLMEM_METHOD_FULL;
     int accumulating = s->grad_accum > 1;
-    int residual_dt = s->autocast ? 4 : s->param_dt;
-    uint64_t x_bytes = s->batch * s->seq * m->hidden * (uint64_t)residual_dt;
     (void)p;
 
     memset(&b, 0, sizeof b);
@@ -283,6 +281,7 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     b.param_dt = s->param_dt;
     b.dropout = s->dropout;
     b.flash = s->attention == LLMEM_ATTENTION_FLASH;
+    uint64_t x_bytes = b.tokens * m->hidden * (uint64_t)residual_dt(&b);
 
     int ngroups = layer_groups(m, s, groups);
     for (int i = 0; i < ngroups; i++)
@@ -300,10 +299,8 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     simulate(e, &b, build_embedding, m, &emb_spec, 1, 0, &emb);
     simulate(e, &b, build_head, m, &head_spec, 1, 0, &head);
 
-    uint64_t shared = shared_layer_bytes(&b, m, residual_dt);
-    uint64_t rope = m->positions == LLMEM_POSITIONS_ROTARY
-                        ? 2 * s->seq * m->head_dim * (uint64_t)residual_dt : 0;
-    uint64_t mask = shared - rope; /* position ids and mask: the model's locals */
+    shared_bytes sb = shared_layer_bytes(&b, m);
+    uint64_t shared = sb.rope + sb.locals, rope = sb.rope, mask = sb.locals;
 
     memset(&w, 0, sizeof w);
     w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states + st->batch;
