@@ -255,7 +255,7 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
         }
     } else {
         est_results saved = e->r;
-        temporaries_term(e, &m, &p, &s, &st);
+        temporaries_term(e, &m, &s, &st);
         if (e->graph_overflow) {
             e->r = saved;
             return llmem__fail(e->ctx, LLMEM_ENOTSUP,

@@ -72,8 +72,8 @@ int setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, se
 /* The four term estimators (parameters and optimizer: see tensors.h). */
 uint64_t data_term(const setup *s);
 /* Temporaries: walks the phases of a step; fills the estimate's peaks and terms. */
-void temporaries_term(llmem_estimate *e, const model_shape *m, const model_params *p,
-                      const setup *s, const step_static *st);
+void temporaries_term(llmem_estimate *e, const model_shape *m, const setup *s,
+                      const step_static *st);
 
 /* The source article's sum (LLMEM_FORMULA_ARTICLE). */
 int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,

@@ -36,8 +36,8 @@ tid seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f
     if (!(s->lora_targets & target))
         return base;
     int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
-    b->param_dt = s->lora_dt;
-    tid xl = op_cast(b, x, s->lora_dt);
+    b->param_dt = LORA_DT;
+    tid xl = op_cast(b, x, LORA_DT);
     tid a = op_linear(b, xl, in_f, s->lora_rank, 1, 0);
     tid up = op_linear(b, a, s->lora_rank, out_f, 1, 0);
     b->param_dt = saved_param_dt;

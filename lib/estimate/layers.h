@@ -7,6 +7,10 @@
 #include "estimate/ops.h"
 #include "model/model.h"
 
+/* LoRA adapters' bytes per element: PEFT keeps adapters in fp32
+ * (LoraModel's autocast_adapter_dtype=True, the default). */
+#define LORA_DT 4
+
 /* Which weights of a segment train, and how LoRA wraps its linears. */
 typedef struct seg_spec {
     int input_rg;          /* the segment's input requires grad */
@@ -14,7 +18,6 @@ typedef struct seg_spec {
     int norms_trainable;
     unsigned lora_targets; /* llmem_lora_target bits; 0 = no adapters */
     uint64_t lora_rank;
-    int lora_dt;           /* adapters' dtype (PEFT keeps them fp32) */
     int nf4;               /* QLoRA: frozen linears are 4-bit, dequantized per use */
     int chunked_loss;
     int moe;               /* the layer's MLP is routed experts (not one of the dense layers) */

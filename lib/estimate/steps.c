@@ -219,12 +219,11 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
 {
     int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL, n = 0;
     int lora = s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA;
-    seg_spec trainable = { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1,
-                           .lora_dt = 4 };
+    seg_spec trainable = { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 };
     seg_spec adapters = { .input_rg = 1, .lora_targets = s->lora_targets,
-                          .lora_rank = s->lora_rank, .lora_dt = 4,
+                          .lora_rank = s->lora_rank,
                           .nf4 = s->method == LLMEM_METHOD_QLORA };
-    seg_spec frozen = { .input_rg = ckpt, .lora_dt = 4 };
+    seg_spec frozen = { .input_rg = ckpt };
     memset(g, 0, MAX_GROUPS * sizeof *g);
     if (lora) {
         /* The frozen embedding's output needs no grad, so the first layer saves
@@ -259,8 +258,8 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
     return split_at_experts(m, g, n);
 }
 
-void temporaries_term(llmem_estimate *e, const model_shape *m, const model_params *p,
-                      const setup *s, const step_static *st)
+void temporaries_term(llmem_estimate *e, const model_shape *m, const setup *s,
+                      const step_static *st)
 {
     layer_group groups[MAX_GROUPS];
     seg_cost emb, head;
@@ -269,7 +268,6 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL;
     int full = s->method == LLMEM_METHOD_FULL;
     int accumulating = s->grad_accum > 1;
-    (void)p;
 
     memset(&b, 0, sizeof b);
     e->graph_overflow = 0;
@@ -291,11 +289,9 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const model_param
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
     seg_spec emb_spec = { .input_rg = groups[0].spec.input_rg && !embed_trains,
-                          .weights_trainable = embed_trains, .norms_trainable = embed_trains,
-                          .lora_dt = 4 };
+                          .weights_trainable = embed_trains, .norms_trainable = embed_trains };
     seg_spec head_spec = { .input_rg = head_input_rg, .weights_trainable = head_trains,
-                           .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
-                           .lora_dt = 4, .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
+                           .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE, .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
     simulate(e, &b, build_embedding, m, &emb_spec, 1, 0, &emb);
     simulate(e, &b, build_head, m, &head_spec, 1, 0, &head);
 

@@ -29,9 +29,8 @@ static void add_linear(tensor_list *l, const model_linear *lin, const setup *s, 
     if (lin->bias)
         add(l, lin->out, 1, count, s->param_dt, trainable);
     if (adapters && (lin->lora_target & s->lora_targets)) {
-        /* PEFT keeps adapters in fp32 (autocast_adapter_dtype). */
-        add(l, s->lora_rank, lin->in, count, 4, 1);
-        add(l, lin->out, s->lora_rank, count, 4, 1);
+        add(l, s->lora_rank, lin->in, count, LORA_DT, 1);
+        add(l, lin->out, s->lora_rank, count, LORA_DT, 1);
     }
 }
 

@@ -134,10 +134,10 @@ Test(walk, segments_end_backward_with_their_gradients)
     model_params p;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
     const seg_spec specs[] = {
-        { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1, .lora_dt = 4 },
-        { .input_rg = 0, .weights_trainable = 1, .norms_trainable = 1, .lora_dt = 4 },
-        { .input_rg = 1, .lora_targets = 127, .lora_rank = 8, .lora_dt = 4 },
-        { .input_rg = 0, .lora_targets = 5, .lora_rank = 16, .lora_dt = 4 },
+        { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
+        { .input_rg = 0, .weights_trainable = 1, .norms_trainable = 1 },
+        { .input_rg = 1, .lora_targets = 127, .lora_rank = 8 },
+        { .input_rg = 0, .lora_targets = 5, .lora_rank = 16 },
     };
     for (size_t i = 0; i < llmem_preset_count(); i++) {
         cr_assert_eq(llmem_model_new_preset(ctx, llmem_preset_name(i), &mm), LLMEM_OK);
