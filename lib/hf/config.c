@@ -59,11 +59,11 @@ static int missing(reader *r, const char *name)
 
 static int wrong_type(reader *r, const char *name, const char *want, const hf_jv *v)
 {
-    if (hf_json_type(v) == HF_JSTRING && strcmp(want, "a string") == 0)
+    if (llmem_hf_json_type(v) == HF_JSTRING && strcmp(want, "a string") == 0)
         return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' holds a NUL character",
                            name);
     return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' must be %s, not %s", name,
-                       want, hf_json_type_name(hf_json_type(v)));
+                       want, llmem_hf_json_type_name(llmem_hf_json_type(v)));
 }
 
 /* The first of names present and not null (*name set to it), agreeing with
@@ -75,7 +75,7 @@ static int lookup(reader *r, const char *const *names, size_t n, const hf_jv **o
     *name = names[0];
     for (size_t i = 0; i < n && names[i] != NULL; i++) {
         const hf_jv *v;
-        if (!hf_json_member(r->root, names[i], &v) || v == NULL)
+        if (!llmem_hf_json_member(r->root, names[i], &v) || v == NULL)
             continue;
         if (*out == NULL) {
             *out = v;
@@ -83,7 +83,7 @@ static int lookup(reader *r, const char *const *names, size_t n, const hf_jv **o
             continue;
         }
         int64_t a, b;
-        if (hf_json_int64(*out, &a) == 0 && hf_json_int64(v, &b) == 0 && a != b)
+        if (llmem_hf_json_int64(*out, &a) == 0 && llmem_hf_json_int64(v, &b) == 0 && a != b)
             return llmem__fail(r->ctx, LLMEM_EPARSE,
                                CONFIG_NAME ": fields '%s' (%lld) and '%s' (%lld) disagree", *name,
                                (long long)a, names[i], (long long)b);
@@ -96,7 +96,7 @@ static int present(reader *r, const char *const *names, size_t n)
 {
     for (size_t i = 0; i < n && names[i] != NULL; i++) {
         const hf_jv *v;
-        if (hf_json_member(r->root, names[i], &v) && v != NULL)
+        if (llmem_hf_json_member(r->root, names[i], &v) && v != NULL)
             return 1;
     }
     return 0;
@@ -116,8 +116,8 @@ static int get_int(reader *r, const char *const *names, size_t n, int required, 
         *out = dflt;
         return LLMEM_OK;
     }
-    if (hf_json_int64(v, out) != 0) {
-        if (hf_json_type(v) == HF_JINT)
+    if (llmem_hf_json_int64(v, out) != 0) {
+        if (llmem_hf_json_type(v) == HF_JINT)
             return llmem__fail(r->ctx, LLMEM_EPARSE,
                                CONFIG_NAME ": field '%s' does not fit in 64 bits", *name);
         return wrong_type(r, *name, "an integer", v);
@@ -128,11 +128,11 @@ static int get_int(reader *r, const char *const *names, size_t n, int required, 
 static int get_flag(reader *r, const char *name, int dflt, int *out)
 {
     const hf_jv *v;
-    if (!hf_json_member(r->root, name, &v) || v == NULL) {
+    if (!llmem_hf_json_member(r->root, name, &v) || v == NULL) {
         *out = dflt;
         return LLMEM_OK;
     }
-    int b = hf_json_bool(v);
+    int b = llmem_hf_json_bool(v);
     if (b < 0)
         return wrong_type(r, name, "a boolean", v);
     *out = b;
@@ -172,11 +172,11 @@ static int get_req_int(reader *r, const char *name, int64_t min, int64_t *out)
 static int get_fraction(reader *r, const char *name, double dflt, double *out)
 {
     const hf_jv *v;
-    if (!hf_json_member(r->root, name, &v) || v == NULL) {
+    if (!llmem_hf_json_member(r->root, name, &v) || v == NULL) {
         *out = dflt;
         return LLMEM_OK;
     }
-    if (hf_json_number(v, out) != 0)
+    if (llmem_hf_json_number(v, out) != 0)
         return wrong_type(r, name, "a number", v);
     if (!(*out > 0.0 && *out <= 1.0))
         return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' = %g is not in (0, 1]",
@@ -360,16 +360,16 @@ static int layout_qwen2_moe(reader *r)
     int rc = get_opt_int(r, "decoder_sparse_step", 1, 1, &step);
     if (rc != LLMEM_OK)
         return rc;
-    if (hf_json_member(r->root, "mlp_only_layers", &list) && list != NULL &&
-        hf_json_type(list) != HF_JARRAY)
+    if (llmem_hf_json_member(r->root, "mlp_only_layers", &list) && list != NULL &&
+        llmem_hf_json_type(list) != HF_JARRAY)
         return wrong_type(r, "mlp_only_layers", "an array", list);
     /* layers is within the field's bounds (2^20): one byte a layer. */
     unsigned char *only_mlp = llmem__calloc(r->ctx, (size_t)layers + 1);
     if (only_mlp == NULL)
         return llmem__fail(r->ctx, LLMEM_ENOMEM, CONFIG_NAME ": out of memory");
-    for (size_t k = 0; k < hf_json_array_size(list); k++) {
+    for (size_t k = 0; k < llmem_hf_json_array_size(list); k++) {
         int64_t idx;
-        if (hf_json_int64(hf_json_array_at(list, k), &idx) != 0) {
+        if (llmem_hf_json_int64(llmem_hf_json_array_at(list, k), &idx) != 0) {
             llmem__free(r->ctx, only_mlp);
             return wrong_type(r, "mlp_only_layers", "an array of integers", list);
         }
@@ -430,8 +430,8 @@ static int layout_deepseek(reader *r)
     put(r, LLMEM_MODEL_EXPERT_INTERMEDIATE, moe_inner, "moe_intermediate_size");
     put(r, LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, shared * moe_inner, "n_shared_experts");
     put(r, LLMEM_MODEL_DENSE_LAYERS, dense, "first_k_dense_replace");
-    if (hf_json_member(r->root, "topk_method", &method) && method != NULL) {
-        const char *m = hf_json_string(method);
+    if (llmem_hf_json_member(r->root, "topk_method", &method) && method != NULL) {
+        const char *m = llmem_hf_json_string(method);
         if (m == NULL)
             return wrong_type(r, "topk_method", "a string", method);
         put(r, LLMEM_MODEL_ROUTER_BIAS, strcmp(m, "noaux_tc") == 0, "topk_method");
@@ -670,9 +670,9 @@ static int read_dtype(reader *r)
     static const char *const names[] = { "torch_dtype", "dtype" };
     for (size_t i = 0; i < 2; i++) {
         const hf_jv *v;
-        if (!hf_json_member(r->root, names[i], &v) || v == NULL)
+        if (!llmem_hf_json_member(r->root, names[i], &v) || v == NULL)
             continue;
-        const char *s = hf_json_string(v);
+        const char *s = llmem_hf_json_string(v);
         if (s == NULL)
             return wrong_type(r, names[i], "a string", v);
         if (strncmp(s, "torch.", 6) == 0)
@@ -731,12 +731,12 @@ static int from_root(llmem_ctx *ctx, const hf_jv *root, llmem_model **out)
     memset(&r, 0, sizeof r);
     r.ctx = ctx;
     r.root = root;
-    if (hf_json_type(root) != HF_JOBJECT)
+    if (llmem_hf_json_type(root) != HF_JOBJECT)
         return llmem__fail(ctx, LLMEM_EPARSE, CONFIG_NAME ": top level is %s, not an object",
-                           hf_json_type_name(hf_json_type(root)));
-    if (!hf_json_member(root, "model_type", &mt) || mt == NULL)
+                           llmem_hf_json_type_name(llmem_hf_json_type(root)));
+    if (!llmem_hf_json_member(root, "model_type", &mt) || mt == NULL)
         return llmem__fail(ctx, LLMEM_EPARSE, CONFIG_NAME ": missing field 'model_type'");
-    const char *name = hf_json_string(mt);
+    const char *name = llmem_hf_json_string(mt);
     if (name == NULL)
         return wrong_type(&r, "model_type", "a string", mt);
     if ((r.type = find_type(name)) == NULL)
@@ -767,10 +767,10 @@ int llmem_model_new_hf_config_json(llmem_ctx *ctx, const char *json, size_t len,
         return LLMEM_EINVAL;
     if (json == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": text is NULL");
-    if (hf_json_parse(json, len, &root, err, sizeof err) != 0)
+    if (llmem_hf_json_parse(json, len, &root, err, sizeof err) != 0)
         return llmem__fail(ctx, LLMEM_EPARSE, CONFIG_NAME ": %s", err);
     int rc = from_root(ctx, root, out);
-    hf_json_free(root);
+    llmem_hf_json_free(root);
     if (rc == LLMEM_OK)
         llmem__ok(ctx);
     return rc;
@@ -788,18 +788,18 @@ int llmem_model_new_hf_config(llmem_ctx *ctx, const char *path, llmem_model **ou
         return LLMEM_EINVAL;
     if (path == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": path is NULL");
-    int kind = hf_path_kind(path);
+    int kind = llmem_hf_path_kind(path);
     if (kind == HF_PATH_MISSING)
         return llmem__fail(ctx, LLMEM_EIO, "%s: no such file or directory", path);
     if (kind == HF_PATH_DIR) {
-        if ((file = hf_path_join(ctx, path, CONFIG_NAME)) == NULL)
+        if ((file = llmem_hf_path_join(ctx, path, CONFIG_NAME)) == NULL)
             return llmem__fail(ctx, LLMEM_ENOMEM, CONFIG_NAME ": out of memory");
-        if (hf_path_kind(file) != HF_PATH_FILE) {
+        if (llmem_hf_path_kind(file) != HF_PATH_FILE) {
             llmem__free(ctx, file);
             return llmem__fail(ctx, LLMEM_EIO, "%s: no " CONFIG_NAME " in this directory", path);
         }
     }
-    rc = hf_read_file(ctx, file ? file : path, HF_CONFIG_MAX_BYTES, &text, &len);
+    rc = llmem_hf_read_file(ctx, file ? file : path, HF_CONFIG_MAX_BYTES, &text, &len);
     llmem__free(ctx, file);
     if (rc != LLMEM_OK)
         return rc;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int hf_path_kind(const char *path)
+int llmem_hf_path_kind(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0)
@@ -20,7 +20,7 @@ int hf_path_kind(const char *path)
     return S_ISDIR(st.st_mode) ? HF_PATH_DIR : HF_PATH_FILE;
 }
 
-char *hf_path_join(llmem_ctx *ctx, const char *dir, const char *name)
+char *llmem_hf_path_join(llmem_ctx *ctx, const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
     char *p = llmem__alloc(ctx, a + b + 2);
@@ -34,7 +34,7 @@ char *hf_path_join(llmem_ctx *ctx, const char *dir, const char *name)
     return p;
 }
 
-char *hf_path_dir(llmem_ctx *ctx, const char *path)
+char *llmem_hf_path_dir(llmem_ctx *ctx, const char *path)
 {
     const char *slash = strrchr(path, '/');
     size_t n = slash == NULL ? 1 : (slash == path ? 1 : (size_t)(slash - path));
@@ -46,7 +46,7 @@ char *hf_path_dir(llmem_ctx *ctx, const char *path)
     return p;
 }
 
-const char *hf_basename(const char *path)
+const char *llmem_hf_basename(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
@@ -69,7 +69,7 @@ static int file_size(llmem_ctx *ctx, FILE *f, const char *path, uint64_t *size)
     return LLMEM_OK;
 }
 
-int hf_read_file(llmem_ctx *ctx, const char *path, size_t max, char **buf, size_t *len)
+int llmem_hf_read_file(llmem_ctx *ctx, const char *path, size_t max, char **buf, size_t *len)
 {
     uint64_t size;
     int rc;
@@ -106,7 +106,7 @@ int hf_read_file(llmem_ctx *ctx, const char *path, size_t max, char **buf, size_
     return LLMEM_OK;
 }
 
-int hf_read_st_header(llmem_ctx *ctx, const char *path, char **header, size_t *header_len,
+int llmem_hf_read_st_header(llmem_ctx *ctx, const char *path, char **header, size_t *header_len,
                       uint64_t *data_len)
 {
     unsigned char n_le[8];
@@ -131,7 +131,7 @@ int hf_read_st_header(llmem_ctx *ctx, const char *path, char **header, size_t *h
     }
     for (int i = 7; i >= 0; i--)
         n = n << 8 | n_le[i];
-    if ((rc = hf_st_lengths(ctx, hf_basename(path), size, n, data_len)) != LLMEM_OK)
+    if ((rc = llmem_hf_st_lengths(ctx, llmem_hf_basename(path), size, n, data_len)) != LLMEM_OK)
         goto out;
     char *p = llmem__alloc(ctx, (size_t)n + 1);
     if (p == NULL) {

@@ -27,7 +27,7 @@ typedef struct hf_dtype {
     unsigned bits; /* bits per element (F4 is 4, F6_* are 6) */
 } hf_dtype;
 
-extern const hf_dtype hf_dtypes[HF_DTYPE_COUNT];
+extern const hf_dtype llmem_hf_dtypes[HF_DTYPE_COUNT];
 
 /* Totals of one or more safetensors headers. */
 typedef struct hf_totals {
@@ -48,38 +48,38 @@ struct hf_jv;
 /* Parse and validate one safetensors header (the JSON after the length),
  * whose file holds data_len bytes after it, and add its tensors to *totals.
  * name names the file in messages. On success, when keep is not NULL, *keep
- * receives the parsed header (free with hf_json_free) so the caller can look
+ * receives the parsed header (free with llmem_hf_json_free) so the caller can look
  * tensors up. Fails with LLMEM_EPARSE (or LLMEM_ENOMEM) and a message naming
  * the tensor or field; *totals is then unchanged. */
-int hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
+int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
                  uint64_t data_len, hf_totals *totals, struct hf_jv **keep);
 
 /* Check a header length n read from a file of file_size bytes; sets the data
  * length that follows the header. */
-int hf_st_lengths(llmem_ctx *ctx, const char *name, uint64_t file_size, uint64_t n,
+int llmem_hf_st_lengths(llmem_ctx *ctx, const char *name, uint64_t file_size, uint64_t n,
                   uint64_t *data_len);
 
 /* Split a whole safetensors file in memory into its header and data length. */
-int hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *data, size_t len,
+int llmem_hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *data, size_t len,
                 const char **header, size_t *header_len, uint64_t *data_len);
 
 /* Files. Paths are UTF-8 (or the platform's) and used as given. */
-enum hf_path_kind { HF_PATH_MISSING = 0, HF_PATH_FILE = 1, HF_PATH_DIR = 2 };
-int hf_path_kind(const char *path);
+enum llmem_hf_path_kind { HF_PATH_MISSING = 0, HF_PATH_FILE = 1, HF_PATH_DIR = 2 };
+int llmem_hf_path_kind(const char *path);
 /* dir + "/" + name in memory from ctx's allocator; NULL when out of memory. */
-char *hf_path_join(llmem_ctx *ctx, const char *dir, const char *name);
+char *llmem_hf_path_join(llmem_ctx *ctx, const char *dir, const char *name);
 /* The directory part of path ("." when it has none), allocated from ctx. */
-char *hf_path_dir(llmem_ctx *ctx, const char *path);
+char *llmem_hf_path_dir(llmem_ctx *ctx, const char *path);
 /* Read a whole file of at most max bytes into a NUL-terminated buffer from
  * ctx's allocator. LLMEM_EIO when it cannot be read, LLMEM_EPARSE when larger
  * than max. */
-int hf_read_file(llmem_ctx *ctx, const char *path, size_t max, char **buf, size_t *len);
+int llmem_hf_read_file(llmem_ctx *ctx, const char *path, size_t max, char **buf, size_t *len);
 /* Read a safetensors file's header (not its data): *header from ctx's
  * allocator, *data_len the bytes after it. */
-int hf_read_st_header(llmem_ctx *ctx, const char *path, char **header, size_t *header_len,
+int llmem_hf_read_st_header(llmem_ctx *ctx, const char *path, char **header, size_t *header_len,
                       uint64_t *data_len);
 
 /* The last path component, for messages. */
-const char *hf_basename(const char *path);
+const char *llmem_hf_basename(const char *path);
 
 #endif

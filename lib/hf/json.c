@@ -21,7 +21,7 @@ static int only_whitespace(const char *p, size_t n)
     return 1;
 }
 
-int hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t errcap)
+int llmem_hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t errcap)
 {
     *root = NULL;
     if (len > INT_MAX) {
@@ -58,12 +58,12 @@ int hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t 
     return 0;
 }
 
-void hf_json_free(hf_jv *root)
+void llmem_hf_json_free(hf_jv *root)
 {
     json_object_put(OBJ(root));
 }
 
-int hf_json_type(const hf_jv *v)
+int llmem_hf_json_type(const hf_jv *v)
 {
     switch (json_object_get_type(COBJ(v))) {
     case json_type_boolean: return HF_JBOOL;
@@ -77,7 +77,7 @@ int hf_json_type(const hf_jv *v)
     }
 }
 
-const char *hf_json_type_name(int type)
+const char *llmem_hf_json_type_name(int type)
 {
     switch (type) {
     case HF_JBOOL: return "a boolean";
@@ -90,7 +90,7 @@ const char *hf_json_type_name(int type)
     }
 }
 
-int hf_json_member(const hf_jv *obj, const char *key, const hf_jv **out)
+int llmem_hf_json_member(const hf_jv *obj, const char *key, const hf_jv **out)
 {
     struct json_object *v = NULL;
     *out = NULL;
@@ -102,14 +102,14 @@ int hf_json_member(const hf_jv *obj, const char *key, const hf_jv **out)
     return 1;
 }
 
-size_t hf_json_object_size(const hf_jv *obj)
+size_t llmem_hf_json_object_size(const hf_jv *obj)
 {
     if (!json_object_is_type(COBJ(obj), json_type_object))
         return 0;
     return (size_t)json_object_object_length(COBJ(obj));
 }
 
-int hf_json_each(const hf_jv *obj, int (*fn)(void *user, const char *key, const hf_jv *value),
+int llmem_hf_json_each(const hf_jv *obj, int (*fn)(void *user, const char *key, const hf_jv *value),
                  void *user)
 {
     if (!json_object_is_type(COBJ(obj), json_type_object))
@@ -123,7 +123,7 @@ int hf_json_each(const hf_jv *obj, int (*fn)(void *user, const char *key, const 
     return 0;
 }
 
-int hf_json_int64(const hf_jv *v, int64_t *out)
+int llmem_hf_json_int64(const hf_jv *v, int64_t *out)
 {
     if (!json_object_is_type(COBJ(v), json_type_int))
         return -1;
@@ -137,7 +137,7 @@ int hf_json_int64(const hf_jv *v, int64_t *out)
     return 0;
 }
 
-int hf_json_uint64(const hf_jv *v, uint64_t *out)
+int llmem_hf_json_uint64(const hf_jv *v, uint64_t *out)
 {
     if (!json_object_is_type(COBJ(v), json_type_int))
         return -1;
@@ -147,7 +147,7 @@ int hf_json_uint64(const hf_jv *v, uint64_t *out)
     return 0;
 }
 
-int hf_json_number(const hf_jv *v, double *out)
+int llmem_hf_json_number(const hf_jv *v, double *out)
 {
     if (!json_object_is_type(COBJ(v), json_type_int) &&
         !json_object_is_type(COBJ(v), json_type_double))
@@ -156,14 +156,14 @@ int hf_json_number(const hf_jv *v, double *out)
     return 0;
 }
 
-int hf_json_bool(const hf_jv *v)
+int llmem_hf_json_bool(const hf_jv *v)
 {
     if (!json_object_is_type(COBJ(v), json_type_boolean))
         return -1;
     return json_object_get_boolean(COBJ(v)) ? 1 : 0;
 }
 
-const char *hf_json_string(const hf_jv *v)
+const char *llmem_hf_json_string(const hf_jv *v)
 {
     if (!json_object_is_type(COBJ(v), json_type_string))
         return NULL;
@@ -174,16 +174,16 @@ const char *hf_json_string(const hf_jv *v)
     return s;
 }
 
-size_t hf_json_array_size(const hf_jv *v)
+size_t llmem_hf_json_array_size(const hf_jv *v)
 {
     if (!json_object_is_type(COBJ(v), json_type_array))
         return 0;
     return json_object_array_length(COBJ(v));
 }
 
-const hf_jv *hf_json_array_at(const hf_jv *v, size_t i)
+const hf_jv *llmem_hf_json_array_at(const hf_jv *v, size_t i)
 {
-    if (i >= hf_json_array_size(v))
+    if (i >= llmem_hf_json_array_size(v))
         return NULL;
     return (const hf_jv *)json_object_array_get_idx(COBJ(v), i);
 }

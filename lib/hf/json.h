@@ -34,38 +34,38 @@ enum hf_jtype {
 
 /* Parse len bytes of strict JSON (trailing whitespace allowed). On failure
  * returns -1 with a message in err; *root is then NULL. */
-int hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t errcap);
-void hf_json_free(hf_jv *root);
+int llmem_hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t errcap);
+void llmem_hf_json_free(hf_jv *root);
 
-int hf_json_type(const hf_jv *v);
+int llmem_hf_json_type(const hf_jv *v);
 /* Name of a type, for messages ("an integer", "a string", ...). */
-const char *hf_json_type_name(int type);
+const char *llmem_hf_json_type_name(int type);
 
 /* Member key of an object: returns 1 and sets *out (NULL for a JSON null)
  * when present, 0 when absent or when obj is not an object. */
-int hf_json_member(const hf_jv *obj, const char *key, const hf_jv **out);
+int llmem_hf_json_member(const hf_jv *obj, const char *key, const hf_jv **out);
 /* Number of members of an object. */
-size_t hf_json_object_size(const hf_jv *obj);
+size_t llmem_hf_json_object_size(const hf_jv *obj);
 /* Calls fn for each member in document order; stops at the first nonzero
  * return and returns it. */
-int hf_json_each(const hf_jv *obj, int (*fn)(void *user, const char *key, const hf_jv *value),
+int llmem_hf_json_each(const hf_jv *obj, int (*fn)(void *user, const char *key, const hf_jv *value),
                  void *user);
 
 /* An integer value: 0 on success, -1 when v is not an integer or out of range. */
-int hf_json_int64(const hf_jv *v, int64_t *out);
+int llmem_hf_json_int64(const hf_jv *v, int64_t *out);
 /* A non-negative integer value up to 2^64 - 1 (JSON integers above that are
  * clamped by the parser to 2^64 - 1, which no valid use reaches). */
-int hf_json_uint64(const hf_jv *v, uint64_t *out);
+int llmem_hf_json_uint64(const hf_jv *v, uint64_t *out);
 /* Any number. */
-int hf_json_number(const hf_jv *v, double *out);
+int llmem_hf_json_number(const hf_jv *v, double *out);
 /* 0/1 of a boolean; -1 when v is not a boolean. */
-int hf_json_bool(const hf_jv *v);
+int llmem_hf_json_bool(const hf_jv *v);
 /* Contents of a string (NUL-terminated, valid while the document lives), or
  * NULL when v is not a string or holds a NUL character. */
-const char *hf_json_string(const hf_jv *v);
+const char *llmem_hf_json_string(const hf_jv *v);
 
-size_t hf_json_array_size(const hf_jv *v);
+size_t llmem_hf_json_array_size(const hf_jv *v);
 /* Element i of an array (NULL for a JSON null or out of range). */
-const hf_jv *hf_json_array_at(const hf_jv *v, size_t i);
+const hf_jv *llmem_hf_json_array_at(const hf_jv *v, size_t i);
 
 #endif

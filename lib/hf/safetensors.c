@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* Dtype and its bitsize() in tensor.rs. */
-const hf_dtype hf_dtypes[HF_DTYPE_COUNT] = {
+const hf_dtype llmem_hf_dtypes[HF_DTYPE_COUNT] = {
     { "BOOL", 8 },     { "F4", 4 },       { "F6_E2M3", 6 }, { "F6_E3M2", 6 }, { "U8", 8 },
     { "I8", 8 },       { "F8_E5M2", 8 },  { "F8_E4M3", 8 }, { "F8_E8M0", 8 }, { "I16", 16 },
     { "U16", 16 },     { "F16", 16 },     { "BF16", 16 },   { "I32", 32 },    { "U32", 32 },
@@ -27,12 +27,12 @@ const hf_dtype hf_dtypes[HF_DTYPE_COUNT] = {
 static int find_dtype(const char *name)
 {
     for (int i = 0; i < HF_DTYPE_COUNT; i++)
-        if (strcmp(hf_dtypes[i].name, name) == 0)
+        if (strcmp(llmem_hf_dtypes[i].name, name) == 0)
             return i;
     return -1;
 }
 
-int hf_st_lengths(llmem_ctx *ctx, const char *name, uint64_t file_size, uint64_t n,
+int llmem_hf_st_lengths(llmem_ctx *ctx, const char *name, uint64_t file_size, uint64_t n,
                   uint64_t *data_len)
 {
     if (file_size < 8)
@@ -54,7 +54,7 @@ int hf_st_lengths(llmem_ctx *ctx, const char *name, uint64_t file_size, uint64_t
     return LLMEM_OK;
 }
 
-int hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *data, size_t len,
+int llmem_hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *data, size_t len,
                 const char **header, size_t *header_len, uint64_t *data_len)
 {
     uint64_t n = 0;
@@ -62,7 +62,7 @@ int hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *data, siz
     if (len >= 8)
         for (int i = 7; i >= 0; i--)
             n = n << 8 | data[i];
-    if ((rc = hf_st_lengths(ctx, name, len, n, data_len)) != LLMEM_OK)
+    if ((rc = llmem_hf_st_lengths(ctx, name, len, n, data_len)) != LLMEM_OK)
         return rc;
     *header = (const char *)data + 8;
     *header_len = (size_t)n;
@@ -134,19 +134,19 @@ static int bad(walk *w, const char *tensor, const char *fmt_tail, const char *de
 static int metadata_value(void *user, const char *key, const hf_jv *value)
 {
     walk *w = user;
-    if (hf_json_string(value) == NULL)
+    if (llmem_hf_json_string(value) == NULL)
         return llmem__fail(w->ctx, LLMEM_EPARSE,
                            "%s: '__metadata__' entry '%.*s' must be a string, not %s", w->file,
-                           NAME_SHOWN, key, hf_json_type_name(hf_json_type(value)));
+                           NAME_SHOWN, key, llmem_hf_json_type_name(llmem_hf_json_type(value)));
     return 0;
 }
 
 static int check_metadata(walk *w, const hf_jv *meta)
 {
-    if (hf_json_type(meta) != HF_JOBJECT)
+    if (llmem_hf_json_type(meta) != HF_JOBJECT)
         return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: '__metadata__' must be an object, not %s",
-                           w->file, hf_json_type_name(hf_json_type(meta)));
-    return hf_json_each(meta, metadata_value, w);
+                           w->file, llmem_hf_json_type_name(llmem_hf_json_type(meta)));
+    return llmem_hf_json_each(meta, metadata_value, w);
 }
 
 static int one_tensor(void *user, const char *name, const hf_jv *info)
@@ -156,52 +156,52 @@ static int one_tensor(void *user, const char *name, const hf_jv *info)
     char detail[96];
     if (strcmp(name, "__metadata__") == 0)
         return check_metadata(w, info);
-    if (hf_json_type(info) != HF_JOBJECT)
-        return bad(w, name, "entry must be an object, not ", hf_json_type_name(hf_json_type(info)));
-    if (!hf_json_member(info, "dtype", &dtype_v))
+    if (llmem_hf_json_type(info) != HF_JOBJECT)
+        return bad(w, name, "entry must be an object, not ", llmem_hf_json_type_name(llmem_hf_json_type(info)));
+    if (!llmem_hf_json_member(info, "dtype", &dtype_v))
         return bad(w, name, "missing 'dtype'", NULL);
-    if (!hf_json_member(info, "shape", &shape))
+    if (!llmem_hf_json_member(info, "shape", &shape))
         return bad(w, name, "missing 'shape'", NULL);
-    if (!hf_json_member(info, "data_offsets", &offsets))
+    if (!llmem_hf_json_member(info, "data_offsets", &offsets))
         return bad(w, name, "missing 'data_offsets'", NULL);
 
-    const char *dtype_name = hf_json_string(dtype_v);
-    if (dtype_name == NULL && hf_json_type(dtype_v) == HF_JSTRING)
+    const char *dtype_name = llmem_hf_json_string(dtype_v);
+    if (dtype_name == NULL && llmem_hf_json_type(dtype_v) == HF_JSTRING)
         return bad(w, name, "'dtype' holds a NUL character", NULL);
     if (dtype_name == NULL)
         return bad(w, name, "'dtype' must be a string, not ",
-                   hf_json_type_name(hf_json_type(dtype_v)));
+                   llmem_hf_json_type_name(llmem_hf_json_type(dtype_v)));
     int dt = find_dtype(dtype_name);
     if (dt < 0) {
         snprintf(detail, sizeof detail, "'%.40s'", dtype_name);
         return bad(w, name, "unknown dtype ", detail);
     }
 
-    if (hf_json_type(shape) != HF_JARRAY)
-        return bad(w, name, "'shape' must be an array, not ", hf_json_type_name(hf_json_type(shape)));
+    if (llmem_hf_json_type(shape) != HF_JARRAY)
+        return bad(w, name, "'shape' must be an array, not ", llmem_hf_json_type_name(llmem_hf_json_type(shape)));
     checked c = { 0 };
     uint64_t elems = 1;
-    for (size_t i = 0; i < hf_json_array_size(shape); i++) {
+    for (size_t i = 0; i < llmem_hf_json_array_size(shape); i++) {
         uint64_t dim;
-        if (hf_json_uint64(hf_json_array_at(shape, i), &dim) != 0) {
+        if (llmem_hf_json_uint64(llmem_hf_json_array_at(shape, i), &dim) != 0) {
             snprintf(detail, sizeof detail, "%zu must be a non-negative integer", i);
             return bad(w, name, "'shape' dimension ", detail);
         }
         elems = ck_mul(&c, elems, dim);
     }
-    uint64_t bits = ck_mul(&c, elems, hf_dtypes[dt].bits);
+    uint64_t bits = ck_mul(&c, elems, llmem_hf_dtypes[dt].bits);
     if (c.overflow)
         return bad(w, name, "shape product overflows 64 bits", NULL);
     if (bits % 8 != 0) {
         snprintf(detail, sizeof detail, " (%llu elements of %s)", (unsigned long long)elems,
-                 hf_dtypes[dt].name);
+                 llmem_hf_dtypes[dt].name);
         return bad(w, name, "data does not end on a byte boundary", detail);
     }
 
     uint64_t begin, end;
-    if (hf_json_type(offsets) != HF_JARRAY || hf_json_array_size(offsets) != 2 ||
-        hf_json_uint64(hf_json_array_at(offsets, 0), &begin) != 0 ||
-        hf_json_uint64(hf_json_array_at(offsets, 1), &end) != 0)
+    if (llmem_hf_json_type(offsets) != HF_JARRAY || llmem_hf_json_array_size(offsets) != 2 ||
+        llmem_hf_json_uint64(llmem_hf_json_array_at(offsets, 0), &begin) != 0 ||
+        llmem_hf_json_uint64(llmem_hf_json_array_at(offsets, 1), &end) != 0)
         return bad(w, name, "'data_offsets' must be [begin, end] of non-negative integers", NULL);
     if (end < begin) {
         snprintf(detail, sizeof detail, " [%llu, %llu]", (unsigned long long)begin,
@@ -216,7 +216,7 @@ static int one_tensor(void *user, const char *name, const hf_jv *info)
     }
     if (end - begin != bits / 8) {
         snprintf(detail, sizeof detail, " (%llu bytes) but the shape of %s needs %llu",
-                 (unsigned long long)(end - begin), hf_dtypes[dt].name,
+                 (unsigned long long)(end - begin), llmem_hf_dtypes[dt].name,
                  (unsigned long long)(bits / 8));
         return bad(w, name, "'data_offsets' size mismatch", detail);
     }
@@ -296,7 +296,7 @@ static void merge(hf_totals *into, const hf_totals *add)
     into->tensors += add->tensors;
 }
 
-int hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
+int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
                  uint64_t data_len, hf_totals *totals, struct hf_jv **keep)
 {
     char err[160];
@@ -311,10 +311,10 @@ int hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t he
     if (bad_at != header_len)
         return llmem__fail(ctx, LLMEM_EPARSE, "%s: header is not valid UTF-8 at byte %zu", name,
                            bad_at);
-    if (hf_json_parse(header, header_len, &root, err, sizeof err) != 0)
+    if (llmem_hf_json_parse(header, header_len, &root, err, sizeof err) != 0)
         return llmem__fail(ctx, LLMEM_EPARSE, "%s: header: %s", name, err);
-    if (hf_json_type(root) != HF_JOBJECT) {
-        hf_json_free(root);
+    if (llmem_hf_json_type(root) != HF_JOBJECT) {
+        llmem_hf_json_free(root);
         return llmem__fail(ctx, LLMEM_EPARSE, "%s: header is not a JSON object", name);
     }
 
@@ -322,20 +322,20 @@ int hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t he
     w.ctx = ctx;
     w.file = name;
     w.data_len = data_len;
-    size_t n = hf_json_object_size(root);
+    size_t n = llmem_hf_json_object_size(root);
     if (n > 0) {
         w.regions = llmem__alloc(ctx, n * sizeof *w.regions);
         if (w.regions == NULL) {
-            hf_json_free(root);
+            llmem_hf_json_free(root);
             return llmem__fail(ctx, LLMEM_ENOMEM, "%s: out of memory for %zu tensors", name, n);
         }
     }
-    rc = hf_json_each(root, one_tensor, &w);
+    rc = llmem_hf_json_each(root, one_tensor, &w);
     if (rc == 0)
         rc = check_coverage(&w);
     llmem__free(ctx, w.regions);
     if (rc != 0) {
-        hf_json_free(root);
+        llmem_hf_json_free(root);
         return LLMEM_EPARSE;
     }
 
@@ -343,13 +343,13 @@ int hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t he
     ck_add(&c, totals->params, w.add.params);
     ck_add(&c, totals->bytes, w.add.bytes);
     if (c.overflow) {
-        hf_json_free(root);
+        llmem_hf_json_free(root);
         return llmem__fail(ctx, LLMEM_EOVERFLOW, "%s: totals overflow 64 bits", name);
     }
     merge(totals, &w.add);
     if (keep != NULL)
         *keep = root;
     else
-        hf_json_free(root);
+        llmem_hf_json_free(root);
     return LLMEM_OK;
 }

@@ -39,11 +39,11 @@ int llmem_weights_open_buffer(llmem_ctx *ctx, const void *data, size_t len, llme
         return LLMEM_EINVAL;
     if (data == NULL && len > 0)
         return llmem__fail(ctx, LLMEM_EINVAL, "weights: data is NULL");
-    if ((rc = hf_st_split(ctx, "safetensors buffer", data, len, &header, &header_len,
+    if ((rc = llmem_hf_st_split(ctx, "safetensors buffer", data, len, &header, &header_len,
                           &data_len)) != LLMEM_OK)
         return rc;
     memset(&t, 0, sizeof t);
-    if ((rc = hf_st_header(ctx, "safetensors buffer", header, header_len, data_len, &t, NULL)) !=
+    if ((rc = llmem_hf_st_header(ctx, "safetensors buffer", header, header_len, data_len, &t, NULL)) !=
         LLMEM_OK)
         return rc;
     return make_weights(ctx, &t, 1, out);
@@ -55,10 +55,10 @@ static int read_single(llmem_ctx *ctx, const char *path, hf_totals *t, struct hf
     char *header;
     size_t header_len;
     uint64_t data_len;
-    int rc = hf_read_st_header(ctx, path, &header, &header_len, &data_len);
+    int rc = llmem_hf_read_st_header(ctx, path, &header, &header_len, &data_len);
     if (rc != LLMEM_OK)
         return rc;
-    rc = hf_st_header(ctx, hf_basename(path), header, header_len, data_len, t, keep);
+    rc = llmem_hf_st_header(ctx, llmem_hf_basename(path), header, header_len, data_len, t, keep);
     llmem__free(ctx, header);
     return rc;
 }
@@ -81,7 +81,7 @@ typedef struct shard_list {
 static int collect_shard(void *user, const char *tensor, const hf_jv *file)
 {
     shard_list *l = user;
-    const char *name = hf_json_string(file);
+    const char *name = llmem_hf_json_string(file);
     if (name == NULL || !plain_file_name(name))
         return llmem__fail(l->ctx, LLMEM_EPARSE,
                            "%s: weight_map entry '%.80s' must name a file next to the index",
@@ -105,9 +105,9 @@ static int check_mapped(void *user, const char *tensor, const hf_jv *file)
 {
     shard_check *c = user;
     const hf_jv *info;
-    if (strcmp(hf_json_string(file), c->shard) != 0)
+    if (strcmp(llmem_hf_json_string(file), c->shard) != 0)
         return 0;
-    if (!hf_json_member(c->header, tensor, &info) || strcmp(tensor, "__metadata__") == 0)
+    if (!llmem_hf_json_member(c->header, tensor, &info) || strcmp(tensor, "__metadata__") == 0)
         return llmem__fail(c->ctx, LLMEM_EPARSE,
                            "%s: tensor '%.80s' is mapped to '%.80s' but not in its header",
                            c->index, tensor, c->shard);
@@ -116,43 +116,43 @@ static int check_mapped(void *user, const char *tensor, const hf_jv *file)
 
 static int read_index(llmem_ctx *ctx, const char *path, llmem_weights **out)
 {
-    const char *index = hf_basename(path);
+    const char *index = llmem_hf_basename(path);
     char err[160], *text = NULL, *dir = NULL;
     size_t len;
     hf_jv *root = NULL;
     const hf_jv *map;
     shard_list l = { ctx, index, NULL, 0, 0 };
     hf_totals t;
-    int rc = hf_read_file(ctx, path, HF_INDEX_MAX_BYTES, &text, &len);
+    int rc = llmem_hf_read_file(ctx, path, HF_INDEX_MAX_BYTES, &text, &len);
     if (rc != LLMEM_OK)
         return rc;
-    if (hf_json_parse(text, len, &root, err, sizeof err) != 0) {
+    if (llmem_hf_json_parse(text, len, &root, err, sizeof err) != 0) {
         rc = llmem__fail(ctx, LLMEM_EPARSE, "%s: %s", index, err);
         goto out;
     }
-    if (hf_json_type(root) != HF_JOBJECT || !hf_json_member(root, "weight_map", &map) ||
-        hf_json_type(map) != HF_JOBJECT) {
+    if (llmem_hf_json_type(root) != HF_JOBJECT || !llmem_hf_json_member(root, "weight_map", &map) ||
+        llmem_hf_json_type(map) != HF_JOBJECT) {
         rc = llmem__fail(ctx, LLMEM_EPARSE, "%s: not a safetensors index (no 'weight_map' object)",
                          index);
         goto out;
     }
-    size_t listed = hf_json_object_size(map);
+    size_t listed = llmem_hf_json_object_size(map);
     if (listed == 0) {
         rc = llmem__fail(ctx, LLMEM_EPARSE, "%s: 'weight_map' is empty", index);
         goto out;
     }
     if ((l.names = llmem__alloc(ctx, listed * sizeof *l.names)) == NULL ||
-        (dir = hf_path_dir(ctx, path)) == NULL) {
+        (dir = llmem_hf_path_dir(ctx, path)) == NULL) {
         rc = llmem__fail(ctx, LLMEM_ENOMEM, "%s: out of memory", index);
         goto out;
     }
-    if ((rc = hf_json_each(map, collect_shard, &l)) != 0)
+    if ((rc = llmem_hf_json_each(map, collect_shard, &l)) != 0)
         goto out;
 
     memset(&t, 0, sizeof t);
     for (size_t i = 0; i < l.n; i++) {
         struct hf_jv *header;
-        char *shard = hf_path_join(ctx, dir, l.names[i]);
+        char *shard = llmem_hf_path_join(ctx, dir, l.names[i]);
         if (shard == NULL) {
             rc = llmem__fail(ctx, LLMEM_ENOMEM, "%s: out of memory", index);
             goto out;
@@ -162,8 +162,8 @@ static int read_index(llmem_ctx *ctx, const char *path, llmem_weights **out)
         if (rc != LLMEM_OK)
             goto out;
         shard_check c = { ctx, index, l.names[i], header };
-        rc = hf_json_each(map, check_mapped, &c);
-        hf_json_free(header);
+        rc = llmem_hf_json_each(map, check_mapped, &c);
+        llmem_hf_json_free(header);
         if (rc != 0)
             goto out;
     }
@@ -177,7 +177,7 @@ static int read_index(llmem_ctx *ctx, const char *path, llmem_weights **out)
 out:
     llmem__free(ctx, l.names);
     llmem__free(ctx, dir);
-    hf_json_free(root);
+    llmem_hf_json_free(root);
     llmem__free(ctx, text);
     return rc;
 }
@@ -207,7 +207,7 @@ int llmem_weights_open(llmem_ctx *ctx, const char *path, llmem_weights **out)
         return LLMEM_EINVAL;
     if (path == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "weights: path is NULL");
-    int kind = hf_path_kind(path);
+    int kind = llmem_hf_path_kind(path);
     if (kind == HF_PATH_MISSING)
         return llmem__fail(ctx, LLMEM_EIO, "%s: no such file or directory", path);
     if (kind == HF_PATH_FILE)
@@ -215,10 +215,10 @@ int llmem_weights_open(llmem_ctx *ctx, const char *path, llmem_weights **out)
 
     static const char *const candidates[] = { INDEX_NAME, SINGLE_NAME };
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-        char *p = hf_path_join(ctx, path, candidates[i]);
+        char *p = llmem_hf_path_join(ctx, path, candidates[i]);
         if (p == NULL)
             return llmem__fail(ctx, LLMEM_ENOMEM, "weights: out of memory");
-        int rc = hf_path_kind(p) == HF_PATH_FILE ? open_file(ctx, p, out) : 1;
+        int rc = llmem_hf_path_kind(p) == HF_PATH_FILE ? open_file(ctx, p, out) : 1;
         llmem__free(ctx, p);
         if (rc != 1)
             return rc;
@@ -262,7 +262,7 @@ int llmem_weights_dtype(const llmem_weights *w, size_t index, const char **name,
                            index, w->t.ndtypes);
     int dt = w->t.order[index];
     if (name != NULL)
-        *name = hf_dtypes[dt].name;
+        *name = llmem_hf_dtypes[dt].name;
     if (params != NULL)
         *params = w->t.dtype_params[dt];
     if (bytes != NULL)
