@@ -7,31 +7,24 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Enumerated fields list their names from the library (cli_flag_choices);
- * only the LoRA module list, a bitmask with aliases, is kept here. Fused
- * modules last (GPT-2's Conv1D c_attn is q, k and v together; Phi-3's
- * qkv_proj and gate_up_proj; query_key_value of BLOOM, GPT-NeoX, Falcon):
- * see settings.c. */
-static const char *const lora_targets[] = { "q_proj",    "k_proj",       "v_proj",    "o_proj",
-                                            "gate_proj", "up_proj",      "down_proj", "c_attn",
-                                            "c_proj",    "c_fc",         "qkv_proj",
-                                            "gate_up_proj", "query_key_value", NULL };
+/* Enumerated and bitmask fields list their names from the library
+ * (llmem_model_choice, llmem_train_choice): nothing here to keep in step. */
 
 #define MODEL_INT(name, json, key, metavar, help) \
-    { name, json, CLI_TARGET_MODEL, key, CLI_KIND_INT, NULL, metavar, help }
-#define MODEL_NAME(name, json, key, choices, help) \
-    { name, json, CLI_TARGET_MODEL, key, CLI_KIND_NAME, choices, NULL, help }
-#define TRAIN(name, json, key, kind, choices, metavar, help) \
-    { name, json, CLI_TARGET_TRAIN, key, kind, choices, metavar, help }
+    { name, json, CLI_TARGET_MODEL, key, CLI_KIND_INT, metavar, help }
+#define MODEL_NAME(name, json, key, help) \
+    { name, json, CLI_TARGET_MODEL, key, CLI_KIND_NAME, NULL, help }
+#define TRAIN(name, json, key, kind, metavar, help) \
+    { name, json, CLI_TARGET_TRAIN, key, kind, metavar, help }
 
 static const cli_flag flags[] = {
-    { "model", NULL, CLI_TARGET_PRESET, 0, CLI_KIND_TEXT, NULL, "PRESET",
+    { "model", NULL, CLI_TARGET_PRESET, 0, CLI_KIND_TEXT, "PRESET",
       "built-in preset: full id or the part after the slash (see `llmem models`)" },
-    { "config", NULL, CLI_TARGET_CONFIG, 0, CLI_KIND_TEXT, NULL, "PATH",
+    { "config", NULL, CLI_TARGET_CONFIG, 0, CLI_KIND_TEXT, "PATH",
       "a Hugging Face config.json (or its directory) instead of --model" },
-    { "weights", NULL, CLI_TARGET_WEIGHTS, 0, CLI_KIND_TEXT, NULL, "PATH",
+    { "weights", NULL, CLI_TARGET_WEIGHTS, 0, CLI_KIND_TEXT, "PATH",
       "safetensors file, index or directory to check the model against" },
-    MODEL_NAME("family", "family", LLMEM_MODEL_FAMILY, NULL,
+    MODEL_NAME("family", "family", LLMEM_MODEL_FAMILY,
                "code-path family; without --model or --config, a custom model of this family"),
     MODEL_INT("hidden", "hidden", LLMEM_MODEL_HIDDEN, "N", "hidden size"),
     MODEL_INT("layers", "layers", LLMEM_MODEL_LAYERS, "N", "decoder layers"),
@@ -47,8 +40,8 @@ static const cli_flag flags[] = {
               "output head shares the input embedding"),
     MODEL_INT("attn-bias", "attn_bias", LLMEM_MODEL_QKV_BIAS, "0|1",
               "biases on the q, k, v projections"),
-    MODEL_NAME("norm", "norm", LLMEM_MODEL_NORM, NULL, "norm kind"),
-    MODEL_NAME("mlp", "mlp", LLMEM_MODEL_MLP, NULL, "MLP kind"),
+    MODEL_NAME("norm", "norm", LLMEM_MODEL_NORM, "norm kind"),
+    MODEL_NAME("mlp", "mlp", LLMEM_MODEL_MLP, "MLP kind"),
     MODEL_INT("experts", "experts", LLMEM_MODEL_EXPERTS, "N",
               "routed experts per layer (mixture of experts); 0 = dense"),
     MODEL_INT("experts-per-token", "experts_per_token", LLMEM_MODEL_EXPERTS_PER_TOKEN, "K",
@@ -86,40 +79,40 @@ static const cli_flag flags[] = {
     MODEL_INT("position-offset", "position_offset", LLMEM_MODEL_POSITION_OFFSET, "N",
               "extra learned position rows (OPT: 2)"),
 
-    TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, NULL, "N", "micro-batch size"),
-    TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, NULL, "N", "sequence length in tokens"),
-    TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, NULL, NULL,
+    TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, "N", "micro-batch size"),
+    TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, "N", "sequence length in tokens"),
+    TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, NULL,
           "precision recipe"),
-    TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, NULL, NULL,
+    TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, NULL,
           "optimizer"),
-    TRAIN("grad-ckpt", "grad_ckpt", LLMEM_TRAIN_GRAD_CKPT, CLI_KIND_NAME, NULL, NULL,
+    TRAIN("grad-ckpt", "grad_ckpt", LLMEM_TRAIN_GRAD_CKPT, CLI_KIND_NAME, NULL,
           "gradient checkpointing"),
-    TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, NULL, NULL,
+    TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, NULL,
           "attention kernel"),
-    TRAIN("dropout", "dropout", LLMEM_TRAIN_DROPOUT, CLI_KIND_REAL, NULL, "P",
+    TRAIN("dropout", "dropout", LLMEM_TRAIN_DROPOUT, CLI_KIND_REAL, "P",
           "dropout probability in [0, 1)"),
-    TRAIN("method", "method", LLMEM_TRAIN_METHOD, CLI_KIND_NAME, NULL, NULL,
+    TRAIN("method", "method", LLMEM_TRAIN_METHOD, CLI_KIND_NAME, NULL,
           "fine-tuning method"),
-    TRAIN("lora-rank", "lora_rank", LLMEM_TRAIN_LORA_RANK, CLI_KIND_INT, NULL, "R",
+    TRAIN("lora-rank", "lora_rank", LLMEM_TRAIN_LORA_RANK, CLI_KIND_INT, "R",
           "LoRA rank, for --method lora or qlora"),
-    TRAIN("lora-targets", "lora_targets", LLMEM_TRAIN_LORA_TARGETS, CLI_KIND_NAMES, lora_targets,
+    TRAIN("lora-targets", "lora_targets", LLMEM_TRAIN_LORA_TARGETS, CLI_KIND_NAMES,
           "M[,M...]", "LoRA target modules"),
-    TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, NULL, "N",
+    TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, "N",
           "first N decoder layers frozen, for --method freeze"),
-    TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, NULL, NULL,
+    TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, NULL,
           "loss: fp32-upcast logits or chunked cross-entropy"),
-    TRAIN("grad-accum", "grad_accum", LLMEM_TRAIN_GRAD_ACCUM, CLI_KIND_INT, NULL, "N",
+    TRAIN("grad-accum", "grad_accum", LLMEM_TRAIN_GRAD_ACCUM, CLI_KIND_INT, "N",
           "gradient accumulation steps"),
-    TRAIN("formula", "formula", LLMEM_TRAIN_FORMULA, CLI_KIND_NAME, NULL, NULL,
+    TRAIN("formula", "formula", LLMEM_TRAIN_FORMULA, CLI_KIND_NAME, NULL,
           "peak over a step's phases, or the article's sum of terms"),
     TRAIN("article-tmp-factor", "article_tmp_factor", LLMEM_TRAIN_ARTICLE_TMP_FACTOR,
-          CLI_KIND_REAL, NULL, "F", "article formula: m_tmp = F x m_p"),
+          CLI_KIND_REAL, "F", "article formula: m_tmp = F x m_p"),
     TRAIN("article-param-bytes", "article_param_bytes", LLMEM_TRAIN_ARTICLE_PARAM_BYTES,
-          CLI_KIND_INT, NULL, "N", "article formula: bytes per parameter"),
+          CLI_KIND_INT, "N", "article formula: bytes per parameter"),
 
-    { "json", NULL, CLI_TARGET_JSON, 0, CLI_KIND_SWITCH, NULL, NULL,
+    { "json", NULL, CLI_TARGET_JSON, 0, CLI_KIND_SWITCH, NULL,
       "print one JSON object instead of the table" },
-    { "help", NULL, CLI_TARGET_HELP, 0, CLI_KIND_SWITCH, NULL, NULL, "print this help" },
+    { "help", NULL, CLI_TARGET_HELP, 0, CLI_KIND_SWITCH, NULL, "print this help" },
 };
 
 #define FLAG_COUNT (sizeof flags / sizeof flags[0])
@@ -138,6 +131,30 @@ const cli_flag *cli_flag_find(const char *name, size_t len)
 {
     for (size_t i = 0; i < FLAG_COUNT; i++)
         if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+            return &flags[i];
+    return NULL;
+}
+
+const char *cli_message_body(const cli_flag *flag, const char *message)
+{
+    const char *name = NULL;
+    if (flag->target == CLI_TARGET_MODEL)
+        llmem_model_field_info(flag->key, &name, NULL, NULL);
+    else if (flag->target == CLI_TARGET_TRAIN)
+        llmem_train_field_info(flag->key, &name, NULL, NULL, NULL);
+    size_t n = name ? strlen(name) : 0;
+    if (n > 0 && strncmp(message, name, n) == 0 && message[n] == ':' && message[n + 1] == ' ')
+        return message + n + 2;
+    return message;
+}
+
+const cli_flag *cli_flag_for_field(int object, int key)
+{
+    cli_target target = object == LLMEM_OBJECT_MODEL ? CLI_TARGET_MODEL : CLI_TARGET_TRAIN;
+    if (object != LLMEM_OBJECT_MODEL && object != LLMEM_OBJECT_TRAIN)
+        return NULL;
+    for (size_t i = 0; i < FLAG_COUNT; i++)
+        if (flags[i].target == target && flags[i].key == key)
             return &flags[i];
     return NULL;
 }
@@ -161,30 +178,24 @@ static void append(char *buf, size_t cap, size_t *used, const char *sep, const c
         *used += (size_t)n;
 }
 
+const char *cli_flag_choice(const cli_flag *flag, size_t index, int64_t *value)
+{
+    if (flag->target == CLI_TARGET_MODEL)
+        return llmem_model_choice(flag->key, index, value);
+    if (flag->target == CLI_TARGET_TRAIN)
+        return llmem_train_choice(flag->key, index, value);
+    return NULL;
+}
+
 void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap)
 {
     size_t used = 0;
-    int64_t lo = 0, hi = -1;
+    const char *name;
     if (cap == 0)
         return;
     buf[0] = '\0';
-    if (flag->choices != NULL) {
-        for (size_t i = 0; flag->choices[i] != NULL; i++)
-            append(buf, cap, &used, "|", flag->choices[i]);
-        return;
-    }
-    if (flag->kind != CLI_KIND_NAME)
-        return;
-    /* The library's names, in the order of their values. */
-    if (flag->target == CLI_TARGET_MODEL)
-        llmem_model_field_info(flag->key, NULL, &lo, &hi);
-    else
-        llmem_train_field_info(flag->key, NULL, &lo, &hi, NULL);
-    for (int64_t v = lo; v <= hi; v++) {
-        const char *name = cli_value_name(flag, v);
-        if (name != NULL)
-            append(buf, cap, &used, "|", name);
-    }
+    for (size_t i = 0; (name = cli_flag_choice(flag, i, NULL)) != NULL; i++)
+        append(buf, cap, &used, "|", name);
 }
 
 void cli_flag_values(const cli_flag *flag, char *buf, size_t cap)

@@ -35,7 +35,6 @@ typedef struct cli_flag {
     cli_target target;
     int key;                    /* llmem_model_key or llmem_train_key */
     cli_kind kind;
-    const char *const *choices; /* NAMES: the names, NULL-terminated (NAME: the library's) */
     const char *metavar;        /* the value's placeholder in the usage (NAME: unused) */
     const char *help;
 } cli_flag;
@@ -45,9 +44,16 @@ size_t cli_flag_count(void);
 const cli_flag *cli_flag_at(size_t index);
 /* Row of the flag spelled name[0..len), without "--"; NULL when unknown. */
 const cli_flag *cli_flag_find(const char *name, size_t len);
-/* The flag's choices joined: "a|b|c" ("" for none); enumerated fields' from
- * the library. */
+/* The index-th name the flag's field accepts, with its value; NULL past the
+ * last (the library's lists: llmem_model_choice, llmem_train_choice). */
+const char *cli_flag_choice(const cli_flag *flag, size_t index, int64_t *value);
+/* The flag's choices joined: "a|b|c" ("" for none). */
 void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap);
+/* The library's message about flag's field without its leading "<field name>:"
+ * (the library spells fields its own way: "qkv-bias" for --attn-bias). */
+const char *cli_message_body(const cli_flag *flag, const char *message);
+/* Row of the flag that sets field key of an llmem_object, or NULL. */
+const cli_flag *cli_flag_for_field(int object, int key);
 /* The library's name of an enumerated field's value, or NULL. */
 const char *cli_value_name(const cli_flag *flag, int64_t value);
 /* The flag's allowed values for messages: "a|b|c", the metavar, or for NAMES

@@ -8,19 +8,39 @@
 
 #include <string.h>
 
-/* The library names a field as its flag is spelled ("heads: 5 does not divide
- * hidden 64"); show it as the flag the user typed ("--heads: ..."). */
-static void print_library_error(const char *message)
+/* Whether the user typed flag f. */
+static int given(int argc, char **argv, const cli_flag *f)
 {
-    size_t len = strcspn(message, ":");
-    const cli_flag *f = message[len] == ':' ? cli_flag_find(message, len) : NULL;
-    if (f != NULL && (f->target == CLI_TARGET_MODEL || f->target == CLI_TARGET_TRAIN))
-        cli_error("--%s", message);
-    else
-        cli_error("%s", message);
+    cli_arg_iter it;
+    const cli_flag *g;
+    const char *v;
+    cli_args_begin(&it, argc, argv, 0);
+    while (cli_args_next(&it, &g, &v) > 0)
+        if (g == f)
+            return 1;
+    return 0;
 }
 
-static int estimate(llmem_ctx *ctx, const cli_request *req)
+/* The library says which field an error is about (llmem_ctx_error_field) and
+ * starts its message with the field's name ("qkv-bias: ..."); show the flag
+ * that sets the field instead ("--attn-bias: ..."). A field the estimate does
+ * not support is named as a flag only when the user typed it: a preset's or a
+ * config's own family is no flag of theirs, and setting it is no way out. */
+static void print_library_error(llmem_ctx *ctx, int argc, char **argv, int rc,
+                                const char *message)
+{
+    int object = 0, key = 0;
+    const cli_flag *f = NULL;
+    if (llmem_ctx_error_field(ctx, &object, &key) == LLMEM_OK)
+        f = cli_flag_for_field(object, key);
+    if (f == NULL || (rc == LLMEM_ENOTSUP && !given(argc, argv, f))) {
+        cli_error("%s", message);
+        return;
+    }
+    cli_error("--%s: %s", f->name, cli_message_body(f, message));
+}
+
+static int estimate(llmem_ctx *ctx, int argc, char **argv, const cli_request *req)
 {
     llmem_estimate *est = NULL;
     cli_report r;
@@ -31,11 +51,11 @@ static int estimate(llmem_ctx *ctx, const cli_request *req)
     if (rc == LLMEM_OK)
         rc = cli_report_collect(est, &r);
     if (rc == LLMEM_OK)
-        rc = req->json ? cli_report_json(stdout, ctx, req, &r)
-                       : cli_report_text(stdout, ctx, req, &r);
+        rc = req->json ? cli_report_json(stdout, req, &r)
+                       : cli_report_text(stdout, req, &r);
     if (rc != LLMEM_OK) {
         const char *message = llmem_ctx_error(ctx);
-        print_library_error(message[0] ? message : llmem_status_str(rc));
+        print_library_error(ctx, argc, argv, rc, message[0] ? message : llmem_status_str(rc));
         status = CLI_EXIT_ESTIMATE;
     }
     llmem_estimate_free(est);
@@ -54,7 +74,7 @@ int cli_cmd_estimate(int argc, char **argv)
     if (status == CLI_EXIT_OK && req.help)
         cli_usage(stdout);
     else if (status == CLI_EXIT_OK)
-        status = estimate(ctx, &req);
+        status = estimate(ctx, argc, argv, &req);
     cli_request_free(&req);
     llmem_ctx_free(ctx);
     return status;

@@ -24,7 +24,7 @@ static int read_preset(llmem_ctx *ctx, size_t index, preset_row *row)
     row->name = llmem_preset_name(index);
     int rc = llmem_model_new_preset(ctx, row->name, &req.model);
     if (rc == LLMEM_OK)
-        rc = family ? cli_setting_read(ctx, &req, family, &row->family) : LLMEM_EINVAL;
+        rc = family ? cli_setting_read(&req, family, &row->family) : LLMEM_EINVAL;
     if (rc == LLMEM_OK)
         rc = llmem_model_param_count(req.model, &row->params);
     cli_request_free(&req);

@@ -171,7 +171,7 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
     case CLI_TARGET_HELP: break;
     }
     if (rc != LLMEM_OK) {
-        cli_error("--%s '%s': %s", f->name, v, llmem_ctx_error(ctx));
+        cli_error("--%s '%s': %s", f->name, v, cli_message_body(f, llmem_ctx_error(ctx)));
         return rc == LLMEM_ENOMEM ? CLI_EXIT_ESTIMATE : CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;

@@ -28,8 +28,8 @@ typedef struct cli_report {
 int cli_report_collect(const llmem_estimate *est, cli_report *r);
 
 /* The readable table. Returns an llmem status (reading the settings). */
-int cli_report_text(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r);
+int cli_report_text(FILE *out, const cli_request *req, const cli_report *r);
 /* One JSON object. Returns an llmem status (reading the settings). */
-int cli_report_json(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r);
+int cli_report_json(FILE *out, const cli_request *req, const cli_report *r);
 
 #endif

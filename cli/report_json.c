@@ -23,13 +23,13 @@ static int echoed(const cli_flag *f, cli_target target)
 
 /* Every echoed setting must read before output starts, so that a failure
  * prints nothing. */
-static int check_settings(llmem_ctx *ctx, const cli_request *req)
+static int check_settings(const cli_request *req)
 {
     cli_setting s;
     for (size_t i = 0; i < cli_flag_count(); i++) {
         const cli_flag *f = cli_flag_at(i);
         if (echoed(f, CLI_TARGET_MODEL) || echoed(f, CLI_TARGET_TRAIN)) {
-            int rc = cli_setting_read(ctx, req, f, &s);
+            int rc = cli_setting_read(req, f, &s);
             if (rc != LLMEM_OK)
                 return rc;
         }
@@ -38,13 +38,13 @@ static int check_settings(llmem_ctx *ctx, const cli_request *req)
 }
 
 /* The fields of one target, each under its JSON key, typed by its kind. */
-static void write_settings(json_writer *w, llmem_ctx *ctx, const cli_request *req,
+static void write_settings(json_writer *w, const cli_request *req,
                            cli_target target)
 {
     cli_setting s;
     for (size_t i = 0; i < cli_flag_count(); i++) {
         const cli_flag *f = cli_flag_at(i);
-        if (!echoed(f, target) || cli_setting_read(ctx, req, f, &s) != LLMEM_OK)
+        if (!echoed(f, target) || cli_setting_read(req, f, &s) != LLMEM_OK)
             continue;
         switch (f->kind) {
         case CLI_KIND_NAME:
@@ -84,10 +84,10 @@ static void write_terms(json_writer *w, const cli_report *r)
     json_object_end(w);
 }
 
-int cli_report_json(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r)
+int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
 {
     json_writer w;
-    int rc = check_settings(ctx, req);
+    int rc = check_settings(req);
     if (rc != LLMEM_OK)
         return rc;
     /* The article's formula sums the terms: there is no phase, and no phase peaks. */
@@ -101,14 +101,14 @@ int cli_report_json(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli
               (req->source == CLI_MODEL_PRESET || req->source == CLI_MODEL_CONFIG) &&
                   req->arch_flags > 0);
     json_object_begin(&w, "architecture");
-    write_settings(&w, ctx, req, CLI_TARGET_MODEL);
+    write_settings(&w, req, CLI_TARGET_MODEL);
     json_object_end(&w);
     json_u64(&w, "params_total", r->params_total);
     json_u64(&w, "params_trainable", r->params_trainable);
     json_u64(&w, "params_active", r->params_active);
     if (req->weights.path != NULL)
         cli_weights_json(&w, "weights", &req->weights, &r->params_total);
-    write_settings(&w, ctx, req, CLI_TARGET_TRAIN);
+    write_settings(&w, req, CLI_TARGET_TRAIN);
 
     write_terms(&w, r);
     json_object_begin(&w, "phases");

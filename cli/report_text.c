@@ -27,7 +27,7 @@ typedef struct text_settings {
         article_param_bytes;
 } text_settings;
 
-static int read_settings(llmem_ctx *ctx, const cli_request *req, text_settings *s)
+static int read_settings(const cli_request *req, text_settings *s)
 {
     const struct {
         const char *flag;
@@ -77,7 +77,7 @@ static int read_settings(llmem_ctx *ctx, const cli_request *req, text_settings *
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const cli_flag *f = cli_flag_find(rows[i].flag, strlen(rows[i].flag));
-        int rc = f ? cli_setting_read(ctx, req, f, rows[i].out) : LLMEM_EINVAL;
+        int rc = f ? cli_setting_read(req, f, rows[i].out) : LLMEM_EINVAL;
         if (rc != LLMEM_OK)
             return rc;
     }
@@ -280,10 +280,10 @@ static void print_peak(FILE *out, const cli_report *r, int article)
         fprintf(out, "  %-*s%s\n", ROW_WIDTH - 2, "phase", llmem_phase_name(r->peak_phase));
 }
 
-int cli_report_text(FILE *out, llmem_ctx *ctx, const cli_request *req, const cli_report *r)
+int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
 {
     text_settings s;
-    int rc = read_settings(ctx, req, &s);
+    int rc = read_settings(req, &s);
     if (rc != LLMEM_OK)
         return rc;
     int article = strcmp(s.formula.text, "article") == 0;

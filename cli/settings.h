@@ -17,7 +17,7 @@ typedef struct cli_setting {
 
 /* Read the field flag sets (a CLI_TARGET_MODEL or CLI_TARGET_TRAIN flag).
  * Returns an llmem status; the context holds the message. */
-int cli_setting_read(llmem_ctx *ctx, const cli_request *req, const cli_flag *flag,
+int cli_setting_read(const cli_request *req, const cli_flag *flag,
                      cli_setting *out);
 
 #endif

@@ -31,7 +31,7 @@ static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f
     cli_setting s;
     buf[0] = '\0';
     if (ctx == NULL || req->train == NULL || f->target != CLI_TARGET_TRAIN ||
-        cli_setting_read(ctx, req, f, &s) != LLMEM_OK)
+        cli_setting_read(req, f, &s) != LLMEM_OK)
         return;
     if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_NAMES)
         snprintf(buf, cap, " (default: %s)", s.text);

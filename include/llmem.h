@@ -52,7 +52,7 @@ extern "C" {
  * @{
  */
 #define LLMEM_VERSION_MAJOR 0 /**< @since 0.1.0 */
-#define LLMEM_VERSION_MINOR 1 /**< @since 0.1.0 */
+#define LLMEM_VERSION_MINOR 2 /**< @since 0.1.0 */
 #define LLMEM_VERSION_PATCH 0 /**< @since 0.1.0 */
 /** MAJOR * 10000 + MINOR * 100 + PATCH. @since 0.1.0 */
 #define LLMEM_VERSION_NUMBER \
@@ -123,6 +123,22 @@ LLMEM_API void llmem_ctx_free(llmem_ctx *ctx);
  * ("" when none). Valid until the next call on the context. @since 0.1.0
  */
 LLMEM_API const char *llmem_ctx_error(const llmem_ctx *ctx);
+
+/** Kinds of objects with keyed fields, as llmem_ctx_error_field() names them. @since 0.2.0 */
+enum llmem_object {
+    LLMEM_OBJECT_MODEL = 1, /**< a #llmem_model field (#llmem_model_key) */
+    LLMEM_OBJECT_TRAIN = 2  /**< a #llmem_train field (#llmem_train_key) */
+};
+
+/**
+ * Which field the last failed call was about: its object kind
+ * (#llmem_object) and key, so a caller can name its own spelling of the
+ * field (a command-line flag, a keyword argument). Either pointer may be
+ * NULL. @return #LLMEM_OK when the last error named a field (both set),
+ * #LLMEM_ENOTFOUND when it did not or no call failed (both set to 0),
+ * #LLMEM_EINVAL for a NULL context. @since 0.2.0
+ */
+LLMEM_API int llmem_ctx_error_field(const llmem_ctx *ctx, int *object, int *key);
 /** @} */
 
 /**
@@ -270,6 +286,12 @@ LLMEM_API int llmem_model_field_info(int key, const char **name, int64_t *min, i
  * when the field is not enumerated or the value has no name. @since 0.1.0
  */
 LLMEM_API const char *llmem_model_value_name(int key, int64_t value);
+/**
+ * The @p index-th name an enumerated or bitmask model field accepts (in
+ * value order, aliases included), with its value in @p value (may be NULL);
+ * NULL past the last name or for a field without names. @since 0.2.0
+ */
+LLMEM_API const char *llmem_model_choice(int key, size_t index, int64_t *value);
 /**
  * Check the fields together: sizes set and positive, heads dividing hidden
  * (when head_dim is 0), kv-heads dividing heads, top-k not above experts, and
@@ -470,6 +492,13 @@ LLMEM_API int llmem_train_field_info(int key, const char **name, int64_t *min, i
  * #llmem_lora_target) or the value has no name. @since 0.1.0
  */
 LLMEM_API const char *llmem_train_value_name(int key, int64_t value);
+/**
+ * The @p index-th name an enumerated or bitmask training field accepts, with
+ * its value in @p value (may be NULL): the LoRA target modules, aliases
+ * included ("c_attn" is q | k | v), or an enumeration's names in value order.
+ * NULL past the last name or for a field without names. @since 0.2.0
+ */
+LLMEM_API const char *llmem_train_choice(int key, size_t index, int64_t *value);
 /** @} */
 
 /**

@@ -2,6 +2,7 @@
 #include "core/ctx.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,11 @@ static void default_free(void *user, void *ptr)
     free(ptr);
 }
 
+/* The first published llmem_allocator (0.1.0): size, alloc, free, user. Later
+ * versions only append members, so a caller built against any header passes
+ * at least this many bytes; it is frozen, not sizeof, which grows. */
+#define ALLOCATOR_SIZE_V1 (offsetof(llmem_allocator, user) + sizeof(void *))
+
 int llmem_ctx_new(llmem_ctx **out, const llmem_allocator *allocator)
 {
     llmem_allocator chosen = { sizeof(llmem_allocator), default_alloc, default_free, NULL };
@@ -25,11 +31,11 @@ int llmem_ctx_new(llmem_ctx **out, const llmem_allocator *allocator)
         return LLMEM_EINVAL;
     *out = NULL;
     if (allocator != NULL) {
-        /* Older callers may pass a smaller struct; all members so far are required. */
-        if (allocator->size < sizeof(llmem_allocator) || allocator->alloc == NULL ||
-            allocator->free == NULL)
+        /* Members past the caller's size keep their defaults. */
+        size_t given = allocator->size;
+        if (given < ALLOCATOR_SIZE_V1 || allocator->alloc == NULL || allocator->free == NULL)
             return LLMEM_EINVAL;
-        chosen = *allocator;
+        memcpy(&chosen, allocator, given < sizeof chosen ? given : sizeof chosen);
         chosen.size = sizeof(llmem_allocator);
     }
     llmem_ctx *ctx = chosen.alloc(chosen.user, sizeof *ctx);
@@ -71,12 +77,30 @@ void llmem__free(llmem_ctx *ctx, void *ptr)
         ctx->allocator.free(ctx->allocator.user, ptr);
 }
 
+static void set_message(llmem_ctx *ctx, int object, int key, const char *fmt, va_list ap)
+{
+    vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    ctx->error_object = object;
+    ctx->error_key = key;
+}
+
 int llmem__fail(llmem_ctx *ctx, int status, const char *fmt, ...)
 {
     if (ctx != NULL) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+        set_message(ctx, 0, 0, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+int llmem__fail_field(llmem_ctx *ctx, int object, int key, int status, const char *fmt, ...)
+{
+    if (ctx != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        set_message(ctx, object, key, fmt, ap);
         va_end(ap);
     }
     return status;
@@ -84,6 +108,19 @@ int llmem__fail(llmem_ctx *ctx, int status, const char *fmt, ...)
 
 void llmem__ok(llmem_ctx *ctx)
 {
-    if (ctx != NULL)
+    if (ctx != NULL) {
         ctx->error[0] = '\0';
+        ctx->error_object = ctx->error_key = 0;
+    }
+}
+
+int llmem_ctx_error_field(const llmem_ctx *ctx, int *object, int *key)
+{
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
+    if (object)
+        *object = ctx->error_object;
+    if (key)
+        *key = ctx->error_key;
+    return ctx->error_key != 0 ? LLMEM_OK : LLMEM_ENOTFOUND;
 }

@@ -10,6 +10,7 @@
 struct llmem_ctx {
     llmem_allocator allocator;
     char error[LLMEM_ERROR_CAP];
+    int error_object, error_key; /* the field the last error was about; 0 = none */
 };
 
 void *llmem__alloc(llmem_ctx *ctx, size_t bytes);
@@ -21,6 +22,12 @@ void llmem__free(llmem_ctx *ctx, void *ptr);
 __attribute__((format(printf, 3, 4)))
 #endif
 int llmem__fail(llmem_ctx *ctx, int status, const char *fmt, ...);
+
+/* As llmem__fail, and remember which field (llmem_object, key) the error is about. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 6)))
+#endif
+int llmem__fail_field(llmem_ctx *ctx, int object, int key, int status, const char *fmt, ...);
 
 /* Clear the message before a call that succeeds. */
 void llmem__ok(llmem_ctx *ctx);

@@ -6,34 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const name_value family[] = {
-    { "gpt2", LLMEM_FAMILY_GPT2 },   { "llama", LLMEM_FAMILY_LLAMA },
-    { "opt", LLMEM_FAMILY_OPT },     { "bloom", LLMEM_FAMILY_BLOOM },
-    { "gemma2", LLMEM_FAMILY_GEMMA2 }, { "phi3", LLMEM_FAMILY_PHI3 },
-    { "gemma", LLMEM_FAMILY_GEMMA }, { "gpt_neox", LLMEM_FAMILY_GPT_NEOX },
-    { "falcon", LLMEM_FAMILY_FALCON }, { "phi", LLMEM_FAMILY_PHI },
-    { "starcoder2", LLMEM_FAMILY_STARCODER2 }, { "deepseek", LLMEM_FAMILY_DEEPSEEK },
-};
 static const name_value norm[] = { { "layernorm", LLMEM_NORM_LAYERNORM },
                                    { "rmsnorm", LLMEM_NORM_RMSNORM } };
 static const name_value mlp[] = { { "plain", LLMEM_MLP_PLAIN }, { "gated", LLMEM_MLP_GATED } };
 static const name_value positions[] = { { "learned", LLMEM_POSITIONS_LEARNED },
                                         { "rotary", LLMEM_POSITIONS_ROTARY },
                                         { "alibi", LLMEM_POSITIONS_ALIBI } };
-static const name_value precision[] = {
-    { "fp32", LLMEM_PRECISION_FP32 },
-    { "bf16-mixed", LLMEM_PRECISION_BF16_MIXED },
-    { "fp16-mixed", LLMEM_PRECISION_FP16_MIXED },
-    { "bf16", LLMEM_PRECISION_BF16 },
-};
-static const name_value optimizer[] = {
-    { "adamw", LLMEM_OPTIMIZER_ADAMW },       { "adam", LLMEM_OPTIMIZER_ADAM },
-    { "sgd", LLMEM_OPTIMIZER_SGD },           { "sgd-momentum", LLMEM_OPTIMIZER_SGD_MOMENTUM },
-    { "adafactor", LLMEM_OPTIMIZER_ADAFACTOR }, { "adamw-8bit", LLMEM_OPTIMIZER_ADAMW_8BIT },
-    { "lion", LLMEM_OPTIMIZER_LION },
-    { "paged-adamw-8bit", LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT },
-    { "paged-adamw", LLMEM_OPTIMIZER_PAGED_ADAMW },
-};
 static const name_value grad_ckpt[] = { { "none", LLMEM_GRAD_CKPT_NONE },
                                         { "full", LLMEM_GRAD_CKPT_FULL } };
 static const name_value attention[] = { { "eager", LLMEM_ATTENTION_EAGER },
@@ -72,47 +50,49 @@ static const name_value term[] = {
     { "data", LLMEM_TERM_DATA },             { "temporary", LLMEM_TERM_TEMPORARY },
 };
 
-const name_table names_family = NAME_TABLE(family);
-const name_table names_norm = NAME_TABLE(norm);
-const name_table names_mlp = NAME_TABLE(mlp);
-const name_table names_positions = NAME_TABLE(positions);
-const name_table names_precision = NAME_TABLE(precision);
-const name_table names_optimizer = NAME_TABLE(optimizer);
-const name_table names_grad_ckpt = NAME_TABLE(grad_ckpt);
-const name_table names_attention = NAME_TABLE(attention);
-const name_table names_method = NAME_TABLE(method);
-const name_table names_loss = NAME_TABLE(loss);
-const name_table names_formula = NAME_TABLE(formula);
-const name_table names_lora_target = NAME_TABLE(lora_target);
-const name_table names_phase = NAME_TABLE(phase);
-const name_table names_term = NAME_TABLE(term);
+const name_table llmem_names_norm = NAME_TABLE(norm);
+const name_table llmem_names_mlp = NAME_TABLE(mlp);
+const name_table llmem_names_positions = NAME_TABLE(positions);
+const name_table llmem_names_grad_ckpt = NAME_TABLE(grad_ckpt);
+const name_table llmem_names_attention = NAME_TABLE(attention);
+const name_table llmem_names_method = NAME_TABLE(method);
+const name_table llmem_names_loss = NAME_TABLE(loss);
+const name_table llmem_names_formula = NAME_TABLE(formula);
+const name_table llmem_names_lora_target = NAME_TABLE(lora_target);
+const name_table llmem_names_phase = NAME_TABLE(phase);
+const name_table llmem_names_term = NAME_TABLE(term);
 
-int names_lookup(const name_table *t, const char *name)
+const name_value *llmem_names_at(const name_table *t, size_t i)
+{
+    return (const name_value *)(const void *)((const char *)t->first + i * t->stride);
+}
+
+int llmem_names_lookup(const name_table *t, const char *name)
 {
     if (name == NULL)
         return 0;
     for (size_t i = 0; i < t->count; i++)
-        if (strcmp(t->entries[i].name, name) == 0)
-            return t->entries[i].value;
+        if (strcmp(llmem_names_at(t, i)->name, name) == 0)
+            return llmem_names_at(t, i)->value;
     return 0;
 }
 
-const char *names_name(const name_table *t, int value)
+const char *llmem_names_name(const name_table *t, int value)
 {
     for (size_t i = 0; i < t->count; i++)
-        if (t->entries[i].value == value)
-            return t->entries[i].name;
+        if (llmem_names_at(t, i)->value == value)
+            return llmem_names_at(t, i)->name;
     return NULL;
 }
 
-void names_list(const name_table *t, char *buf, size_t cap)
+void llmem_names_list(const name_table *t, char *buf, size_t cap)
 {
     size_t used = 0;
     if (cap == 0)
         return;
     buf[0] = '\0';
     for (size_t i = 0; i < t->count && used < cap; i++) {
-        int n = snprintf(buf + used, cap - used, "%s%s", i ? "|" : "", t->entries[i].name);
+        int n = snprintf(buf + used, cap - used, "%s%s", i ? "|" : "", llmem_names_at(t, i)->name);
         if (n < 0)
             break;
         used += (size_t)n;
@@ -121,10 +101,10 @@ void names_list(const name_table *t, char *buf, size_t cap)
 
 const char *llmem_phase_name(int value)
 {
-    return names_name(&names_phase, value);
+    return llmem_names_name(&llmem_names_phase, value);
 }
 
 const char *llmem_term_name(int value)
 {
-    return names_name(&names_term, value);
+    return llmem_names_name(&llmem_names_term, value);
 }

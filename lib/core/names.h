@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Name <-> value tables of the enumerations, shared by the setters, the CLI
- * (through the public set_str calls) and the messages. */
+/* Name <-> value tables of the enumerations, shared by the field engine, the
+ * messages and the public *_value_name calls. A table may be a column of a
+ * richer table (the families, the optimizers): each row then starts with its
+ * name_value, and the table steps over whole rows. */
 #ifndef LLMEM_CORE_NAMES_H
 #define LLMEM_CORE_NAMES_H
 
@@ -12,21 +14,28 @@ typedef struct name_value {
 } name_value;
 
 typedef struct name_table {
-    const name_value *entries;
+    const void *first; /* the first row's name_value */
     size_t count;
+    size_t stride;     /* bytes from one row to the next */
 } name_table;
 
-#define NAME_TABLE(arr) { arr, sizeof arr / sizeof arr[0] }
+/* A table over an array of name_value. */
+#define NAME_TABLE(arr) { &(arr)[0], sizeof(arr) / sizeof((arr)[0]), sizeof((arr)[0]) }
+/* A table over an array of rows whose first member is a name_value. */
+#define NAME_TABLE_OF_ROWS(rows, count) { &(rows)[0], (count), sizeof((rows)[0]) }
 
+/* Row i (i < t->count). */
+const name_value *llmem_names_at(const name_table *t, size_t i);
 /* Value of name, or 0 when unknown (no enumeration uses 0). */
-int names_lookup(const name_table *t, const char *name);
+int llmem_names_lookup(const name_table *t, const char *name);
 /* Name of value, or NULL. */
-const char *names_name(const name_table *t, int value);
+const char *llmem_names_name(const name_table *t, int value);
 /* "a|b|c" into buf, for messages. */
-void names_list(const name_table *t, char *buf, size_t cap);
+void llmem_names_list(const name_table *t, char *buf, size_t cap);
 
-extern const name_table names_family, names_norm, names_mlp, names_positions,
-    names_precision, names_optimizer, names_grad_ckpt, names_attention, names_method,
-    names_loss, names_formula, names_lora_target, names_phase, names_term;
+/* The enumerations without richer tables of their own. */
+extern const name_table llmem_names_norm, llmem_names_mlp, llmem_names_positions,
+    llmem_names_grad_ckpt, llmem_names_attention, llmem_names_method, llmem_names_loss,
+    llmem_names_formula, llmem_names_lora_target, llmem_names_phase, llmem_names_term;
 
 #endif

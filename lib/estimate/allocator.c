@@ -5,7 +5,9 @@
  * every request up to kMinBlockSize = 512 B and serves requests of
  * kMinLargeAlloc = 10 MiB or more from segments rounded to kRoundLarge = 2 MiB.
  */
-#include "estimate/tensors.h"
+#include "estimate/statics.h"
+
+#include "train/optimizers.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MIN_BLOCK UINT64_C(512)
@@ -30,31 +32,23 @@ static uint64_t block_size(uint64_t bytes)
     return bytes < MIN_BLOCK ? MIN_BLOCK : round_up(bytes, MIN_BLOCK);
 }
 
-/* States per trainable tensor that are allocated as separate tensors of its size. */
-static uint64_t state_tensors(int optimizer)
+uint64_t llmem_allocator_overhead(const tensor_list *l, const setup *s)
 {
-    switch (optimizer) {
-    case LLMEM_OPTIMIZER_ADAMW:
-    case LLMEM_OPTIMIZER_ADAM: return 2;
-    case LLMEM_OPTIMIZER_SGD_MOMENTUM:
-    case LLMEM_OPTIMIZER_LION: return 1;
-    default: return 0;
-    }
-}
-
-uint64_t allocator_overhead(const tensor_list *l, const setup *s)
-{
+    /* torch's states are tensors of the parameter's size, rounded like it;
+     * bitsandbytes' and Adafactor's are not. */
+    const optimizer_desc *o = llmem_optimizer(s->optimizer);
+    uint64_t states = o->state_rule == STATES_LIKE_PARAM ? (uint64_t)o->states : 0;
     uint64_t waste = 0;
     for (int i = 0; i < l->n; i++) {
         const tensor_class *c = &l->c[i];
-        uint64_t bytes = c->dt ? class_elems(c) * (uint64_t)c->dt : (class_elems(c) + 1) / 2;
-        uint64_t copies = 1 + (c->trainable ? 1 + state_tensors(s->optimizer) : 0);
+        uint64_t bytes = c->dt != DT_NF4 ? class_elems(c) * (uint64_t)c->dt : (class_elems(c) + 1) / 2;
+        uint64_t copies = 1 + (c->trainable ? 1 + states : 0);
         waste += (block_size(bytes) - bytes) * copies * c->count;
     }
     return waste + CUBLAS_WORKSPACE;
 }
 
-uint64_t allocator_device(uint64_t reserved, uint64_t paged)
+uint64_t llmem_allocator_device(uint64_t reserved, uint64_t paged)
 {
     return reserved + CUDA_CONTEXT + paged;
 }

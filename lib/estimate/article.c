@@ -8,26 +8,22 @@
  * m_tmp = m_p x a factor the article leaves open ("several times"). It counts
  * no gradients and sums the terms instead of finding a peak.
  */
-#include "estimate/estimate.h"
+#include "estimate/article.h"
+
+#include "train/optimizers.h"
+#include "train/train.h"
 
 #include "core/checked.h"
 #include "core/ctx.h"
 
 #include <math.h>
 
-/* States per parameter in units of m_p. */
+/* States per parameter in units of m_p: the optimizer row's multiple, or its
+ * fixed bytes per parameter over the article's bytes per parameter. */
 static double state_multiple(int optimizer, int param_bytes)
 {
-    switch (optimizer) {
-    case LLMEM_OPTIMIZER_ADAMW:
-    case LLMEM_OPTIMIZER_ADAM: return 2.0;
-    case LLMEM_OPTIMIZER_SGD_MOMENTUM:
-    case LLMEM_OPTIMIZER_LION: return 1.0;
-    case LLMEM_OPTIMIZER_ADAMW_8BIT:
-    case LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT: return 2.0 / param_bytes; /* two 1-byte states */
-    case LLMEM_OPTIMIZER_PAGED_ADAMW: return 8.0 / param_bytes; /* two fp32 states */
-    default: return 0.0; /* SGD; Adafactor's factored states are negligible here */
-    }
+    const optimizer_desc *o = llmem_optimizer(optimizer);
+    return o->article_multiple + o->article_bytes / param_bytes;
 }
 
 /* x * m rounded, or a flag when it does not fit in 63 bits. */
@@ -41,8 +37,8 @@ static uint64_t scaled(checked *c, double x, uint64_t m)
     return (uint64_t)llround(v);
 }
 
-int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train *t,
-                     const setup *s)
+int llmem_article_estimate(llmem_ctx *ctx, est_results *r, const model_params *p,
+                           const llmem_train *t, const setup *s)
 {
     checked c = { 0 };
     int param_bytes = (int)t->i[LLMEM_TRAIN_ARTICLE_PARAM_BYTES];
@@ -54,18 +50,18 @@ int article_estimate(llmem_estimate *e, const model_params *p, const llmem_train
     uint64_t m_tmp = scaled(&c, factor, m_p);
     uint64_t total = ck_add(&c, ck_add(&c, m_p, m_os), ck_add(&c, m_data, m_tmp));
     if (c.overflow || total > (UINT64_C(1) << 62))
-        return llmem__fail(e->ctx, LLMEM_EOVERFLOW,
+        return llmem__fail(ctx, LLMEM_EOVERFLOW,
                            "formula: the article's terms overflow 64 bits for this model and batch");
     uint64_t terms[4] = { m_p, m_os, m_data, m_tmp };
     static const char *const names[4] = { "m_p", "m_os", "m_data", "m_tmp" };
 
-    e->r.peak_allocated = total;
-    e->r.peak_phase = 0;
+    r->peak_allocated = total;
+    r->peak_phase = 0;
     for (int i = 0; i < PHASE_COUNT; i++)
-        e->r.phase_peak[i] = 0;
+        r->phase_peak[i] = 0;
     for (int k = 0; k < TERM_COUNT; k++) {
-        term_set(&e->r.term[k], k + 1, terms[k], terms[k]);
-        term_add(&e->r.term[k], names[k], terms[k]);
+        llmem_term_set(&r->term[k], k + 1, terms[k], terms[k]);
+        llmem_term_add(&r->term[k], names[k], terms[k]);
     }
     return LLMEM_OK;
 }

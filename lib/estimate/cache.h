@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The estimate handle's cache of compiled segments (compiled.h): filled on
- * the second run with the same model and setup but for batch and seq, so a
+/* The walk's cache of compiled segments (sim/compiled.h): filled on the
+ * second run with the same model and setup but for batch and seq, so a
  * caller sweeping batch or sequence length pays the simulation once. */
 #ifndef LLMEM_ESTIMATE_CACHE_H
 #define LLMEM_ESTIMATE_CACHE_H
 
-#include "estimate/compiled.h"
-#include "estimate/layers.h"
+#include "layers/layers.h"
+#include "sim/compiled.h"
 
 #define SEG_CACHE 8
 

@@ -1,48 +1,56 @@
 /* SPDX-License-Identifier: MIT */
-/* The parameters and data terms. */
-#include "estimate/tensors.h"
+#include "estimate/terms.h"
 
-/* QLoRA (Dettmers et al. 2023, section 3): NF4 weights, one 8-bit absmax per
- * 64-weight block (double quantization), one fp32 constant per 256 blocks. */
-#define NF4_BLOCK 64
-#define NF4_DQ_BLOCK 256
+#include <string.h>
 
-void params_term(const tensor_list *l, const model_shape *m, const setup *s, step_static *st)
+void llmem_term_set(struct llmem_term *t, int kind, uint64_t at_peak, uint64_t max)
 {
-    st->weights = st->quant_constants = st->adapters = st->trainable = st->param_tensors = 0;
-    for (int i = 0; i < l->n; i++) {
-        const tensor_class *c = &l->c[i];
-        uint64_t elems = class_elems(c) * c->count;
-        int adapter = (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA) &&
-                      c->trainable;
-        st->param_tensors += c->count;
-        if (c->trainable)
-            st->trainable += elems;
-        if (c->dt == 0) {
-            uint64_t blocks = (class_elems(c) + NF4_BLOCK - 1) / NF4_BLOCK;
-            st->weights += (class_elems(c) + 1) / 2 * c->count;
-            st->quant_constants +=
-                (blocks + (blocks + NF4_DQ_BLOCK - 1) / NF4_DQ_BLOCK * 4) * c->count;
-        } else if (adapter) {
-            st->adapters += elems * (uint64_t)c->dt;
-        } else {
-            st->weights += elems * (uint64_t)c->dt;
-        }
-    }
-    /* Buffers: GPT-2 registers a bool causal mask [1, 1, n_positions, n_positions]
-     * per attention layer (GPT2Attention.bias); Llama's rotary inv_freq is
-     * head_dim / 2 fp32 values (LlamaRotaryEmbedding). */
-    if (m->family == LLMEM_FAMILY_GPT2)
-        st->buffers = m->layers * m->max_positions * m->max_positions;
-    else if (m->positions == LLMEM_POSITIONS_ROTARY)
-        st->buffers = m->head_dim / 2 * 4;
-    else
-        st->buffers = 0;
+    t->kind = kind;
+    t->at_peak = at_peak;
+    t->max = max;
+    t->ncomp = 0;
 }
 
-/* What the Hugging Face Trainer moves to the GPU: input_ids, attention_mask
- * and labels, int64 [batch, seq] each. */
-uint64_t data_term(const setup *s)
+void llmem_term_add(struct llmem_term *t, const char *name, uint64_t bytes)
 {
-    return 3 * s->batch * s->seq * 8;
+    if (t->ncomp < TERM_MAX_COMPONENTS) {
+        t->comp_name[t->ncomp] = name;
+        t->comp_bytes[t->ncomp] = bytes;
+        t->ncomp++;
+    }
+}
+
+void llmem_terms_phased(est_results *r, const step_static *st, const walk_result *w)
+{
+    struct llmem_term *params = &r->term[LLMEM_TERM_PARAMETERS - 1];
+    struct llmem_term *optimizer = &r->term[LLMEM_TERM_OPTIMIZER - 1];
+    struct llmem_term *data = &r->term[LLMEM_TERM_DATA - 1];
+    struct llmem_term *temporary = &r->term[LLMEM_TERM_TEMPORARY - 1];
+    uint64_t weights = st->weights + st->quant_constants + st->adapters + st->buffers;
+
+    r->peak_allocated = w->peak;
+    r->peak_phase = w->peak_phase;
+    memcpy(r->phase_peak, w->phase_peak, sizeof w->phase_peak);
+
+    llmem_term_set(params, LLMEM_TERM_PARAMETERS, weights, weights);
+    llmem_term_add(params, "weights", st->weights);
+    if (st->quant_constants)
+        llmem_term_add(params, "quant_constants", st->quant_constants);
+    if (st->adapters)
+        llmem_term_add(params, "lora_adapters", st->adapters);
+    llmem_term_add(params, "buffers", st->buffers);
+
+    llmem_term_set(optimizer, LLMEM_TERM_OPTIMIZER, st->states + w->peak_grads,
+                   st->states + st->grads);
+    llmem_term_add(optimizer, "gradients", w->peak_grads);
+    llmem_term_add(optimizer, "states", st->states);
+
+    llmem_term_set(data, LLMEM_TERM_DATA, st->batch, st->batch);
+    llmem_term_add(data, "batch", st->batch);
+
+    uint64_t temp = w->peak - w->fixed - w->peak_grads;
+    llmem_term_set(temporary, LLMEM_TERM_TEMPORARY, temp, w->temp_max);
+    llmem_term_add(temporary, w->peak_phase == LLMEM_PHASE_OPTIMIZER ? "optimizer_step"
+                                                                     : "activations",
+                   temp);
 }

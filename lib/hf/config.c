@@ -8,7 +8,6 @@
 
 #include "core/ctx.h"
 #include "hf/json.h"
-#include "model/fields.h"
 #include "model/model.h"
 
 #include <stdio.h>
@@ -16,7 +15,7 @@
 
 #define CONFIG_NAME "config.json"
 
-enum field_kind {
+enum hf_field_kind {
     REQ = 1, /* an integer the config must give */
     OPT,     /* an integer; absent or null gives the default */
     FLAG,    /* a boolean; absent or null gives the default */
@@ -197,18 +196,19 @@ static int64_t got(const reader *r, int key)
     return r->set[key] ? r->f[key] : 0;
 }
 
-/* A value within the model field's bounds (lib/model/fields.c). */
+/* A value within the model field's bounds (lib/model/model_fields.c). */
 static int check_bounds(reader *r, int key, int64_t v, const char *from)
 {
-    const model_field *fd = model_field_find(key);
-    if (v >= fd->min && v <= fd->max)
+    const field_desc *fd = llmem_fields_find(&llmem_model_fields, key);
+    long long min = (long long)fd->min, max = (long long)fd->max;
+    if (v >= min && v <= max)
         return LLMEM_OK;
     if (from != NULL)
         return llmem__fail(r->ctx, LLMEM_EPARSE,
                            CONFIG_NAME ": field '%s' gives %s = %lld, outside [%lld, %lld]", from,
-                           fd->name, (long long)v, (long long)fd->min, (long long)fd->max);
+                           fd->name, (long long)v, min, max);
     return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": %s = %lld outside [%lld, %lld]",
-                       fd->name, (long long)v, (long long)fd->min, (long long)fd->max);
+                       fd->name, (long long)v, min, max);
 }
 
 static int read_fields(reader *r)
@@ -689,6 +689,19 @@ static int read_dtype(reader *r)
     return LLMEM_OK;
 }
 
+/* "llama, mistral, ...": the model types of the table, for messages. */
+static void supported_types(char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof types / sizeof types[0] && used < cap; i++) {
+        int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", types[i].model_type);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+}
+
 static const hf_type *find_type(const char *name)
 {
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
@@ -739,12 +752,13 @@ static int from_root(llmem_ctx *ctx, const hf_jv *root, llmem_model **out)
     const char *name = llmem_hf_json_string(mt);
     if (name == NULL)
         return wrong_type(&r, "model_type", "a string", mt);
-    if ((r.type = find_type(name)) == NULL)
+    if ((r.type = find_type(name)) == NULL) {
+        char supported[400];
+        supported_types(supported, sizeof supported);
         return llmem__fail(ctx, LLMEM_ENOTSUP,
-                           CONFIG_NAME ": unsupported model_type '%.40s' (supported: llama, "
-                           "mistral, mixtral, qwen2, qwen2_moe, qwen3, gemma, gemma2, phi, phi3, "
-                           "gpt2, opt, bloom, gpt_neox, falcon, starcoder2, deepseek_v2, "
-                           "deepseek_v3)", name);
+                           CONFIG_NAME ": unsupported model_type '%.40s' (supported: %s)", name,
+                           supported);
+    }
     int rc = read_fields(&r);
     if (rc == LLMEM_OK && r.type->layout != NULL)
         rc = r.type->layout(&r);

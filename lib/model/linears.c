@@ -1,19 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "model/model.h"
 
-/* Families whose attention computes q, k and v with one fused linear layer
- * (GPT-2 c_attn, GPT-NeoX and Falcon query_key_value): LoRA on any of q, k, v
- * wraps the fused layer. */
-static int fused_qkv(int family)
-{
-    return family == LLMEM_FAMILY_GPT2 || family == LLMEM_FAMILY_GPT_NEOX ||
-           family == LLMEM_FAMILY_FALCON || family == LLMEM_FAMILY_BLOOM ||
-           family == LLMEM_FAMILY_PHI3;
-}
+#include "model/families.h"
 
 /* Multi-head latent attention (DeepseekV2Attention): q_a_proj and q_b_proj (or
  * q_proj), kv_a_proj_with_mqa and kv_b_proj, o_proj. PEFT's q/k/v targets
- * select the query and key/value compressions. */
+ * select the query and key/value compressions. Megatron's MLA keeps the
+ * down projections whole on every tensor-parallel rank and splits the up
+ * projections by heads. */
 static int latent_attention(const model_shape *s, model_linear *lin)
 {
     uint64_t H = s->hidden, q_out = s->heads * s->head_dim;
@@ -22,18 +16,18 @@ static int latent_attention(const model_shape *s, model_linear *lin)
     unsigned kv = LLMEM_LORA_K | LLMEM_LORA_V;
     int n = 0;
     if (s->q_lora_rank > 0) {
-        lin[n++] = (model_linear){ H, s->q_lora_rank, LLMEM_LORA_Q, s->qkv_bias };
-        lin[n++] = (model_linear){ s->q_lora_rank, q_out, LLMEM_LORA_Q, 0 };
+        lin[n++] = (model_linear){ H, s->q_lora_rank, LLMEM_LORA_Q, s->qkv_bias, SPLIT_NONE };
+        lin[n++] = (model_linear){ s->q_lora_rank, q_out, LLMEM_LORA_Q, 0, SPLIT_COLUMN };
     } else {
-        lin[n++] = (model_linear){ H, q_out, LLMEM_LORA_Q, 0 };
+        lin[n++] = (model_linear){ H, q_out, LLMEM_LORA_Q, 0, SPLIT_COLUMN };
     }
-    lin[n++] = (model_linear){ H, kv_a, kv, s->qkv_bias };
-    lin[n++] = (model_linear){ s->kv_lora_rank, kv_b, kv, 0 };
-    lin[n++] = (model_linear){ s->heads * s->v_head_dim, H, LLMEM_LORA_O, s->out_bias };
+    lin[n++] = (model_linear){ H, kv_a, kv, s->qkv_bias, SPLIT_NONE };
+    lin[n++] = (model_linear){ s->kv_lora_rank, kv_b, kv, 0, SPLIT_COLUMN };
+    lin[n++] = (model_linear){ s->heads * s->v_head_dim, H, LLMEM_LORA_O, s->out_bias, SPLIT_ROW };
     return n;
 }
 
-int model_layer_linears(const model_shape *s, model_linear *lin)
+int llmem_model_layer_linears(const model_shape *s, model_linear *lin)
 {
     uint64_t H = s->hidden, qw = s->heads * s->head_dim, kvw = s->kv_heads * s->head_dim;
     uint64_t vw = s->kv_heads * s->v_head_dim, ow = s->heads * s->v_head_dim;
@@ -42,24 +36,26 @@ int model_layer_linears(const model_shape *s, model_linear *lin)
     if (s->kv_lora_rank > 0) {
         n = latent_attention(s, lin);
     } else {
-        if (fused_qkv(s->family)) {
-            lin[n++] = (model_linear){ H, qw + kvw + vw,
-                                       LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V, s->qkv_bias };
+        /* One fused q, k, v linear: LoRA on any of q, k, v wraps the fused layer. */
+        if (s->traits & TRAIT_FUSED_QKV) {
+            lin[n++] = (model_linear){ H, qw + kvw + vw, LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V,
+                                       s->qkv_bias, SPLIT_COLUMN };
         } else {
-            lin[n++] = (model_linear){ H, qw, LLMEM_LORA_Q, s->qkv_bias };
-            lin[n++] = (model_linear){ H, kvw, LLMEM_LORA_K, s->qkv_bias };
-            lin[n++] = (model_linear){ H, vw, LLMEM_LORA_V, s->qkv_bias };
+            lin[n++] = (model_linear){ H, qw, LLMEM_LORA_Q, s->qkv_bias, SPLIT_COLUMN };
+            lin[n++] = (model_linear){ H, kvw, LLMEM_LORA_K, s->qkv_bias, SPLIT_COLUMN };
+            lin[n++] = (model_linear){ H, vw, LLMEM_LORA_V, s->qkv_bias, SPLIT_COLUMN };
         }
-        lin[n++] = (model_linear){ ow, H, LLMEM_LORA_O, s->out_bias };
+        lin[n++] = (model_linear){ ow, H, LLMEM_LORA_O, s->out_bias, SPLIT_ROW };
     }
-    if (s->family == LLMEM_FAMILY_PHI3) {
+    if (s->traits & TRAIT_FUSED_GATE_UP) {
         /* Phi3MLP: one gate_up_proj */
-        lin[n++] = (model_linear){ H, 2 * I, LLMEM_LORA_GATE | LLMEM_LORA_UP, s->mlp_bias };
+        lin[n++] = (model_linear){ H, 2 * I, LLMEM_LORA_GATE | LLMEM_LORA_UP, s->mlp_bias,
+                                   SPLIT_COLUMN };
     } else {
         if (s->mlp == LLMEM_MLP_GATED)
-            lin[n++] = (model_linear){ H, I, LLMEM_LORA_GATE, s->mlp_bias };
-        lin[n++] = (model_linear){ H, I, LLMEM_LORA_UP, s->mlp_bias };
+            lin[n++] = (model_linear){ H, I, LLMEM_LORA_GATE, s->mlp_bias, SPLIT_COLUMN };
+        lin[n++] = (model_linear){ H, I, LLMEM_LORA_UP, s->mlp_bias, SPLIT_COLUMN };
     }
-    lin[n++] = (model_linear){ I, H, LLMEM_LORA_DOWN, s->mlp_bias };
+    lin[n++] = (model_linear){ I, H, LLMEM_LORA_DOWN, s->mlp_bias, SPLIT_ROW };
     return n;
 }

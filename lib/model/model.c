@@ -1,11 +1,33 @@
 /* SPDX-License-Identifier: MIT */
+/* The model handle: fields set and read through the field engine. */
 #include "model/model.h"
 
-#include "core/checked.h"
 #include "core/ctx.h"
-#include "model/fields.h"
+#include "model/families.h"
 
 #include <string.h>
+
+void llmem_model_family_defaults(int64_t *f, int family)
+{
+    const family_desc *d = llmem_family(family);
+    if (d == NULL)
+        return;
+    f[LLMEM_MODEL_FAMILY] = family;
+    f[LLMEM_MODEL_NORM] = d->norm;
+    f[LLMEM_MODEL_MLP] = d->mlp;
+    f[LLMEM_MODEL_POSITIONS] = d->positions;
+    f[LLMEM_MODEL_QKV_BIAS] = d->qkv_bias;
+    f[LLMEM_MODEL_OUT_BIAS] = d->out_bias;
+    f[LLMEM_MODEL_MLP_BIAS] = d->mlp_bias;
+    f[LLMEM_MODEL_NORM_BIAS] = d->norm_bias;
+    f[LLMEM_MODEL_HEAD_BIAS] = d->head_bias;
+    f[LLMEM_MODEL_TIE_EMBEDDINGS] = d->tie;
+    f[LLMEM_MODEL_NORMS_PER_LAYER] = d->norms_per_layer;
+    f[LLMEM_MODEL_FINAL_NORM] = d->final_norm;
+    f[LLMEM_MODEL_EMBED_NORM] = d->embed_norm;
+    f[LLMEM_MODEL_POSITION_OFFSET] = d->position_offset;
+    f[LLMEM_MODEL_PARALLEL_BLOCK] = d->parallel_block;
+}
 
 int llmem_model_new(llmem_ctx *ctx, int family, llmem_model **out)
 {
@@ -14,17 +36,17 @@ int llmem_model_new(llmem_ctx *ctx, int family, llmem_model **out)
     *out = NULL;
     if (ctx == NULL)
         return LLMEM_EINVAL;
-    if (names_name(&names_family, family) == NULL) {
-        char list[128];
-        names_list(&names_family, list, sizeof list);
-        return llmem__fail(ctx, LLMEM_ERANGE, "family: unknown value %d (expected %s)", family,
-                           list);
+    if (llmem_family(family) == NULL) {
+        char list[160];
+        llmem_names_list(&llmem_names_family, list, sizeof list);
+        return llmem__fail_field(ctx, LLMEM_OBJECT_MODEL, LLMEM_MODEL_FAMILY, LLMEM_ERANGE,
+                                 "family: unknown value %d (expected %s)", family, list);
     }
     llmem_model *m = llmem__calloc(ctx, sizeof *m);
     if (m == NULL)
         return llmem__fail(ctx, LLMEM_ENOMEM, "model: out of memory");
     m->ctx = ctx;
-    model_apply_family_defaults(m->field, family);
+    llmem_model_family_defaults(m->field, family);
     *out = m;
     llmem__ok(ctx);
     return LLMEM_OK;
@@ -38,19 +60,14 @@ void llmem_model_free(llmem_model *m)
 
 int llmem_model_set_int(llmem_model *m, int key, int64_t value)
 {
+    const field_desc *f;
     if (m == NULL)
         return LLMEM_EINVAL;
-    const model_field *f = model_field_find(key);
-    if (f == NULL)
-        return llmem__fail(m->ctx, LLMEM_EINVAL, "model: unknown field key %d", key);
-    if (value < f->min || value > f->max || (f->values && !names_name(f->values, (int)value)))
-        return llmem__fail(m->ctx, LLMEM_ERANGE,
-                           "%s: value %lld out of range [%lld, %lld]", f->name,
-                           (long long)value, (long long)f->min, (long long)f->max);
-    if (key == LLMEM_MODEL_FAMILY) {
-        /* A new family brings its layout; the sizes already set stay. */
-        model_apply_family_defaults(m->field, (int)value);
-    }
+    int rc = llmem_fields_accept_int(m->ctx, &llmem_model_fields, key, value, &f);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (key == LLMEM_MODEL_FAMILY) /* a new family brings its layout; the sizes stay */
+        llmem_model_family_defaults(m->field, (int)value);
     m->field[key] = value;
     llmem__ok(m->ctx);
     return LLMEM_OK;
@@ -58,33 +75,30 @@ int llmem_model_set_int(llmem_model *m, int key, int64_t value)
 
 int llmem_model_set_str(llmem_model *m, int key, const char *value)
 {
+    const field_desc *f;
+    int64_t v = 0;
+    double unused = 0;
     if (m == NULL)
         return LLMEM_EINVAL;
-    const model_field *f = model_field_find(key);
-    if (f == NULL)
-        return llmem__fail(m->ctx, LLMEM_EINVAL, "model: unknown field key %d", key);
-    if (value == NULL)
-        return llmem__fail(m->ctx, LLMEM_EINVAL, "%s: value is NULL", f->name);
+    int rc = llmem_fields_row(m->ctx, &llmem_model_fields, key, &f);
+    if (rc != LLMEM_OK)
+        return rc;
+    /* Documented for named fields; sizes are set as integers. */
     if (f->values == NULL)
-        return llmem__fail(m->ctx, LLMEM_EINVAL, "%s: not a named field (set it as an integer)",
-                           f->name);
-    int v = names_lookup(f->values, value);
-    if (v == 0) {
-        char list[160];
-        names_list(f->values, list, sizeof list);
-        return llmem__fail(m->ctx, LLMEM_ENOTFOUND, "%s: unknown value '%s' (expected %s)",
-                           f->name, value, list);
-    }
-    return llmem_model_set_int(m, key, v);
+        return llmem__fail_field(m->ctx, LLMEM_OBJECT_MODEL, key, LLMEM_EINVAL,
+                                 "%s: not a named field (set it as an integer)", f->name);
+    rc = llmem_fields_accept_str(m->ctx, &llmem_model_fields, key, value, &v, &unused, &f);
+    return rc != LLMEM_OK ? rc : llmem_model_set_int(m, key, v);
 }
 
 int llmem_model_get_int(const llmem_model *m, int key, int64_t *out)
 {
+    const field_desc *f;
     if (m == NULL || out == NULL)
         return LLMEM_EINVAL;
-    const model_field *f = model_field_find(key);
-    if (f == NULL)
-        return llmem__fail(m->ctx, LLMEM_EINVAL, "model: unknown field key %d", key);
+    int rc = llmem_fields_row(m->ctx, &llmem_model_fields, key, &f);
+    if (rc != LLMEM_OK)
+        return rc;
     int64_t v = m->field[key];
     if (key == LLMEM_MODEL_KV_HEADS && v == 0)
         v = m->field[LLMEM_MODEL_HEADS];
@@ -98,234 +112,13 @@ int llmem_model_get_int(const llmem_model *m, int key, int64_t *out)
     return LLMEM_OK;
 }
 
-static int require_set(llmem_model *m, int key)
-{
-    if (m->field[key] > 0)
-        return LLMEM_OK;
-    return llmem__fail(m->ctx, LLMEM_EINCONSISTENT, "%s: not set (must be a positive integer)",
-                       model_field_find(key)->name);
-}
-
-/* A norm over dim elements: its weight, and its bias when the model's norms have one. */
-static uint64_t norm_params(const model_shape *s, uint64_t dim)
-{
-    return dim * (uint64_t)(1 + s->norm_bias);
-}
-
-/* One layer's attention. Multi-head latent attention (DeepSeek-V2/V3,
- * DeepseekV2Attention): q_a_proj (bias = attention_bias), q_a_layernorm,
- * q_b_proj (or a plain q_proj without bias), kv_a_proj_with_mqa to
- * kv_lora_rank + rope dims (bias = attention_bias), kv_a_layernorm, kv_b_proj
- * to heads x (nope + v), o_proj from heads x v (bias = attention_bias). */
-static uint64_t attention_params(checked *c, const model_shape *s)
-{
-    uint64_t H = s->hidden, n = 0;
-    if (s->kv_lora_rank > 0) {
-        uint64_t q_out = s->heads * s->head_dim, rope = s->rotary_dim;
-        uint64_t kv_a = s->kv_lora_rank + rope;
-        if (s->q_lora_rank > 0) {
-            n = ck_add(c, ck_mul(c, H, s->q_lora_rank), ck_mul(c, s->q_lora_rank, q_out));
-            n = ck_add(c, n, norm_params(s, s->q_lora_rank));
-            if (s->qkv_bias)
-                n = ck_add(c, n, s->q_lora_rank);
-        } else {
-            n = ck_mul(c, H, q_out);
-        }
-        n = ck_add(c, n, ck_mul(c, H, kv_a));
-        if (s->qkv_bias)
-            n = ck_add(c, n, kv_a);
-        n = ck_add(c, n, norm_params(s, s->kv_lora_rank));
-        n = ck_add(c, n, ck_mul3(c, s->kv_lora_rank, s->heads,
-                                 s->head_dim - rope + s->v_head_dim));
-        n = ck_add(c, n, ck_mul3(c, s->heads, s->v_head_dim, H));
-    } else {
-        uint64_t q = s->heads * s->head_dim, k = s->kv_heads * s->head_dim;
-        uint64_t v = s->kv_heads * s->v_head_dim, o = s->heads * s->v_head_dim;
-        n = ck_mul(c, H, q + k + v);
-        n = ck_add(c, n, ck_mul(c, o, H));
-        if (s->qkv_bias)
-            n = ck_add(c, n, q + k + v);
-    }
-    if (s->out_bias)
-        n = ck_add(c, n, H);
-    if (s->qk_norm)
-        n = ck_add(c, n, 2 * norm_params(s, s->head_dim));
-    return n;
-}
-
-/* Parameter counts by part, with every product checked. */
-static int count_params(llmem_model *m, const model_shape *s, model_params *p)
-{
-    checked c = { 0 };
-    uint64_t H = s->hidden;
-    uint64_t norm_size = norm_params(s, H);
-    uint64_t mats_per_mlp = s->mlp == LLMEM_MLP_GATED ? 3 : 2;
-    memset(p, 0, sizeof *p);
-
-    p->embedding = ck_mul(&c, s->vocab, s->embed_dim);
-    if (s->embed_dim != H) /* OPT-350m: project_in and project_out, no biases */
-        p->embedding = ck_add(&c, p->embedding, ck_mul3(&c, 2, s->embed_dim, H));
-    if (s->positions == LLMEM_POSITIONS_LEARNED)
-        p->positions = ck_mul(&c, ck_add(&c, s->max_positions, s->position_offset), H);
-    p->embed_norm = s->embed_norm ? norm_size : 0;
-
-    p->layer_attention = attention_params(&c, s);
-
-    uint64_t dense = ck_mul3(&c, mats_per_mlp, H, s->intermediate);
-    if (s->mlp_bias)
-        dense = ck_add(&c, dense, (mats_per_mlp - 1) * s->intermediate + H);
-    uint64_t moe_layers = 0, dense_layers = s->layers;
-    if (s->experts > 0) {
-        /* Routed experts have no biases in any supported family; the router is
-         * Linear(hidden, experts, bias=False) (+ DeepSeek-V3's per-expert
-         * correction bias); the shared expert is one MLP of the summed inner
-         * size, with Qwen2-MoE's Linear(hidden, 1) gate. */
-        uint64_t expert = ck_mul3(&c, mats_per_mlp, H, s->expert_intermediate);
-        uint64_t router = ck_add(&c, ck_mul(&c, H, s->experts), s->router_bias ? s->experts : 0);
-        uint64_t shared = ck_mul3(&c, mats_per_mlp, H, s->shared_intermediate);
-        if (s->shared_gate)
-            shared = ck_add(&c, shared, H);
-        p->layer_mlp = ck_add(&c, ck_add(&c, ck_mul(&c, expert, s->experts), router), shared);
-        p->layer_mlp_active =
-            ck_add(&c, ck_add(&c, ck_mul(&c, expert, s->experts_per_token), router), shared);
-        p->layer_mlp_dense = s->dense_layers ? dense : 0;
-        dense_layers = s->dense_layers;
-        moe_layers = s->layers - s->dense_layers;
-    } else {
-        p->layer_mlp = p->layer_mlp_active = p->layer_mlp_dense = dense;
-    }
-    p->layer_norms = ck_mul(&c, s->norms_per_layer, norm_size);
-    p->layer = ck_add(&c, ck_add(&c, p->layer_attention, p->layer_mlp), p->layer_norms);
-    p->layer_dense =
-        ck_add(&c, ck_add(&c, p->layer_attention, p->layer_mlp_dense), p->layer_norms);
-    p->final_norm = s->final_norm ? norm_size : 0;
-    if (!s->tie)
-        p->head = ck_add(&c, ck_mul(&c, s->vocab, s->embed_dim), s->head_bias ? s->vocab : 0);
-
-    uint64_t outside = ck_add(&c, ck_add(&c, p->embedding, p->positions),
-                              ck_add(&c, ck_add(&c, p->embed_norm, p->final_norm), p->head));
-    uint64_t all_dense = ck_mul(&c, p->layer_dense, dense_layers);
-    p->total = ck_add(&c, ck_add(&c, ck_mul(&c, p->layer, moe_layers), all_dense), outside);
-    /* A token passes through every weight but the routed experts it is not sent
-     * to; embedding and head count in full (Mixtral's "12.9B active"). */
-    uint64_t layer_active = p->layer_attention + p->layer_mlp_active + p->layer_norms;
-    p->active = ck_add(&c, ck_add(&c, ck_mul(&c, layer_active, moe_layers), all_dense), outside);
-
-    if (c.overflow)
-        return llmem__fail(m->ctx, LLMEM_EOVERFLOW,
-                           "model: parameter count overflows 64 bits (hidden %llu, layers %llu, "
-                           "vocab %llu)",
-                           (unsigned long long)H, (unsigned long long)s->layers,
-                           (unsigned long long)s->vocab);
-    return LLMEM_OK;
-}
-
-int model_resolve(llmem_model *m, model_shape *s, model_params *p)
-{
-    static const int required[] = { LLMEM_MODEL_HIDDEN, LLMEM_MODEL_LAYERS, LLMEM_MODEL_HEADS,
-                                    LLMEM_MODEL_VOCAB };
-    const int64_t *f = m->field;
-    int rc;
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if ((rc = require_set(m, required[i])) != LLMEM_OK)
-            return rc;
-    if ((f[LLMEM_MODEL_EXPERTS] == 0 || f[LLMEM_MODEL_DENSE_LAYERS] > 0) &&
-        (rc = require_set(m, LLMEM_MODEL_INTERMEDIATE)) != LLMEM_OK)
-        return rc;
-
-    memset(s, 0, sizeof *s);
-    s->family = (int)f[LLMEM_MODEL_FAMILY];
-    s->hidden = (uint64_t)f[LLMEM_MODEL_HIDDEN];
-    s->layers = (uint64_t)f[LLMEM_MODEL_LAYERS];
-    s->heads = (uint64_t)f[LLMEM_MODEL_HEADS];
-    s->kv_heads = f[LLMEM_MODEL_KV_HEADS] ? (uint64_t)f[LLMEM_MODEL_KV_HEADS] : s->heads;
-    s->intermediate = (uint64_t)f[LLMEM_MODEL_INTERMEDIATE];
-    s->vocab = (uint64_t)f[LLMEM_MODEL_VOCAB];
-    s->max_positions = (uint64_t)f[LLMEM_MODEL_MAX_POSITIONS];
-    s->position_offset = (uint64_t)f[LLMEM_MODEL_POSITION_OFFSET];
-    s->embed_dim = f[LLMEM_MODEL_EMBED_DIM] ? (uint64_t)f[LLMEM_MODEL_EMBED_DIM] : s->hidden;
-    s->experts = (uint64_t)f[LLMEM_MODEL_EXPERTS];
-    s->experts_per_token = (uint64_t)f[LLMEM_MODEL_EXPERTS_PER_TOKEN];
-    s->expert_intermediate = (uint64_t)f[LLMEM_MODEL_EXPERT_INTERMEDIATE];
-    s->shared_intermediate = (uint64_t)f[LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE];
-    s->norm = (int)f[LLMEM_MODEL_NORM];
-    s->mlp = (int)f[LLMEM_MODEL_MLP];
-    s->positions = (int)f[LLMEM_MODEL_POSITIONS];
-    s->qkv_bias = (int)f[LLMEM_MODEL_QKV_BIAS];
-    s->out_bias = (int)f[LLMEM_MODEL_OUT_BIAS];
-    s->mlp_bias = (int)f[LLMEM_MODEL_MLP_BIAS];
-    s->norm_bias = (int)f[LLMEM_MODEL_NORM_BIAS];
-    s->head_bias = (int)f[LLMEM_MODEL_HEAD_BIAS];
-    s->tie = (int)f[LLMEM_MODEL_TIE_EMBEDDINGS];
-    s->norms_per_layer = (uint64_t)f[LLMEM_MODEL_NORMS_PER_LAYER];
-    s->final_norm = (int)f[LLMEM_MODEL_FINAL_NORM];
-    s->embed_norm = (int)f[LLMEM_MODEL_EMBED_NORM];
-    s->qk_norm = (int)f[LLMEM_MODEL_QK_NORM];
-    s->parallel_block = (int)f[LLMEM_MODEL_PARALLEL_BLOCK];
-    s->shared_gate = (int)f[LLMEM_MODEL_SHARED_EXPERT_GATE];
-    s->router_bias = (int)f[LLMEM_MODEL_ROUTER_BIAS];
-    s->q_lora_rank = (uint64_t)f[LLMEM_MODEL_Q_LORA_RANK];
-    s->kv_lora_rank = (uint64_t)f[LLMEM_MODEL_KV_LORA_RANK];
-    s->dense_layers = (uint64_t)f[LLMEM_MODEL_DENSE_LAYERS];
-
-    if (f[LLMEM_MODEL_HEAD_DIM] > 0) {
-        s->head_dim = (uint64_t)f[LLMEM_MODEL_HEAD_DIM];
-    } else if (s->hidden % s->heads != 0) {
-        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                           "heads: %llu does not divide hidden %llu (set head-dim explicitly)",
-                           (unsigned long long)s->heads, (unsigned long long)s->hidden);
-    } else {
-        s->head_dim = s->hidden / s->heads;
-    }
-    s->rotary_dim = f[LLMEM_MODEL_ROTARY_DIM] ? (uint64_t)f[LLMEM_MODEL_ROTARY_DIM] : s->head_dim;
-    s->v_head_dim = f[LLMEM_MODEL_V_HEAD_DIM] ? (uint64_t)f[LLMEM_MODEL_V_HEAD_DIM] : s->head_dim;
-    if (s->rotary_dim > s->head_dim)
-        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT, "rotary-dim: %llu exceeds head-dim %llu",
-                           (unsigned long long)s->rotary_dim, (unsigned long long)s->head_dim);
-    if (s->q_lora_rank > 0 && s->kv_lora_rank == 0)
-        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                           "q-lora-rank: %llu set without kv-lora-rank (latent attention)",
-                           (unsigned long long)s->q_lora_rank);
-    if (s->heads % s->kv_heads != 0)
-        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT, "kv-heads: %llu does not divide heads %llu",
-                           (unsigned long long)s->kv_heads, (unsigned long long)s->heads);
-    if (s->positions == LLMEM_POSITIONS_LEARNED && s->max_positions == 0)
-        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                           "max-positions: not set (learned positions need it)");
-    if (s->experts > 0) {
-        if (s->experts_per_token == 0 || s->experts_per_token > s->experts)
-            return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                               "experts-per-token: %llu must be in [1, experts %llu]",
-                               (unsigned long long)s->experts_per_token,
-                               (unsigned long long)s->experts);
-        if (s->expert_intermediate == 0)
-            return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                               "expert-intermediate: not set (MoE layers need it)");
-        if (s->dense_layers > s->layers)
-            return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                               "dense-layers: %llu exceeds layers %llu",
-                               (unsigned long long)s->dense_layers, (unsigned long long)s->layers);
-        if (s->shared_gate && s->shared_intermediate == 0)
-            return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                               "shared-expert-gate: set but shared-expert-intermediate is 0");
-    } else if (s->experts_per_token > 0) {
-        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT,
-                           "experts-per-token: %llu set but experts is 0",
-                           (unsigned long long)s->experts_per_token);
-    } else if (s->dense_layers > 0) {
-        return llmem__fail(m->ctx, LLMEM_EINCONSISTENT, "dense-layers: %llu set but experts is 0",
-                           (unsigned long long)s->dense_layers);
-    }
-    return count_params(m, s, p);
-}
-
 int llmem_model_validate(llmem_model *m)
 {
     model_shape s;
     model_params p;
     if (m == NULL)
         return LLMEM_EINVAL;
-    int rc = model_resolve(m, &s, &p);
+    int rc = llmem_model_resolve(m, &s, &p);
     if (rc == LLMEM_OK)
         llmem__ok(m->ctx);
     return rc;
@@ -338,7 +131,7 @@ int llmem_model_param_count(llmem_model *m, uint64_t *out)
     if (m == NULL || out == NULL)
         return m ? llmem__fail(m->ctx, LLMEM_EINVAL, "param_count: out pointer is NULL")
                  : LLMEM_EINVAL;
-    int rc = model_resolve(m, &s, &p);
+    int rc = llmem_model_resolve(m, &s, &p);
     if (rc != LLMEM_OK)
         return rc;
     *out = p.total;
@@ -348,22 +141,15 @@ int llmem_model_param_count(llmem_model *m, uint64_t *out)
 
 int llmem_model_field_info(int key, const char **name, int64_t *min, int64_t *max)
 {
-    const model_field *f = model_field_find(key);
-    if (f == NULL)
-        return LLMEM_EINVAL;
-    if (name)
-        *name = f->name;
-    if (min)
-        *min = f->min;
-    if (max)
-        *max = f->max;
-    return LLMEM_OK;
+    return llmem_fields_info(&llmem_model_fields, key, name, min, max, NULL);
 }
 
 const char *llmem_model_value_name(int key, int64_t value)
 {
-    const model_field *f = model_field_find(key);
-    if (f == NULL || f->values == NULL || value < f->min || value > f->max)
-        return NULL;
-    return names_name(f->values, (int)value);
+    return llmem_fields_value_name(&llmem_model_fields, key, value);
+}
+
+const char *llmem_model_choice(int key, size_t index, int64_t *value)
+{
+    return llmem_fields_choice(&llmem_model_fields, key, index, value);
 }

@@ -4,22 +4,28 @@
 #ifndef LLMEM_MODEL_MODEL_H
 #define LLMEM_MODEL_MODEL_H
 
+#include "core/fields.h"
 #include "llmem.h"
 
 #include <stdint.h>
 
-/* One past the largest llmem_model_key. */
-#define MODEL_KEY_END 38
+/* One past the largest llmem_model_key (model_fields.c checks its table
+ * against it at compile time). */
+#define MODEL_KEY_END (LLMEM_MODEL_DTYPE_BYTES + 1)
 
 struct llmem_model {
     llmem_ctx *ctx;
     int64_t field[MODEL_KEY_END];
 };
 
+extern const field_table llmem_model_fields;
+
 /* What a layer is made of, resolved from the fields (defaults applied).
  * Sizes are element counts. */
 typedef struct model_shape {
     int family;
+    int path;         /* code_path of the family (model/families.h) */
+    unsigned traits;  /* family_trait bits */
     uint64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab;
     uint64_t max_positions, position_offset, embed_dim;
     uint64_t experts, experts_per_token, expert_intermediate, shared_intermediate;
@@ -57,20 +63,30 @@ typedef struct model_params {
 } model_params;
 
 /* Resolve and check the fields; fills shape and params. Sets ctx error. */
-int model_resolve(llmem_model *m, model_shape *shape, model_params *params);
+int llmem_model_resolve(llmem_model *m, model_shape *shape, model_params *params);
 
-/* Field defaults per family (fills field[] for the non-size keys). */
-void model_apply_family_defaults(int64_t *field, int family);
+/* The family's layout defaults into field[] (the sizes stay). */
+void llmem_model_family_defaults(int64_t *field, int family);
 
 /* The linear layers of one decoder layer, as the family's code has them. */
 #define MODEL_MAX_LINEARS 8
+/* Tensor-parallel split of a weight, as Megatron-LM shards it. */
+enum split_axis {
+    SPLIT_NONE = 1, /* replicated on every tensor-parallel rank */
+    SPLIT_COLUMN,   /* output features split (q, k, v, gate, up: ColumnParallelLinear) */
+    SPLIT_ROW,      /* input features split (o, down: RowParallelLinear) */
+    SPLIT_VOCAB,    /* vocabulary rows split (VocabParallelEmbedding, the output layer) */
+    SPLIT_EXPERT    /* whole experts split over expert-parallel ranks */
+};
+
 typedef struct model_linear {
     uint64_t in, out;
     unsigned lora_target; /* llmem_lora_target bits that select it */
     int bias;
+    int axis;             /* split_axis of its weight */
 } model_linear;
 
 /* Fills lin (MODEL_MAX_LINEARS entries) and returns how many there are. */
-int model_layer_linears(const model_shape *s, model_linear *lin);
+int llmem_model_layer_linears(const model_shape *s, model_linear *lin);
 
 #endif

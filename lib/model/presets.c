@@ -86,7 +86,7 @@ int llmem_model_new_preset(llmem_ctx *ctx, const char *name, llmem_model **out)
     int rc = llmem_model_new(ctx, p->family, out);
     if (rc != LLMEM_OK)
         return rc;
-    int64_t *f = (*out)->field;
+    int64_t *f = (*out)->field; /* the row is trusted data: set without the engine's checks */
     f[LLMEM_MODEL_HIDDEN] = p->hidden;
     f[LLMEM_MODEL_LAYERS] = p->layers;
     f[LLMEM_MODEL_HEADS] = p->heads;

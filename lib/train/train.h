@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: MIT */
+/* The training-setup handle: its fields through the field engine. */
 #ifndef LLMEM_TRAIN_TRAIN_H
 #define LLMEM_TRAIN_TRAIN_H
 
+#include "core/fields.h"
 #include "llmem.h"
 
 #include <stdint.h>
 
-/* One past the largest llmem_train_key. */
-#define TRAIN_KEY_END 17
+/* One past the largest llmem_train_key (train_fields.c checks its table
+ * against it at compile time). */
+#define TRAIN_KEY_END (LLMEM_TRAIN_ARTICLE_PARAM_BYTES + 1)
 
 struct llmem_train {
     llmem_ctx *ctx;
     int64_t i[TRAIN_KEY_END]; /* integer and enumerated fields */
     double d[TRAIN_KEY_END];  /* real fields */
 };
+
+extern const field_table llmem_train_fields;
 
 #endif

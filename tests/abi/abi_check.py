@@ -10,6 +10,10 @@ Subcommands, each registered as a Meson test in tests/abi/meson.build:
   data LIB READELF                 LIB has no writable data of its own
                                    (no global or static mutable state)
   soname LIB READELF EXPECTED      LIB's DT_SONAME is EXPECTED
+  prefix ARCHIVE NM                every global symbol the library's objects
+                                   define (what a static archive exports to
+                                   the program that vendors it) starts with
+                                   llmem_
   abidiff LIB BASELINE HEADERS ABIDW ABIDIFF
                                    no ABI change against the committed
                                    baseline, additions excepted (exit 77 when
@@ -293,7 +297,24 @@ def cmd_dump(lib, out, headers, abidw_prog, srcroot, build_dir):
     return 0
 
 
+def cmd_prefix(archive, nm):
+    out = run([nm, "-g", "--defined-only", archive])
+    names = sorted({line.split()[2] for line in out.splitlines()
+                    if len(line.split()) == 3})
+    if not names:
+        print("FAIL: %s defines no global symbol" % archive)
+        return 1
+    bad = [n for n in names if not n.startswith("llmem_")]
+    if bad:
+        print("FAIL: %d global symbols without the llmem_ prefix: %s"
+              % (len(bad), " ".join(bad)))
+        return 1
+    print("ok: %d global symbols, all llmem_*" % len(names))
+    return 0
+
+
 COMMANDS = {
+    "prefix": (cmd_prefix, 2),
     "symbols": (cmd_symbols, 4),
     "data": (cmd_data, 2),
     "soname": (cmd_soname, 3),

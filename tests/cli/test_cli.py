@@ -329,7 +329,10 @@ ERRORS = [
     (["--method", "freeze", "--freeze-layers", "99"], 1, "--freeze-layers"),
     (["--method", "qlora", "--precision", "fp32"], 1, "--precision"),
     (["--model", "gpt2", "--experts", "4"], 1, "--experts-per-token"),
-    (["--model", "opt-125m"], 1, "--family"),
+    # The preset's own family is no flag the user typed: the message names the
+    # field and the way out, not --family.
+    (["--model", "opt-125m"], 1, "family: the phased estimate does not build opt"),
+    (["--model", "gpt2", "--family", "opt"], 1, "--family: the phased estimate"),
     # The architecture flags of the newer model fields.
     (["--model", "gpt2", "--qk-norm", "2"], 2, "--qk-norm"),
     (["--model", "gpt2", "--shared-expert-gate", "-1"], 2, "--shared-expert-gate"),

@@ -11,11 +11,13 @@
  *    gradients and its input's gradient live.
  */
 #include "estimate/estimate.h"
-#include "estimate/layers.h"
 #include "estimate/tensors.h"
+#include "layers/layers.h"
+#include "model/families.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,30 +98,95 @@ ParameterizedTest(walk_case *c, walk, backward_releases_everything)
     llmem_ctx_free(ctx);
 }
 
-Test(walk, tensor_classes_add_up_to_the_parameter_count)
+/* The parameter tensor classes of one model under one method: they add up to
+ * the exact parameter count; every class has a place, a role and a split
+ * axis; layer classes sit inside the model's layers; and each segment holds
+ * what the model's parts say it holds. */
+static void check_classes(const char *name, llmem_model *mm, int method)
+{
+    model_shape m;
+    model_params p;
+    setup s;
+    tensor_list l;
+    cr_assert_eq(llmem_model_resolve(mm, &m, &p), LLMEM_OK, "%s", name);
+    memset(&s, 0, sizeof s);
+    s.method = method;
+    s.param_dt = 4;
+    s.lora_rank = 8;
+    s.lora_targets = 127;
+    s.frozen_layers = method == LLMEM_METHOD_FREEZE ? m.layers / 2 : 0;
+    llmem_tensors_list(&m, &p, &s, &l);
+    cr_assert_eq(l.overflow, 0, "%s: too many tensor classes", name);
+    uint64_t sum = 0, adapters = 0, by_segment[4] = { 0 };
+    for (int k = 0; k < l.n; k++) {
+        const tensor_class *c = &l.c[k];
+        uint64_t n = class_elems(c) * c->count;
+        cr_expect(c->segment >= SEG_EMBEDDING && c->segment <= SEG_HEAD, "%s class %d: segment %d",
+                  name, k, c->segment);
+        cr_expect(c->role >= PARAM_WEIGHT && c->role <= PARAM_OUTPUT, "%s class %d: role %d", name,
+                  k, c->role);
+        cr_expect(c->axis >= SPLIT_NONE && c->axis <= SPLIT_EXPERT, "%s class %d: axis %d", name, k,
+                  c->axis);
+        cr_expect(c->layers > 0 && c->count % c->layers == 0,
+                  "%s class %d: %llu tensors over %llu layers", name, k,
+                  (unsigned long long)c->count, (unsigned long long)c->layers);
+        if (c->segment == SEG_LAYER)
+            cr_expect_leq(c->layer_first + c->layers, m.layers, "%s class %d: layers", name, k);
+        cr_expect((c->role == PARAM_EXPERT) == (c->axis == SPLIT_EXPERT),
+                  "%s class %d: experts and only experts split by expert", name, k);
+        if (c->role == PARAM_ADAPTER)
+            adapters += n;
+        else
+            sum += n;
+        by_segment[c->segment] += c->role == PARAM_ADAPTER ? 0 : n;
+    }
+    cr_expect_eq(sum, p.total, "%s method %d: tensor classes hold %llu parameters, the model %llu",
+                 name, method, (unsigned long long)sum, (unsigned long long)p.total);
+    cr_expect_eq(by_segment[SEG_EMBEDDING], p.embedding + p.positions + p.embed_norm,
+                 "%s: the embedding segment", name);
+    cr_expect_eq(by_segment[SEG_HEAD], p.final_norm + p.head, "%s: the head segment", name);
+    cr_expect_eq(adapters > 0, method == LLMEM_METHOD_LORA || method == LLMEM_METHOD_QLORA,
+                 "%s method %d: adapters only under LoRA", name, method);
+}
+
+static void check_every_method(const char *name, llmem_model *mm)
+{
+    static const int methods_checked[] = { LLMEM_METHOD_FULL, LLMEM_METHOD_LORA,
+                                           LLMEM_METHOD_QLORA, LLMEM_METHOD_FREEZE };
+    for (size_t k = 0; k < N(methods_checked); k++)
+        check_classes(name, mm, methods_checked[k]);
+}
+
+Test(walk, tensor_classes_add_up_and_know_where_they_live)
 {
     llmem_ctx *ctx;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
     for (size_t i = 0; i < llmem_preset_count(); i++) {
         llmem_model *mm;
-        model_shape m;
-        model_params p;
-        setup s;
-        tensor_list l;
         cr_assert_eq(llmem_model_new_preset(ctx, llmem_preset_name(i), &mm), LLMEM_OK);
-        cr_assert_eq(model_resolve(mm, &m, &p), LLMEM_OK);
-        memset(&s, 0, sizeof s);
-        s.method = LLMEM_METHOD_FULL;
-        s.param_dt = 4;
-        step_tensors(&m, &p, &s, &l);
-        uint64_t sum = 0;
-        for (int k = 0; k < l.n; k++)
-            sum += class_elems(&l.c[k]) * l.c[k].count;
-        cr_expect_eq(sum, p.total, "%s: tensor classes hold %llu parameters, the model %llu",
-                     llmem_preset_name(i), (unsigned long long)sum,
-                     (unsigned long long)p.total);
+        check_every_method(llmem_preset_name(i), mm);
         llmem_model_free(mm);
     }
+#ifdef LLMEM_TEST_HF_CONFIGS
+    /* The real configs: mixture-of-experts, latent attention, fused projections. */
+    DIR *dir = opendir(LLMEM_TEST_HF_CONFIGS);
+    cr_assert_not_null(dir, "%s", LLMEM_TEST_HF_CONFIGS);
+    size_t seen = 0;
+    for (struct dirent *d; (d = readdir(dir)) != NULL;) {
+        char path[1024];
+        llmem_model *mm;
+        if (strstr(d->d_name, ".json") == NULL)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", LLMEM_TEST_HF_CONFIGS, d->d_name);
+        cr_assert_eq(llmem_model_new_hf_config(ctx, path, &mm), LLMEM_OK, "%s: %s", path,
+                     llmem_ctx_error(ctx));
+        check_every_method(d->d_name, mm);
+        llmem_model_free(mm);
+        seen++;
+    }
+    closedir(dir);
+    cr_expect_geq(seen, 20, "only %zu configs read", seen);
+#endif
     llmem_ctx_free(ctx);
 }
 
@@ -141,8 +208,8 @@ Test(walk, segments_end_backward_with_their_gradients)
     };
     for (size_t i = 0; i < llmem_preset_count(); i++) {
         cr_assert_eq(llmem_model_new_preset(ctx, llmem_preset_name(i), &mm), LLMEM_OK);
-        cr_assert_eq(model_resolve(mm, &m, &p), LLMEM_OK);
-        if (m.family == LLMEM_FAMILY_OPT || m.family == LLMEM_FAMILY_BLOOM) {
+        cr_assert_eq(llmem_model_resolve(mm, &m, &p), LLMEM_OK);
+        if (m.path == PATH_NONE) {
             llmem_model_free(mm);
             continue;
         }
@@ -151,10 +218,10 @@ Test(walk, segments_end_backward_with_their_gradients)
                 build b = { .g = &g, .batch = 2, .seq = 128, .tokens = 256, .autocast = 1,
                             .compute = 2, .param_dt = 4, .dropout = 0.1, .hold_input = hold };
                 seg_cost c;
-                graph_reset(&g, 1);
-                build_layer(&b, &m, &specs[k]);
+                llmem_graph_reset(&g, 1);
+                llmem_layers_decoder(&b, &m, &specs[k]);
                 cr_assert_eq(g.overflow, 0, "%s: the graph ran out of room", llmem_preset_name(i));
-                graph_simulate(&g, hold, &c);
+                llmem_graph_simulate(&g, hold, &c);
                 cr_expect_eq(c.bwd_end, c.param_grads + c.input_grad + (hold ? c.out_bytes : 0),
                              "%s spec %zu hold %d: backward ends with %llu, expected %llu",
                              llmem_preset_name(i), k, hold, (unsigned long long)c.bwd_end,

@@ -13,7 +13,7 @@
 #ifndef LLMEM_ESTIMATE_COMPILED_H
 #define LLMEM_ESTIMATE_COMPILED_H
 
-#include "estimate/graph.h"
+#include "sim/graph.h"
 
 #define MONOMIALS 5          /* 1, S, B, B*S, B*S^2 */
 #define COMPILED_EVENTS 40   /* steps kept per phase after dropping dominated ones */
@@ -41,11 +41,11 @@ typedef struct sample {
 } sample;
 
 /* The (B, S) points to simulate at. */
-void compile_points(uint64_t *batch, uint64_t *seq);
+void llmem_compile_points(uint64_t *batch, uint64_t *seq);
 /* Solve, check and prune; 0 when the samples do not fit the model (then the
  * caller keeps simulating). */
-int compile_segment(const sample *samples, compiled_seg *out, poly *scratch /* COMPILE_LOG */);
+int llmem_compile_segment(const sample *samples, compiled_seg *out, poly *scratch /* COMPILE_LOG */);
 /* The segment's cost at (batch, seq). */
-void compiled_eval(const compiled_seg *c, uint64_t batch, uint64_t seq, seg_cost *out);
+void llmem_compiled_eval(const compiled_seg *c, uint64_t batch, uint64_t seq, seg_cost *out);
 
 #endif

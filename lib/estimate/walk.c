@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The temporaries term and the peak: a walk through the phases of one
- * training step. Each segment (embedding, decoder layer, head and loss) is
- * simulated once on the estimate's scratch graph; identical layers are then
- * combined in closed form, because the live set grows (forward) or changes
- * (backward) by the same amount per layer, so within a run of identical
- * layers the peak is at one of its ends.
+ * The walk (walk.h). Each segment (embedding, decoder layer, head and loss)
+ * is simulated once on the scratch graph; identical layers are then combined
+ * in closed form, because the live set grows (forward) or changes (backward)
+ * by the same amount per layer, so within a run of identical layers the peak
+ * is at one of its ends.
  */
-#include "estimate/estimate.h"
-#include "estimate/layers.h"
+#include "estimate/walk.h"
 
 #include <string.h>
 
 /* Runs of identical layers: frozen, first trainable, the rest, plus one
  * split where dense layers give way to experts. */
 #define MAX_GROUPS 4
-
 
 /* One run of identical decoder layers, reduced to per-layer numbers. */
 typedef struct layer_group {
@@ -26,60 +23,86 @@ typedef struct layer_group {
     uint64_t param_grads;
 } layer_group;
 
+/* The maxima of a walk. Moments of forward and backward are recorded for
+ * this micro-batch alone; the other micro-batches in flight add one stash
+ * each to all of them at the end (a constant shift keeps which moment is the
+ * largest), while the optimizer step runs once, after every micro-batch. */
+typedef struct moment {
+    uint64_t total, grads;
+    int phase;
+} moment;
+
 typedef struct walk {
     uint64_t live, grads;       /* bytes live, and how many of them are gradients */
     uint64_t fixed;             /* weights, buffers, states, batch: live throughout */
-    uint64_t peak, peak_grads, temp_max;
-    int peak_phase;
+    moment step, opt;           /* the largest moment of forward/backward, of the optimizer */
+    uint64_t temp_max;          /* temporaries' maximum over forward and backward */
     uint64_t phase_peak[PHASE_COUNT];
 } walk;
 
 static void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
 {
+    moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w->opt : &w->step;
     if (total > w->phase_peak[phase - 1])
         w->phase_peak[phase - 1] = total;
-    if (total > w->peak) {
-        w->peak = total;
-        w->peak_phase = phase;
-        w->peak_grads = grads;
+    if (total > best->total) {
+        best->total = total;
+        best->grads = grads;
+        best->phase = phase;
     }
-    uint64_t temp = total - w->fixed - grads;
-    if (temp > w->temp_max)
-        w->temp_max = temp;
+    if (phase != LLMEM_PHASE_OPTIMIZER && total - w->fixed - grads > w->temp_max)
+        w->temp_max = total - w->fixed - grads;
 }
 
-static void simulate_now(llmem_estimate *e, build *b, segment_builder fn, const model_shape *m,
+/* The peak over both, with `stash` more bytes live in forward and backward. */
+static void finish(const walk *w, uint64_t stash, walk_result *r)
+{
+    uint64_t opt_temp = w->opt.total - w->fixed - w->opt.grads;
+    moment step = w->step;
+    step.total += stash;
+    /* A tie goes to the earlier moment: the optimizer step comes last. */
+    const moment *peak = w->opt.total > step.total ? &w->opt : &step;
+    r->peak = peak->total;
+    r->peak_phase = peak->phase;
+    r->peak_grads = peak->grads;
+    r->fixed = w->fixed;
+    r->temp_max = w->temp_max + stash > opt_temp ? w->temp_max + stash : opt_temp;
+    for (int i = 0; i < PHASE_COUNT; i++)
+        r->phase_peak[i] = w->phase_peak[i] + (i + 1 != LLMEM_PHASE_OPTIMIZER && w->phase_peak[i] ? stash : 0);
+}
+
+static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
                          const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
 {
-    graph_reset(&e->scratch, grad_enabled);
-    b->g = &e->scratch;
+    llmem_graph_reset(&e->graph, grad_enabled);
+    b->g = &e->graph;
     fn(b, m, spec);
-    graph_simulate(&e->scratch, hold_output, c);
-    e->graph_overflow |= e->scratch.overflow;
+    llmem_graph_simulate(&e->graph, hold_output, c);
+    e->graph_overflow |= e->graph.overflow;
 }
 
 /* Simulate the segment at the compile points and fit its polynomials. */
-static int compile(llmem_estimate *e, build *b, seg_cache_entry *entry, const model_shape *m)
+static int compile(walk_scratch *e, build *b, seg_cache_entry *entry, const model_shape *m)
 {
     uint64_t batch[COMPILE_POINTS], seq[COMPILE_POINTS];
     build at = *b;
-    compile_points(batch, seq);
+    llmem_compile_points(batch, seq);
     for (int p = 0; p < COMPILE_POINTS; p++) {
         sample *smp = &e->cache.samples[p];
         at.batch = smp->b = batch[p];
         at.seq = smp->s = seq[p];
         at.tokens = batch[p] * seq[p];
-        e->scratch.events = smp->log;
-        e->scratch.events_cap = COMPILE_LOG;
+        e->graph.events = smp->log;
+        e->graph.events_cap = COMPILE_LOG;
         simulate_now(e, &at, entry->fn, m, &entry->spec, entry->grad_enabled, entry->hold_output,
                      &smp->cost);
-        smp->nlog = e->scratch.nevents;
-        smp->nfwd = e->scratch.nevents_forward;
-        e->scratch.events = NULL;
-        if (e->scratch.overflow || smp->nlog > COMPILE_LOG)
+        smp->nlog = e->graph.nevents;
+        smp->nfwd = e->graph.nevents_forward;
+        e->graph.events = NULL;
+        if (e->graph.overflow || smp->nlog > COMPILE_LOG)
             return 0;
     }
-    return compile_segment(e->cache.samples, &entry->seg, e->cache.scratch);
+    return llmem_compile_segment(e->cache.samples, &entry->seg, e->cache.scratch);
 }
 
 /* A segment's cost: from the cache when this model and setup were seen
@@ -87,7 +110,7 @@ static int compile(llmem_estimate *e, build *b, seg_cache_entry *entry, const mo
  * simulation. Small batch or seq (where sizes can coincide and change what
  * autograd does) and the chunked loss (chunk size is a power of two) are
  * always simulated. */
-static void simulate(llmem_estimate *e, build *b, segment_builder fn, const model_shape *m,
+static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
                      const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
 {
     seg_cache *cache = &e->cache;
@@ -103,7 +126,7 @@ static void simulate(llmem_estimate *e, build *b, segment_builder fn, const mode
             if (x->fn == fn && x->grad_enabled == grad_enabled && x->hold_output == hold_output &&
                 x->hold_input == b->hold_input && memcmp(&x->spec, spec, sizeof *spec) == 0) {
                 if (!x->failed) {
-                    compiled_eval(&x->seg, b->batch, b->seq, c);
+                    llmem_compiled_eval(&x->seg, b->batch, b->seq, c);
                     return;
                 }
                 free_slot = NULL;
@@ -119,7 +142,7 @@ static void simulate(llmem_estimate *e, build *b, segment_builder fn, const mode
             free_slot->hold_input = b->hold_input;
             free_slot->failed = !compile(e, b, free_slot, m);
             if (!free_slot->failed) {
-                compiled_eval(&free_slot->seg, b->batch, b->seq, c);
+                llmem_compiled_eval(&free_slot->seg, b->batch, b->seq, c);
                 return;
             }
         }
@@ -136,7 +159,7 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     uint64_t bytes = 0;
     if (!s->autocast)
         return 0;
-    int n = model_layer_linears(m, lin);
+    int n = llmem_model_layer_linears(m, lin);
     uint64_t attention = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O;
     for (int i = 0; i < n; i++) {
         if (spec->moe && !(lin[i].lora_target & attention))
@@ -155,7 +178,7 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     return bytes;
 }
 
-static void reduce_group(llmem_estimate *e, build *b, const model_shape *m, const setup *s,
+static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const setup *s,
                          uint64_t x_bytes, layer_group *grp)
 {
     seg_cost c;
@@ -164,9 +187,9 @@ static void reduce_group(llmem_estimate *e, build *b, const model_shape *m, cons
          * under no_grad keeping only its input, and is recomputed in backward. */
         seg_cost again;
         uint64_t cache = autocast_cache_bytes(m, s, &grp->spec);
-        simulate(e, b, build_layer, m, &grp->spec, 0, 0, &c);
+        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 0, 0, &c);
         b->hold_input = 1; /* the checkpoint keeps its saved input while recomputing */
-        simulate(e, b, build_layer, m, &grp->spec, 1, 1, &again);
+        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, 1, &again);
         b->hold_input = 0;
         grp->fwd_peak = c.fwd_peak + cache;
         grp->fwd_growth = c.out_bytes + cache;
@@ -180,7 +203,7 @@ static void reduce_group(llmem_estimate *e, build *b, const model_shape *m, cons
         grp->param_grads = again.param_grads;
         return;
     }
-    simulate(e, b, build_layer, m, &grp->spec, 1, 0, &c);
+    simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, 0, &c);
     grp->fwd_peak = c.fwd_peak;
     grp->fwd_growth = c.persist + c.out_bytes - x_bytes;
     grp->bwd_start = c.bwd_start;
@@ -258,18 +281,55 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
     return split_at_experts(m, g, n);
 }
 
-void temporaries_term(llmem_estimate *e, const model_shape *m, const setup *s,
-                      const step_static *st)
+/* The groups of the layers [first, first + count), in order. */
+static int clip_groups(const layer_group *all, int n, uint64_t first, uint64_t count,
+                       layer_group *out)
 {
-    layer_group groups[MAX_GROUPS];
+    uint64_t begin = 0, end = first + count;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t lo = begin > first ? begin : first;
+        uint64_t hi = begin + all[i].count < end ? begin + all[i].count : end;
+        if (lo < hi) {
+            out[k] = all[i];
+            out[k++].count = hi - lo;
+        }
+        begin += all[i].count;
+    }
+    return k;
+}
+
+void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
+                       const step_static *st)
+{
+    memset(in, 0, sizeof *in);
+    in->model = m;
+    in->setup = s;
+    in->statics = st;
+    in->layer_first = 0;
+    in->layer_count = m->layers;
+    in->embedding = in->head = 1;
+    in->in_flight = 1;
+    in->grads_persist = s->grad_accum > 1;
+}
+
+int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
+{
+    const model_shape *m = in->model;
+    const setup *s = in->setup;
+    const step_static *st = in->statics;
+    const walk_gather *gather = &in->gather;
+    layer_group all[MAX_GROUPS], groups[MAX_GROUPS];
     seg_cost emb, head;
     walk w;
     build b;
     int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL;
     int full = s->method == LLMEM_METHOD_FULL;
-    int accumulating = s->grad_accum > 1;
+    int accumulating = in->grads_persist;
 
     memset(&b, 0, sizeof b);
+    memset(&emb, 0, sizeof emb);
+    memset(&head, 0, sizeof head);
     e->graph_overflow = 0;
     b.batch = s->batch;
     b.seq = s->seq;
@@ -281,54 +341,75 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const setup *s,
     b.flash = s->attention == LLMEM_ATTENTION_FLASH;
     uint64_t x_bytes = b.tokens * m->hidden * (uint64_t)residual_dt(&b);
 
-    int ngroups = layer_groups(m, s, groups);
+    int nall = layer_groups(m, s, all);
+    int ngroups = clip_groups(all, nall, in->layer_first, in->layer_count, groups);
     for (int i = 0; i < ngroups; i++)
         reduce_group(e, &b, m, s, x_bytes, &groups[i]);
-    const seg_spec *top = &groups[ngroups - 1].spec;
-    int head_input_rg = output_rg(top);
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
-    seg_spec emb_spec = { .input_rg = groups[0].spec.input_rg && !embed_trains,
+    seg_spec emb_spec = { .input_rg = all[0].spec.input_rg && !embed_trains,
                           .weights_trainable = embed_trains, .norms_trainable = embed_trains };
-    seg_spec head_spec = { .input_rg = head_input_rg, .weights_trainable = head_trains,
-                           .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE, .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
-    simulate(e, &b, build_embedding, m, &emb_spec, 1, 0, &emb);
-    simulate(e, &b, build_head, m, &head_spec, 1, 0, &head);
+    seg_spec head_spec = { .input_rg = output_rg(&all[nall - 1].spec),
+                           .weights_trainable = head_trains,
+                           .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
+                           .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
+    if (in->embedding)
+        simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, 0, &emb);
+    if (in->head)
+        simulate(e, &b, llmem_layers_head, m, &head_spec, 1, 0, &head);
 
-    shared_bytes sb = shared_layer_bytes(&b, m);
+    shared_bytes sb = llmem_layers_shared_bytes(&b, m);
     uint64_t shared = sb.rope + sb.locals, rope = sb.rope, mask = sb.locals;
 
     memset(&w, 0, sizeof w);
     w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states + st->batch;
     w.grads = accumulating ? st->grads : 0;
     w.live = w.fixed + w.grads;
+    uint64_t start = w.live;
 
-    /* Forward. */
-    candidate(&w, LLMEM_PHASE_FORWARD, w.live + emb.fwd_peak, w.grads);
-    w.live += emb.persist + emb.out_bytes + shared;
+    /* Forward: the embedding, or the activation received from the previous stage. */
+    if (in->embedding) {
+        candidate(&w, LLMEM_PHASE_FORWARD, w.live + emb.fwd_peak + gather->embedding, w.grads);
+        w.live += emb.persist + emb.out_bytes + shared;
+    } else {
+        w.live += x_bytes + shared;
+    }
     uint64_t cache = 0;
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         candidate(&w, LLMEM_PHASE_FORWARD,
-                  w.live + (g->count - 1) * g->fwd_growth - x_bytes + g->fwd_peak, w.grads);
+                  w.live + (g->count - 1) * g->fwd_growth - x_bytes + g->fwd_peak +
+                      gather->layer_fwd,
+                  w.grads);
         w.live += g->count * g->fwd_growth;
         if (ckpt)
             cache += g->count * autocast_cache_bytes(m, s, &g->spec);
     }
     if (!ckpt) /* the model's forward returns before the head: its mask goes */
         w.live -= mask;
-    candidate(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + head.fwd_peak, w.grads);
-    w.live += head.persist + head.out_bytes - x_bytes;
+    if (in->head) {
+        candidate(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + head.fwd_peak + gather->head,
+                  w.grads);
+        w.live += head.persist + head.out_bytes - x_bytes;
+    } else {
+        w.live -= x_bytes; /* sent to the next stage, then freed (deallocate_output_tensor) */
+    }
     w.live -= cache; /* autocast exits after the loss */
+    uint64_t stash = w.live - start; /* what this micro-batch's forward leaves for its backward */
 
-    /* Backward: the loss and head, then the layers top-down, then the embedding. */
-    uint64_t before = w.live - head.persist - head.out_bytes;
-    candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak, w.grads);
-    w.live = before + head.param_grads + head.input_grad;
-    w.grads += head.param_grads;
-    if (accumulating) { /* added into the existing .grad */
-        w.live -= head.param_grads;
-        w.grads -= head.param_grads;
+    /* Backward: the loss and head (or the gradient received from the next
+     * stage), then the layers top-down, then the embedding. */
+    if (in->head) {
+        uint64_t before = w.live - head.persist - head.out_bytes;
+        candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak + gather->head, w.grads);
+        w.live = before + head.param_grads + head.input_grad;
+        w.grads += head.param_grads;
+        if (accumulating) { /* added into the existing .grad */
+            w.live -= head.param_grads;
+            w.grads -= head.param_grads;
+        }
+    } else {
+        w.live += x_bytes;
     }
     for (int i = ngroups - 1; i >= 0; i--) {
         const layer_group *g = &groups[i];
@@ -337,56 +418,33 @@ void temporaries_term(llmem_estimate *e, const model_shape *m, const setup *s,
         uint64_t kept = accumulating ? 0 : g->param_grads;
         uint64_t step = g->bwd_end - (accumulating ? g->param_grads : 0);
         int64_t delta = (int64_t)step - (int64_t)g->bwd_start;
-        candidate(&w, LLMEM_PHASE_BACKWARD, w.live - g->bwd_start + g->bwd_peak, w.grads);
+        candidate(&w, LLMEM_PHASE_BACKWARD,
+                  w.live - g->bwd_start + g->bwd_peak + gather->layer_bwd, w.grads);
         uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);
-        candidate(&w, LLMEM_PHASE_BACKWARD, last - g->bwd_start + g->bwd_peak,
+        candidate(&w, LLMEM_PHASE_BACKWARD, last - g->bwd_start + g->bwd_peak + gather->layer_bwd,
                   w.grads + (g->count - 1) * kept);
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;
     }
     w.live -= ckpt ? shared : rope; /* released with the first layer's saved tensors */
-    if (emb.bwd_start > 0) {
+    if (in->embedding && emb.bwd_start > 0) {
         /* A tied head already holds the token embedding's gradient in the
          * AccumulateGrad buffer; torch 2.x adds the second one in place. */
-        uint64_t tied = m->tie && embed_trains ? m->vocab * m->embed_dim * (uint64_t)s->param_dt : 0;
-        before = w.live - emb.bwd_start;
-        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak, w.grads);
+        uint64_t tied = m->tie && embed_trains && in->head
+                            ? m->vocab * m->embed_dim * (uint64_t)s->param_dt : 0;
+        uint64_t before = w.live - emb.bwd_start;
+        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + gather->embedding, w.grads);
         uint64_t new_grads = accumulating ? 0 : emb.param_grads - tied;
         w.live = before + new_grads + emb.input_grad;
         w.grads += new_grads;
+    } else if (!in->embedding && ngroups > 0 && groups[0].spec.input_rg) {
+        w.live -= x_bytes; /* the input's gradient, sent to the previous stage */
     }
-
-    e->end_of_backward = w.live;
+    r->end_of_backward = w.live;
 
     /* The optimizer step: weights, states, gradients, and its own transient. */
     candidate(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, st->grads);
 
-    e->r.peak_allocated = w.peak;
-    e->r.peak_phase = w.peak_phase;
-    memcpy(e->r.phase_peak, w.phase_peak, sizeof w.phase_peak);
-
-    term_set(&e->r.term[0], LLMEM_TERM_PARAMETERS,
-             st->weights + st->quant_constants + st->adapters + st->buffers,
-             st->weights + st->quant_constants + st->adapters + st->buffers);
-    term_add(&e->r.term[0], "weights", st->weights);
-    if (st->quant_constants)
-        term_add(&e->r.term[0], "quant_constants", st->quant_constants);
-    if (st->adapters)
-        term_add(&e->r.term[0], "lora_adapters", st->adapters);
-    term_add(&e->r.term[0], "buffers", st->buffers);
-
-    term_set(&e->r.term[1], LLMEM_TERM_OPTIMIZER, st->states + w.peak_grads, st->states + st->grads);
-    term_add(&e->r.term[1], "gradients", w.peak_grads);
-    term_add(&e->r.term[1], "states", st->states);
-
-    term_set(&e->r.term[2], LLMEM_TERM_DATA, st->batch, st->batch);
-    term_add(&e->r.term[2], "batch", st->batch);
-
-    uint64_t temp = w.peak - w.fixed - w.peak_grads;
-    term_set(&e->r.term[3], LLMEM_TERM_TEMPORARY, temp, w.temp_max);
-    if (w.peak_phase == LLMEM_PHASE_OPTIMIZER) {
-        term_add(&e->r.term[3], "optimizer_step", temp);
-    } else {
-        term_add(&e->r.term[3], "activations", temp);
-    }
+    finish(&w, (in->in_flight > 1 ? in->in_flight - 1 : 0) * stash, r);
+    return e->graph_overflow ? LLMEM_ENOTSUP : LLMEM_OK;
 }

@@ -88,18 +88,18 @@ typedef struct seg_cost {
     int input_saved;
 } seg_cost;
 
-void graph_reset(graph *g, int grad_enabled);
-tid graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg);
+void llmem_graph_reset(graph *g, int grad_enabled);
+tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg);
 /* Record op out = f(in...) and return out. save bits are cleared when no
  * input requires grad (autograd records nothing then). aux_bytes > 0 adds a
  * second output (saved when save has SAVE_AUX). */
-tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
+tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
-void graph_hold(graph *g, tid t);
+void llmem_graph_hold(graph *g, tid t);
 /* Simulate forward and backward. hold_output_in_backward: the output stays
  * referenced during backward (reentrant checkpoint's recomputed output). */
-void graph_simulate(graph *g, int hold_output_in_backward, seg_cost *cost);
+void llmem_graph_simulate(graph *g, int hold_output_in_backward, seg_cost *cost);
 
 static inline int graph_rg(const graph *g, tid t)
 {

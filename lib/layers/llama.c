@@ -2,46 +2,47 @@
 /* The Llama code path and its relatives (modeling_llama.py, modeling_qwen3.py,
  * modeling_mixtral.py, modeling_qwen2_moe.py, modeling_phi3.py,
  * modeling_gemma*.py in transformers v4.48): attention with GQA and rotary,
- * the gated MLP, mixture-of-experts, Phi-3's fused projections, GeGLU. */
-#include "estimate/layers_common.h"
+ * the gated MLP, mixture-of-experts, Phi-3's fused projections, GeGLU, and
+ * the decoder layer with Gemma-2's sandwich norms. */
+#include "layers/common.h"
 
-tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
+static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
                     const shared_tensors *sh)
 {
     uint64_t H = m->hidden, qw = m->heads * m->head_dim, kvw = m->kv_heads * m->head_dim;
     tid q, k, v;
-    if (m->family == LLMEM_FAMILY_PHI3) {
+    if (m->traits & TRAIT_FUSED_QKV) {
         /* Phi3Attention: one qkv_proj, sliced into views */
-        tid qkv = seg_linear(b, s, h, H, qw + 2 * kvw, m->qkv_bias,
+        tid qkv = llmem_seg_linear(b, s, h, H, qw + 2 * kvw, m->qkv_bias,
                              LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
         q = op_view_part(b, qkv, b->tokens * qw);
         k = op_view_part(b, qkv, b->tokens * kvw);
         v = op_view_part(b, qkv, b->tokens * kvw);
     } else {
-        q = seg_linear(b, s, h, H, qw, m->qkv_bias, LLMEM_LORA_Q);
+        q = llmem_seg_linear(b, s, h, H, qw, m->qkv_bias, LLMEM_LORA_Q);
         if (m->qk_norm) /* Qwen3: q_norm over head_dim before the transpose */
-            q = seg_rms_norm(b, s, q, m->head_dim);
-        k = seg_linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_K);
+            q = llmem_seg_rms_norm(b, s, q, m->head_dim);
+        k = llmem_seg_linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_K);
         if (m->qk_norm)
-            k = seg_rms_norm(b, s, k, m->head_dim);
-        v = seg_linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_V);
+            k = llmem_seg_rms_norm(b, s, k, m->head_dim);
+        v = llmem_seg_linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_V);
     }
-    q = seg_rotary(b, q, sh->cos, sh->sin);
-    k = seg_rotary(b, k, sh->cos, sh->sin);
-    tid o = seg_attention(b, m, q, k, v, sh->mask);
-    o = seg_linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
-    graph_hold(b->g, q);
-    graph_hold(b->g, k);
-    graph_hold(b->g, v);
+    q = llmem_seg_rotary(b, q, sh->cos, sh->sin);
+    k = llmem_seg_rotary(b, k, sh->cos, sh->sin);
+    tid o = llmem_seg_attention(b, m, q, k, v, sh->mask);
+    o = llmem_seg_linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
+    llmem_graph_hold(b->g, q);
+    llmem_graph_hold(b->g, k);
+    llmem_graph_hold(b->g, v);
     return o;
 }
 
 static tid gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t I, int bias)
 {
-    tid gate = seg_linear(b, s, h, H, I, bias, LLMEM_LORA_GATE);
+    tid gate = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_GATE);
     tid act = op_silu(b, gate);
-    tid up = seg_linear(b, s, h, H, I, bias, LLMEM_LORA_UP);
-    return seg_linear(b, s, op_mul(b, act, up), I, H, bias, LLMEM_LORA_DOWN);
+    tid up = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_UP);
+    return llmem_seg_linear(b, s, op_mul(b, act, up), I, H, bias, LLMEM_LORA_DOWN);
 }
 
 /* The experts' projections: one weight per expert, run over the rows routed
@@ -53,14 +54,14 @@ static tid expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint
     if (s->nf4) {
         tid xc = op_cast(b, x, b->compute);
         uint64_t dense = in_f * out_f * (uint64_t)b->compute; /* one expert dequantized */
-        return graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
+        return llmem_graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
     }
     tid w = op_param(b, experts * in_f * out_f, s->weights_trainable);
     tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
     tid wc = b->autocast ? op_cast(b, w, b->compute) : w;
     tid in[2] = { xc, wc };
     unsigned save = (graph_rg(b->g, wc) ? 1u : 0) | (graph_rg(b->g, xc) ? 2u : 0);
-    return graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, save, 0, 0, 0, 0);
+    return llmem_graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, save, 0, 0, 0, 0);
 }
 
 /* MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock: router, fp32 softmax, top-k,
@@ -76,34 +77,34 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid logits = op_linear(b, h, H, E, s->weights_trainable, m->router_bias);
     tid probs = op_softmax(b, logits, FP32);
     /* topk saves its indices (int64) for the backward scatter */
-    tid top = graph_op(b->g, T * k, FP32, &probs, 1, SAVE_AUX, 0, T * k * INT64, 0, 0);
+    tid top = llmem_graph_op(b->g, T * k, FP32, &probs, 1, SAVE_AUX, 0, T * k * INT64, 0, 0);
     /* routing_weights /= routing_weights.sum(-1, keepdim=True): div_ saves the
      * sum and its result */
-    tid sum = graph_op(b->g, T, FP32, &top, 1, 0, 0, 0, 0, 0);
-    top = graph_op(b->g, T * k, FP32, (tid[]){ top, sum }, 2, 2u | SAVE_OUT, 0, 0, 0, 0);
+    tid sum = llmem_graph_op(b->g, T, FP32, &top, 1, 0, 0, 0, 0, 0);
+    top = llmem_graph_op(b->g, T * k, FP32, (tid[]){ top, sum }, 2, 2u | SAVE_OUT, 0, 0, 0, 0);
     tid weights = op_cast(b, top, h_dt);
-    tid mask = graph_op(b->g, T * k * E, INT64, NULL, 0, 0, 0, 0, 0, 0);
+    tid mask = llmem_graph_op(b->g, T * k * E, INT64, NULL, 0, 0, 0, 0, 0, 0);
     /* torch.where(expert_mask[e]) per expert: (idx, top_x), int64 [rows, 2] in
      * all, kept by the index ops that gather with it */
-    tid where = graph_op(b->g, T * k * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
-    tid rows = graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, 2u, 0, 0, 0, 0);
+    tid where = llmem_graph_op(b->g, T * k * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
+    tid rows = llmem_graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, 2u, 0, 0, 0, 0);
     tid gate = expert_linear(b, s, rows, H, m->expert_intermediate, E);
     tid act = op_silu(b, gate);
     tid up = expert_linear(b, s, rows, H, m->expert_intermediate, E);
     tid y = expert_linear(b, s, op_mul(b, act, up), m->expert_intermediate, H, E);
-    tid row_weights = graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
+    tid row_weights = llmem_graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
     tid scaled = op_cast(b, op_mul(b, y, row_weights), h_dt);
     /* index_add_ into zeros; IndexAddBackward keeps the added source */
-    tid out = graph_op(b->g, T * H, h_dt, &scaled, 1, 1u, 0, 0, 0, 0);
-    graph_hold(b->g, mask);
-    graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
+    tid out = llmem_graph_op(b->g, T * H, h_dt, &scaled, 1, 1u, 0, 0, 0, 0);
+    llmem_graph_hold(b->g, mask);
+    llmem_graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
     if (m->shared_intermediate > 0) {
         seg_spec no_adapters = *s; /* LoRA is not placed on experts (tensors.c) */
         no_adapters.lora_targets = 0;
         tid shared = gated_mlp(b, &no_adapters, h, H, m->shared_intermediate, 0);
         if (m->shared_gate) {
             tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
-            shared = op_mul(b, graph_op(b->g, T, b->g->t[g].dt, &g, 1, SAVE_OUT, 0, 0, 0, 0),
+            shared = op_mul(b, llmem_graph_op(b->g, T, b->g->t[g].dt, &g, 1, SAVE_OUT, 0, 0, 0, 0),
                             shared); /* F.sigmoid saves its output */
         }
         out = op_add(b, out, shared);
@@ -115,27 +116,49 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 static tid phi3_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, I = m->intermediate;
-    tid gate_up = seg_linear(b, s, h, H, 2 * I, m->mlp_bias, LLMEM_LORA_GATE | LLMEM_LORA_UP);
+    tid gate_up = llmem_seg_linear(b, s, h, H, 2 * I, m->mlp_bias, LLMEM_LORA_GATE | LLMEM_LORA_UP);
     tid gate = op_view_part(b, gate_up, b->tokens * I), up = op_view_part(b, gate_up, b->tokens * I);
-    return seg_linear(b, s, op_mul(b, up, op_silu(b, gate)), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+    return llmem_seg_linear(b, s, op_mul(b, up, op_silu(b, gate)), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
 }
 
 /* GemmaMLP: gelu_pytorch_tanh, a native gelu that saves its input. */
 static tid geglu_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, I = m->intermediate;
-    tid act = op_gelu(b, seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_GATE));
-    tid up = seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
-    return seg_linear(b, s, op_mul(b, act, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+    tid act = op_gelu(b, llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_GATE));
+    tid up = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
+    return llmem_seg_linear(b, s, op_mul(b, act, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
 }
 
-tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     if (s->moe)
         return moe_mlp(b, m, s, h);
-    if (m->family == LLMEM_FAMILY_PHI3)
+    if (m->traits & TRAIT_FUSED_GATE_UP)
         return phi3_mlp(b, m, s, h);
-    if (seg_gemma_like(m))
+    if (m->traits & TRAIT_GELU_GATE)
         return geglu_mlp(b, m, s, h);
     return gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
 }
+
+/* LlamaDecoderLayer (and Gemma2DecoderLayer's post-attention and
+ * post-feedforward norms): norm, attention, residual, norm, MLP, residual. */
+static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
+                       const shared_tensors *sh)
+{
+    int sandwich = (m->traits & TRAIT_SANDWICH_NORMS) != 0;
+    tid h = llmem_seg_norm(b, m, s, x);
+    tid a = llama_attention(b, m, s, h, sh);
+    llmem_graph_hold(b->g, h);
+    if (sandwich) /* post_attention_layernorm */
+        a = llmem_seg_norm(b, m, s, a);
+    tid mid = op_add(b, x, a);
+    h = llmem_seg_norm(b, m, s, mid);
+    tid mlp_out = llama_mlp(b, m, s, h);
+    if (sandwich) /* post_feedforward_layernorm */
+        mlp_out = llmem_seg_norm(b, m, s, mlp_out);
+    llmem_graph_hold(b->g, h);
+    return op_add(b, mid, mlp_out);
+}
+
+const layer_path llmem_path_llama = { llama_block, NULL };

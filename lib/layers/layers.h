@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Segment builders: the embedding, one decoder layer, and the head with the
- * loss, per family, following the Hugging Face transformers eager code. */
-#ifndef LLMEM_ESTIMATE_LAYERS_H
-#define LLMEM_ESTIMATE_LAYERS_H
+ * loss, following the Hugging Face transformers eager code of each family's
+ * code path. The walk (lib/estimate/walk.c) simulates what they record. */
+#ifndef LLMEM_LAYERS_LAYERS_H
+#define LLMEM_LAYERS_LAYERS_H
 
-#include "estimate/ops.h"
 #include "model/model.h"
+#include "sim/ops.h"
 
 /* LoRA adapters' bytes per element: PEFT keeps adapters in fp32
  * (LoraModel's autocast_adapter_dtype=True, the default). */
@@ -23,9 +24,9 @@ typedef struct seg_spec {
     int moe;               /* the layer's MLP is routed experts (not one of the dense layers) */
 } seg_spec;
 
-void build_embedding(build *b, const model_shape *m, const seg_spec *s);
-void build_layer(build *b, const model_shape *m, const seg_spec *s);
-void build_head(build *b, const model_shape *m, const seg_spec *s);
+void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s);
+void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s);
+void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s);
 
 /* Bytes of the tensors the model's forward creates for every layer: the
  * rotary tables (saved by the layers), and the position ids and attention
@@ -34,6 +35,12 @@ typedef struct shared_bytes {
     uint64_t rope, locals;
 } shared_bytes;
 
-shared_bytes shared_layer_bytes(const build *b, const model_shape *m);
+shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m);
+
+/* The model key of a field the phased model does not build for m, with a
+ * short reason in *why; 0 when m is covered. */
+int llmem_layers_unsupported(const model_shape *m, const char **why);
+/* The covered families, "gpt2, llama, ...", for messages. */
+void llmem_layers_covered(char *buf, size_t cap);
 
 #endif

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-#include "estimate/graph.h"
+#include "sim/graph.h"
 
 #include <string.h>
 
-void graph_reset(graph *g, int grad_enabled)
+void llmem_graph_reset(graph *g, int grad_enabled)
 {
     g->nt = 0;
     g->nop = 0;
@@ -13,7 +13,7 @@ void graph_reset(graph *g, int grad_enabled)
     g->nevents = 0;
 }
 
-tid graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
+tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
 {
     if (g->nt >= GRAPH_MAX_TENSORS) {
         g->overflow = 1;
@@ -31,14 +31,14 @@ tid graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
     return (tid)g->nt++;
 }
 
-tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
+tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
 {
     int any_rg = 0;
     for (int j = 0; j < nin; j++)
         any_rg |= graph_rg(g, in[j]);
-    tid out = graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
-    tid aux = aux_bytes > 0 ? graph_tensor(g, aux_bytes, 1, ROLE_ACT, 0) : -1;
+    tid out = llmem_graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
+    tid aux = aux_bytes > 0 ? llmem_graph_tensor(g, aux_bytes, 1, ROLE_ACT, 0) : -1;
     if (g->nop >= GRAPH_MAX_OPS || nin > GRAPH_MAX_IN) {
         g->overflow = 1;
         return out;
@@ -77,7 +77,7 @@ tid graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, u
     return out;
 }
 
-void graph_hold(graph *g, tid t)
+void llmem_graph_hold(graph *g, tid t)
 {
     if (t >= 0 && g->nop > 0 && g->t[t].last_use < g->nop - 1)
         g->t[t].last_use = g->t[g->t[t].base].last_use = (int16_t)(g->nop - 1);
@@ -272,7 +272,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
             c->input_grad = pool.bytes[grad[t]];
 }
 
-void graph_simulate(graph *g, int hold_output_in_backward, seg_cost *c)
+void llmem_graph_simulate(graph *g, int hold_output_in_backward, seg_cost *c)
 {
     memset(c, 0, sizeof *c);
     simulate_forward(g, c);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "estimate/compiled.h"
+#include "sim/compiled.h"
 
 #include <math.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 static const uint64_t point_b[COMPILE_POINTS] = { 3, 3, 3, 5, 5, 4 };
 static const uint64_t point_s[COMPILE_POINTS] = { 7, 11, 13, 7, 11, 17 };
 
-void compile_points(uint64_t *batch, uint64_t *seq)
+void llmem_compile_points(uint64_t *batch, uint64_t *seq)
 {
     memcpy(batch, point_b, sizeof point_b);
     memcpy(seq, point_s, sizeof point_s);
@@ -136,7 +136,7 @@ static int prune(poly *events, int n)
     return kept;
 }
 
-int compile_segment(const sample *samples, compiled_seg *out, poly *steps)
+int llmem_compile_segment(const sample *samples, compiled_seg *out, poly *steps)
 {
     const int max_steps = COMPILE_LOG;
     int nfwd = samples[0].nfwd, nbwd = samples[0].nlog - samples[0].nfwd;
@@ -188,7 +188,7 @@ static uint64_t max_of(const poly *events, int n, const uint64_t m[MONOMIALS])
     return best;
 }
 
-void compiled_eval(const compiled_seg *c, uint64_t batch, uint64_t seq, seg_cost *out)
+void llmem_compiled_eval(const compiled_seg *c, uint64_t batch, uint64_t seq, seg_cost *out)
 {
     uint64_t m[MONOMIALS];
     monomials(batch, seq, m);

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* What a step holds from start to end, whatever batch and seq: weights,
+ * buffers, gradients, optimizer states (and the batch itself), computed from
+ * the parameter tensor list once per model and setup. */
+#ifndef LLMEM_ESTIMATE_STATICS_H
+#define LLMEM_ESTIMATE_STATICS_H
+
+#include "estimate/tensors.h"
+
+typedef struct step_static {
+    uint64_t weights, quant_constants, adapters, buffers;
+    uint64_t grads, states, batch;
+    uint64_t paged_states;    /* bitsandbytes paged states: unified memory, device level only */
+    uint64_t optimizer_step;  /* transient of optimizer.step() */
+    uint64_t trainable;       /* parameters that train */
+    uint64_t param_tensors;   /* tensors of weights (allocator rounding) */
+} step_static;
+
+/* The parameters term: weights by dtype, NF4 constants, adapters, buffers. */
+void llmem_statics_params(const tensor_list *l, const model_shape *m, const setup *s,
+                          step_static *st);
+/* The optimizer term: gradients, states, and the step's transient. */
+void llmem_statics_optimizer(const tensor_list *l, const setup *s, step_static *st);
+/* The data term: the batch as the Trainer moves it to the GPU. */
+uint64_t llmem_statics_data(const setup *s);
+
+/* What reserved adds to allocated: the caching allocator's rounding of the
+ * parameter-sized tensors, and the cuBLAS workspace. */
+uint64_t llmem_allocator_overhead(const tensor_list *l, const setup *s);
+/* Device level: reserved bytes, the CUDA context, and paged optimizer states. */
+uint64_t llmem_allocator_device(uint64_t reserved, uint64_t paged);
+
+#endif

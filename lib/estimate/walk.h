@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The walk through the phases of one training step on one rank: forward,
+ * the loss's backward, backward through the layers, the optimizer step. It
+ * takes what the rank runs (a model shape, already divided by tensor
+ * parallelism when there is some; a layer range with or without the
+ * embedding and the head; the micro-batches in flight; the parameters
+ * gathered around each segment) and returns the peak, its phase and what is
+ * live then. It knows nothing of the public handles.
+ */
+#ifndef LLMEM_ESTIMATE_WALK_H
+#define LLMEM_ESTIMATE_WALK_H
+
+#include "estimate/cache.h"
+#include "estimate/results.h"
+#include "estimate/statics.h"
+
+/* Bytes gathered while a segment runs and released after it (ZeRO-3, FSDP). */
+typedef struct walk_gather {
+    uint64_t layer_fwd, layer_bwd; /* around each decoder layer's forward and backward */
+    uint64_t embedding, head;      /* around the embedding and the head */
+} walk_gather;
+
+typedef struct walk_input {
+    const model_shape *model;
+    const setup *setup;
+    const step_static *statics;
+    uint64_t layer_first, layer_count; /* the decoder layers this rank runs */
+    int embedding, head;               /* whether it runs the embedding, the head and loss */
+    uint64_t in_flight;     /* micro-batches whose forward state is live together (>= 1) */
+    int grads_persist;      /* gradients live from the step's start (accumulation) */
+    walk_gather gather;
+} walk_input;
+
+typedef struct walk_result {
+    uint64_t peak;                    /* allocated bytes at the peak */
+    int peak_phase;                   /* llmem_phase */
+    uint64_t phase_peak[PHASE_COUNT];
+    uint64_t fixed;                   /* live throughout: weights, buffers, states, batch */
+    uint64_t peak_grads;              /* gradients live at the peak */
+    uint64_t temp_max;                /* the temporaries' own maximum */
+    uint64_t end_of_backward;         /* live when backward ends (a white-box check) */
+} walk_result;
+
+/* The simulator's room, reused by every walk: no allocation. */
+typedef struct walk_scratch {
+    graph graph;
+    seg_cache cache;
+    int graph_overflow; /* a segment did not fit the graph: a bug, reported as such */
+} walk_scratch;
+
+/* The whole model on one GPU. */
+void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
+                       const step_static *st);
+/* Walk the step; 0, or LLMEM_ENOTSUP when a segment overflowed the graph. */
+int llmem_walk(walk_scratch *ws, const walk_input *in, walk_result *out);
+
+#endif

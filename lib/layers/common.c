@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pieces every code path shares: linear layers with LoRA and NF4, norms,
+ * rotary embeddings, eager or fused attention. Each follows the eager forward
+ * of Hugging Face transformers (v4.48) op by op, because what autograd saves
+ * depends on each op and its dtype. Python locals that outlive their last use
+ * (query_states in LlamaAttention.forward, say) are held with
+ * llmem_graph_hold until the function that owns them returns.
+ */
+#include "layers/common.h"
+
+/* A frozen QLoRA linear: bitsandbytes dequantizes the NF4 weight to the
+ * compute dtype for the matmul (forward and again in backward), so the
+ * transient is one dense weight; nothing weight-sized is saved. */
+static tid nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
+{
+    tid xc = op_cast(b, x, b->compute);
+    uint64_t dense = in_f * out_f * (uint64_t)b->compute;
+    uint64_t rows = tensor_elems(b, x) / in_f;
+    /* MatMul4Bit saves its input only for a weight gradient, which a frozen base has none of. */
+    return llmem_graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
+}
+
+/* PEFT's LoRA Linear: base(x) + lora_B(lora_A(x)) * scaling, with x cast to
+ * the adapters' dtype first, and the sum cast back to the base's result dtype. */
+tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
+               unsigned target)
+{
+    tid base = s->nf4 ? nf4_linear(b, x, in_f, out_f)
+                      : op_linear(b, x, in_f, out_f, s->weights_trainable, bias);
+    if (!(s->lora_targets & target))
+        return base;
+    int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
+    b->param_dt = LORA_DT;
+    tid xl = op_cast(b, x, LORA_DT);
+    tid a = op_linear(b, xl, in_f, s->lora_rank, 1, 0);
+    tid up = op_linear(b, a, s->lora_rank, out_f, 1, 0);
+    b->param_dt = saved_param_dt;
+    tid sum = op_add(b, base, op_scale(b, up));
+    tid out = op_cast(b, sum, result_dt);
+    llmem_graph_hold(b->g, x); /* the argument of LoraLayer.forward lives until it returns */
+    llmem_graph_hold(b->g, base);
+    return out;
+}
+
+/* LlamaRMSNorm: upcast, pow(2).mean, * rsqrt(var + eps), cast back, * weight. */
+tid llmem_seg_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
+{
+    int in_dt = b->g->t[x].dt;
+    tid xf = op_cast(b, x, FP32);
+    tid var = op_mean_last(b, op_pow(b, xf), dim);
+    tid inv = op_rsqrt(b, op_add_scalar(b, var));
+    tid normed = op_cast(b, op_mul(b, xf, inv), in_dt);
+    tid w = op_param(b, dim, s->norms_trainable);
+    return op_mul(b, w, normed);
+}
+
+/* GemmaRMSNorm / Gemma2RMSNorm: x.float(), x * rsqrt(mean(x^2) + eps), times
+ * (1 + weight.float()), cast back with type_as. */
+static tid gemma_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
+{
+    int in_dt = b->g->t[x].dt;
+    tid xf = op_cast(b, x, FP32);
+    tid var = op_mean_last(b, op_pow(b, xf), dim);
+    tid normed = op_mul(b, xf, op_rsqrt(b, op_add_scalar(b, var)));
+    tid w = op_add_scalar(b, op_cast(b, op_param(b, dim, s->norms_trainable), FP32));
+    return op_cast(b, op_mul(b, normed, w), in_dt);
+}
+
+tid llmem_seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x)
+{
+    if (m->traits & TRAIT_OFFSET_NORM)
+        return gemma_rms_norm(b, s, x, m->hidden);
+    if (m->norm == LLMEM_NORM_RMSNORM)
+        return llmem_seg_rms_norm(b, s, x, m->hidden);
+    return op_layer_norm(b, x, m->hidden, s->norms_trainable, m->norm_bias);
+}
+
+/* apply_rotary_pos_emb: x * cos + rotate_half(x) * sin. */
+tid llmem_seg_rotary(build *b, tid x, tid cos, tid sin)
+{
+    if (cos < 0)
+        return x; /* no rotary tables: phased_unsupported refuses such models */
+    tid rotated = op_cat_halves(b, op_neg(b, x), x);
+    return op_add(b, op_mul(b, x, cos), op_mul(b, rotated, sin));
+}
+
+/* repeat_kv with a single kv head: expand + reshape is a stride-0 view. The
+ * first op that needs real memory materializes it: autocast's cast (dtype
+ * change), or matmul's reshape to 3-D when batch > 1 (the batch and head
+ * strides can no longer merge). With batch 1 and no cast it stays a view. */
+static tid materialize_repeat(build *b, tid x, uint64_t n_rep)
+{
+    int dt = b->g->t[x].dt;
+    if (b->autocast && dt != b->compute)
+        dt = b->compute;
+    else if (b->batch == 1)
+        return x;
+    return llmem_graph_op(b->g, tensor_elems(b, x) * n_rep, dt, &x, 1, 0, 0, 0, 0, 0);
+}
+
+/* torch.matmul folds a 4-D operand to 3-D for bmm. A head view of a fused
+ * projection ([B, S, heads, D] transposed) folds without a copy only when
+ * batch is 1; otherwise bmm gets, and saves, a contiguous copy, and the
+ * fused projection's storage is no longer kept for it. */
+static tid matmul_operand(build *b, tid x)
+{
+    if (b->g->t[x].role != ROLE_VIEW || b->batch == 1)
+        return x;
+    return op_copy(b, x);
+}
+
+tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
+{
+    uint64_t n_rep = m->heads / m->kv_heads;
+    uint64_t scores = b->batch * m->heads * b->seq * b->seq;
+    uint64_t out_elems = b->tokens * m->heads * m->head_dim;
+    if (b->flash) {
+        /* FlashAttention-2 takes grouped kv heads natively and the compute dtype. */
+        tid qc = op_cast(b, q, b->compute), kc = op_cast(b, k, b->compute);
+        tid vc = op_cast(b, v, b->compute);
+        return op_flash_attention(b, qc, kc, vc, m->heads);
+    }
+    /* eager_attention_forward */
+    tid ks, vs;
+    if (m->kv_heads == 1 && n_rep > 1) {
+        ks = materialize_repeat(b, k, n_rep);
+        vs = materialize_repeat(b, v, n_rep);
+    } else {
+        ks = op_expand_copy(b, k, n_rep);
+        vs = op_expand_copy(b, v, n_rep);
+    }
+    tid w = op_bmm(b, matmul_operand(b, q), matmul_operand(b, ks), scores);
+    int causal_buffer = (m->traits & TRAIT_CAUSAL_BUFFER) != 0;
+    if (causal_buffer) {
+        w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
+    } else {
+        w = op_scale(b, w); /* * scaling */
+        if (m->traits & TRAIT_SOFTCAP) /* attn_logit_softcapping: / cap, tanh, * cap */
+            w = op_scale(b, op_tanh(b, op_scale(b, w)));
+    }
+    if (mask >= 0)
+        w = op_add(b, w, mask);
+    /* Llama asks softmax for fp32; GPT-2 gets fp32 only from autocast's fp32 list. */
+    int softmax_dt = causal_buffer && !b->autocast ? b->g->t[w].dt : FP32;
+    tid p = op_softmax(b, w, softmax_dt);
+    p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
+    p = op_dropout(b, p);
+    tid o = op_copy(b, op_bmm(b, p, matmul_operand(b, vs), out_elems)); /* transpose(1, 2).contiguous() */
+    llmem_graph_hold(b->g, ks);
+    llmem_graph_hold(b->g, vs);
+    llmem_graph_hold(b->g, p);
+    return o;
+}
+

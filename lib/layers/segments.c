@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The segments of a step: the embedding, one decoder layer (its block built
+ * by the family's code path, paths.c), and the head with the loss; and the
+ * per-forward tensors the layers share.
+ */
+#include "layers/common.h"
+
+/* Elements of one rotary table ([1, seq, head_dim]; 0 without rotary) and of
+ * the attention mask: Llama's eager path builds a 4-D additive mask
+ * [batch, 1, seq, seq], GPT-2 broadcasts a padding mask [batch, 1, 1, seq],
+ * and fused attention takes none. */
+static uint64_t rope_elems(const build *b, const model_shape *m)
+{
+    return m->positions == LLMEM_POSITIONS_ROTARY ? b->seq * m->head_dim : 0;
+}
+
+static uint64_t mask_elems(const build *b, const model_shape *m)
+{
+    if (b->flash)
+        return 0;
+    if (m->traits & TRAIT_CAUSAL_BUFFER)
+        return b->batch * b->seq;
+    return b->batch * b->seq * b->seq;
+}
+
+/* LlamaRotaryEmbedding returns cos and sin in the hidden dtype. */
+static shared_tensors shared_inputs(build *b, const model_shape *m)
+{
+    shared_tensors sh = { -1, -1, -1 };
+    int dt = residual_dt(b);
+    if (rope_elems(b, m) > 0) {
+        sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
+        sh.sin = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
+    }
+    if (mask_elems(b, m) > 0)
+        sh.mask = llmem_graph_tensor(b->g, mask_elems(b, m), dt, ROLE_EXTERNAL, 0);
+    return sh;
+}
+
+shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
+{
+    uint64_t dt = (uint64_t)residual_dt(b);
+    shared_bytes sb;
+    sb.rope = 2 * rope_elems(b, m) * dt;
+    /* position ids (cache_position): int64 [seq] */
+    sb.locals = b->seq * INT64 + mask_elems(b, m) * dt;
+    return sb;
+}
+
+void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
+{
+    shared_tensors sh = shared_inputs(b, m);
+    tid x = llmem_graph_tensor(b->g, b->tokens * m->hidden, residual_dt(b), ROLE_INPUT,
+                               s->input_rg);
+    b->g->output = llmem_layer_path(m->path)->block(b, m, s, x, &sh);
+    if (b->hold_input)
+        llmem_graph_hold(b->g, x);
+}
+
+/* The token (and position) embedding. input_rg here means PEFT's
+ * enable_input_require_grads hook: a frozen embedding's output is made a leaf
+ * that requires grad, which its AccumulateGrad node keeps alive to the end. */
+void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
+{
+    tid x = op_embedding(b, m->vocab, m->hidden, s->weights_trainable, NULL);
+    int leaf = s->input_rg && !s->weights_trainable;
+    if (leaf) {
+        b->g->t[x].rg = (uint8_t)b->g->grad_enabled;
+        /* An op after it (positions, Gemma's normalizer) puts an AccumulateGrad
+         * node on the leaf, which keeps it alive through backward. */
+        if (m->positions == LLMEM_POSITIONS_LEARNED || (m->traits & TRAIT_SCALED_EMBED))
+            llmem_graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
+    }
+    if (m->traits & TRAIT_SCALED_EMBED) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */
+        x = op_scale(b, x);
+    if (m->positions == LLMEM_POSITIONS_LEARNED) {
+        tid pos = llmem_graph_op(b->g, b->seq * m->hidden, b->param_dt,
+                           (tid[]){ op_param(b, (m->max_positions + m->position_offset) * m->hidden,
+                                             s->weights_trainable) },
+                           1, 0, 0, 0, 0, 0);
+        x = op_add(b, x, pos);
+        x = op_dropout(b, x); /* embd_pdrop */
+    }
+    b->g->output = x;
+}
+
+/*
+ * Fused linear cross-entropy (Liger-Kernel's fused_linear_cross_entropy.py):
+ * the logits are computed chunk by chunk, chunk = next_pow2(ceil(tokens /
+ * ceil(vocab / hidden))) rows, and the gradients of the input and of the
+ * head's weight (zeros_like(weight)) are computed in forward and saved until
+ * backward hands them over. No full logits exist.
+ */
+static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s, tid x)
+{
+    uint64_t inc = (m->vocab + m->hidden - 1) / m->hidden, rows = (b->tokens + inc - 1) / inc;
+    uint64_t chunk = 1;
+    while (chunk < rows)
+        chunk <<= 1;
+    if (chunk > b->tokens)
+        chunk = b->tokens;
+    tid w = op_param(b, m->vocab * m->hidden, s->weights_trainable);
+    tid xc = op_cast(b, x, b->compute);
+    uint64_t grad_in = graph_rg(b->g, xc) ? b->g->t[xc].bytes : 0;
+    uint64_t grad_w = s->weights_trainable ? b->g->t[w].grad_bytes : 0;
+    uint64_t workspace = chunk * m->vocab * (uint64_t)b->compute + chunk * m->hidden * FP32;
+    tid in[2] = { xc, w };
+    b->g->output = llmem_graph_op(b->g, 1, FP32, in, 2, SAVE_AUX, GRADS_IN_AUX, grad_in + grad_w,
+                            workspace, 0);
+}
+
+/* Final norm, lm_head, and ForCausalLMLoss: logits.float(), labels padded
+ * and shifted, cross_entropy = log_softmax + nll_loss. */
+void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
+{
+    tid x = llmem_graph_tensor(b->g, b->tokens * m->hidden, residual_dt(b), ROLE_INPUT, s->input_rg);
+    if (m->final_norm)
+        x = llmem_seg_norm(b, m, s, x);
+    if (s->chunked_loss) {
+        chunked_head_loss(b, m, s, x);
+        return;
+    }
+    tid logits = op_linear(b, x, m->hidden, m->vocab, s->weights_trainable, m->head_bias);
+    if (m->traits & TRAIT_SOFTCAP) /* final_logit_softcapping: / cap, tanh, * cap */
+        logits = op_scale(b, op_tanh(b, op_scale(b, logits)));
+    tid lf = op_cast(b, logits, FP32);
+    /* pad(labels, (0, 1), -100)[..., 1:].contiguous(): int64, saved by nll_loss. */
+    tid padded = llmem_graph_op(b->g, b->batch * (b->seq + 1), INT64, NULL, 0, 0, 0, 0, 0, 0);
+    tid target = llmem_graph_op(b->g, b->tokens, INT64, &padded, 1, 0, 0, 0, 0, 0);
+    tid logp = llmem_graph_op(b->g, b->tokens * m->vocab, FP32, &lf, 1, SAVE_OUT, 0, 0, 0, 0);
+    tid in[2] = { logp, target };
+    b->g->output = llmem_graph_op(b->g, 1, FP32, in, 2, 2u, 0, 0, 0, 0);
+    llmem_graph_hold(b->g, logits); /* the model output keeps the logits until the loss returns */
+    llmem_graph_hold(b->g, lf);     /* ForCausalLMLoss's locals: the fp32 logits and padded labels */
+    llmem_graph_hold(b->g, padded);
+    llmem_graph_hold(b->g, x);      /* the CausalLM forward's hidden_states local */
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* The families (families.h): defaults as the Hugging Face transformers
+ * modeling_<type>.py and configuration_<type>.py build each model (v4.48). */
+#include "model/families.h"
+
+#include "llmem.h"
+
+#define LN LLMEM_NORM_LAYERNORM
+#define RMS LLMEM_NORM_RMSNORM
+#define PLAIN LLMEM_MLP_PLAIN
+#define GATED LLMEM_MLP_GATED
+#define LEARNED LLMEM_POSITIONS_LEARNED
+#define ROTARY LLMEM_POSITIONS_ROTARY
+#define ALIBI LLMEM_POSITIONS_ALIBI
+#define FAMILY(value, name) { name, LLMEM_FAMILY_##value }
+
+static const family_desc families[] = {
+    /* id                        norm mlp    positions qkvb outb mlpb nrmb hdb tie npl fin emb off par */
+    /* GPT-2: Conv1D layers with biases, LayerNorm, learned positions, tied head. */
+    { FAMILY(GPT2, "gpt2"),        LN,  PLAIN, LEARNED,  1,   1,   1,   1,   0,  1,  2,  1,  0,  0,  0,
+      TRAIT_FUSED_QKV | TRAIT_CAUSAL_BUFFER, PATH_GPT2, 0 },
+    /* Llama (Mistral, Qwen2/2.5/3, Mixtral, Qwen2-MoE): RMSNorm, SwiGLU, rotary,
+     * no biases, untied head. */
+    { FAMILY(LLAMA, "llama"),      RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  0,  2,  1,  0,  0,  0,
+      0, PATH_LLAMA, PHASED_EXPERTS | PHASED_QK_NORM },
+    /* OPT: OPTLearnedPositionalEmbedding keeps 2 extra rows (offset = 2). */
+    { FAMILY(OPT, "opt"),          LN,  PLAIN, LEARNED,  1,   1,   1,   1,   0,  1,  2,  1,  0,  2,  0,
+      0, PATH_NONE, 0 },
+    /* BLOOM: ALiBi, word_embeddings_layernorm, fused qkv with bias. */
+    { FAMILY(BLOOM, "bloom"),      LN,  PLAIN, ALIBI,    1,   1,   1,   1,   0,  1,  2,  1,  1,  0,  0,
+      TRAIT_FUSED_QKV, PATH_NONE, 0 },
+    /* Gemma-2: pre and post norms around attention and MLP (4), GeGLU, tied. */
+    { FAMILY(GEMMA2, "gemma2"),    RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  1,  4,  1,  0,  0,  0,
+      TRAIT_OFFSET_NORM | TRAIT_SCALED_EMBED | TRAIT_GELU_GATE | TRAIT_SOFTCAP | TRAIT_SANDWICH_NORMS,
+      PATH_LLAMA, 0 },
+    /* Phi-3: fused qkv_proj and gate_up_proj, no biases, untied. */
+    { FAMILY(PHI3, "phi3"),        RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  0,  2,  1,  0,  0,  0,
+      TRAIT_FUSED_QKV | TRAIT_FUSED_GATE_UP, PATH_LLAMA, 0 },
+    /* Gemma: GemmaRMSNorm, GeGLU (gelu_pytorch_tanh), no biases, tied (GemmaConfig). */
+    { FAMILY(GEMMA, "gemma"),      RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  1,  2,  1,  0,  0,  0,
+      TRAIT_OFFSET_NORM | TRAIT_SCALED_EMBED | TRAIT_GELU_GATE, PATH_LLAMA, 0 },
+    /* GPT-NeoX: query_key_value and dense with attention_bias (default true), MLP with
+     * biases, two LayerNorms even with use_parallel_residual, untied embed_out. */
+    { FAMILY(GPT_NEOX, "gpt_neox"), LN, PLAIN, ROTARY,   1,   1,   1,   1,   0,  0,  2,  1,  0,  0,  1,
+      TRAIT_FUSED_QKV, PATH_NONE, 0 },
+    /* Falcon: bias false, parallel_attn true, one input_layernorm, tied lm_head. */
+    { FAMILY(FALCON, "falcon"),    LN,  PLAIN, ROTARY,   0,   0,   0,   1,   0,  1,  1,  1,  0,  0,  1,
+      TRAIT_FUSED_QKV, PATH_NONE, 0 },
+    /* Phi: one input_layernorm feeding attention and MLP, biases everywhere,
+     * lm_head with bias, untied. */
+    { FAMILY(PHI, "phi"),          LN,  PLAIN, ROTARY,   1,   1,   1,   1,   1,  0,  1,  1,  0,  0,  1,
+      0, PATH_NONE, 0 },
+    /* StarCoder2: LayerNorm, c_fc/c_proj GELU MLP, use_bias true, tied. */
+    { FAMILY(STARCODER2, "starcoder2"), LN, PLAIN, ROTARY, 1, 1,   1,   1,   0,  1,  2,  1,  0,  0,  0,
+      0, PATH_NONE, 0 },
+    /* DeepSeek-V2/V3: RMSNorm, SwiGLU experts, attention_bias false, untied. */
+    { FAMILY(DEEPSEEK, "deepseek"), RMS, GATED, ROTARY,  0,   0,   0,   0,   0,  0,  2,  1,  0,  0,  0,
+      0, PATH_NONE, 0 },
+};
+
+#define FAMILY_COUNT (sizeof families / sizeof families[0])
+
+const name_table llmem_names_family = NAME_TABLE_OF_ROWS(families, FAMILY_COUNT);
+
+const family_desc *llmem_family(int family)
+{
+    for (size_t i = 0; i < FAMILY_COUNT; i++)
+        if (families[i].id.value == family)
+            return &families[i];
+    return NULL;
+}
+
+const family_desc *llmem_family_at(size_t i)
+{
+    return i < FAMILY_COUNT ? &families[i] : NULL;
+}
+
+size_t llmem_family_count(void)
+{
+    return FAMILY_COUNT;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model families as data: one row a family, holding its name, the
+ * defaults of the layout fields (as its Hugging Face modeling_<type>.py builds
+ * its modules), the traits of its code the estimator follows, and which code
+ * path of the segment builders (lib/layers/) builds its layers. Names, bounds,
+ * coverage and the phased model's refusals all come from here.
+ */
+#ifndef LLMEM_MODEL_FAMILIES_H
+#define LLMEM_MODEL_FAMILIES_H
+
+#include "core/names.h"
+
+/* Code paths of the segment builders (lib/layers/paths.c maps each to its
+ * functions). A family on PATH_NONE gets exact counts and the article formula. */
+enum code_path { PATH_NONE = 0, PATH_GPT2, PATH_LLAMA, PATH_COUNT };
+
+/* Traits of a family's code that change what a step holds. */
+enum family_trait {
+    TRAIT_FUSED_QKV = 1u << 0,     /* q, k, v from one linear (c_attn, qkv_proj, query_key_value) */
+    TRAIT_FUSED_GATE_UP = 1u << 1, /* gate and up from one linear (Phi-3 gate_up_proj) */
+    TRAIT_OFFSET_NORM = 1u << 2,   /* RMSNorm times (1 + weight), in fp32 (Gemma) */
+    TRAIT_SCALED_EMBED = 1u << 3,  /* embeddings times sqrt(hidden) (Gemma) */
+    TRAIT_SOFTCAP = 1u << 4,       /* tanh soft-capping of attention and final logits (Gemma-2) */
+    TRAIT_SANDWICH_NORMS = 1u << 5,/* norms after attention and MLP as well as before (Gemma-2) */
+    /* GPT-2: a bool causal-mask buffer per layer applied with torch.where, a
+     * padding mask [batch, 1, 1, seq], softmax in the scores' dtype */
+    TRAIT_CAUSAL_BUFFER = 1u << 6,
+    TRAIT_GELU_GATE = 1u << 7      /* gated MLP with tanh GELU, GeGLU (Gemma) */
+};
+
+/* Optional fields a phased code path builds (beyond the family's defaults). */
+enum phased_feature {
+    PHASED_EXPERTS = 1u << 0, /* mixture-of-experts layers */
+    PHASED_QK_NORM = 1u << 1  /* norms on queries and keys */
+};
+
+typedef struct family_desc {
+    name_value id; /* first member: the families' name table steps over rows */
+    /* Defaults of the layout fields. */
+    int norm, mlp, positions;
+    int qkv_bias, out_bias, mlp_bias, norm_bias, head_bias, tie;
+    int norms_per_layer, final_norm, embed_norm, position_offset, parallel_block;
+    unsigned traits;   /* family_trait bits */
+    int path;          /* code_path; PATH_NONE: not on the phased model yet */
+    unsigned phased;   /* phased_feature bits the path builds for this family */
+} family_desc;
+
+/* Row of family, or NULL. */
+const family_desc *llmem_family(int family);
+/* Row i (i < llmem_family_count()). */
+const family_desc *llmem_family_at(size_t i);
+size_t llmem_family_count(void);
+
+extern const name_table llmem_names_family;
+
+#endif

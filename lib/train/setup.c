@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+#include "train/setup.h"
+
+#include "core/checked.h"
+#include "core/ctx.h"
+#include "train/precisions.h"
+#include "train/train.h"
+
+#include <string.h>
+
+#define FAIL(ctx, key, status, ...) \
+    llmem__fail_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_##key, status, __VA_ARGS__)
+
+static int lora_targets_exist(const model_shape *m, unsigned targets)
+{
+    model_linear lin[MODEL_MAX_LINEARS];
+    int n = llmem_model_layer_linears(m, lin);
+    for (int i = 0; i < n; i++)
+        if (lin[i].lora_target & targets)
+            return 1;
+    return 0;
+}
+
+/* A bound on every byte count of the step: each tensor is at most tokens x
+ * (vocab + heads x seq + the widest layer) elements of at most 8 bytes, and
+ * fewer than 64 of them per layer are live at once. If the bound fits in 63
+ * bits, no sum the walk forms can wrap. */
+static int step_overflows(const model_shape *m, const setup *s)
+{
+    checked c = { 0 };
+    uint64_t widest = m->hidden + m->intermediate + m->heads * m->head_dim +
+                      m->experts_per_token * (m->expert_intermediate + m->hidden) + m->experts;
+    uint64_t tokens = ck_mul(&c, s->batch, s->seq);
+    uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, ck_mul(&c, m->heads, s->seq)), widest);
+    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
+    return c.overflow || bound > (UINT64_C(1) << 62);
+}
+
+int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
+{
+    memset(s, 0, sizeof *s);
+    s->batch = (uint64_t)t->i[LLMEM_TRAIN_BATCH];
+    s->seq = (uint64_t)t->i[LLMEM_TRAIN_SEQ];
+    s->precision = (int)t->i[LLMEM_TRAIN_PRECISION];
+    s->optimizer = (int)t->i[LLMEM_TRAIN_OPTIMIZER];
+    s->method = (int)t->i[LLMEM_TRAIN_METHOD];
+    s->grad_ckpt = (int)t->i[LLMEM_TRAIN_GRAD_CKPT];
+    s->attention = (int)t->i[LLMEM_TRAIN_ATTENTION];
+    s->loss = (int)t->i[LLMEM_TRAIN_LOSS];
+    s->formula = (int)t->i[LLMEM_TRAIN_FORMULA];
+    s->dropout = t->d[LLMEM_TRAIN_DROPOUT];
+    s->lora_rank = (uint64_t)t->i[LLMEM_TRAIN_LORA_RANK];
+    s->lora_targets = (unsigned)t->i[LLMEM_TRAIN_LORA_TARGETS];
+    s->frozen_layers = (uint64_t)t->i[LLMEM_TRAIN_FROZEN_LAYERS];
+    s->grad_accum = (uint64_t)t->i[LLMEM_TRAIN_GRAD_ACCUM];
+    const precision_desc *p = llmem_precision(s->precision);
+    s->param_dt = p->param_dt;
+    s->compute_dt = p->compute_dt;
+    s->autocast = p->autocast;
+    if (s->method == LLMEM_METHOD_FREEZE && s->frozen_layers > m->layers)
+        return FAIL(ctx, FROZEN_LAYERS, LLMEM_EINCONSISTENT, "freeze-layers: %llu exceeds layers %llu",
+                    (unsigned long long)s->frozen_layers, (unsigned long long)m->layers);
+    if (s->method != LLMEM_METHOD_FREEZE && s->frozen_layers > 0)
+        return FAIL(ctx, FROZEN_LAYERS, LLMEM_EINCONSISTENT,
+                    "freeze-layers: %llu set but method is not freeze",
+                    (unsigned long long)s->frozen_layers);
+    if (s->method == LLMEM_METHOD_QLORA && s->precision == LLMEM_PRECISION_FP32)
+        return FAIL(ctx, PRECISION, LLMEM_EINCONSISTENT,
+                    "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "
+                    "fp16-mixed or bf16), not fp32");
+    if ((s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA) &&
+        !lora_targets_exist(m, s->lora_targets))
+        return FAIL(ctx, LORA_TARGETS, LLMEM_EINCONSISTENT,
+                    "lora-targets: no module of this model matches (PEFT would fail: "
+                    "target modules not found)");
+    if (s->formula == LLMEM_FORMULA_PHASED && step_overflows(m, s))
+        return FAIL(ctx, BATCH, LLMEM_EOVERFLOW,
+                    "batch x seq: %llu x %llu tokens make the step's byte counts "
+                    "overflow 64 bits for this model",
+                    (unsigned long long)s->batch, (unsigned long long)s->seq);
+    return LLMEM_OK;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* A training setup resolved against a model: what the estimators read. */
+#ifndef LLMEM_TRAIN_SETUP_H
+#define LLMEM_TRAIN_SETUP_H
+
+#include "llmem.h"
+#include "model/model.h"
+
+#include <stdint.h>
+
+typedef struct setup {
+    uint64_t batch, seq;
+    int precision, optimizer, method, grad_ckpt, attention, loss, formula;
+    double dropout;
+    uint64_t lora_rank, frozen_layers, grad_accum;
+    unsigned lora_targets;
+    int param_dt, compute_dt, autocast; /* from the precision's row */
+} setup;
+
+/* Read t, check it against the model m; the message names the field. */
+int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s);
+
+#endif

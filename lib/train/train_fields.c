@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* The training setup's fields for the field engine (core/fields.h): one row a
+ * key, in key order, with the documented defaults. */
+#include "train/train.h"
+
+#include "train/optimizers.h"
+#include "train/precisions.h"
+
+#define INT(key, name, min, max, def) \
+    { LLMEM_TRAIN_##key, name, FIELD_INT, min, max, 0, def, NULL }
+#define NAMED(key, name, max, def, values) \
+    { LLMEM_TRAIN_##key, name, FIELD_ENUM, 1, max, 0, def, values }
+
+static const field_desc rows[] = {
+    INT(BATCH, "batch", 1, 1 << 24, 1),
+    INT(SEQ, "seq", 1, 1 << 28, 512),
+    NAMED(PRECISION, "precision", LLMEM_PRECISION_BF16, LLMEM_PRECISION_BF16_MIXED,
+          &llmem_names_precision),
+    NAMED(OPTIMIZER, "optimizer", LLMEM_OPTIMIZER_PAGED_ADAMW, LLMEM_OPTIMIZER_ADAMW,
+          &llmem_names_optimizer),
+    NAMED(GRAD_CKPT, "grad-ckpt", 2, LLMEM_GRAD_CKPT_NONE, &llmem_names_grad_ckpt),
+    NAMED(ATTENTION, "attention", 2, LLMEM_ATTENTION_EAGER, &llmem_names_attention),
+    /* p = 1 zeroes everything and divides by zero: the bound is open. */
+    { LLMEM_TRAIN_DROPOUT, "dropout", FIELD_REAL, 0, 1, 1, 0, NULL },
+    NAMED(METHOD, "method", 4, LLMEM_METHOD_FULL, &llmem_names_method),
+    /* PEFT's default LoraConfig: r = 8, target modules q_proj and v_proj for Llama. */
+    INT(LORA_RANK, "lora-rank", 1, 1 << 20, 8),
+    { LLMEM_TRAIN_LORA_TARGETS, "lora-targets", FIELD_MASK, 1, 127, 0,
+      LLMEM_LORA_Q | LLMEM_LORA_V, &llmem_names_lora_target },
+    INT(FROZEN_LAYERS, "freeze-layers", 0, 1 << 20, 0),
+    NAMED(LOSS, "loss", 2, LLMEM_LOSS_UPCAST, &llmem_names_loss),
+    INT(GRAD_ACCUM, "grad-accum", 1, 1 << 20, 1),
+    NAMED(FORMULA, "formula", 2, LLMEM_FORMULA_PHASED, &llmem_names_formula),
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "article-tmp-factor", FIELD_REAL, 0, 1000, 0, 0, NULL },
+    /* The article's example stores parameters in fp32: 4 bytes each. */
+    INT(ARTICLE_PARAM_BYTES, "article-param-bytes", 1, 8, 4),
+};
+
+/* The handle's arrays have one slot a key: a new key needs its row here. */
+typedef char train_fields_cover_every_key[sizeof rows / sizeof rows[0] + 1 == TRAIN_KEY_END ? 1 : -1];
+
+const field_table llmem_train_fields = FIELD_TABLE(LLMEM_OBJECT_TRAIN, "train", rows);
