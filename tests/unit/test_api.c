@@ -771,3 +771,119 @@ API_TEST(unchanged, estimate_not_run_yet)
     llmem_estimate_free(e);
     llmem_ctx_free(ctx);
 }
+
+/* ---- which field an error is about (llmem_ctx_error_field) -------------- */
+
+static void expect_error_field(const llmem_ctx *ctx, int object, int key)
+{
+    int o = -1, k = -1;
+    cr_expect_eq(llmem_ctx_error_field(ctx, &o, &k), LLMEM_OK, "no field for '%s'",
+                 llmem_ctx_error(ctx));
+    cr_expect_eq(o, object, "object of '%s'", llmem_ctx_error(ctx));
+    cr_expect_eq(k, key, "key of '%s'", llmem_ctx_error(ctx));
+}
+
+API_TEST(errors, name_their_field)
+{
+    llmem_ctx *ctx = new_ctx();
+    llmem_model *m = new_preset(ctx);
+    llmem_train *t = new_train(ctx);
+    llmem_estimate *e = new_estimate(ctx);
+    int o = -1, k = -1;
+    /* set-time errors */
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_QKV_BIAS, 2), LLMEM_ERANGE);
+    expect_error_field(ctx, LLMEM_OBJECT_MODEL, LLMEM_MODEL_QKV_BIAS);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_OPTIMIZER, "adamx"), LLMEM_ENOTFOUND);
+    expect_error_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_OPTIMIZER);
+    cr_assert_eq(llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, 1.0), LLMEM_ERANGE);
+    expect_error_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_DROPOUT);
+    /* a success clears it */
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 2), LLMEM_OK);
+    cr_expect_eq(llmem_ctx_error_field(ctx, &o, &k), LLMEM_ENOTFOUND);
+    cr_expect_eq(o, 0);
+    cr_expect_eq(k, 0);
+    /* run-time errors: fields checked together */
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_KV_HEADS, 5), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_run(e, m, t), LLMEM_EINCONSISTENT);
+    expect_error_field(ctx, LLMEM_OBJECT_MODEL, LLMEM_MODEL_KV_HEADS);
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_KV_HEADS, 8), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS, 2), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_run(e, m, t), LLMEM_EINCONSISTENT);
+    expect_error_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_FROZEN_LAYERS);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS, 0), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_str(m, LLMEM_MODEL_NORM, "layernorm"), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_run(e, m, t), LLMEM_ENOTSUP);
+    expect_error_field(ctx, LLMEM_OBJECT_MODEL, LLMEM_MODEL_NORM);
+    /* errors of no field */
+    cr_assert_eq(llmem_estimate_run(e, NULL, t), LLMEM_EINVAL);
+    cr_expect_eq(llmem_ctx_error_field(ctx, NULL, NULL), LLMEM_ENOTFOUND);
+    cr_expect_eq(llmem_ctx_error_field(NULL, &o, &k), LLMEM_EINVAL);
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+}
+
+/* ---- the names a field accepts (llmem_*_choice) ------------------------- */
+
+API_TEST(choices, list_what_set_str_accepts)
+{
+    llmem_ctx *ctx = new_ctx();
+    llmem_train *t = new_train(ctx);
+    llmem_model *m = new_preset(ctx);
+    const char *name;
+    int64_t value = 0, got = 0;
+    size_t n = 0;
+    int saw_c_attn = 0;
+    for (; (name = llmem_train_choice(LLMEM_TRAIN_LORA_TARGETS, n, &value)) != NULL; n++) {
+        cr_expect_eq(llmem_train_set_str(t, LLMEM_TRAIN_LORA_TARGETS, name), LLMEM_OK, "%s", name);
+        cr_expect_eq(llmem_train_get_int(t, LLMEM_TRAIN_LORA_TARGETS, &got), LLMEM_OK);
+        cr_expect_eq(got, value, "%s reads back as its value", name);
+        if (strcmp(name, "c_attn") == 0)
+            saw_c_attn = value == (LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
+    }
+    cr_expect_geq(n, 7, "the seven single modules at least");
+    cr_expect(saw_c_attn, "c_attn is listed as q | k | v");
+    for (n = 0; (name = llmem_train_choice(LLMEM_TRAIN_OPTIMIZER, n, &value)) != NULL; n++)
+        cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_OPTIMIZER, value), name);
+    cr_expect_eq(n, LLMEM_OPTIMIZER_PAGED_ADAMW, "one name per optimizer");
+    for (n = 0; (name = llmem_model_choice(LLMEM_MODEL_FAMILY, n, &value)) != NULL; n++) {
+        cr_expect_eq(llmem_model_set_str(m, LLMEM_MODEL_FAMILY, name), LLMEM_OK, "%s", name);
+        cr_expect_eq(llmem_model_get_int(m, LLMEM_MODEL_FAMILY, &got), LLMEM_OK);
+        cr_expect_eq(got, value, "%s", name);
+    }
+    cr_expect_eq(n, LLMEM_FAMILY_DEEPSEEK);
+    cr_expect_null(llmem_model_choice(LLMEM_MODEL_HIDDEN, 0, NULL), "hidden has no names");
+    cr_expect_null(llmem_train_choice(LLMEM_TRAIN_BATCH, 0, &value));
+    cr_expect_null(llmem_train_choice(9999, 0, &value));
+    llmem_model_free(m);
+    llmem_train_free(t);
+    llmem_ctx_free(ctx);
+}
+
+/* ---- the allocator struct: the first published size forever ------------- */
+
+API_TEST(allocator, first_published_size_and_larger)
+{
+    /* A caller of a later version passes a larger struct; one built against
+     * 0.1 passes exactly the 0.1 size: both are accepted. */
+    struct bigger {
+        llmem_allocator base;
+        void *later_member;
+    } big;
+    counter c = { 0 };
+    llmem_ctx *ctx = NULL;
+    memset(&big, 0, sizeof big);
+    big.base = counting_allocator(&c);
+    big.base.size = sizeof big;
+    cr_assert_eq(llmem_ctx_new(&ctx, &big.base), LLMEM_OK);
+    llmem_ctx_free(ctx);
+    llmem_allocator v1 = counting_allocator(&c);
+    v1.size = offsetof(llmem_allocator, user) + sizeof(void *);
+    cr_assert_eq(llmem_ctx_new(&ctx, &v1), LLMEM_OK);
+    llmem_ctx_free(ctx);
+    cr_expect_eq(c.allocs, 2);
+    cr_expect_eq(c.frees, 2);
+    v1.size = offsetof(llmem_allocator, user);
+    cr_expect_eq(llmem_ctx_new(&ctx, &v1), LLMEM_EINVAL, "shorter than 0.1's struct");
+}

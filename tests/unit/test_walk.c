@@ -234,3 +234,146 @@ Test(walk, segments_end_backward_with_their_gradients)
     }
     llmem_ctx_free(ctx);
 }
+
+/* The walk's input, white-box: one rank's share of a step. */
+typedef struct walk_fixture {
+    llmem_ctx *ctx;
+    llmem_model *mm;
+    llmem_train *t;
+    model_shape m;
+    model_params p;
+    setup s;
+    step_static st;
+} walk_fixture;
+
+static void fixture_open(walk_fixture *f, const char *preset, const char *method)
+{
+    tensor_list l;
+    memset(f, 0, sizeof *f);
+    cr_assert_eq(llmem_ctx_new(&f->ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(f->ctx, preset, &f->mm), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(f->ctx, &f->t), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(f->t, LLMEM_TRAIN_METHOD, method), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f->t, LLMEM_TRAIN_BATCH, 2), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f->t, LLMEM_TRAIN_SEQ, 256), LLMEM_OK);
+    cr_assert_eq(llmem_model_resolve(f->mm, &f->m, &f->p), LLMEM_OK);
+    cr_assert_eq(llmem_setup_resolve(f->t, &f->m, f->ctx, &f->s), LLMEM_OK);
+    llmem_tensors_list(&f->m, &f->p, &f->s, &l);
+    llmem_statics_params(&l, &f->m, &f->s, &f->st);
+    llmem_statics_optimizer(&l, &f->s, &f->st);
+    f->st.batch = llmem_statics_data(&f->s);
+}
+
+static void fixture_close(walk_fixture *f)
+{
+    llmem_train_free(f->t);
+    llmem_model_free(f->mm);
+    llmem_ctx_free(f->ctx);
+}
+
+static walk_result walk_with(walk_fixture *f, const walk_input *in)
+{
+    static walk_scratch ws; /* large: not on the stack */
+    walk_result r;
+    memset(&ws, 0, sizeof ws);
+    cr_assert_eq(llmem_walk(&ws, in, &r), LLMEM_OK);
+    (void)f;
+    return r;
+}
+
+/* The whole model on one GPU: what the estimate handle reports. */
+Test(walk, single_input_is_the_estimate)
+{
+    walk_fixture f;
+    walk_input in;
+    llmem_estimate *e;
+    uint64_t peak = 0, phase = 0;
+    fixture_open(&f, "meta-llama/Llama-3.2-1B", "full");
+    llmem_walk_single(&in, &f.m, &f.s, &f.st);
+    walk_result r = walk_with(&f, &in);
+    cr_assert_eq(llmem_estimate_new(f.ctx, &e), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_run(e, f.mm, f.t), LLMEM_OK);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, &peak);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_PHASE, &phase);
+    cr_expect_eq(r.peak, peak);
+    cr_expect_eq((uint64_t)r.peak_phase, phase);
+    llmem_estimate_free(e);
+    fixture_close(&f);
+}
+
+/* Micro-batches in flight: every moment of forward and backward holds one
+ * more micro-batch's forward state each; the optimizer step runs once. */
+Test(walk, micro_batches_in_flight_shift_forward_and_backward)
+{
+    walk_fixture f;
+    walk_input in;
+    fixture_open(&f, "meta-llama/Llama-3.2-1B", "full");
+    llmem_walk_single(&in, &f.m, &f.s, &f.st);
+    walk_result one = walk_with(&f, &in);
+    in.in_flight = 3;
+    walk_result three = walk_with(&f, &in);
+    uint64_t shift = three.phase_peak[LLMEM_PHASE_FORWARD - 1] - one.phase_peak[LLMEM_PHASE_FORWARD - 1];
+    cr_expect_gt(shift, 0);
+    cr_expect_eq(shift % 2, 0, "two stashes");
+    for (int ph = LLMEM_PHASE_FORWARD; ph <= LLMEM_PHASE_BACKWARD; ph++)
+        cr_expect_eq(three.phase_peak[ph - 1] - one.phase_peak[ph - 1], shift, "phase %d", ph);
+    cr_expect_eq(three.phase_peak[LLMEM_PHASE_OPTIMIZER - 1],
+                 one.phase_peak[LLMEM_PHASE_OPTIMIZER - 1]);
+    cr_expect_geq(three.peak, one.peak);
+    fixture_close(&f);
+}
+
+/* Gathered parameters (ZeRO-3, FSDP) add to the moments of the segment they
+ * surround, and nowhere else. */
+Test(walk, gathered_bytes_surround_their_segment)
+{
+    walk_fixture f;
+    walk_input in;
+    const uint64_t G = UINT64_C(1) << 40; /* larger than any moment here */
+    fixture_open(&f, "meta-llama/Llama-3.2-1B", "full");
+    llmem_walk_single(&in, &f.m, &f.s, &f.st);
+    walk_result base = walk_with(&f, &in);
+    in.gather.layer_bwd = G;
+    walk_result bwd = walk_with(&f, &in);
+    cr_expect_eq(bwd.phase_peak[LLMEM_PHASE_FORWARD - 1], base.phase_peak[LLMEM_PHASE_FORWARD - 1]);
+    cr_expect_gt(bwd.phase_peak[LLMEM_PHASE_BACKWARD - 1], G);
+    cr_expect_leq(bwd.phase_peak[LLMEM_PHASE_BACKWARD - 1] - G,
+                  base.phase_peak[LLMEM_PHASE_BACKWARD - 1], "G on a layer's backward moment");
+    cr_expect_eq(bwd.phase_peak[LLMEM_PHASE_LOSS_BACKWARD - 1],
+                 base.phase_peak[LLMEM_PHASE_LOSS_BACKWARD - 1]);
+    in.gather.layer_bwd = 0;
+    in.gather.head = G;
+    walk_result head = walk_with(&f, &in);
+    cr_expect_eq(head.phase_peak[LLMEM_PHASE_LOSS_BACKWARD - 1],
+                 base.phase_peak[LLMEM_PHASE_LOSS_BACKWARD - 1] + G);
+    cr_expect_leq(head.peak, base.peak + G);
+    fixture_close(&f);
+}
+
+/* Two pipeline stages: the first runs the embedding and half the layers, the
+ * second the rest with the head; each holds less than the whole model at its
+ * peak, and their backward leaves only gradients (and what both hold from
+ * the start) behind. (Untied: with tied embeddings both ends hold a copy.) */
+Test(walk, pipeline_stages_split_the_step)
+{
+    walk_fixture f;
+    walk_input whole, first, second;
+    fixture_open(&f, "meta-llama/Llama-2-7b-hf", "full");
+    llmem_walk_single(&whole, &f.m, &f.s, &f.st);
+    first = second = whole;
+    first.layer_count = f.m.layers / 2;
+    first.head = 0;
+    second.layer_first = f.m.layers / 2;
+    second.layer_count = f.m.layers - f.m.layers / 2;
+    second.embedding = 0;
+    walk_result w = walk_with(&f, &whole), a = walk_with(&f, &first), b = walk_with(&f, &second);
+    cr_expect_lt(a.phase_peak[LLMEM_PHASE_FORWARD - 1], w.phase_peak[LLMEM_PHASE_FORWARD - 1]);
+    cr_expect_eq(a.phase_peak[LLMEM_PHASE_LOSS_BACKWARD - 1], 0, "no loss on the first stage");
+    cr_expect_gt(b.phase_peak[LLMEM_PHASE_LOSS_BACKWARD - 1], 0);
+    cr_expect_lt(b.phase_peak[LLMEM_PHASE_BACKWARD - 1], w.phase_peak[LLMEM_PHASE_BACKWARD - 1]);
+    /* What each stage's backward leaves beyond the fixed bytes is gradients:
+     * together, the whole model's. */
+    cr_expect_eq((a.end_of_backward - a.fixed) + (b.end_of_backward - b.fixed),
+                 w.end_of_backward - w.fixed);
+    fixture_close(&f);
+}
