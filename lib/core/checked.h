@@ -10,7 +10,9 @@
 
 typedef struct checked { int overflow; } checked;
 
-#if defined(__has_builtin)
+/* LLMEM_NO_OVERFLOW_BUILTINS forces the plain checks (a unit test does). */
+#if defined(LLMEM_NO_OVERFLOW_BUILTINS)
+#elif defined(__has_builtin)
 #  if __has_builtin(__builtin_add_overflow) && __has_builtin(__builtin_mul_overflow)
 #    define LLMEM_HAVE_OVERFLOW_BUILTINS 1
 #  endif
