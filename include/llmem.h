@@ -126,8 +126,9 @@ LLMEM_API const char *llmem_ctx_error(const llmem_ctx *ctx);
 
 /** Kinds of objects with keyed fields, as llmem_ctx_error_field() names them. @since 0.2.0 */
 enum llmem_object {
-    LLMEM_OBJECT_MODEL = 1, /**< a #llmem_model field (#llmem_model_key) */
-    LLMEM_OBJECT_TRAIN = 2  /**< a #llmem_train field (#llmem_train_key) */
+    LLMEM_OBJECT_MODEL = 1,   /**< a #llmem_model field (#llmem_model_key) */
+    LLMEM_OBJECT_TRAIN = 2,   /**< a #llmem_train field (#llmem_train_key) */
+    LLMEM_OBJECT_PARALLEL = 3 /**< a #llmem_parallel field (#llmem_parallel_key) */
 };
 
 /**
@@ -502,6 +503,77 @@ LLMEM_API const char *llmem_train_choice(int key, size_t index, int64_t *value);
 /** @} */
 
 /**
+ * @defgroup parallel Layouts across GPUs
+ * How a training job is split over GPUs: data parallelism with or without
+ * sharding (ZeRO, FSDP) and offload, tensor, sequence, pipeline, expert and
+ * context parallelism. A layout goes into llmem_estimate_run_parallel() beside
+ * the model and the training setup; the estimate then answers per rank.
+ * docs/partitioning.md says what each engine holds, with its sources.
+ * @{
+ */
+/** Opaque layout. @since 0.2.0 */
+typedef struct llmem_parallel llmem_parallel;
+
+/** Keys of layout fields. Values are never reused. @since 0.2.0 */
+enum llmem_parallel_key {
+    LLMEM_PARALLEL_DP = 1,            /**< data-parallel degree (replicas or shards) */
+    LLMEM_PARALLEL_TP = 2,            /**< tensor-parallel degree (Megatron column/row split) */
+    LLMEM_PARALLEL_PP = 3,            /**< pipeline stages */
+    LLMEM_PARALLEL_EP = 4,            /**< expert-parallel degree (experts split; divides dp) */
+    LLMEM_PARALLEL_CP = 5,            /**< context-parallel degree (sequence split, ring attention) */
+    LLMEM_PARALLEL_SP = 6,            /**< 0/1: sequence parallelism in the tensor-parallel group */
+    LLMEM_PARALLEL_SHARDING = 7,      /**< #llmem_sharding */
+    LLMEM_PARALLEL_SHARD_GROUP = 8,   /**< fsdp-hybrid: ranks a shard spans (divides dp); 0 = dp */
+    LLMEM_PARALLEL_OFFLOAD = 9,       /**< #llmem_offload */
+    LLMEM_PARALLEL_MICRO_BATCHES = 10,/**< micro-batches per step and pipeline (>= pp keeps it full) */
+    LLMEM_PARALLEL_SCHEDULE = 11,     /**< #llmem_schedule */
+    LLMEM_PARALLEL_VIRTUAL_STAGES = 12/**< interleaved schedule: model chunks per stage */
+};
+
+/** Data-parallel sharding engines. @since 0.2.0 */
+enum llmem_sharding {
+    LLMEM_SHARDING_NONE = 1,      /**< "none": replicas (PyTorch DDP) */
+    LLMEM_SHARDING_ZERO1 = 2,     /**< "zero1": DeepSpeed ZeRO-1, optimizer states sharded */
+    LLMEM_SHARDING_ZERO2 = 3,     /**< "zero2": ZeRO-2, and gradients */
+    LLMEM_SHARDING_ZERO3 = 4,     /**< "zero3": ZeRO-3, and parameters */
+    LLMEM_SHARDING_FSDP_FULL = 5, /**< "fsdp-full": PyTorch FSDP2 fully_shard, resharded after forward */
+    LLMEM_SHARDING_FSDP_GRAD_OP = 6, /**< "fsdp-grad-op": FSDP parameters kept from forward to backward */
+    LLMEM_SHARDING_FSDP_HYBRID = 7   /**< "fsdp-hybrid": full shard within a shard group, replicas across */
+};
+/** What lives in host memory instead. @since 0.2.0 */
+enum llmem_offload {
+    LLMEM_OFFLOAD_NONE = 1,       /**< "none" */
+    LLMEM_OFFLOAD_OPTIMIZER = 2,  /**< "optimizer": fp32 master weights, states and their gradients */
+    LLMEM_OFFLOAD_PARAMETERS = 3  /**< "parameters": those and the parameter shards (zero3, fsdp) */
+};
+/** Pipeline schedules. @since 0.2.0 */
+enum llmem_schedule {
+    LLMEM_SCHEDULE_1F1B = 1,       /**< "1f1b": one forward, one backward (PipeDream-Flush) */
+    LLMEM_SCHEDULE_INTERLEAVED = 2 /**< "interleaved": Megatron's virtual stages */
+};
+
+/** Create a layout of one GPU (every degree 1, no sharding). @since 0.2.0 */
+LLMEM_API int llmem_parallel_new(llmem_ctx *ctx, llmem_parallel **out);
+/** Free a layout; NULL is allowed. @since 0.2.0 */
+LLMEM_API void llmem_parallel_free(llmem_parallel *layout);
+/** Set a field (#llmem_parallel_key). @return #LLMEM_ERANGE out of bounds. @since 0.2.0 */
+LLMEM_API int llmem_parallel_set_int(llmem_parallel *layout, int key, int64_t value);
+/** Set a field by name ("zero3", "1f1b") or as decimal text. @since 0.2.0 */
+LLMEM_API int llmem_parallel_set_str(llmem_parallel *layout, int key, const char *value);
+/** Read a field. @since 0.2.0 */
+LLMEM_API int llmem_parallel_get_int(const llmem_parallel *layout, int key, int64_t *out);
+/** Name and bounds of a field; any pointer may be NULL. @since 0.2.0 */
+LLMEM_API int llmem_parallel_field_info(int key, const char **name, int64_t *min, int64_t *max);
+/** Name of a value of an enumerated field, or NULL. @since 0.2.0 */
+LLMEM_API const char *llmem_parallel_value_name(int key, int64_t value);
+/** The @p index-th name an enumerated field accepts, with its value; NULL past the end.
+ * @since 0.2.0 */
+LLMEM_API const char *llmem_parallel_choice(int key, size_t index, int64_t *value);
+/** GPUs the layout spans: dp x tp x pp x cp. @since 0.2.0 */
+LLMEM_API uint64_t llmem_parallel_gpus(const llmem_parallel *layout);
+/** @} */
+
+/**
  * @defgroup estimate Estimate
  * The memory of one training step. An estimate handle is reusable: run it
  * again with other inputs without allocating (what a scheduler does in a loop).
@@ -522,6 +594,17 @@ enum llmem_estimate_key {
     LLMEM_EST_PEAK_PHASE = 6,        /**< #llmem_phase holding the peak; 0 with the article
                                           formula, which sums terms (every phase reads 0 too) */
     LLMEM_EST_PARAMS_ACTIVE = 7      /**< parameters a token passes through (MoE) */
+};
+
+/** Per-rank result keys for llmem_estimate_rank_get_u64(), besides every
+ * #llmem_estimate_key. @since 0.2.0 */
+enum llmem_rank_key {
+    LLMEM_RANK_STAGE = 101,       /**< pipeline stage (0 = the first) */
+    LLMEM_RANK_LAYER_FIRST = 102, /**< first decoder layer it runs */
+    LLMEM_RANK_LAYERS = 103,      /**< decoder layers it runs (over all its model chunks) */
+    LLMEM_RANK_GPUS = 104,        /**< GPUs of the layout that hold what this rank holds */
+    LLMEM_RANK_HOST = 105,        /**< host (CPU) bytes it needs: offloaded states, pinned buffers */
+    LLMEM_RANK_IN_FLIGHT_X1000 = 106 /**< micro-batches whose forward state it holds at once, x 1000 */
 };
 
 /** Phases of a training step. @since 0.1.0 */
@@ -559,6 +642,31 @@ LLMEM_API void llmem_estimate_free(llmem_estimate *est);
  */
 LLMEM_API int llmem_estimate_run(llmem_estimate *est, llmem_model *model,
                                  const llmem_train *train);
+/**
+ * Compute the estimate of @p model trained as @p train, laid out as @p layout
+ * (NULL: one GPU, the result of llmem_estimate_run()). The ranks whose
+ * memory differs (pipeline stages: the first, a middle one, the last) each
+ * get their result; llmem_estimate_get_u64() and the other getters answer for
+ * the most loaded one. @return #LLMEM_EINCONSISTENT for a layout the model
+ * cannot take (tp not dividing the heads, pp above the layers, ...), the
+ * message naming the field. @since 0.2.0
+ */
+LLMEM_API int llmem_estimate_run_parallel(llmem_estimate *est, llmem_model *model,
+                                          const llmem_train *train,
+                                          const llmem_parallel *layout);
+/** Number of ranks with a result of their own (1 without a layout). @since 0.2.0 */
+LLMEM_API size_t llmem_estimate_rank_count(const llmem_estimate *est);
+/** Index of the most loaded rank (highest device-level peak). @since 0.2.0 */
+LLMEM_API size_t llmem_estimate_peak_rank(const llmem_estimate *est);
+/** A result of rank @p rank: a #llmem_estimate_key or a #llmem_rank_key. @since 0.2.0 */
+LLMEM_API int llmem_estimate_rank_get_u64(const llmem_estimate *est, size_t rank, int key,
+                                          uint64_t *out);
+/** Peak live bytes of rank @p rank within one phase. @since 0.2.0 */
+LLMEM_API int llmem_estimate_rank_phase_bytes(const llmem_estimate *est, size_t rank, int phase,
+                                              uint64_t *out);
+/** A term estimator of rank @p rank. @since 0.2.0 */
+LLMEM_API int llmem_estimate_rank_term(const llmem_estimate *est, size_t rank, int kind,
+                                       const llmem_term **out);
 /** Read a result (#llmem_estimate_key). @since 0.1.0 */
 LLMEM_API int llmem_estimate_get_u64(const llmem_estimate *est, int key, uint64_t *out);
 /** Peak live bytes within one phase (#llmem_phase). @since 0.1.0 */

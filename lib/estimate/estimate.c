@@ -4,6 +4,7 @@
 #include "core/checked.h"
 #include "core/ctx.h"
 #include "estimate/article.h"
+#include "estimate/shard.h"
 #include "estimate/terms.h"
 #include "layers/layers.h"
 #include "model/families.h"
@@ -54,51 +55,135 @@ static int check_covered(llmem_ctx *ctx, const model_shape *m)
                              why, family, covered);
 }
 
-/* The handle's caches are keyed by the model and the setup but batch and seq
- * (both structs are zeroed before they are filled, so memcmp is exact).
- * Returns whether this run repeats the key. */
-static int remember_key(llmem_estimate *e, const model_shape *m, const setup *s)
+/* The handle's caches are keyed by the model, the setup but batch and seq,
+ * and the layout (each struct is zeroed before it is filled, so memcmp is
+ * exact). Returns whether this run repeats the key. */
+static int remember_key(llmem_estimate *e, const model_shape *m, const setup *s, const layout *l)
 {
     setup key = *s;
     key.batch = key.seq = 0;
     seg_cache *cache = &e->walk.cache;
     if (cache->runs > 0 && memcmp(&e->key_shape, m, sizeof *m) == 0 &&
-        memcmp(&e->key_setup, &key, sizeof key) == 0) {
+        memcmp(&e->key_setup, &key, sizeof key) == 0 &&
+        memcmp(&e->key_layout, l, sizeof *l) == 0) {
         if (cache->runs < 2)
             cache->runs++;
         return 1;
     }
     e->key_shape = *m;
     e->key_setup = key;
-    e->key_static_valid = 0;
+    e->key_layout = *l;
+    e->key_shares_valid = 0;
     cache->runs = 1;
     for (int i = 0; i < SEG_CACHE; i++)
         cache->entry[i].used = 0;
     return 0;
 }
 
+/* What each rank holds of the parameters, optimizer and buffers: from the
+ * cache when the key repeats, else from the tensor list. */
+static int rank_shares(llmem_estimate *e, const model_shape *m, const model_params *p,
+                       const rank_recipe *rc, const layout *l, const rank_class *classes, int n,
+                       int repeated)
+{
+    tensor_list tensors;
+    if (repeated && e->key_shares_valid)
+        return LLMEM_OK;
+    llmem_tensors_list(m, p, &rc->run, &tensors);
+    if (tensors.overflow)
+        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                           "estimate: this model has more kinds of parameter tensors than "
+                           "the estimator lists (TENSOR_CLASSES_MAX); please report it");
+    step_static whole;
+    memset(&whole, 0, sizeof whole);
+    llmem_statics_params(&tensors, m, &rc->run, &whole);
+    e->key_trainable = whole.trainable;
+    for (int i = 0; i < n; i++) {
+        if (llmem_rank_share(&tensors, m, rc, l, &classes[i], &e->key_share[i]) != LLMEM_OK)
+            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                               "estimate: a rank holds more kinds of parameter tensors than the "
+                               "estimator lists (TENSOR_CLASSES_MAX); please report it");
+        e->key_overhead[i] = e->key_share[i].overhead;
+    }
+    e->key_shares_valid = 1;
+    return LLMEM_OK;
+}
+
+/* One rank's walk, terms and levels. */
+static int run_rank(llmem_estimate *e, const model_shape *shape, const rank_recipe *rc,
+                    const layout *l, const rank_class *c, const rank_share *share,
+                    uint64_t overhead, est_results *r, uint64_t *end_of_backward)
+{
+    walk_input in;
+    walk_result w;
+    llmem_walk_single(&in, shape, &rc->run, &share->st);
+    in.layer_first = c->layer_first;
+    in.layer_count = c->layers;
+    in.embedding = c->embedding;
+    in.head = c->head;
+    in.in_flight = c->in_flight_num;
+    in.in_flight_den = c->in_flight_den;
+    in.grads_persist = rc->run.grad_accum > 1 || l->micro_batches > 1;
+    in.gather = share->gather;
+    in.keep = share->keep;
+    in.sp = l->sp ? l->tp : 1;
+    in.ep = l->ep;
+    if (llmem_walk(&e->walk, &in, &w) != LLMEM_OK)
+        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                           "estimate: this model's layer needs more operations than the "
+                           "simulator holds (GRAPH_MAX_OPS); please report it");
+    /* The walk must end backward holding exactly what the rank holds from the
+     * start and its gradients; anything else means the layer model and the
+     * tensor list disagree: refuse rather than print a wrong number. Shards
+     * are rounded per segment: a byte a layer at most. */
+    const step_static *st = &share->st;
+    uint64_t expected = st->weights + st->quant_constants + st->adapters + st->buffers +
+                        st->states + st->master + st->comm + st->batch + st->grads;
+    uint64_t off = w.end_of_backward > expected ? w.end_of_backward - expected
+                                                : expected - w.end_of_backward;
+    uint64_t rounding = share->keep.den > 2 ? c->layers + 2 + l->shard : 0;
+    *end_of_backward = w.end_of_backward;
+    if (off > rounding)
+        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                           "estimate: the layer model does not cover this combination of "
+                           "fields (%llu bytes unaccounted); please report it",
+                           (unsigned long long)off);
+    llmem_terms_phased(r, st, &w);
+    r->peak_reserved = r->peak_allocated + overhead;
+    r->peak_device = llmem_allocator_device(r->peak_reserved, st->paged_states);
+    return LLMEM_OK;
+}
+
 int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train *train)
 {
-    model_shape m;
+    return llmem_estimate_run_parallel(e, model, train, NULL);
+}
+
+int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llmem_train *train,
+                                const llmem_parallel *parallel)
+{
+    model_shape m, shape;
     model_params p;
     setup s;
-    step_static st;
-    tensor_list tensors;
-    uint64_t overhead;
+    layout l;
+    rank_recipe rc;
+    rank_class classes[RANKS_MAX];
+    est_results results[RANKS_MAX];
+    uint64_t ends[RANKS_MAX];
     if (e == NULL)
         return LLMEM_EINVAL;
     if (model == NULL || train == NULL)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: model or train is NULL");
-    int rc = llmem_model_resolve(model, &m, &p);
-    if (rc != LLMEM_OK) {
+    int rc_ = llmem_model_resolve(model, &m, &p);
+    if (rc_ != LLMEM_OK) {
         if (model->ctx != e->ctx)
-            llmem__fail(e->ctx, rc, "%s", llmem_ctx_error(model->ctx));
-        return rc;
+            llmem__fail(e->ctx, rc_, "%s", llmem_ctx_error(model->ctx));
+        return rc_;
     }
-    if ((rc = llmem_setup_resolve(train, &m, e->ctx, &s)) != LLMEM_OK)
-        return rc;
-    if (s.formula == LLMEM_FORMULA_PHASED && (rc = check_covered(e->ctx, &m)) != LLMEM_OK)
-        return rc;
+    if ((rc_ = llmem_setup_resolve(train, &m, e->ctx, &s)) != LLMEM_OK)
+        return rc_;
+    if (s.formula == LLMEM_FORMULA_PHASED && (rc_ = check_covered(e->ctx, &m)) != LLMEM_OK)
+        return rc_;
     {
         /* Every static byte count is at most 32 bytes per parameter (weights,
          * gradients, states, rounding): bound it once here. */
@@ -108,65 +193,50 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
                                "model: %llu parameters overflow the 64-bit byte counts",
                                (unsigned long long)p.total);
     }
-
-    /* Weights, gradients and states depend on neither batch nor seq: a run
-     * with the previous run's model and setup reuses them. */
-    if (remember_key(e, &m, &s) && e->key_static_valid) {
-        st = e->key_static;
-        overhead = e->key_overhead;
-    } else {
-        memset(&st, 0, sizeof st);
-        llmem_tensors_list(&m, &p, &s, &tensors);
-        if (tensors.overflow)
-            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                               "estimate: this model has more kinds of parameter tensors than "
-                               "the estimator lists (TENSOR_CLASSES_MAX); please report it");
-        llmem_statics_params(&tensors, &m, &s, &st);
-        llmem_statics_optimizer(&tensors, &s, &st);
-        overhead = llmem_allocator_overhead(&tensors, &s);
-        e->key_static = st;
-        e->key_overhead = overhead;
-        e->key_static_valid = 1;
-    }
-    st.batch = llmem_statics_data(&s);
+    if ((rc_ = llmem_layout_resolve(e->ctx, parallel, &m, &s, &l)) != LLMEM_OK)
+        return rc_;
+    if (s.formula == LLMEM_FORMULA_ARTICLE && llmem_parallel_gpus(parallel) > 1)
+        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_FORMULA, LLMEM_ENOTSUP,
+                                 "formula: the article's sum is for one GPU; use the phased "
+                                 "formula with a layout");
+    int n = llmem_layout_ranks(&l, &m, classes);
+    llmem_rank_recipe(&s, &l, &rc);
+    llmem_rank_shape(&m, &l, &shape);
+    int repeated = remember_key(e, &m, &s, &l);
+    if ((rc_ = rank_shares(e, &m, &p, &rc, &l, classes, n, repeated)) != LLMEM_OK)
+        return rc_;
 
     /* Results are written only on success, so a failed run keeps the last one. */
-    if (s.formula == LLMEM_FORMULA_ARTICLE) {
-        est_results saved = e->r;
-        if ((rc = llmem_article_estimate(e->ctx, &e->r, &p, train, &s)) != LLMEM_OK) {
-            e->r = saved;
-            return rc;
+    size_t peak = 0;
+    for (int i = 0; i < n; i++) {
+        rank_share share = e->key_share[i];
+        share.st.batch = llmem_statics_data(&rc.run);
+        memset(&results[i], 0, sizeof results[i]);
+        if (s.formula == LLMEM_FORMULA_ARTICLE) {
+            if ((rc_ = llmem_article_estimate(e->ctx, &results[i], &p, train, &s)) != LLMEM_OK)
+                return rc_;
+            results[i].peak_reserved = results[i].peak_allocated + e->key_overhead[i];
+            /* The article's m_os already holds any paged states. */
+            results[i].peak_device = llmem_allocator_device(results[i].peak_reserved, 0);
+            ends[i] = 0;
+        } else if ((rc_ = run_rank(e, &shape, &rc, &l, &classes[i], &share, e->key_overhead[i],
+                                   &results[i], &ends[i])) != LLMEM_OK) {
+            return rc_;
         }
-    } else {
-        walk_input in;
-        walk_result w;
-        llmem_walk_single(&in, &m, &s, &st);
-        if (llmem_walk(&e->walk, &in, &w) != LLMEM_OK)
-            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                               "estimate: this model's layer needs more operations than the "
-                               "simulator holds (GRAPH_MAX_OPS); please report it");
-        /* The walk must end backward holding exactly weights, states, batch and
-         * gradients; anything else means the layer model and the tensor list
-         * disagree about this model: refuse rather than print a wrong number. */
-        uint64_t expected = st.weights + st.quant_constants + st.adapters + st.buffers +
-                            st.states + st.batch + st.grads;
-        e->end_of_backward = w.end_of_backward;
-        if (w.end_of_backward != expected)
-            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                               "estimate: the layer model does not cover this combination of "
-                               "fields (%llu bytes unaccounted); please report it",
-                               (unsigned long long)(w.end_of_backward > expected
-                                                        ? w.end_of_backward - expected
-                                                        : expected - w.end_of_backward));
-        llmem_terms_phased(&e->r, &st, &w);
+        results[i].params_total = p.total;
+        results[i].params_active = p.active;
+        results[i].params_trainable = e->key_trainable;
+        if (results[i].peak_device > results[peak].peak_device)
+            peak = (size_t)i;
     }
-    e->r.params_total = p.total;
-    e->r.params_active = p.active;
-    e->r.params_trainable = st.trainable;
-    e->r.peak_reserved = e->r.peak_allocated + overhead;
-    /* The article's m_os already holds any paged states. */
-    e->r.peak_device = llmem_allocator_device(e->r.peak_reserved,
-                                        s.formula == LLMEM_FORMULA_ARTICLE ? 0 : st.paged_states);
+    memcpy(e->rank, results, (size_t)n * sizeof results[0]);
+    memcpy(e->rank_class, classes, (size_t)n * sizeof classes[0]);
+    for (int i = 0; i < n; i++)
+        e->rank_host[i] = e->key_share[i].host;
+    e->nranks = (size_t)n;
+    e->peak_rank = peak;
+    e->r = results[peak];
+    e->end_of_backward = ends[peak];
     e->valid = 1;
     llmem__ok(e->ctx);
     return LLMEM_OK;
@@ -247,5 +317,79 @@ int llmem_term_component(const llmem_term *t, size_t index, const char **name,
         *name = t->comp_name[index];
     if (bytes_at_peak)
         *bytes_at_peak = t->comp_bytes[index];
+    return LLMEM_OK;
+}
+
+size_t llmem_estimate_rank_count(const llmem_estimate *e)
+{
+    return e != NULL && e->valid ? e->nranks : 0;
+}
+
+size_t llmem_estimate_peak_rank(const llmem_estimate *e)
+{
+    return e != NULL && e->valid ? e->peak_rank : 0;
+}
+
+static int require_rank(const llmem_estimate *e, size_t rank)
+{
+    int rc = require_valid(e);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (rank >= e->nranks)
+        return llmem__fail(e->ctx, LLMEM_ERANGE, "estimate: rank %zu of %zu", rank, e->nranks);
+    return LLMEM_OK;
+}
+
+int llmem_estimate_rank_get_u64(const llmem_estimate *e, size_t rank, int key, uint64_t *out)
+{
+    int rc = require_rank(e, rank);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (out == NULL)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: out pointer is NULL");
+    const est_results *r = &e->rank[rank];
+    const rank_class *c = &e->rank_class[rank];
+    switch (key) {
+    case LLMEM_EST_PARAMS_TOTAL: *out = r->params_total; break;
+    case LLMEM_EST_PARAMS_TRAINABLE: *out = r->params_trainable; break;
+    case LLMEM_EST_PEAK_ALLOCATED: *out = r->peak_allocated; break;
+    case LLMEM_EST_PEAK_RESERVED: *out = r->peak_reserved; break;
+    case LLMEM_EST_PEAK_DEVICE: *out = r->peak_device; break;
+    case LLMEM_EST_PEAK_PHASE: *out = (uint64_t)r->peak_phase; break;
+    case LLMEM_EST_PARAMS_ACTIVE: *out = r->params_active; break;
+    case LLMEM_RANK_STAGE: *out = c->stage; break;
+    case LLMEM_RANK_LAYER_FIRST: *out = c->layer_first; break;
+    case LLMEM_RANK_LAYERS: *out = c->layers; break;
+    case LLMEM_RANK_GPUS: *out = c->gpus; break;
+    case LLMEM_RANK_HOST: *out = e->rank_host[rank]; break;
+    case LLMEM_RANK_IN_FLIGHT_X1000:
+        *out = c->in_flight_num * 1000 / (c->in_flight_den ? c->in_flight_den : 1);
+        break;
+    default: return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown result key %d", key);
+    }
+    return LLMEM_OK;
+}
+
+int llmem_estimate_rank_phase_bytes(const llmem_estimate *e, size_t rank, int phase,
+                                    uint64_t *out)
+{
+    int rc = require_rank(e, rank);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (out == NULL || phase < 1 || phase > PHASE_COUNT)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown phase %d", phase);
+    *out = e->rank[rank].phase_peak[phase - 1];
+    return LLMEM_OK;
+}
+
+int llmem_estimate_rank_term(const llmem_estimate *e, size_t rank, int kind,
+                             const llmem_term **out)
+{
+    int rc = require_rank(e, rank);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (out == NULL || kind < 1 || kind > TERM_COUNT)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
+    *out = &e->rank[rank].term[kind - 1];
     return LLMEM_OK;
 }

@@ -6,6 +6,7 @@
 #define LLMEM_ESTIMATE_ESTIMATE_H
 
 #include "estimate/results.h"
+#include "estimate/shard.h"
 #include "estimate/walk.h"
 #include "llmem.h"
 #include "model/model.h"
@@ -14,14 +15,20 @@
 struct llmem_estimate {
     llmem_ctx *ctx;
     int valid;
-    est_results r;
+    est_results r;                    /* the most loaded rank's: what the 0.1 getters read */
+    size_t nranks, peak_rank;
+    est_results rank[RANKS_MAX];      /* ranks whose memory differs */
+    rank_class rank_class[RANKS_MAX];
+    uint64_t rank_host[RANKS_MAX];
     uint64_t end_of_backward;         /* live bytes the walk ends backward with (white-box check) */
     walk_scratch walk;                /* reused by every run: no allocation */
-    model_shape key_shape;            /* the cache's key: model and setup but batch and seq */
+    model_shape key_shape;            /* the cache's key: model, setup but batch and seq, layout */
     setup key_setup;
-    int key_static_valid;             /* key_static and key_overhead hold the key's values */
-    step_static key_static;
-    uint64_t key_overhead;
+    layout key_layout;
+    int key_shares_valid;             /* the key's ranks' shares are below */
+    rank_share key_share[RANKS_MAX];
+    uint64_t key_overhead[RANKS_MAX];
+    uint64_t key_trainable;
 };
 
 #endif

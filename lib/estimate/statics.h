@@ -10,6 +10,8 @@
 typedef struct step_static {
     uint64_t weights, quant_constants, adapters, buffers;
     uint64_t grads, states, batch;
+    uint64_t master;          /* fp32 master weights beside a 16-bit model (DeepSpeed) */
+    uint64_t comm;            /* gradient buckets of data parallelism (DDP, ZeRO) */
     uint64_t paged_states;    /* bitsandbytes paged states: unified memory, device level only */
     uint64_t optimizer_step;  /* transient of optimizer.step() */
     uint64_t trainable;       /* parameters that train */

@@ -40,10 +40,14 @@ void llmem_terms_phased(est_results *r, const step_static *st, const walk_result
         llmem_term_add(params, "lora_adapters", st->adapters);
     llmem_term_add(params, "buffers", st->buffers);
 
-    llmem_term_set(optimizer, LLMEM_TERM_OPTIMIZER, st->states + w->peak_grads,
-                   st->states + st->grads);
+    uint64_t held = st->states + st->master + st->comm;
+    llmem_term_set(optimizer, LLMEM_TERM_OPTIMIZER, held + w->peak_grads, held + st->grads);
     llmem_term_add(optimizer, "gradients", w->peak_grads);
     llmem_term_add(optimizer, "states", st->states);
+    if (st->master)
+        llmem_term_add(optimizer, "master_weights", st->master);
+    if (st->comm)
+        llmem_term_add(optimizer, "gradient_buckets", st->comm);
 
     llmem_term_set(data, LLMEM_TERM_DATA, st->batch, st->batch);
     llmem_term_add(data, "batch", st->batch);

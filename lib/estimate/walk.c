@@ -20,7 +20,7 @@ typedef struct layer_group {
     seg_spec spec;
     uint64_t fwd_peak, fwd_growth;          /* forward: counting the input at start */
     uint64_t bwd_start, bwd_peak, bwd_end;  /* backward: from its saved set + output grad */
-    uint64_t param_grads;
+    uint64_t param_grads, param_grads_wide;
 } layer_group;
 
 /* The maxima of a walk. Moments of forward and backward are recorded for
@@ -201,6 +201,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
             grp->bwd_peak = held_input + again.bwd_peak;
         grp->bwd_end = again.param_grads + again.input_grad;
         grp->param_grads = again.param_grads;
+        grp->param_grads_wide = again.param_grads_wide;
         return;
     }
     simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, 0, &c);
@@ -210,6 +211,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
     grp->bwd_peak = c.bwd_peak;
     grp->bwd_end = c.param_grads + c.input_grad;
     grp->param_grads = c.param_grads;
+    grp->param_grads_wide = c.param_grads_wide;
 }
 
 /* Whether a layer's output requires grad: its input does, or it trains. */
@@ -309,8 +311,19 @@ void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
     in->layer_first = 0;
     in->layer_count = m->layers;
     in->embedding = in->head = 1;
-    in->in_flight = 1;
+    in->in_flight = in->in_flight_den = 1;
     in->grads_persist = s->grad_accum > 1;
+    in->keep = (walk_keep){ 1, 1, 1 };
+    in->sp = in->ep = 1;
+}
+
+/* Gradient bytes kept of `grads` made by a backward, `wide` of them of
+ * 4-byte parameters (walk.h, walk_keep). */
+static uint64_t kept_of(const walk_keep *k, uint64_t grads, uint64_t wide)
+{
+    if (k->den == 0)
+        return 0;
+    return ((grads - wide) * k->k16 + wide * k->k32) / k->den;
 }
 
 int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
@@ -319,6 +332,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     const setup *s = in->setup;
     const step_static *st = in->statics;
     const walk_gather *gather = &in->gather;
+    const walk_keep *keep = &in->keep;
     layer_group all[MAX_GROUPS], groups[MAX_GROUPS];
     seg_cost emb, head;
     walk w;
@@ -339,7 +353,11 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     b.param_dt = s->param_dt;
     b.dropout = s->dropout;
     b.flash = s->attention == LLMEM_ATTENTION_FLASH;
-    uint64_t x_bytes = b.tokens * m->hidden * (uint64_t)residual_dt(&b);
+    b.sp = in->sp;
+    b.ep = in->ep;
+    /* The residual stream between layers (split over sp ranks under sequence parallelism). */
+    uint64_t x_bytes = b.tokens / b.sp * m->hidden * (uint64_t)residual_dt(&b);
+    uint64_t held = gather->layer_held;
 
     int nall = layer_groups(m, s, all);
     int ngroups = clip_groups(all, nall, in->layer_first, in->layer_count, groups);
@@ -362,7 +380,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     uint64_t shared = sb.rope + sb.locals, rope = sb.rope, mask = sb.locals;
 
     memset(&w, 0, sizeof w);
-    w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states + st->batch;
+    w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states +
+              st->master + st->comm + st->batch;
     w.grads = accumulating ? st->grads : 0;
     w.live = w.fixed + w.grads;
     uint64_t start = w.live;
@@ -377,11 +396,11 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     uint64_t cache = 0;
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
+        uint64_t growth = g->fwd_growth + held;
         candidate(&w, LLMEM_PHASE_FORWARD,
-                  w.live + (g->count - 1) * g->fwd_growth - x_bytes + g->fwd_peak +
-                      gather->layer_fwd,
+                  w.live + (g->count - 1) * growth - x_bytes + g->fwd_peak + gather->layer_fwd,
                   w.grads);
-        w.live += g->count * g->fwd_growth;
+        w.live += g->count * growth;
         if (ckpt)
             cache += g->count * autocast_cache_bytes(m, s, &g->spec);
     }
@@ -398,16 +417,15 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     uint64_t stash = w.live - start; /* what this micro-batch's forward leaves for its backward */
 
     /* Backward: the loss and head (or the gradient received from the next
-     * stage), then the layers top-down, then the embedding. */
+     * stage), then the layers top-down, then the embedding. Each segment's
+     * parameter gradients appear whole, then what the layout keeps of them
+     * stays (all of them, or a shard; nothing new when accumulating). */
     if (in->head) {
         uint64_t before = w.live - head.persist - head.out_bytes;
+        uint64_t kept = accumulating ? 0 : kept_of(keep, head.param_grads, head.param_grads_wide);
         candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak + gather->head, w.grads);
-        w.live = before + head.param_grads + head.input_grad;
-        w.grads += head.param_grads;
-        if (accumulating) { /* added into the existing .grad */
-            w.live -= head.param_grads;
-            w.grads -= head.param_grads;
-        }
+        w.live = before + head.input_grad + kept;
+        w.grads += kept;
     } else {
         w.live += x_bytes;
     }
@@ -415,9 +433,9 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         const layer_group *g = &groups[i];
         if (g->bwd_start == 0)
             continue; /* frozen layers outside the graph */
-        uint64_t kept = accumulating ? 0 : g->param_grads;
-        uint64_t step = g->bwd_end - (accumulating ? g->param_grads : 0);
-        int64_t delta = (int64_t)step - (int64_t)g->bwd_start;
+        uint64_t kept = accumulating ? 0 : kept_of(keep, g->param_grads, g->param_grads_wide);
+        uint64_t step = g->bwd_end - g->param_grads + kept;
+        int64_t delta = (int64_t)step - (int64_t)g->bwd_start - (int64_t)held;
         candidate(&w, LLMEM_PHASE_BACKWARD,
                   w.live - g->bwd_start + g->bwd_peak + gather->layer_bwd, w.grads);
         uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);
@@ -432,11 +450,14 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
          * AccumulateGrad buffer; torch 2.x adds the second one in place. */
         uint64_t tied = m->tie && embed_trains && in->head
                             ? m->vocab * m->embed_dim * (uint64_t)s->param_dt : 0;
+        uint64_t tied_wide = s->param_dt >= 4 ? tied : 0;
         uint64_t before = w.live - emb.bwd_start;
         candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + gather->embedding, w.grads);
-        uint64_t new_grads = accumulating ? 0 : emb.param_grads - tied;
-        w.live = before + new_grads + emb.input_grad;
-        w.grads += new_grads;
+        uint64_t kept = accumulating ? 0
+                                     : kept_of(keep, emb.param_grads - tied,
+                                               emb.param_grads_wide - tied_wide);
+        w.live = before + kept + emb.input_grad;
+        w.grads += kept;
     } else if (!in->embedding && ngroups > 0 && groups[0].spec.input_rg) {
         w.live -= x_bytes; /* the input's gradient, sent to the previous stage */
     }
@@ -445,6 +466,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     /* The optimizer step: weights, states, gradients, and its own transient. */
     candidate(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, st->grads);
 
-    finish(&w, (in->in_flight > 1 ? in->in_flight - 1 : 0) * stash, r);
+    uint64_t den = in->in_flight_den ? in->in_flight_den : 1;
+    uint64_t extra = in->in_flight > den ? (in->in_flight - den) * stash / den : 0;
+    finish(&w, extra, r);
     return e->graph_overflow ? LLMEM_ENOTSUP : LLMEM_OK;
 }

@@ -15,11 +15,22 @@
 #include "estimate/results.h"
 #include "estimate/statics.h"
 
-/* Bytes gathered while a segment runs and released after it (ZeRO-3, FSDP). */
+/* Bytes gathered while a segment runs and released after it (ZeRO-3, FSDP),
+ * or held from a layer's forward to its backward (parameters not resharded). */
 typedef struct walk_gather {
     uint64_t layer_fwd, layer_bwd; /* around each decoder layer's forward and backward */
     uint64_t embedding, head;      /* around the embedding and the head */
+    uint64_t layer_held;           /* per layer, from its forward to the end of its backward */
 } walk_gather;
+
+/* What stays of the parameter gradients a segment's backward makes: kept
+ * bytes = (narrow x k16 + wide x k32) / den, narrow and wide being the
+ * gradients of 16-bit and of 4-byte parameters. Data parallelism keeps them
+ * all (1, 1, 1); sharding keeps 1/den of them, FSDP's fp32 shards of a 16-bit
+ * model twice the bytes (k16 = 2); offload keeps none (den = 0). */
+typedef struct walk_keep {
+    uint64_t k16, k32, den;
+} walk_keep;
 
 typedef struct walk_input {
     const model_shape *model;
@@ -27,9 +38,12 @@ typedef struct walk_input {
     const step_static *statics;
     uint64_t layer_first, layer_count; /* the decoder layers this rank runs */
     int embedding, head;               /* whether it runs the embedding, the head and loss */
-    uint64_t in_flight;     /* micro-batches whose forward state is live together (>= 1) */
+    uint64_t in_flight, in_flight_den; /* micro-batches whose forward state is live together */
     int grads_persist;      /* gradients live from the step's start (accumulation) */
     walk_gather gather;
+    walk_keep keep;
+    uint64_t sp;            /* sequence parallelism: the residual stream is split over sp ranks */
+    uint64_t ep;            /* expert parallelism: a rank holds experts / ep of each layer */
 } walk_input;
 
 typedef struct walk_result {

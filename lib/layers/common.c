@@ -21,11 +21,41 @@ static tid nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
     return llmem_graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
 }
 
+/* Megatron-LM's linears under sequence parallelism (tensor_parallel/layers.py,
+ * linear_with_grad_accumulation_and_async_allreduce; Korthikanti et al. 2022,
+ * section 4.2.2): a column-parallel linear all-gathers its sequence-split
+ * input for the matmul and saves only its own split, gathering it again in
+ * backward, whose input gradient is reduce-scattered back; a row-parallel
+ * linear reduce-scatters its output to the sequence split. */
+tid llmem_seg_linear_sp(build *b, tid x, uint64_t in_f, uint64_t out_f, int trainable, int bias,
+                        int column)
+{
+    tid w = op_param(b, in_f * out_f, trainable);
+    tid bp = bias ? op_param(b, out_f, trainable) : -1;
+    tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
+    tid wc = op_cast_param(b, w);
+    tid bc = bias ? op_cast_param(b, bp) : -1;
+    tid in[3] = { xc, wc, bc };
+    int dt = b->g->t[xc].dt;
+    uint64_t rows = tensor_elems(b, xc) / in_f;
+    uint64_t out_rows = column ? rows * b->sp : rows / b->sp;
+    uint64_t gathered = column ? rows * b->sp * in_f * (uint64_t)dt : rows * out_f * (uint64_t)dt;
+    unsigned save = (op_rg(b, wc) ? BIT(0) : 0) | (op_rg(b, xc) ? BIT(1) : 0);
+    /* column: the gathered input in forward, it and the input's unreduced
+     * gradient in backward; row: the unreduced output, the gathered gradient. */
+    return llmem_graph_op(b->g, out_rows * out_f, dt, in, bias ? 3 : 2, save, 0, 0, gathered,
+                          column ? 2 * gathered : gathered);
+}
+
 /* PEFT's LoRA Linear: base(x) + lora_B(lora_A(x)) * scaling, with x cast to
  * the adapters' dtype first, and the sum cast back to the base's result dtype. */
 tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
                unsigned target)
 {
+    unsigned column = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_GATE | LLMEM_LORA_UP;
+    if (b->sp > 1) /* the layout refuses adapters and NF4 with sequence parallelism */
+        return llmem_seg_linear_sp(b, x, in_f, out_f, s->weights_trainable, bias,
+                                   (target & column) != 0);
     tid base = s->nf4 ? nf4_linear(b, x, in_f, out_f)
                       : op_linear(b, x, in_f, out_f, s->weights_trainable, bias);
     if (!(s->lora_targets & target))

@@ -34,6 +34,10 @@ extern const layer_path llmem_path_gpt2, llmem_path_llama;
  * NF4 under QLoRA. */
 tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
                      unsigned target);
+/* A tensor-parallel linear under sequence parallelism: column-parallel
+ * (gathers its input) or row-parallel (reduce-scatters its output). */
+tid llmem_seg_linear_sp(build *b, tid x, uint64_t in_f, uint64_t out_f, int trainable, int bias,
+                        int column);
 tid llmem_seg_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim);
 /* The model's norm (LayerNorm, LlamaRMSNorm or Gemma's) over the hidden size. */
 tid llmem_seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x);

@@ -8,12 +8,14 @@
 static tid gpt2_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
                    const shared_tensors *sh)
 {
-    uint64_t H = m->hidden, tokens_h = b->tokens * H;
-    tid qkv = llmem_seg_linear(b, s, h, H, 3 * H, m->qkv_bias, LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
-    tid q = op_view_part(b, qkv, tokens_h), k = op_view_part(b, qkv, tokens_h);
-    tid v = op_view_part(b, qkv, tokens_h);
+    /* heads x head_dim is the hidden size, or its share under tensor parallelism */
+    uint64_t H = m->hidden, width = m->heads * m->head_dim, tokens_w = b->tokens * width;
+    tid qkv = llmem_seg_linear(b, s, h, H, 3 * width, m->qkv_bias,
+                               LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
+    tid q = op_view_part(b, qkv, tokens_w), k = op_view_part(b, qkv, tokens_w);
+    tid v = op_view_part(b, qkv, tokens_w);
     tid o = llmem_seg_attention(b, m, q, k, v, sh->mask);
-    o = llmem_seg_linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
+    o = llmem_seg_linear(b, s, o, width, H, m->out_bias, LLMEM_LORA_O);
     return op_dropout(b, o); /* resid_dropout */
 }
 

@@ -88,10 +88,11 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
      * all, kept by the index ops that gather with it */
     tid where = llmem_graph_op(b->g, T * k * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
     tid rows = llmem_graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, 2u, 0, 0, 0, 0);
-    tid gate = expert_linear(b, s, rows, H, m->expert_intermediate, E);
+    uint64_t held = E / b->ep; /* the experts this rank holds (expert parallelism) */
+    tid gate = expert_linear(b, s, rows, H, m->expert_intermediate, held);
     tid act = op_silu(b, gate);
-    tid up = expert_linear(b, s, rows, H, m->expert_intermediate, E);
-    tid y = expert_linear(b, s, op_mul(b, act, up), m->expert_intermediate, H, E);
+    tid up = expert_linear(b, s, rows, H, m->expert_intermediate, held);
+    tid y = expert_linear(b, s, op_mul(b, act, up), m->expert_intermediate, H, held);
     tid row_weights = llmem_graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
     tid scaled = op_cast(b, op_mul(b, y, row_weights), h_dt);
     /* index_add_ into zeros; IndexAddBackward keeps the added source */

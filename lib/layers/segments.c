@@ -51,7 +51,7 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 {
     shared_tensors sh = shared_inputs(b, m);
-    tid x = llmem_graph_tensor(b->g, b->tokens * m->hidden, residual_dt(b), ROLE_INPUT,
+    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b), ROLE_INPUT,
                                s->input_rg);
     b->g->output = llmem_layer_path(m->path)->block(b, m, s, x, &sh);
     if (b->hold_input)
@@ -114,14 +114,19 @@ static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s,
  * and shifted, cross_entropy = log_softmax + nll_loss. */
 void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
 {
-    tid x = llmem_graph_tensor(b->g, b->tokens * m->hidden, residual_dt(b), ROLE_INPUT, s->input_rg);
+    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b), ROLE_INPUT,
+                               s->input_rg);
     if (m->final_norm)
         x = llmem_seg_norm(b, m, s, x);
     if (s->chunked_loss) {
         chunked_head_loss(b, m, s, x);
         return;
     }
-    tid logits = op_linear(b, x, m->hidden, m->vocab, s->weights_trainable, m->head_bias);
+    /* The output layer is column-parallel over the vocabulary. */
+    tid logits = b->sp > 1 ? llmem_seg_linear_sp(b, x, m->hidden, m->vocab, s->weights_trainable,
+                                                 m->head_bias, 1)
+                           : op_linear(b, x, m->hidden, m->vocab, s->weights_trainable,
+                                       m->head_bias);
     if (m->traits & TRAIT_SOFTCAP) /* final_logit_softcapping: / cap, tanh, * cap */
         logits = op_scale(b, op_tanh(b, op_scale(b, logits)));
     tid lf = op_cast(b, logits, FP32);

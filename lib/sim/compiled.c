@@ -107,7 +107,8 @@ static uint64_t field_of(const seg_cost *c, int k)
     case 3: return c->param_grads;
     case 4: return c->input_grad;
     case 5: return c->bwd_end;
-    default: return (uint64_t)c->input_saved;
+    case 6: return (uint64_t)c->input_saved;
+    default: return c->param_grads_wide;
     }
 }
 
@@ -201,4 +202,5 @@ void llmem_compiled_eval(const compiled_seg *c, uint64_t batch, uint64_t seq, se
     out->input_grad = eval(&c->field[4], m);
     out->bwd_end = eval(&c->field[5], m);
     out->input_saved = (int)eval(&c->field[6], m);
+    out->param_grads_wide = eval(&c->field[7], m);
 }

@@ -17,7 +17,8 @@
 
 #define MONOMIALS 5          /* 1, S, B, B*S, B*S^2 */
 #define COMPILED_EVENTS 40   /* steps kept per phase after dropping dominated ones */
-#define COMPILED_FIELDS 7    /* persist, out, bwd_start, param_grads, input_grad, bwd_end, input_saved */
+#define COMPILED_FIELDS 8    /* persist, out, bwd_start, param_grads, input_grad, bwd_end,
+                                input_saved, param_grads_wide */
 #define COMPILE_POINTS 6     /* five to solve, one to check */
 #define COMPILE_LOG 1024     /* steps one sampled simulation may record */
 

@@ -187,7 +187,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
         pool.refs[held_grad]++;
     c->bwd_start = peak = live;
     record(g, live);
-    c->param_grads = 0;
+    c->param_grads = c->param_grads_wide = 0;
 
     for (int i = g->nop - 1; i >= 0; i--) {
         const g_op *op = &g->op[i];
@@ -206,6 +206,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
                 /* Already live as the aux output: change the owner, not the bytes. */
                 if (xt->role == ROLE_PARAM) {
                     c->param_grads += xt->grad_bytes;
+                    c->param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
                 } else {
                     grad[x] = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
                     live -= xt->grad_bytes;
@@ -215,10 +216,12 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
             if (xt->role == ROLE_PARAM) {
                 /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
                 live += xt->grad_bytes;
-                if (param_done[x])
+                if (param_done[x]) {
                     transient += xt->grad_bytes;
-                else
+                } else {
                     c->param_grads += xt->grad_bytes;
+                    c->param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
+                }
                 param_done[x] = 1;
             } else if ((op->grad_alias >> j) & 1u) {
                 if (grad[x] < 0) {

@@ -83,6 +83,7 @@ typedef struct seg_cost {
     uint64_t bwd_start;    /* live at backward start: persist + output gradient */
     uint64_t bwd_peak;     /* peak during backward on the same footing as bwd_start */
     uint64_t param_grads;  /* gradients of parameters produced (they persist) */
+    uint64_t param_grads_wide; /* the part of them of 4-byte or wider parameters */
     uint64_t input_grad;   /* gradient of the input left for the previous segment */
     uint64_t bwd_end;      /* live at backward end: param_grads + input_grad (+ held output) */
     int input_saved;

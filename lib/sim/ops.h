@@ -21,6 +21,8 @@ typedef struct build {
     double dropout;   /* dropout probability of the model's dropout layers */
     int flash;        /* fused attention kernel */
     int hold_input;   /* the segment's input stays referenced (checkpoint recompute) */
+    uint64_t sp;      /* sequence parallelism: residual-stream tokens split over sp ranks */
+    uint64_t ep;      /* expert parallelism: experts of a layer split over ep ranks */
 } build;
 
 /* Bytes per element of the residual stream: fp32 under autocast (fp32
@@ -269,8 +271,11 @@ static inline tid op_embedding(build *b, uint64_t rows, uint64_t dim, int traina
     tid w = op_param(b, rows * dim, trainable);
     if (weight != NULL)
         *weight = w;
-    /* Saves only the indices, which are the batch (counted as data). */
-    return llmem_graph_op(b->g, b->tokens * dim, b->param_dt, &w, 1, 0, 0, 0, 0, 0);
+    /* Saves only the indices, which are the batch (counted as data). Under
+     * sequence parallelism the vocabulary-parallel output is reduce-scattered
+     * to the rank's share of the tokens (Megatron's VocabParallelEmbedding). */
+    uint64_t whole = b->sp > 1 ? b->tokens * dim * (uint64_t)b->param_dt : 0;
+    return llmem_graph_op(b->g, b->tokens / b->sp * dim, b->param_dt, &w, 1, 0, 0, 0, whole, 0);
 }
 
 /* Fused attention (FlashAttention-2 / SDPA): saves q, k, v, out and the

@@ -19,9 +19,10 @@ ALLOWED = {
     "model": ["core"],
     "train": ["core", "model"],
     "hf": ["core", "model"],
+    "parallel": ["core", "model", "train"],
     "sim": [],
     "layers": ["core", "model", "sim"],
-    "estimate": ["core", "model", "train", "sim", "layers"],
+    "estimate": ["core", "model", "train", "parallel", "sim", "layers"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -215,7 +215,7 @@ Test(walk, segments_end_backward_with_their_gradients)
         }
         for (size_t k = 0; k < N(specs); k++)
             for (int hold = 0; hold < 2; hold++) {
-                build b = { .g = &g, .batch = 2, .seq = 128, .tokens = 256, .autocast = 1,
+                build b = { .g = &g, .batch = 2, .seq = 128, .tokens = 256, .autocast = 1, .sp = 1, .ep = 1,
                             .compute = 2, .param_dt = 4, .dropout = 0.1, .hold_input = hold };
                 seg_cost c;
                 llmem_graph_reset(&g, 1);

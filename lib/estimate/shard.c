@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* One rank's share of a step (shard.h). docs/partitioning.md cites the
+ * engines' code for each rule. */
+#include "estimate/shard.h"
+
+#include "model/families.h"
+
+#include <string.h>
+
+/* HF Trainer's DeepSpeed "auto" bucket sizes (integrations/deepspeed.py,
+ * trainer_config_finalize): reduce_bucket_size = hidden^2 elements,
+ * stage3_prefetch_bucket_size = 0.9 x hidden^2. */
+#define PREFETCH_NUM 9
+#define PREFETCH_DEN 10
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+void llmem_rank_recipe(const setup *s, const layout *l, rank_recipe *out)
+{
+    const sharding_desc *sh = l->sharding;
+    out->run = *s;
+    out->master_dt = s->param_dt;
+    out->grad_dt = s->param_dt;
+    out->master_copy = 0;
+    if (s->autocast && (sh->deepspeed || sh->fsdp)) {
+        /* A 16-bit model; the optimizer updates fp32 copies: DeepSpeed's master
+         * partitions, or FSDP's fp32 parameter shards (whose gradients are cast
+         * up to fp32 after the reduce-scatter). No autocast: the weights
+         * themselves are 16-bit. */
+        out->run.param_dt = s->compute_dt;
+        out->run.autocast = 0;
+        out->master_dt = 4;
+        out->grad_dt = sh->fsdp ? 4 : s->compute_dt;
+        out->master_copy = sh->deepspeed;
+    }
+    out->run.seq = s->seq / l->cp; /* context parallelism: each rank its share of the sequence */
+}
+
+void llmem_rank_shape(const model_shape *m, const layout *l, model_shape *out)
+{
+    *out = *m;
+    out->heads = m->heads / l->tp;
+    out->kv_heads = m->kv_heads / l->tp;
+    out->intermediate = m->intermediate / l->tp;
+    out->shared_intermediate = m->shared_intermediate / l->tp;
+    /* Megatron pads the vocabulary to a multiple of tp (make_vocab_size_divisible_by). */
+    out->vocab = ceil_div(m->vocab, l->tp);
+}
+
+/* Layers of [a, a + n) inside [b, b + k). */
+static uint64_t overlap(uint64_t a, uint64_t n, uint64_t b, uint64_t k)
+{
+    uint64_t lo = a > b ? a : b, hi = a + n < b + k ? a + n : b + k;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* The classes this rank holds, each divided by tensor and expert parallelism.
+ * A tied embedding is also held by the last stage, which computes the logits
+ * with it (Megatron's shared embedding, its gradients all-reduced between the
+ * two ends). Returns 0, or 1 when the list overflows. */
+static int rank_classes(const tensor_list *all, const model_shape *m, const layout *l,
+                        const rank_class *r, tensor_list *out)
+{
+    out->n = 0;
+    out->overflow = 0;
+    for (int i = 0; i < all->n; i++) {
+        tensor_class x = all->c[i];
+        if (x.segment == SEG_LAYER) {
+            uint64_t n = overlap(x.layer_first, x.layers, r->layer_first, r->layers);
+            if (n == 0)
+                continue;
+            x.count = x.count / x.layers * n;
+            x.layer_first = x.layer_first > r->layer_first ? x.layer_first : r->layer_first;
+            x.layers = n;
+        } else if (x.segment == SEG_EMBEDDING && !r->embedding) {
+            if (!(m->tie && r->head && x.role == PARAM_EMBEDDING && x.axis == SPLIT_VOCAB))
+                continue;
+        } else if (x.segment == SEG_HEAD && !r->head) {
+            continue;
+        }
+        switch ((enum split_axis)x.axis) {
+        case SPLIT_NONE: break;
+        case SPLIT_COLUMN: x.rows /= l->tp; break;
+        case SPLIT_ROW: x.cols /= l->tp; break;
+        case SPLIT_VOCAB: x.rows = ceil_div(x.rows, l->tp); break;
+        case SPLIT_EXPERT: x.count /= l->ep; break;
+        }
+        if (out->n >= TENSOR_CLASSES_MAX)
+            return 1;
+        out->c[out->n++] = x;
+    }
+    return 0;
+}
+
+/* The same classes with the trainable non-adapter ones in dt bytes. */
+static void retype(const tensor_list *in, int dt, tensor_list *out)
+{
+    *out = *in;
+    for (int i = 0; i < out->n; i++)
+        if (out->c[i].trainable && out->c[i].role != PARAM_ADAPTER && out->c[i].dt != DT_NF4)
+            out->c[i].dt = dt;
+}
+
+/* Bytes of one decoder layer's parameters as stored (the largest kind of
+ * layer), and of the embedding and head segments. */
+static void segment_bytes(const tensor_list *l, uint64_t *layer, uint64_t *embedding,
+                          uint64_t *head)
+{
+    uint64_t per_range[TENSOR_CLASSES_MAX] = { 0 }, first[TENSOR_CLASSES_MAX];
+    int ranges = 0;
+    *layer = *embedding = *head = 0;
+    for (int i = 0; i < l->n; i++) {
+        const tensor_class *c = &l->c[i];
+        uint64_t bytes = c->dt == DT_NF4 ? (class_elems(c) + 1) / 2 * c->count
+                                         : class_elems(c) * c->count * (uint64_t)c->dt;
+        if (c->segment == SEG_EMBEDDING)
+            *embedding += bytes;
+        else if (c->segment == SEG_HEAD)
+            *head += bytes;
+        else {
+            int k = 0;
+            while (k < ranges && first[k] != c->layer_first)
+                k++;
+            if (k == ranges)
+                first[ranges++] = c->layer_first;
+            per_range[k] += bytes / c->layers;
+        }
+    }
+    for (int k = 0; k < ranges; k++)
+        if (per_range[k] > *layer)
+            *layer = per_range[k];
+}
+
+int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_recipe *rc,
+                     const layout *l, const rank_class *r, rank_share *out)
+{
+    static const tensor_list empty;
+    tensor_list mine = empty, master = empty;
+    step_static st16, stm;
+    const sharding_desc *sh = l->sharding;
+    uint64_t n = l->shard;
+    int offload_opt = l->offload != LLMEM_OFFLOAD_NONE;
+    int offload_params = l->offload == LLMEM_OFFLOAD_PARAMETERS;
+    memset(out, 0, sizeof *out);
+    memset(&st16, 0, sizeof st16);
+    memset(&stm, 0, sizeof stm);
+    if (rank_classes(all, m, l, r, &mine))
+        return LLMEM_ENOTSUP;
+    retype(&mine, rc->master_dt, &master);
+    llmem_statics_params(&mine, m, &rc->run, &st16);
+    llmem_statics_optimizer(&mine, &rc->run, &st16);
+    llmem_statics_params(&master, m, &rc->run, &stm);
+    llmem_statics_optimizer(&master, &rc->run, &stm);
+
+    step_static *st = &out->st;
+    uint64_t pdiv = sh->params ? n : 1, sdiv = sh->states ? n : 1, gdiv = sh->grads ? n : 1;
+    /* FSDP keeps the fp32 shards the optimizer updates; ZeRO-3 its 16-bit partitions. */
+    st->weights = ceil_div(sh->fsdp ? stm.weights : st16.weights, pdiv);
+    st->quant_constants = ceil_div(st16.quant_constants, pdiv);
+    st->adapters = ceil_div(st16.adapters, pdiv);
+    /* GPT-2's causal masks are per layer: the stage's share; a rotary
+     * inv_freq is one per model, so one per stage. */
+    st->buffers = m->traits & TRAIT_CAUSAL_BUFFER ? st16.buffers / m->layers * r->layers
+                                                  : st16.buffers;
+    st->trainable = st16.trainable;
+    st->param_tensors = st16.param_tensors;
+    uint64_t grads = rc->grad_dt == rc->run.param_dt ? st16.grads : stm.grads;
+    st->grads = offload_opt ? 0 : ceil_div(grads, gdiv);
+    uint64_t master_bytes = rc->master_copy ? ceil_div(stm.grads, n) : 0; /* fp32, like its grads */
+    uint64_t states = ceil_div(stm.states, sdiv), paged = ceil_div(stm.paged_states, sdiv);
+    /* DeepSpeed's step: FusedAdam in place, on an fp32 gradient partition it
+     * builds each step (mixed precision); torch's optimizers (DDP, FSDP) run
+     * the row's step over the local shards. Offloaded, the step runs on the host. */
+    uint64_t step = sh->deepspeed ? master_bytes : ceil_div(stm.optimizer_step, sdiv);
+    if (offload_opt) {
+        out->host = master_bytes + states + paged + step;
+        master_bytes = states = paged = step = 0;
+    }
+    if (offload_params) {
+        out->host += st->weights + st->adapters;
+        st->weights = st->adapters = 0;
+    }
+    st->master = master_bytes;
+    st->states = states;
+    st->paged_states = paged;
+    st->optimizer_step = step;
+    /* Data parallelism's gradient buffers: DDP's flat buckets beside .grad
+     * (Reducer, gradient_as_bucket_view=False), DeepSpeed's contiguous
+     * reduction bucket (reduce_bucket_size elements of the gradients' dtype). */
+    if (sh->deepspeed)
+        st->comm = m->hidden * m->hidden * (uint64_t)rc->run.param_dt;
+    else if (!sh->states && l->dp > 1)
+        st->comm = st16.grads;
+    st->batch = llmem_statics_data(&rc->run);
+    /* The caching allocator rounds each tensor; sharded engines keep flat
+     * buffers, where only the cuBLAS workspace remains. */
+    out->overhead = llmem_allocator_overhead(sh->states ? &empty : &mine, &rc->run);
+
+    /* What the walk keeps of each backward's gradients (walk.h): a 16-bit
+     * parameter's gradient as grad_dt bytes an element, a 4-byte one's as
+     * itself, each over the gradient shards; nothing when offloaded. */
+    out->keep = (walk_keep){ (uint64_t)rc->grad_dt, 2, offload_opt ? 0 : 2 * gdiv };
+
+    /* Gathered parameters around each segment (in the model's 16-bit dtype). */
+    if (sh->params) {
+        uint64_t layer, emb, head;
+        segment_bytes(&mine, &layer, &emb, &head);
+        walk_gather *g = &out->gather;
+        g->embedding = emb;
+        g->head = head;
+        if (sh->deepspeed) {
+            /* ZeRO-3: the module's partitions, and the next ones up to the prefetch bucket. */
+            uint64_t prefetch = m->hidden * m->hidden * PREFETCH_NUM / PREFETCH_DEN *
+                                (uint64_t)rc->run.param_dt;
+            g->layer_fwd = g->layer_bwd = layer + (prefetch < layer ? prefetch : layer);
+        } else if (sh->keep_gathered) {
+            /* reshard_after_forward=False: a layer's parameters stay from its
+             * forward to its backward; the next layer's gather overlaps. */
+            g->layer_held = layer;
+            g->layer_fwd = layer;
+            g->layer_bwd = 0;
+        } else {
+            /* FSDP2: the current block's all-gather and the next one's, issued
+             * ahead; in backward also the reduce-scatter input in the reduce dtype. */
+            g->layer_fwd = 2 * layer;
+            g->layer_bwd = 2 * layer;
+        }
+        if (rc->grad_dt != rc->run.param_dt)
+            g->layer_bwd += layer / (uint64_t)rc->run.param_dt * (uint64_t)rc->grad_dt;
+    }
+    return LLMEM_OK;
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/* A layout checked against a model and a setup, and its rank classes. */
+#include "parallel/parallel.h"
+
+#include "core/ctx.h"
+
+#include <string.h>
+
+#define FAIL(ctx, key, ...) \
+    llmem__fail_field(ctx, LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_##key, LLMEM_EINCONSISTENT, \
+                      __VA_ARGS__)
+#define U(x) ((unsigned long long)(x))
+
+/* Tensor parallelism splits attention heads, key/value heads and the MLP's
+ * inner size over its ranks (Megatron-LM requires each to divide: the
+ * column-parallel linears split their outputs evenly). */
+static int check_tp(llmem_ctx *ctx, const layout *l, const model_shape *m)
+{
+    uint64_t t = l->tp;
+    if (m->heads % t != 0)
+        return FAIL(ctx, TP, "tp: %llu does not divide the %llu attention heads", U(t), U(m->heads));
+    if (m->kv_lora_rank == 0 && m->kv_heads % t != 0)
+        return FAIL(ctx, TP, "tp: %llu does not divide the %llu key/value heads", U(t),
+                    U(m->kv_heads));
+    if ((m->experts == 0 || m->dense_layers > 0) && m->intermediate % t != 0)
+        return FAIL(ctx, TP, "tp: %llu does not divide the MLP's inner size %llu", U(t),
+                    U(m->intermediate));
+    if (m->shared_intermediate % t != 0)
+        return FAIL(ctx, TP, "tp: %llu does not divide the shared expert's inner size %llu", U(t),
+                    U(m->shared_intermediate));
+    return LLMEM_OK;
+}
+
+static int check_pipeline(llmem_ctx *ctx, const layout *l, const model_shape *m)
+{
+    if (l->pp > m->layers)
+        return FAIL(ctx, PP, "pp: %llu stages for %llu layers", U(l->pp), U(m->layers));
+    if (l->schedule == LLMEM_SCHEDULE_INTERLEAVED) {
+        if (l->pp < 2)
+            return FAIL(ctx, SCHEDULE, "schedule: interleaved needs pp >= 2");
+        if (l->virtual_stages < 2)
+            return FAIL(ctx, VIRTUAL_STAGES, "virtual-stages: interleaved needs at least 2");
+        /* Megatron's interleaved schedule: layers divide into pp x v equal chunks. */
+        if (m->layers % (l->pp * l->virtual_stages) != 0)
+            return FAIL(ctx, VIRTUAL_STAGES,
+                        "virtual-stages: %llu layers do not split into pp %llu x %llu chunks",
+                        U(m->layers), U(l->pp), U(l->virtual_stages));
+    } else if (l->virtual_stages != 1) {
+        return FAIL(ctx, VIRTUAL_STAGES, "virtual-stages: %llu needs --schedule interleaved",
+                    U(l->virtual_stages));
+    }
+    return LLMEM_OK;
+}
+
+/* Sharding and offload as the engines allow them. */
+static int check_sharding(llmem_ctx *ctx, const llmem_parallel *p, layout *l)
+{
+    uint64_t group = (uint64_t)p->i[LLMEM_PARALLEL_SHARD_GROUP];
+    const sharding_desc *sh = l->sharding;
+    if (sh->hybrid) {
+        if (group == 0)
+            group = l->dp;
+        if (l->dp % group != 0)
+            return FAIL(ctx, SHARD_GROUP, "shard-group: %llu does not divide dp %llu", U(group),
+                        U(l->dp));
+    } else if (group != 0) {
+        return FAIL(ctx, SHARD_GROUP, "shard-group: %llu needs --sharding fsdp-hybrid", U(group));
+    }
+    l->shard = sh->states ? (sh->hybrid ? group : l->dp) : 1;
+    /* DeepSpeed offloads the optimizer at any ZeRO stage and parameters only at
+     * stage 3; FSDP's CPUOffload moves parameter shards (and so their
+     * optimizer) to the host. */
+    if (l->offload == LLMEM_OFFLOAD_OPTIMIZER && !sh->deepspeed)
+        return FAIL(ctx, OFFLOAD, "offload: the optimizer is offloaded by DeepSpeed ZeRO "
+                                  "(zero1, zero2, zero3), not with sharding %s",
+                    sh->id.name);
+    if (l->offload == LLMEM_OFFLOAD_PARAMETERS && !sh->params)
+        return FAIL(ctx, OFFLOAD, "offload: parameters are offloaded by zero3 or fsdp, not with "
+                                  "sharding %s",
+                    sh->id.name);
+    return LLMEM_OK;
+}
+
+static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, const setup *s)
+{
+    if (l->ep > 1 && m->experts == 0)
+        return FAIL(ctx, EP, "ep: %llu needs a mixture-of-experts model", U(l->ep));
+    if (m->experts % l->ep != 0)
+        return FAIL(ctx, EP, "ep: %llu does not divide the %llu experts", U(l->ep), U(m->experts));
+    /* Megatron carves the expert-parallel group out of the data-parallel ranks. */
+    if (l->dp % l->ep != 0)
+        return FAIL(ctx, EP, "ep: %llu does not divide dp %llu", U(l->ep), U(l->dp));
+    if (l->sp && l->tp < 2)
+        return FAIL(ctx, SP, "sp: sequence parallelism splits over tp ranks: needs tp >= 2");
+    if (l->sp && (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA))
+        return FAIL(ctx, SP, "sp: sequence parallelism with LoRA adapters is not modelled");
+    if (l->sp && (s->batch * s->seq) % l->tp != 0)
+        return FAIL(ctx, SP, "sp: batch x seq = %llu tokens do not split over tp %llu",
+                    U(s->batch * s->seq), U(l->tp));
+    if (l->cp > 1) {
+        /* Ring attention (Megatron/TE context parallelism) splits each sequence
+         * into 2 x cp chunks for load balance, with a fused attention kernel. */
+        if (s->seq % (2 * l->cp) != 0)
+            return FAIL(ctx, CP, "cp: seq %llu does not split into 2 x cp = %llu chunks",
+                        U(s->seq), U(2 * l->cp));
+        if (s->attention == LLMEM_ATTENTION_EAGER)
+            return FAIL(ctx, CP, "cp: context parallelism runs fused attention, not eager");
+    }
+    return LLMEM_OK;
+}
+
+int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_shape *m,
+                         const setup *s, layout *l)
+{
+    memset(l, 0, sizeof *l);
+    l->dp = l->tp = l->pp = l->ep = l->cp = l->micro_batches = l->virtual_stages = 1;
+    l->shard = 1;
+    l->sharding = llmem_sharding(LLMEM_SHARDING_NONE);
+    l->offload = LLMEM_OFFLOAD_NONE;
+    l->schedule = LLMEM_SCHEDULE_1F1B;
+    if (p == NULL)
+        return LLMEM_OK;
+    l->dp = (uint64_t)p->i[LLMEM_PARALLEL_DP];
+    l->tp = (uint64_t)p->i[LLMEM_PARALLEL_TP];
+    l->pp = (uint64_t)p->i[LLMEM_PARALLEL_PP];
+    l->ep = (uint64_t)p->i[LLMEM_PARALLEL_EP];
+    l->cp = (uint64_t)p->i[LLMEM_PARALLEL_CP];
+    l->sp = (int)p->i[LLMEM_PARALLEL_SP];
+    l->sharding = llmem_sharding((int)p->i[LLMEM_PARALLEL_SHARDING]);
+    l->offload = (int)p->i[LLMEM_PARALLEL_OFFLOAD];
+    l->micro_batches = (uint64_t)p->i[LLMEM_PARALLEL_MICRO_BATCHES];
+    l->schedule = (int)p->i[LLMEM_PARALLEL_SCHEDULE];
+    l->virtual_stages = (uint64_t)p->i[LLMEM_PARALLEL_VIRTUAL_STAGES];
+    int rc;
+    if ((rc = check_tp(ctx, l, m)) != LLMEM_OK || (rc = check_pipeline(ctx, l, m)) != LLMEM_OK ||
+        (rc = check_sharding(ctx, p, l)) != LLMEM_OK || (rc = check_other(ctx, l, m, s)) != LLMEM_OK)
+        return rc;
+    if (l->dp * l->tp * l->pp * l->cp > (UINT64_C(1) << 24))
+        return FAIL(ctx, DP, "dp: dp x tp x pp x cp = %llu GPUs is beyond 2^24",
+                    U(l->dp * l->tp * l->pp * l->cp));
+    return LLMEM_OK;
+}
+
+/* Layers of stage s: an even split, the remainder going one each to the
+ * stages after the first (which already holds the embedding). */
+static void stage_layers(const layout *l, uint64_t layers, uint64_t s, uint64_t *first,
+                         uint64_t *count)
+{
+    uint64_t base = layers / l->pp, extra = layers % l->pp;
+    *count = base + (s >= 1 && s <= extra ? 1 : 0);
+    *first = s * base + (s >= 1 ? (s - 1 < extra ? s - 1 : extra) : 0);
+}
+
+/* Micro-batches whose forward state stage s holds at once: 1F1B warms up
+ * with pp - s of them (PipeDream-Flush, Narayanan et al. 2021); Megatron's
+ * interleaved schedule warms up with (pp - s - 1) x 2 + (v - 1) x pp chunks
+ * plus the one in steady state (schedules.py,
+ * forward_backward_pipelining_with_interleaving), each 1/v of the stage. */
+static void in_flight(const layout *l, uint64_t s, uint64_t *num, uint64_t *den)
+{
+    uint64_t m = l->micro_batches;
+    if (l->schedule == LLMEM_SCHEDULE_INTERLEAVED) {
+        uint64_t v = l->virtual_stages, chunks = (l->pp - s - 1) * 2 + (v - 1) * l->pp + 1;
+        *num = chunks < m * v ? chunks : m * v;
+        *den = v;
+        return;
+    }
+    *num = l->pp - s < m ? l->pp - s : m;
+    *den = 1;
+}
+
+int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out)
+{
+    uint64_t stages[RANKS_MAX], per_stage = l->dp * l->tp * l->cp;
+    int n = 0;
+    stages[n++] = 0;
+    if (l->pp >= 3)
+        stages[n++] = 1;
+    if (l->pp >= 2)
+        stages[n++] = l->pp - 1;
+    for (int i = 0; i < n; i++) {
+        rank_class *r = &out[i];
+        uint64_t s = stages[i];
+        memset(r, 0, sizeof *r);
+        r->stage = s;
+        stage_layers(l, m->layers, s, &r->layer_first, &r->layers);
+        r->embedding = s == 0;
+        r->head = s == l->pp - 1;
+        in_flight(l, s, &r->in_flight_num, &r->in_flight_den);
+        r->gpus = per_stage * (l->pp >= 3 && s == 1 ? l->pp - 2 : 1);
+    }
+    return n;
+}

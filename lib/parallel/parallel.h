@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The layout of a job across GPUs: the llmem_parallel handle, its sharding
+ * engines as rows, and the layout resolved against a model and a setup into
+ * the classes of ranks whose memory differs (pipeline stages) with their
+ * layer ranges and micro-batches in flight. docs/partitioning.md cites the
+ * engines' code for every rule here.
+ */
+#ifndef LLMEM_PARALLEL_PARALLEL_H
+#define LLMEM_PARALLEL_PARALLEL_H
+
+#include "core/fields.h"
+#include "llmem.h"
+#include "model/model.h"
+#include "train/setup.h"
+
+#define PARALLEL_KEY_END (LLMEM_PARALLEL_VIRTUAL_STAGES + 1)
+/* Rank classes: the first pipeline stage, a middle one, the last. */
+#define RANKS_MAX 3
+
+struct llmem_parallel {
+    llmem_ctx *ctx;
+    int64_t i[PARALLEL_KEY_END];
+    double unused[PARALLEL_KEY_END]; /* no real fields: the engine's real slot */
+};
+
+extern const field_table llmem_parallel_fields;
+
+/* A sharding engine: what it shards over its group, and how its step runs. */
+typedef struct sharding_desc {
+    name_value id;          /* first member: the name table steps over rows */
+    int states, grads, params; /* sharded over the shard group */
+    int deepspeed;          /* DeepSpeed's ZeRO: a 16-bit model with fp32 master partitions,
+                               FusedAdam, an fp32 gradient partition made at each step */
+    int fsdp;               /* PyTorch FSDP: fp32 parameter shards, 16-bit gathered copies */
+    int keep_gathered;      /* parameters stay gathered from forward to backward */
+    int hybrid;             /* sharded within shard-group ranks, replicated across */
+} sharding_desc;
+
+const sharding_desc *llmem_sharding(int sharding);
+extern const name_table llmem_names_sharding, llmem_names_offload, llmem_names_schedule;
+
+/* A layout resolved against a model and a setup. */
+typedef struct layout {
+    uint64_t dp, tp, pp, ep, cp;
+    int sp;                       /* sequence parallelism over the tensor-parallel group */
+    const sharding_desc *sharding;
+    uint64_t shard;               /* ranks a shard is split over (1: nothing sharded) */
+    int offload;                  /* llmem_offload */
+    uint64_t micro_batches;
+    int schedule;                 /* llmem_schedule */
+    uint64_t virtual_stages;      /* 1 unless interleaved */
+} layout;
+
+/* Ranks whose memory differs. */
+typedef struct rank_class {
+    uint64_t stage;               /* pipeline stage */
+    uint64_t layer_first, layers; /* its decoder layers (interleaved: as one range) */
+    int embedding, head;          /* whether it holds the embedding, the head */
+    uint64_t in_flight_num, in_flight_den; /* micro-batches whose forward state it holds */
+    uint64_t gpus;                /* GPUs of the layout in this class */
+} rank_class;
+
+/* A layout from the handle (NULL: one GPU), checked against m and s. */
+int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_shape *m,
+                         const setup *s, layout *out);
+/* The rank classes of l over m; returns how many (1..RANKS_MAX). */
+int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out);
+
+#endif
