@@ -16,6 +16,8 @@
     { name, json, CLI_TARGET_MODEL, key, CLI_KIND_NAME, NULL, help }
 #define TRAIN(name, json, key, kind, metavar, help) \
     { name, json, CLI_TARGET_TRAIN, key, kind, metavar, help }
+#define LAYOUT(name, json, key, kind, metavar, help) \
+    { name, json, CLI_TARGET_PARALLEL, LLMEM_PARALLEL_##key, kind, metavar, help }
 
 static const cli_flag flags[] = {
     { "model", NULL, CLI_TARGET_PRESET, 0, CLI_KIND_TEXT, "PRESET",
@@ -110,6 +112,27 @@ static const cli_flag flags[] = {
     TRAIN("article-param-bytes", "article_param_bytes", LLMEM_TRAIN_ARTICLE_PARAM_BYTES,
           CLI_KIND_INT, "N", "article formula: bytes per parameter"),
 
+    LAYOUT("dp", "dp", DP, CLI_KIND_INT, "N", "data-parallel degree (replicas or shards)"),
+    LAYOUT("tp", "tp", TP, CLI_KIND_INT, "N", "tensor-parallel degree (Megatron column/row split)"),
+    LAYOUT("pp", "pp", PP, CLI_KIND_INT, "N", "pipeline stages"),
+    LAYOUT("ep", "ep", EP, CLI_KIND_INT, "N", "expert-parallel degree (divides dp)"),
+    LAYOUT("cp", "cp", CP, CLI_KIND_INT, "N", "context-parallel degree (sequence split)"),
+    LAYOUT("sp", "sp", SP, CLI_KIND_INT, "0|1", "sequence parallelism over the tp ranks"),
+    LAYOUT("sharding", "sharding", SHARDING, CLI_KIND_NAME, NULL,
+           "data-parallel sharding engine"),
+    { "zero", NULL, CLI_TARGET_ZERO, LLMEM_PARALLEL_SHARDING, CLI_KIND_TEXT, "1|2|3",
+      "DeepSpeed ZeRO stage (the same as --sharding zeroN)" },
+    { "fsdp", NULL, CLI_TARGET_FSDP, LLMEM_PARALLEL_SHARDING, CLI_KIND_TEXT,
+      "full|grad-op|hybrid", "PyTorch FSDP (the same as --sharding fsdp-MODE)" },
+    LAYOUT("shard-group", "shard_group", SHARD_GROUP, CLI_KIND_INT, "N",
+           "fsdp-hybrid: ranks a shard spans; 0 = dp"),
+    LAYOUT("offload", "offload", OFFLOAD, CLI_KIND_NAME, NULL, "what lives in host memory"),
+    LAYOUT("micro-batches", "micro_batches", MICRO_BATCHES, CLI_KIND_INT, "N",
+           "micro-batches per step and pipeline"),
+    LAYOUT("schedule", "schedule", SCHEDULE, CLI_KIND_NAME, NULL, "pipeline schedule"),
+    LAYOUT("virtual-stages", "virtual_stages", VIRTUAL_STAGES, CLI_KIND_INT, "N",
+           "interleaved schedule: model chunks per stage"),
+
     { "json", NULL, CLI_TARGET_JSON, 0, CLI_KIND_SWITCH, NULL,
       "print one JSON object instead of the table" },
     { "help", NULL, CLI_TARGET_HELP, 0, CLI_KIND_SWITCH, NULL, "print this help" },
@@ -142,6 +165,8 @@ const char *cli_message_body(const cli_flag *flag, const char *message)
         llmem_model_field_info(flag->key, &name, NULL, NULL);
     else if (flag->target == CLI_TARGET_TRAIN)
         llmem_train_field_info(flag->key, &name, NULL, NULL, NULL);
+    else if (flag->target == CLI_TARGET_PARALLEL)
+        llmem_parallel_field_info(flag->key, &name, NULL, NULL);
     size_t n = name ? strlen(name) : 0;
     if (n > 0 && strncmp(message, name, n) == 0 && message[n] == ':' && message[n + 1] == ' ')
         return message + n + 2;
@@ -150,9 +175,12 @@ const char *cli_message_body(const cli_flag *flag, const char *message)
 
 const cli_flag *cli_flag_for_field(int object, int key)
 {
-    cli_target target = object == LLMEM_OBJECT_MODEL ? CLI_TARGET_MODEL : CLI_TARGET_TRAIN;
-    if (object != LLMEM_OBJECT_MODEL && object != LLMEM_OBJECT_TRAIN)
+    static const cli_target targets[] = { [LLMEM_OBJECT_MODEL] = CLI_TARGET_MODEL,
+                                          [LLMEM_OBJECT_TRAIN] = CLI_TARGET_TRAIN,
+                                          [LLMEM_OBJECT_PARALLEL] = CLI_TARGET_PARALLEL };
+    if (object < LLMEM_OBJECT_MODEL || object > LLMEM_OBJECT_PARALLEL)
         return NULL;
+    cli_target target = targets[object];
     for (size_t i = 0; i < FLAG_COUNT; i++)
         if (flags[i].target == target && flags[i].key == key)
             return &flags[i];
@@ -165,6 +193,8 @@ const char *cli_value_name(const cli_flag *flag, int64_t value)
         return llmem_model_value_name(flag->key, value);
     if (flag->target == CLI_TARGET_TRAIN)
         return llmem_train_value_name(flag->key, value);
+    if (flag->target == CLI_TARGET_PARALLEL)
+        return llmem_parallel_value_name(flag->key, value);
     return NULL;
 }
 
@@ -184,6 +214,8 @@ const char *cli_flag_choice(const cli_flag *flag, size_t index, int64_t *value)
         return llmem_model_choice(flag->key, index, value);
     if (flag->target == CLI_TARGET_TRAIN)
         return llmem_train_choice(flag->key, index, value);
+    if (flag->target == CLI_TARGET_PARALLEL)
+        return llmem_parallel_choice(flag->key, index, value);
     return NULL;
 }
 

@@ -15,6 +15,9 @@ typedef enum cli_target {
     CLI_TARGET_WEIGHTS, /* --weights: safetensors headers to cross-check the model with */
     CLI_TARGET_MODEL,   /* a model field: key is an llmem_model_key */
     CLI_TARGET_TRAIN,   /* a training field: key is an llmem_train_key */
+    CLI_TARGET_PARALLEL,/* a layout field: key is an llmem_parallel_key */
+    CLI_TARGET_ZERO,    /* --zero N: the layout's sharding, zeroN */
+    CLI_TARGET_FSDP,    /* --fsdp MODE: the layout's sharding, fsdp-MODE */
     CLI_TARGET_JSON,    /* --json */
     CLI_TARGET_HELP     /* --help */
 } cli_target;
@@ -33,7 +36,7 @@ typedef struct cli_flag {
     const char *name;           /* without the leading "--" */
     const char *json;           /* key of the value in the JSON output; NULL: not echoed */
     cli_target target;
-    int key;                    /* llmem_model_key or llmem_train_key */
+    int key;                    /* llmem_model_key, llmem_train_key or llmem_parallel_key */
     cli_kind kind;
     const char *metavar;        /* the value's placeholder in the usage (NAME: unused) */
     const char *help;

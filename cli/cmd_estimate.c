@@ -47,7 +47,7 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, const cli_request *re
     int status = CLI_EXIT_OK;
     int rc = llmem_estimate_new(ctx, &est);
     if (rc == LLMEM_OK)
-        rc = llmem_estimate_run(est, req->model, req->train);
+        rc = llmem_estimate_run_parallel(est, req->model, req->train, req->parallel);
     if (rc == LLMEM_OK)
         rc = cli_report_collect(est, &r);
     if (rc == LLMEM_OK)

@@ -64,7 +64,10 @@ static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
             else if (mc->arch_flag == NULL)
                 mc->arch_flag = f->name;
             break;
-        case CLI_TARGET_TRAIN: break;
+        case CLI_TARGET_TRAIN:
+        case CLI_TARGET_PARALLEL:
+        case CLI_TARGET_ZERO:
+        case CLI_TARGET_FSDP: break;
         case CLI_TARGET_JSON: req->json = 1; break;
         case CLI_TARGET_HELP: req->help = 1; break;
         }
@@ -164,6 +167,23 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
         rc = llmem_train_set_str(req->train, f->key, v);
         req->train_flags++;
         break;
+    case CLI_TARGET_PARALLEL:
+        rc = llmem_parallel_set_str(req->parallel, f->key, v);
+        req->layout_flags++;
+        break;
+    case CLI_TARGET_ZERO:
+    case CLI_TARGET_FSDP: {
+        /* --zero 2 is --sharding zero2; --fsdp full is --sharding fsdp-full. */
+        char name[64];
+        snprintf(name, sizeof name, "%s%.40s", f->target == CLI_TARGET_ZERO ? "zero" : "fsdp-", v);
+        rc = llmem_parallel_set_str(req->parallel, f->key, name);
+        if (rc != LLMEM_OK) {
+            cli_error("--%s '%s': expected %s", f->name, v, f->metavar);
+            return CLI_EXIT_USAGE;
+        }
+        req->layout_flags++;
+        break;
+    }
     case CLI_TARGET_PRESET: /* the model they name was made first (new_model) */
     case CLI_TARGET_CONFIG:
     case CLI_TARGET_WEIGHTS: /* read once the model is built (open_weights) */
@@ -206,7 +226,8 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
         return status;
     if ((status = new_model(ctx, &mc, req)) != CLI_EXIT_OK)
         return status;
-    if (llmem_train_new(ctx, &req->train) != LLMEM_OK) {
+    if (llmem_train_new(ctx, &req->train) != LLMEM_OK ||
+        llmem_parallel_new(ctx, &req->parallel) != LLMEM_OK) {
         cli_error("%s", llmem_ctx_error(ctx));
         status = CLI_EXIT_ESTIMATE;
     }
@@ -227,6 +248,8 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
 void cli_request_free(cli_request *req)
 {
     cli_weights_close(&req->weights);
+    llmem_parallel_free(req->parallel);
+    req->parallel = NULL;
     llmem_train_free(req->train);
     llmem_model_free(req->model);
     req->train = NULL;

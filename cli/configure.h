@@ -18,11 +18,13 @@ typedef enum cli_model_source {
 typedef struct cli_request {
     llmem_model *model;
     llmem_train *train;
+    llmem_parallel *parallel; /* the layout (one GPU unless a layout flag says otherwise) */
     cli_weights weights;     /* --weights (path NULL without it) */
     const char *model_name;  /* the preset's full id, the --config path, or "custom" */
     cli_model_source source;
     int arch_flags;          /* architecture flags applied (a modified preset or config when > 0) */
     int train_flags;         /* training flags applied (0: the library's defaults) */
+    int layout_flags;        /* layout flags applied (0: one GPU) */
     int json;
     int help;
 } cli_request;

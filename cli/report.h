@@ -14,6 +14,15 @@
 #define CLI_TERMS 4
 #define CLI_PHASES 4
 
+/* One rank whose memory differs (a pipeline stage). */
+#define CLI_RANKS 3
+typedef struct cli_rank {
+    uint64_t stage, layer_first, layers, gpus, host, in_flight_x1000;
+    uint64_t peak_allocated, peak_reserved, peak_device, peak_phase;
+    uint64_t phase_bytes[CLI_PHASES];
+    const llmem_term *term[CLI_TERMS]; /* owned by the estimate */
+} cli_rank;
+
 typedef struct cli_report {
     uint64_t params_total, params_trainable, params_active;
     int term_kind[CLI_TERMS];        /* LLMEM_TERM_* */
@@ -22,6 +31,8 @@ typedef struct cli_report {
     uint64_t phase_bytes[CLI_PHASES];
     uint64_t peak_allocated, peak_reserved, peak_device;
     int peak_phase; /* LLMEM_PHASE_*, or 0 with the article's formula */
+    size_t nranks, peak_rank;
+    cli_rank rank[CLI_RANKS];
 } cli_report;
 
 /* Read the results of a successful llmem_estimate_run(). Returns an llmem status. */

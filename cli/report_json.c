@@ -28,7 +28,8 @@ static int check_settings(const cli_request *req)
     cli_setting s;
     for (size_t i = 0; i < cli_flag_count(); i++) {
         const cli_flag *f = cli_flag_at(i);
-        if (echoed(f, CLI_TARGET_MODEL) || echoed(f, CLI_TARGET_TRAIN)) {
+        if (echoed(f, CLI_TARGET_MODEL) || echoed(f, CLI_TARGET_TRAIN) ||
+            echoed(f, CLI_TARGET_PARALLEL)) {
             int rc = cli_setting_read(req, f, &s);
             if (rc != LLMEM_OK)
                 return rc;
@@ -57,21 +58,21 @@ static void write_settings(json_writer *w, const cli_request *req,
     }
 }
 
-static void write_terms(json_writer *w, const cli_report *r)
+static void write_terms(json_writer *w, const cli_report *r, const llmem_term *const *terms)
 {
     json_object_begin(w, "terms");
     for (int i = 0; i < CLI_TERMS; i++)
-        json_u64(w, llmem_term_name(r->term_kind[i]), llmem_term_bytes_at_peak(r->term[i]));
+        json_u64(w, llmem_term_name(r->term_kind[i]), llmem_term_bytes_at_peak(terms[i]));
     json_object_end(w);
 
     json_object_begin(w, "terms_max");
     for (int i = 0; i < CLI_TERMS; i++)
-        json_u64(w, llmem_term_name(r->term_kind[i]), llmem_term_max_bytes(r->term[i]));
+        json_u64(w, llmem_term_name(r->term_kind[i]), llmem_term_max_bytes(terms[i]));
     json_object_end(w);
 
     json_object_begin(w, "components");
     for (int i = 0; i < CLI_TERMS; i++) {
-        const llmem_term *t = r->term[i];
+        const llmem_term *t = terms[i];
         json_object_begin(w, llmem_term_name(r->term_kind[i]));
         for (size_t c = 0; c < llmem_term_component_count(t); c++) {
             const char *name = NULL;
@@ -82,6 +83,34 @@ static void write_terms(json_writer *w, const cli_report *r)
         json_object_end(w);
     }
     json_object_end(w);
+}
+
+/* The ranks whose memory differs (pipeline stages), the most loaded marked. */
+static void write_ranks(json_writer *w, const cli_report *r, int phased)
+{
+    json_array_begin(w, "ranks");
+    for (size_t k = 0; k < r->nranks; k++) {
+        const cli_rank *rk = &r->rank[k];
+        json_object_begin(w, NULL);
+        json_u64(w, "stage", rk->stage);
+        json_u64(w, "layer_first", rk->layer_first);
+        json_u64(w, "layers", rk->layers);
+        json_u64(w, "gpus", rk->gpus);
+        json_real(w, "micro_batches_in_flight", (double)rk->in_flight_x1000 / 1000.0);
+        json_bool(w, "most_loaded", k == r->peak_rank);
+        json_u64(w, "peak_allocated_bytes", rk->peak_allocated);
+        json_u64(w, "peak_reserved_bytes", rk->peak_reserved);
+        json_u64(w, "peak_device_bytes", rk->peak_device);
+        json_u64(w, "host_bytes", rk->host);
+        json_string(w, "peak_phase", phased ? llmem_phase_name((int)rk->peak_phase) : "none");
+        json_object_begin(w, "phases");
+        for (int i = 0; phased && i < CLI_PHASES; i++)
+            json_u64(w, llmem_phase_name(r->phase[i]), rk->phase_bytes[i]);
+        json_object_end(w);
+        write_terms(w, r, rk->term);
+        json_object_end(w);
+    }
+    json_array_end(w);
 }
 
 int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
@@ -110,7 +139,7 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
         cli_weights_json(&w, "weights", &req->weights, &r->params_total);
     write_settings(&w, req, CLI_TARGET_TRAIN);
 
-    write_terms(&w, r);
+    write_terms(&w, r, r->term);
     json_object_begin(&w, "phases");
     for (int i = 0; phased && i < CLI_PHASES; i++)
         json_u64(&w, llmem_phase_name(r->phase[i]), r->phase_bytes[i]);
@@ -119,6 +148,11 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
     json_u64(&w, "peak_reserved_bytes", r->peak_reserved);
     json_u64(&w, "peak_device_bytes", r->peak_device);
     json_string(&w, "peak_phase", phased ? llmem_phase_name(r->peak_phase) : "none");
+    json_object_begin(&w, "layout");
+    json_u64(&w, "gpus", llmem_parallel_gpus(req->parallel));
+    write_settings(&w, req, CLI_TARGET_PARALLEL);
+    json_object_end(&w);
+    write_ranks(&w, r, phased);
     json_string(&w, "version", llmem_version_string());
     json_object_end(&w);
     json_end(&w);

@@ -280,6 +280,48 @@ static void print_peak(FILE *out, const cli_report *r, int article)
         fprintf(out, "  %-*s%s\n", ROW_WIDTH - 2, "phase", llmem_phase_name(r->peak_phase));
 }
 
+/* The layout line, and the ranks whose memory differs, when there is more than one GPU. */
+static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
+{
+    int64_t v[LLMEM_PARALLEL_VIRTUAL_STAGES + 1] = { 0 };
+    uint64_t gpus = llmem_parallel_gpus(req->parallel);
+    if (gpus <= 1 && req->layout_flags == 0)
+        return;
+    for (int key = LLMEM_PARALLEL_DP; key <= LLMEM_PARALLEL_VIRTUAL_STAGES; key++)
+        llmem_parallel_get_int(req->parallel, key, &v[key]);
+    fprintf(out, "%-*sdp %lld x tp %lld%s x pp %lld x cp %lld = %llu GPUs, sharding %s", LABEL_WIDTH,
+            "Layout", (long long)v[LLMEM_PARALLEL_DP], (long long)v[LLMEM_PARALLEL_TP],
+            v[LLMEM_PARALLEL_SP] ? " (sp)" : "", (long long)v[LLMEM_PARALLEL_PP],
+            (long long)v[LLMEM_PARALLEL_CP], (unsigned long long)gpus,
+            llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, v[LLMEM_PARALLEL_SHARDING]));
+    if (v[LLMEM_PARALLEL_EP] > 1)
+        fprintf(out, ", ep %lld", (long long)v[LLMEM_PARALLEL_EP]);
+    if (v[LLMEM_PARALLEL_OFFLOAD] != LLMEM_OFFLOAD_NONE)
+        fprintf(out, ", offload %s",
+                llmem_parallel_value_name(LLMEM_PARALLEL_OFFLOAD, v[LLMEM_PARALLEL_OFFLOAD]));
+    if (v[LLMEM_PARALLEL_PP] > 1)
+        fprintf(out, ", %lld micro-batches, %s", (long long)v[LLMEM_PARALLEL_MICRO_BATCHES],
+                llmem_parallel_value_name(LLMEM_PARALLEL_SCHEDULE, v[LLMEM_PARALLEL_SCHEDULE]));
+    fputc('\n', out);
+    for (size_t k = 0; k < r->nranks; k++) {
+        const cli_rank *rk = &r->rank[k];
+        char peak[CLI_NUMBER_CAP], host[CLI_NUMBER_CAP];
+        cli_format_bytes(rk->peak_device, peak, sizeof peak);
+        fprintf(out, "%-*sstage %llu: layers %llu-%llu, %g micro-batches in flight, %llu GPUs: "
+                     "device peak %s%s",
+                LABEL_WIDTH, k == 0 ? "Ranks" : "", (unsigned long long)rk->stage,
+                (unsigned long long)rk->layer_first,
+                (unsigned long long)(rk->layer_first + rk->layers - 1),
+                (double)rk->in_flight_x1000 / 1000.0, (unsigned long long)rk->gpus, peak,
+                k == r->peak_rank ? " (the most loaded: below)" : "");
+        if (rk->host > 0) {
+            cli_format_bytes(rk->host, host, sizeof host);
+            fprintf(out, ", host %s", host);
+        }
+        fputc('\n', out);
+    }
+}
+
 int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
 {
     text_settings s;
@@ -289,6 +331,7 @@ int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
     int article = strcmp(s.formula.text, "article") == 0;
     print_model(out, req, r, &s);
     print_setup(out, req, &s, article);
+    print_layout(out, req, r);
     print_terms(out, r, article);
     print_phases(out, r, article);
     print_peak(out, r, article);

@@ -39,6 +39,8 @@ int cli_setting_read(const cli_request *req, const cli_flag *flag,
     memset(out, 0, sizeof *out);
     if (flag->target == CLI_TARGET_MODEL)
         rc = llmem_model_get_int(req->model, flag->key, &out->i);
+    else if (flag->target == CLI_TARGET_PARALLEL)
+        rc = llmem_parallel_get_int(req->parallel, flag->key, &out->i);
     else if (flag->target != CLI_TARGET_TRAIN)
         rc = LLMEM_EINVAL;
     else if (flag->kind == CLI_KIND_REAL)

@@ -21,6 +21,8 @@ static const flag_group groups[] = {
       "with --family describe a custom model. --weights needs --model, --config or --family:",
       CLI_TARGET_PRESET, CLI_TARGET_MODEL },
     { "Training:", CLI_TARGET_TRAIN, CLI_TARGET_TRAIN },
+    { "Layout across GPUs (default: one GPU; docs/partitioning.md):", CLI_TARGET_PARALLEL,
+      CLI_TARGET_FSDP },
     { "Output:", CLI_TARGET_JSON, CLI_TARGET_HELP },
 };
 
@@ -30,7 +32,8 @@ static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f
 {
     cli_setting s;
     buf[0] = '\0';
-    if (ctx == NULL || req->train == NULL || f->target != CLI_TARGET_TRAIN ||
+    if (ctx == NULL || req->train == NULL || req->parallel == NULL ||
+        (f->target != CLI_TARGET_TRAIN && f->target != CLI_TARGET_PARALLEL) ||
         cli_setting_read(req, f, &s) != LLMEM_OK)
         return;
     if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_NAMES)
@@ -65,7 +68,9 @@ void cli_usage(FILE *out)
     cli_request defaults;
     char default_text[200];
     memset(&defaults, 0, sizeof defaults);
-    if (llmem_ctx_new(&ctx, NULL) == LLMEM_OK && llmem_train_new(ctx, &defaults.train) != LLMEM_OK)
+    if (llmem_ctx_new(&ctx, NULL) == LLMEM_OK &&
+        (llmem_train_new(ctx, &defaults.train) != LLMEM_OK ||
+         llmem_parallel_new(ctx, &defaults.parallel) != LLMEM_OK))
         defaults.train = NULL;
 
     fputs("Usage: llmem <command> [flags]\n"
