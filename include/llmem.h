@@ -128,7 +128,8 @@ LLMEM_API const char *llmem_ctx_error(const llmem_ctx *ctx);
 enum llmem_object {
     LLMEM_OBJECT_MODEL = 1,   /**< a #llmem_model field (#llmem_model_key) */
     LLMEM_OBJECT_TRAIN = 2,   /**< a #llmem_train field (#llmem_train_key) */
-    LLMEM_OBJECT_PARALLEL = 3 /**< a #llmem_parallel field (#llmem_parallel_key) */
+    LLMEM_OBJECT_PARALLEL = 3, /**< a #llmem_parallel field (#llmem_parallel_key) */
+    LLMEM_OBJECT_PLAN = 4      /**< a #llmem_plan field (#llmem_plan_key) */
 };
 
 /**
@@ -667,6 +668,24 @@ LLMEM_API int llmem_estimate_rank_phase_bytes(const llmem_estimate *est, size_t 
 /** A term estimator of rank @p rank. @since 0.2.0 */
 LLMEM_API int llmem_estimate_rank_term(const llmem_estimate *est, size_t rank, int kind,
                                        const llmem_term **out);
+/** Levels of a peak, for llmem_estimate_max(). @since 0.2.0 */
+enum llmem_level {
+    LLMEM_LEVEL_ALLOCATED = 1, /**< live tensors (#LLMEM_EST_PEAK_ALLOCATED) */
+    LLMEM_LEVEL_RESERVED = 2,  /**< plus the caching allocator (#LLMEM_EST_PEAK_RESERVED) */
+    LLMEM_LEVEL_DEVICE = 3     /**< plus the CUDA context (#LLMEM_EST_PEAK_DEVICE): what must fit */
+};
+/**
+ * The largest value of the training field @p key (#LLMEM_TRAIN_BATCH or
+ * #LLMEM_TRAIN_SEQ) for which the most loaded rank's peak at @p level stays
+ * within @p capacity bytes, the other fields as @p train has them; 0 when
+ * even 1 does not fit. Solved by bisection over the field's bounds (the peak
+ * grows with batch and with sequence length), about 2 x log2(bound)
+ * estimates. The estimate is left with the result of the largest value that
+ * fits (or of 1). @since 0.2.0
+ */
+LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const llmem_train *train,
+                                 const llmem_parallel *layout, int key, int level,
+                                 uint64_t capacity, int64_t *out);
 /** Read a result (#llmem_estimate_key). @since 0.1.0 */
 LLMEM_API int llmem_estimate_get_u64(const llmem_estimate *est, int key, uint64_t *out);
 /** Peak live bytes within one phase (#llmem_phase). @since 0.1.0 */
@@ -686,6 +705,81 @@ LLMEM_API size_t llmem_term_component_count(const llmem_term *term);
  */
 LLMEM_API int llmem_term_component(const llmem_term *term, size_t index,
                                    const char **name, uint64_t *bytes_at_peak);
+/** @} */
+
+/**
+ * @defgroup plan Planner
+ * Which layouts of a job fit a number of GPUs of a given memory, best first.
+ * The planner enumerates data, tensor, pipeline, context and expert
+ * parallelism with valid divisibility, the sharding engines, sequence
+ * parallelism and gradient checkpointing; for each, solves the largest
+ * micro-batch that fits (llmem_estimate_max()); and ranks what fits by a
+ * documented throughput proxy (docs/partitioning.md: compute, communication
+ * volume and the pipeline bubble). Rejected families of layouts are kept
+ * with their reason.
+ * @{
+ */
+/** Opaque planner. @since 0.2.0 */
+typedef struct llmem_plan llmem_plan;
+
+/** Keys of planner fields. @since 0.2.0 */
+enum llmem_plan_key {
+    LLMEM_PLAN_GPUS = 1,            /**< GPUs to lay the job on */
+    LLMEM_PLAN_GPU_BYTES = 2,       /**< bytes one GPU holds at the device level (required) */
+    LLMEM_PLAN_GPUS_PER_NODE = 3,   /**< GPUs a node holds: tensor parallelism stays within one (8) */
+    LLMEM_PLAN_MAX_MICRO_BATCH = 4, /**< largest micro-batch tried (64) */
+    LLMEM_PLAN_GLOBAL_BATCH = 5,    /**< sequences per optimizer step; 0: 2 x pp micro-batches */
+    LLMEM_PLAN_MARGIN_PERMILLE = 6, /**< safety margin kept free, in thousandths (50 = 5%) */
+    LLMEM_PLAN_OFFLOAD = 7          /**< 0/1: also try offloading the optimizer or parameters */
+};
+
+/** Numeric keys of a planned layout, for llmem_plan_result_get_u64(). @since 0.2.0 */
+enum llmem_plan_result_key {
+    LLMEM_PLAN_MICRO_BATCH = 1,     /**< the largest micro-batch that fits */
+    LLMEM_PLAN_MICRO_BATCHES = 2,   /**< micro-batches per step and pipeline */
+    LLMEM_PLAN_GRAD_CKPT = 3,       /**< #llmem_grad_ckpt */
+    LLMEM_PLAN_PEAK_DEVICE = 4,     /**< device-level peak of its most loaded rank */
+    LLMEM_PLAN_HEADROOM = 5,        /**< bytes left on that GPU (below the margin's line: 0) */
+    LLMEM_PLAN_COMM_BYTES = 6,      /**< bytes a GPU sends per step (the cost model's volume) */
+    LLMEM_PLAN_BUBBLE_PERMILLE = 7, /**< pipeline bubble, in thousandths of the compute time */
+    LLMEM_PLAN_TOKENS_PER_SECOND = 8/**< the throughput proxy: tokens a second over all GPUs */
+};
+
+/** Create a planner. @since 0.2.0 */
+LLMEM_API int llmem_plan_new(llmem_ctx *ctx, llmem_plan **out);
+/** Free a planner; NULL is allowed. @since 0.2.0 */
+LLMEM_API void llmem_plan_free(llmem_plan *plan);
+/** Set a field (#llmem_plan_key). @since 0.2.0 */
+LLMEM_API int llmem_plan_set_int(llmem_plan *plan, int key, int64_t value);
+/** Read a field. @since 0.2.0 */
+LLMEM_API int llmem_plan_get_int(const llmem_plan *plan, int key, int64_t *out);
+/** Name and bounds of a field; any pointer may be NULL. @since 0.2.0 */
+LLMEM_API int llmem_plan_field_info(int key, const char **name, int64_t *min, int64_t *max);
+/**
+ * Enumerate the layouts of @p model trained as @p train (its batch is
+ * ignored: the planner solves the micro-batch; its grad-ckpt is one of the
+ * choices) over the planner's GPUs. Allocates the results in the planner.
+ * @return #LLMEM_OK even when nothing fits (llmem_plan_result_count() is 0
+ * and the rejections say why). @since 0.2.0
+ */
+LLMEM_API int llmem_plan_run(llmem_plan *plan, llmem_model *model, const llmem_train *train);
+/** Layouts that fit, best first. @since 0.2.0 */
+LLMEM_API size_t llmem_plan_result_count(const llmem_plan *plan);
+/** A number of result @p index (#llmem_plan_result_key). @since 0.2.0 */
+LLMEM_API int llmem_plan_result_get_u64(const llmem_plan *plan, size_t index, int key,
+                                        uint64_t *out);
+/** Copy result @p index's layout into @p layout (a handle of the same context). @since 0.2.0 */
+LLMEM_API int llmem_plan_result_layout(const llmem_plan *plan, size_t index,
+                                       llmem_parallel *layout);
+/** Number of kinds of rejected layouts. @since 0.2.0 */
+LLMEM_API size_t llmem_plan_rejected_count(const llmem_plan *plan);
+/**
+ * Rejection @p index: a static reason ("tp does not divide the heads",
+ * "does not fit at micro-batch 1") and how many layouts it rejected; an
+ * example layout's message in @p example (owned by the planner). @since 0.2.0
+ */
+LLMEM_API int llmem_plan_rejected(const llmem_plan *plan, size_t index, const char **reason,
+                                  uint64_t *layouts, const char **example);
 /** @} */
 
 #ifdef __cplusplus

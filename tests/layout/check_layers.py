@@ -23,6 +23,7 @@ ALLOWED = {
     "sim": [],
     "layers": ["core", "model", "sim"],
     "estimate": ["core", "model", "train", "parallel", "sim", "layers"],
+    "plan": ["core", "model", "train", "parallel", "estimate"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
