@@ -18,6 +18,11 @@ typedef enum cli_target {
     CLI_TARGET_PARALLEL,/* a layout field: key is an llmem_parallel_key */
     CLI_TARGET_ZERO,    /* --zero N: the layout's sharding, zeroN */
     CLI_TARGET_FSDP,    /* --fsdp MODE: the layout's sharding, fsdp-MODE */
+    CLI_TARGET_PLAN,    /* a planner field: key is an llmem_plan_key */
+    CLI_TARGET_CAPACITY,/* --capacity SIZE: the memory a GPU holds */
+    CLI_TARGET_MARGIN,  /* --margin PERCENT: what to keep free of it */
+    CLI_TARGET_MAX,     /* --max batch|seq: solve for the largest that fits */
+    CLI_TARGET_TOP,     /* --top K: how many plans to print */
     CLI_TARGET_JSON,    /* --json */
     CLI_TARGET_HELP     /* --help */
 } cli_target;

@@ -25,6 +25,7 @@ void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 
 /* The commands; each takes the arguments after its name and returns an exit status. */
 int cli_cmd_estimate(int argc, char **argv);
+int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_models(int argc, char **argv);
 int cli_cmd_weights(int argc, char **argv);
 int cli_cmd_version(int argc, char **argv);

@@ -40,12 +40,46 @@ static void print_library_error(llmem_ctx *ctx, int argc, char **argv, int rc,
     cli_error("--%s: %s", f->name, cli_message_body(f, message));
 }
 
-static int estimate(llmem_ctx *ctx, int argc, char **argv, const cli_request *req)
+/* --max batch|seq: the largest value whose device peak fits the capacity
+ * less the margin; the setup then takes it, so the report describes it. */
+static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
+{
+    int64_t best = 0;
+    uint64_t usable = req->capacity / 1000 * (uint64_t)(1000 - req->margin_permille);
+    int rc = llmem_estimate_max(est, req->model, req->train, req->parallel, req->max_key,
+                                LLMEM_LEVEL_DEVICE, usable, &best);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (best == 0) {
+        uint64_t need = 0;
+        llmem_train_set_int(req->train, req->max_key, 1);
+        if (llmem_estimate_run_parallel(est, req->model, req->train, req->parallel) == LLMEM_OK)
+            llmem_estimate_get_u64(est, LLMEM_EST_PEAK_DEVICE, &need);
+        cli_error("--max %s: even %s 1 needs %llu bytes at the device level, above the %llu "
+                  "usable (--capacity less --margin)",
+                  req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq",
+                  req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq",
+                  (unsigned long long)need, (unsigned long long)usable);
+        (void)ctx;
+        return LLMEM_ERANGE;
+    }
+    req->max_value = best;
+    req->usable = usable;
+    return llmem_train_set_int(req->train, req->max_key, best);
+}
+
+static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
 {
     llmem_estimate *est = NULL;
     cli_report r;
     int status = CLI_EXIT_OK;
     int rc = llmem_estimate_new(ctx, &est);
+    if (rc == LLMEM_OK && req->max_key != 0) {
+        if ((rc = solve_max(ctx, est, req)) == LLMEM_ERANGE) {
+            llmem_estimate_free(est);
+            return CLI_EXIT_ESTIMATE;
+        }
+    }
     if (rc == LLMEM_OK)
         rc = llmem_estimate_run_parallel(est, req->model, req->train, req->parallel);
     if (rc == LLMEM_OK)
@@ -70,7 +104,12 @@ int cli_cmd_estimate(int argc, char **argv)
         cli_error("cannot create a library context (out of memory)");
         return CLI_EXIT_ESTIMATE;
     }
-    int status = cli_configure(ctx, argc, argv, &req);
+    unsigned accepted = ~(CLI_ACCEPTS(CLI_TARGET_PLAN) | CLI_ACCEPTS(CLI_TARGET_TOP));
+    int status = cli_configure(ctx, argc, argv, accepted, "estimate", &req);
+    if (status == CLI_EXIT_OK && !req.help && req.max_key != 0 && req.capacity == 0) {
+        cli_error("--max needs --capacity (the memory of one GPU)");
+        status = CLI_EXIT_USAGE;
+    }
     if (status == CLI_EXIT_OK && req.help)
         cli_usage(stdout);
     else if (status == CLI_EXIT_OK)

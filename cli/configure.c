@@ -46,7 +46,83 @@ static const char *preset_full_name(const char *name)
     return name;
 }
 
-static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
+/* "80GiB", "79.6 GB", "85899345920": bytes. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *unit;
+        double bytes;
+    } units[] = { { "", 1.0 },     { "B", 1.0 },       { "KiB", 1024.0 }, { "MiB", 1048576.0 },
+                  { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 }, { "KB", 1e3 },
+                  { "MB", 1e6 },   { "GB", 1e9 },      { "TB", 1e12 } };
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno != 0 || !(v > 0))
+        return 0;
+    while (*end == ' ')
+        end++;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].unit) == 0 && v * units[i].bytes < 1.8e19) {
+            *out = (uint64_t)(v * units[i].bytes);
+            return *out > 0;
+        }
+    }
+    return 0;
+}
+
+/* The job flags, which set nothing in the library: read them into req. */
+static int job_flag(cli_request *req, const cli_flag *f, const char *v)
+{
+    int64_t n = 0;
+    double d = 0;
+    char *end = NULL;
+    switch (f->target) {
+    case CLI_TARGET_CAPACITY:
+        if (!parse_size(v, &req->capacity)) {
+            cli_error("--capacity '%s': not a size (bytes, or a number with KiB, MiB, GiB, TiB, "
+                      "KB, MB, GB, TB)", v);
+            return CLI_EXIT_USAGE;
+        }
+        break;
+    case CLI_TARGET_MARGIN:
+        d = strtod(v, &end);
+        if (end == v || *end != '\0' || !(d >= 0 && d < 90)) {
+            cli_error("--margin '%s': a percentage in [0, 90)", v);
+            return CLI_EXIT_USAGE;
+        }
+        req->margin_permille = (int)(d * 10.0 + 0.5);
+        break;
+    case CLI_TARGET_MAX:
+        if (strcmp(v, "batch") == 0)
+            req->max_key = LLMEM_TRAIN_BATCH;
+        else if (strcmp(v, "seq") == 0)
+            req->max_key = LLMEM_TRAIN_SEQ;
+        else {
+            cli_error("--max '%s': expected batch or seq", v);
+            return CLI_EXIT_USAGE;
+        }
+        break;
+    case CLI_TARGET_TOP:
+    case CLI_TARGET_PLAN:
+        if (!parse_int64(v, &n) || n < 0) {
+            cli_error("--%s '%s': not a count", f->name, v);
+            return CLI_EXIT_USAGE;
+        }
+        if (f->target == CLI_TARGET_TOP) {
+            req->top = (uint64_t)n;
+        } else {
+            req->plan[f->key] = n;
+            req->plan_given |= 1u << f->key;
+        }
+        break;
+    default: break;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int first_pass(int argc, char **argv, unsigned accepted, const char *command,
+                      cli_request *req, model_choice *mc)
 {
     cli_arg_iter it;
     const cli_flag *f;
@@ -54,6 +130,12 @@ static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
     int r;
     cli_args_begin(&it, argc, argv, 0);
     while ((r = cli_args_next(&it, &f, &v)) > 0) {
+        if (!(accepted & CLI_ACCEPTS(f->target))) {
+            cli_error("--%s is not a flag of `llmem %s` (see `llmem help`)", f->name, command);
+            return CLI_EXIT_USAGE;
+        }
+        if (job_flag(req, f, v) != CLI_EXIT_OK)
+            return CLI_EXIT_USAGE;
         switch (f->target) {
         case CLI_TARGET_PRESET: mc->preset = v; break;
         case CLI_TARGET_CONFIG: mc->config = v; break;
@@ -64,12 +146,9 @@ static int first_pass(int argc, char **argv, cli_request *req, model_choice *mc)
             else if (mc->arch_flag == NULL)
                 mc->arch_flag = f->name;
             break;
-        case CLI_TARGET_TRAIN:
-        case CLI_TARGET_PARALLEL:
-        case CLI_TARGET_ZERO:
-        case CLI_TARGET_FSDP: break;
         case CLI_TARGET_JSON: req->json = 1; break;
         case CLI_TARGET_HELP: req->help = 1; break;
+        default: break; /* applied by apply() or read by job_flag() */
         }
     }
     return r < 0 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
@@ -184,11 +263,8 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
         req->layout_flags++;
         break;
     }
-    case CLI_TARGET_PRESET: /* the model they name was made first (new_model) */
-    case CLI_TARGET_CONFIG:
-    case CLI_TARGET_WEIGHTS: /* read once the model is built (open_weights) */
-    case CLI_TARGET_JSON:
-    case CLI_TARGET_HELP: break;
+    default: break; /* the model was made first (new_model), the weights are read
+                       last (open_weights), the job flags are read (job_flag) */
     }
     if (rc != LLMEM_OK) {
         cli_error("--%s '%s': %s", f->name, v, cli_message_body(f, llmem_ctx_error(ctx)));
@@ -215,11 +291,14 @@ static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, i
     return CLI_EXIT_OK;
 }
 
-int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
+int cli_configure(llmem_ctx *ctx, int argc, char **argv, unsigned accepted, const char *command,
+                  cli_request *req)
 {
     model_choice mc = { NULL, NULL, NULL, NULL, NULL };
     memset(req, 0, sizeof *req);
-    int status = first_pass(argc, argv, req, &mc);
+    req->margin_permille = 50;
+    req->top = 10;
+    int status = first_pass(argc, argv, accepted, command, req, &mc);
     if (status != CLI_EXIT_OK || req->help)
         return status;
     if ((status = check_choice(&mc)) != CLI_EXIT_OK)

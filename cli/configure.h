@@ -27,12 +27,25 @@ typedef struct cli_request {
     int layout_flags;        /* layout flags applied (0: one GPU) */
     int json;
     int help;
+    /* Job flags: --capacity, --margin, --max, --top and the planner's fields. */
+    uint64_t capacity;       /* 0: not given */
+    int margin_permille;     /* 50 unless --margin */
+    int max_key;             /* LLMEM_TRAIN_BATCH or _SEQ with --max; 0 without */
+    int64_t max_value;       /* what --max found */
+    uint64_t usable;         /* the capacity less the margin it was found within */
+    uint64_t top;            /* plans to print */
+    int64_t plan[16];        /* llmem_plan_key -> value given (plan_given bit set) */
+    unsigned plan_given;
 } cli_request;
+
+/* The flag targets a command takes (bits 1u << cli_target). */
+#define CLI_ACCEPTS(t) (1u << (t))
 
 /* Parse argv (the arguments after "estimate") and build req's model and
  * setup. Returns an exit status; on failure the reason is printed and req
  * holds nothing to free. With --help, returns CLI_EXIT_OK without building. */
-int cli_configure(llmem_ctx *ctx, int argc, char **argv, cli_request *req);
+int cli_configure(llmem_ctx *ctx, int argc, char **argv, unsigned accepted, const char *command,
+                  cli_request *req);
 /* Free req's model, setup and weights. */
 void cli_request_free(cli_request *req);
 

@@ -12,7 +12,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    { "estimate", cli_cmd_estimate }, { "models", cli_cmd_models },
+    { "estimate", cli_cmd_estimate }, { "plan", cli_cmd_plan },       { "models", cli_cmd_models },
     { "weights", cli_cmd_weights },
     { "version", cli_cmd_version },   { "--version", cli_cmd_version },
     { "help", cli_cmd_help },         { "--help", cli_cmd_help },

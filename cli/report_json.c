@@ -153,6 +153,15 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
     write_settings(&w, req, CLI_TARGET_PARALLEL);
     json_object_end(&w);
     write_ranks(&w, r, phased);
+    if (req->max_key != 0) {
+        json_object_begin(&w, "max");
+        json_string(&w, "field", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq");
+        json_i64(&w, "value", req->max_value);
+        json_u64(&w, "capacity_bytes", req->capacity);
+        json_u64(&w, "usable_bytes", req->usable);
+        json_u64(&w, "headroom_bytes", req->usable - r->peak_device);
+        json_object_end(&w);
+    }
     json_string(&w, "version", llmem_version_string());
     json_object_end(&w);
     json_end(&w);

@@ -332,6 +332,15 @@ int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
     print_model(out, req, r, &s);
     print_setup(out, req, &s, article);
     print_layout(out, req, r);
+    if (req->max_key != 0) {
+        char cap[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP];
+        cli_format_bytes(req->usable, cap, sizeof cap);
+        cli_format_bytes(req->usable - r->peak_device, room, sizeof room);
+        fprintf(out, "%-*sthe largest %s whose device peak fits %s (capacity less %g%%): %lld, "
+                     "%s to spare\n",
+                LABEL_WIDTH, "Max", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq", cap,
+                req->margin_permille / 10.0, (long long)req->max_value, room);
+    }
     print_terms(out, r, article);
     print_phases(out, r, article);
     print_peak(out, r, article);

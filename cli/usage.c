@@ -23,6 +23,7 @@ static const flag_group groups[] = {
     { "Training:", CLI_TARGET_TRAIN, CLI_TARGET_TRAIN },
     { "Layout across GPUs (default: one GPU; docs/partitioning.md):", CLI_TARGET_PARALLEL,
       CLI_TARGET_FSDP },
+    { "Fitting and planning:", CLI_TARGET_PLAN, CLI_TARGET_TOP },
     { "Output:", CLI_TARGET_JSON, CLI_TARGET_HELP },
 };
 
@@ -78,6 +79,8 @@ void cli_usage(FILE *out)
           "\n"
           "Commands:\n"
           "  estimate [flags]            the memory of one training step (a table, or --json)\n"
+          "  plan --gpus N --capacity SIZE [flags]\n"
+          "                              the layouts of a job over N GPUs that fit, best first\n"
           "  models [--json]             the built-in model presets\n"
           "  weights PATH [--json]       what safetensors headers hold (PATH: a .safetensors\n"
           "                              file, a model.safetensors.index.json or a directory)\n"

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* `llmem plan --gpus N --capacity SIZE [model and training flags]`: the
+ * layouts of the job that fit, best first, and why the others do not. */
+#include "args.h"
+#include "cli.h"
+#include "configure.h"
+#include "format.h"
+#include "json.h"
+
+#include <string.h>
+
+/* The planner's fields from the flags: --gpus, the capacity, the margin. */
+static int configure_plan(const cli_request *req, llmem_plan *plan)
+{
+    int rc = llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, (int64_t)req->capacity);
+    if (rc == LLMEM_OK)
+        rc = llmem_plan_set_int(plan, LLMEM_PLAN_MARGIN_PERMILLE, req->margin_permille);
+    for (int key = 1; key < 16 && rc == LLMEM_OK; key++)
+        if (req->plan_given & (1u << key))
+            rc = llmem_plan_set_int(plan, key, req->plan[key]);
+    return rc;
+}
+
+typedef struct plan_row {
+    int64_t layout[LLMEM_PARALLEL_VIRTUAL_STAGES + 1];
+    uint64_t micro_batch, micro_batches, grad_ckpt, peak, headroom, comm, bubble, tokens;
+} plan_row;
+
+static int read_row(const llmem_plan *plan, size_t i, llmem_parallel *layout, plan_row *row)
+{
+    static const int keys[] = { LLMEM_PLAN_MICRO_BATCH, LLMEM_PLAN_MICRO_BATCHES,
+                                LLMEM_PLAN_GRAD_CKPT, LLMEM_PLAN_PEAK_DEVICE, LLMEM_PLAN_HEADROOM,
+                                LLMEM_PLAN_COMM_BYTES, LLMEM_PLAN_BUBBLE_PERMILLE,
+                                LLMEM_PLAN_TOKENS_PER_SECOND };
+    uint64_t *outs[] = { &row->micro_batch, &row->micro_batches, &row->grad_ckpt, &row->peak,
+                         &row->headroom, &row->comm, &row->bubble, &row->tokens };
+    int rc = llmem_plan_result_layout(plan, i, layout);
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0] && rc == LLMEM_OK; k++)
+        rc = llmem_plan_result_get_u64(plan, i, keys[k], outs[k]);
+    for (int key = LLMEM_PARALLEL_DP; key <= LLMEM_PARALLEL_VIRTUAL_STAGES && rc == LLMEM_OK; key++)
+        rc = llmem_parallel_get_int(layout, key, &row->layout[key]);
+    return rc;
+}
+
+static const char *name_of(int key, int64_t v)
+{
+    return llmem_parallel_value_name(key, v);
+}
+
+static void print_json(const llmem_plan *plan, llmem_parallel *layout, uint64_t top)
+{
+    json_writer w;
+    plan_row row;
+    json_begin(&w, stdout);
+    json_object_begin(&w, NULL);
+    json_array_begin(&w, "layouts");
+    for (size_t i = 0; i < llmem_plan_result_count(plan) && i < top; i++) {
+        if (read_row(plan, i, layout, &row) != LLMEM_OK)
+            break;
+        json_object_begin(&w, NULL);
+        static const int ints[] = { LLMEM_PARALLEL_DP, LLMEM_PARALLEL_TP, LLMEM_PARALLEL_PP,
+                                    LLMEM_PARALLEL_EP, LLMEM_PARALLEL_CP, LLMEM_PARALLEL_SP };
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+            const char *name = NULL;
+            llmem_parallel_field_info(ints[k], &name, NULL, NULL);
+            json_i64(&w, name, row.layout[ints[k]]);
+        }
+        json_string(&w, "sharding", name_of(LLMEM_PARALLEL_SHARDING, row.layout[LLMEM_PARALLEL_SHARDING]));
+        json_string(&w, "offload", name_of(LLMEM_PARALLEL_OFFLOAD, row.layout[LLMEM_PARALLEL_OFFLOAD]));
+        json_string(&w, "grad_ckpt", llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, (int64_t)row.grad_ckpt));
+        json_u64(&w, "micro_batch", row.micro_batch);
+        json_u64(&w, "micro_batches", row.micro_batches);
+        json_u64(&w, "peak_device_bytes", row.peak);
+        json_u64(&w, "headroom_bytes", row.headroom);
+        json_u64(&w, "comm_bytes_per_step", row.comm);
+        json_real(&w, "bubble", (double)row.bubble / 1000.0);
+        json_u64(&w, "tokens_per_second", row.tokens);
+        json_object_end(&w);
+    }
+    json_array_end(&w);
+    json_u64(&w, "layouts_fitting", llmem_plan_result_count(plan));
+    json_array_begin(&w, "rejected");
+    for (size_t i = 0; i < llmem_plan_rejected_count(plan); i++) {
+        const char *reason = NULL, *example = NULL;
+        uint64_t n = 0;
+        llmem_plan_rejected(plan, i, &reason, &n, &example);
+        json_object_begin(&w, NULL);
+        json_string(&w, "reason", reason);
+        json_u64(&w, "layouts", n);
+        json_string(&w, "example", example);
+        json_object_end(&w);
+    }
+    json_array_end(&w);
+    json_object_end(&w);
+    json_end(&w);
+}
+
+static void print_text(const llmem_plan *plan, llmem_parallel *layout, uint64_t top)
+{
+    plan_row row;
+    size_t n = llmem_plan_result_count(plan);
+    printf("%zu layouts fit; the best %zu by the throughput proxy (docs/partitioning.md):\n\n",
+           n, (size_t)(top < n ? top : n));
+    printf("  %-4s %-3s %-3s %-3s %-3s %-3s %-12s %-8s %-5s %-5s %-22s %-22s %-6s %s\n", "dp", "tp",
+           "pp", "cp", "ep", "sp", "sharding", "offload", "ckpt", "mb x m", "device peak",
+           "headroom", "bubble", "tokens/s");
+    for (size_t i = 0; i < n && i < top; i++) {
+        char peak[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP], mbm[32];
+        if (read_row(plan, i, layout, &row) != LLMEM_OK)
+            break;
+        cli_format_bytes(row.peak, peak, sizeof peak);
+        cli_format_bytes(row.headroom, room, sizeof room);
+        snprintf(mbm, sizeof mbm, "%llux%llu", (unsigned long long)row.micro_batch,
+                 (unsigned long long)row.micro_batches);
+        printf("  %-4lld %-3lld %-3lld %-3lld %-3lld %-3lld %-12s %-8s %-5s %-6s %-22s %-22s %-6.3f %llu\n",
+               (long long)row.layout[LLMEM_PARALLEL_DP], (long long)row.layout[LLMEM_PARALLEL_TP],
+               (long long)row.layout[LLMEM_PARALLEL_PP], (long long)row.layout[LLMEM_PARALLEL_CP],
+               (long long)row.layout[LLMEM_PARALLEL_EP], (long long)row.layout[LLMEM_PARALLEL_SP],
+               name_of(LLMEM_PARALLEL_SHARDING, row.layout[LLMEM_PARALLEL_SHARDING]),
+               name_of(LLMEM_PARALLEL_OFFLOAD, row.layout[LLMEM_PARALLEL_OFFLOAD]),
+               llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, (int64_t)row.grad_ckpt), mbm, peak,
+               room, (double)row.bubble / 1000.0, (unsigned long long)row.tokens);
+    }
+    if (llmem_plan_rejected_count(plan) > 0)
+        printf("\nRejected:\n");
+    for (size_t i = 0; i < llmem_plan_rejected_count(plan); i++) {
+        const char *reason = NULL, *example = NULL;
+        uint64_t k = 0;
+        llmem_plan_rejected(plan, i, &reason, &k, &example);
+        printf("  %llu layouts: %s%s%s\n", (unsigned long long)k, reason, example[0] ? ": " : "",
+               example);
+    }
+}
+
+int cli_cmd_plan(int argc, char **argv)
+{
+    llmem_ctx *ctx = NULL;
+    llmem_plan *plan = NULL;
+    llmem_parallel *layout = NULL;
+    cli_request req;
+    if (llmem_ctx_new(&ctx, NULL) != LLMEM_OK) {
+        cli_error("cannot create a library context (out of memory)");
+        return CLI_EXIT_ESTIMATE;
+    }
+    unsigned accepted = CLI_ACCEPTS(CLI_TARGET_PRESET) | CLI_ACCEPTS(CLI_TARGET_CONFIG) |
+                        CLI_ACCEPTS(CLI_TARGET_MODEL) | CLI_ACCEPTS(CLI_TARGET_TRAIN) |
+                        CLI_ACCEPTS(CLI_TARGET_PLAN) | CLI_ACCEPTS(CLI_TARGET_CAPACITY) |
+                        CLI_ACCEPTS(CLI_TARGET_MARGIN) | CLI_ACCEPTS(CLI_TARGET_TOP) |
+                        CLI_ACCEPTS(CLI_TARGET_JSON) | CLI_ACCEPTS(CLI_TARGET_HELP);
+    int status = cli_configure(ctx, argc, argv, accepted, "plan", &req);
+    if (status == CLI_EXIT_OK && req.help) {
+        cli_usage(stdout);
+    } else if (status == CLI_EXIT_OK && (req.capacity == 0 || !(req.plan_given & (1u << LLMEM_PLAN_GPUS)))) {
+        cli_error("plan needs --gpus N and --capacity SIZE (the memory of one GPU)");
+        status = CLI_EXIT_USAGE;
+    } else if (status == CLI_EXIT_OK) {
+        int rc = llmem_plan_new(ctx, &plan);
+        if (rc == LLMEM_OK)
+            rc = llmem_parallel_new(ctx, &layout);
+        if (rc == LLMEM_OK)
+            rc = configure_plan(&req, plan);
+        if (rc == LLMEM_OK)
+            rc = llmem_plan_run(plan, req.model, req.train);
+        if (rc != LLMEM_OK) {
+            cli_error("%s", llmem_ctx_error(ctx)[0] ? llmem_ctx_error(ctx) : llmem_status_str(rc));
+            status = CLI_EXIT_ESTIMATE;
+        } else if (req.json) {
+            print_json(plan, layout, req.top);
+        } else {
+            print_text(plan, layout, req.top);
+        }
+    }
+    llmem_parallel_free(layout);
+    llmem_plan_free(plan);
+    cli_request_free(&req);
+    llmem_ctx_free(ctx);
+    return status;
+}
