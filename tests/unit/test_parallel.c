@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The partitioning module through the public API: the layout handle, the
+ * per-rank model states of each engine against the formulas the engines
+ * publish (DeepSpeed's ZeRO estimators), tensor and pipeline splits, bad
+ * layouts named by their field, the largest batch that fits, and the planner.
+ */
+#include "llmem.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+/* Llama-2-7B: P = 6,738,415,616 parameters, divisible by 8. */
+#define PRESET "meta-llama/Llama-2-7b-hf"
+#define P UINT64_C(6738415616)
+
+typedef struct fixture {
+    llmem_ctx *ctx;
+    llmem_model *m;
+    llmem_train *t;
+    llmem_parallel *l;
+    llmem_estimate *e;
+} fixture;
+
+static fixture open_fixture(const char *preset)
+{
+    fixture f;
+    cr_assert_eq(llmem_ctx_new(&f.ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(f.ctx, preset, &f.m), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(f.ctx, &f.t), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_new(f.ctx, &f.l), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(f.ctx, &f.e), LLMEM_OK);
+    return f;
+}
+
+static void close_fixture(fixture *f)
+{
+    llmem_estimate_free(f->e);
+    llmem_parallel_free(f->l);
+    llmem_train_free(f->t);
+    llmem_model_free(f->m);
+    llmem_ctx_free(f->ctx);
+}
+
+static void run(fixture *f)
+{
+    int rc = llmem_estimate_run_parallel(f->e, f->m, f->t, f->l);
+    cr_assert_eq(rc, LLMEM_OK, "%s", llmem_ctx_error(f->ctx));
+}
+
+static uint64_t component(fixture *f, size_t rank, int kind, const char *name)
+{
+    const llmem_term *t;
+    cr_assert_eq(llmem_estimate_rank_term(f->e, rank, kind, &t), LLMEM_OK);
+    for (size_t i = 0; i < llmem_term_component_count(t); i++) {
+        const char *n;
+        uint64_t b;
+        llmem_term_component(t, i, &n, &b);
+        if (strcmp(n, name) == 0)
+            return b;
+    }
+    return 0;
+}
+
+static uint64_t phase(fixture *f, size_t rank, int ph)
+{
+    uint64_t v = 0;
+    cr_assert_eq(llmem_estimate_rank_phase_bytes(f->e, rank, ph, &v), LLMEM_OK);
+    return v;
+}
+
+static uint64_t rank_u64(fixture *f, size_t rank, int key)
+{
+    uint64_t v = 0;
+    cr_assert_eq(llmem_estimate_rank_get_u64(f->e, rank, key, &v), LLMEM_OK);
+    return v;
+}
+
+/* What the optimizer step holds besides the batch, the buffers and the
+ * buckets: model states at their largest. */
+static uint64_t model_states_at_step(fixture *f, size_t rank)
+{
+    return phase(f, rank, LLMEM_PHASE_OPTIMIZER) - component(f, rank, LLMEM_TERM_DATA, "batch") -
+           component(f, rank, LLMEM_TERM_PARAMETERS, "buffers") -
+           component(f, rank, LLMEM_TERM_OPTIMIZER, "gradient_buckets");
+}
+
+static void set(fixture *f, int key, const char *value)
+{
+    cr_assert_eq(llmem_parallel_set_str(f->l, key, value), LLMEM_OK, "%s", llmem_ctx_error(f->ctx));
+}
+
+Test(parallel, one_gpu_layout_is_the_single_estimate)
+{
+    fixture f = open_fixture(PRESET);
+    uint64_t a = 0, b = 0, c = 0;
+    cr_assert_eq(llmem_estimate_run(f.e, f.m, f.t), LLMEM_OK);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &a);
+    run(&f);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &b);
+    cr_assert_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, NULL), LLMEM_OK);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &c);
+    cr_expect_eq(a, b);
+    cr_expect_eq(a, c);
+    cr_expect_eq(llmem_estimate_rank_count(f.e), 1);
+    cr_expect_eq(llmem_parallel_gpus(f.l), 1);
+    cr_expect_eq(llmem_parallel_gpus(NULL), 1);
+    close_fixture(&f);
+}
+
+/* DeepSpeed's estimate_zero2_model_states_mem_needs (no offload): 2P + 18P/N
+ * bytes a GPU: 16-bit parameters, and per partition 16-bit and fp32
+ * gradients, fp32 master weights and Adam's two fp32 states. */
+Test(parallel, zero2_reproduces_deepspeeds_estimator)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_DP, "8");
+    set(&f, LLMEM_PARALLEL_SHARDING, "zero2");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_PARAMETERS, "weights"), 2 * P);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "master_weights"), 4 * P / 8);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "states"), 8 * P / 8);
+    cr_expect_eq(model_states_at_step(&f, 0), 2 * P + 18 * P / 8,
+                 "model states at the step %llu, DeepSpeed 2P + 18P/N = %llu",
+                 (unsigned long long)model_states_at_step(&f, 0),
+                 (unsigned long long)(2 * P + 18 * P / 8));
+    /* ZeRO-Offload of the optimizer: the GPU keeps the 16-bit parameters (2P). */
+    set(&f, LLMEM_PARALLEL_OFFLOAD, "optimizer");
+    run(&f);
+    cr_expect_eq(model_states_at_step(&f, 0), 2 * P);
+    cr_expect_eq(rank_u64(&f, 0, LLMEM_RANK_HOST), 16 * P / 8, "master, states, fp32 grads");
+    close_fixture(&f);
+}
+
+/* estimate_zero3_model_states_mem_needs (no offload) counts 18P/N of model
+ * states besides the largest layer: 16-bit parameter partitions, fp32 master
+ * weights, Adam's states and the fp32 gradient partition. We count the
+ * 16-bit gradient partition too: 2P/N more. */
+Test(parallel, zero3_reproduces_deepspeeds_estimator_and_counts_more)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_DP, "8");
+    set(&f, LLMEM_PARALLEL_SHARDING, "zero3");
+    run(&f);
+    uint64_t weights = component(&f, 0, LLMEM_TERM_PARAMETERS, "weights");
+    uint64_t master = component(&f, 0, LLMEM_TERM_OPTIMIZER, "master_weights");
+    uint64_t states = component(&f, 0, LLMEM_TERM_OPTIMIZER, "states");
+    cr_expect_eq(weights, 2 * P / 8);
+    cr_expect_eq(weights + master + states + 4 * P / 8, 18 * P / 8);
+    cr_expect_eq(model_states_at_step(&f, 0), 20 * P / 8);
+    close_fixture(&f);
+}
+
+/* FSDP2 with bf16 parameters and fp32 shards: 4 + 4 + 8 = 16P/N, no master copy. */
+Test(parallel, fsdp_full_shards_fp32_parameters)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_DP, "8");
+    set(&f, LLMEM_PARALLEL_SHARDING, "fsdp-full");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_PARAMETERS, "weights"), 4 * P / 8);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "master_weights"), 0);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "states"), 8 * P / 8);
+    uint64_t grads_at_step = model_states_at_step(&f, 0) - 12 * P / 8;
+    cr_expect_geq(grads_at_step, 4 * P / 8, "fp32 gradient shards at the step");
+    close_fixture(&f);
+}
+
+/* DDP keeps a flat copy of every gradient in its buckets. */
+Test(parallel, ddp_buckets_copy_the_gradients)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_DP, "4");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "gradient_buckets"), 4 * P);
+    close_fixture(&f);
+}
+
+/* Tensor parallelism splits every linear and the vocabulary, not the norms. */
+Test(parallel, tp_splits_all_but_the_norms)
+{
+    fixture f = open_fixture(PRESET);
+    const uint64_t H = 4096, L = 32, norms = 2 * H * L + H;
+    set(&f, LLMEM_PARALLEL_TP, "4");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_PARAMETERS, "weights"), ((P - norms) / 4 + norms) * 4);
+    set(&f, LLMEM_PARALLEL_TP, "3");
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, f.l), LLMEM_EINCONSISTENT);
+    int object = 0, key = 0;
+    cr_expect_eq(llmem_ctx_error_field(f.ctx, &object, &key), LLMEM_OK);
+    cr_expect_eq(object, LLMEM_OBJECT_PARALLEL);
+    cr_expect_eq(key, LLMEM_PARALLEL_TP);
+    cr_expect_not_null(strstr(llmem_ctx_error(f.ctx), "tp"));
+    close_fixture(&f);
+}
+
+/* Sequence parallelism splits what tensor parallelism leaves whole: less
+ * is saved a layer, for the same weights. */
+Test(parallel, sp_saves_less_for_the_same_weights)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_TP, "4");
+    llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 2);
+    llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 1024);
+    run(&f);
+    uint64_t forward = phase(&f, 0, LLMEM_PHASE_FORWARD);
+    uint64_t weights = component(&f, 0, LLMEM_TERM_PARAMETERS, "weights");
+    set(&f, LLMEM_PARALLEL_SP, "1");
+    run(&f);
+    cr_expect_lt(phase(&f, 0, LLMEM_PHASE_FORWARD), forward);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_PARAMETERS, "weights"), weights);
+    close_fixture(&f);
+}
+
+/* Pipelines: stages split the layers; 1F1B's first stage holds pp
+ * micro-batches (or all of them when fewer), the last one. */
+Test(parallel, pipeline_stages_and_micro_batches_in_flight)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_PP, "4");
+    set(&f, LLMEM_PARALLEL_MICRO_BATCHES, "8");
+    run(&f);
+    cr_assert_eq(llmem_estimate_rank_count(f.e), 3);
+    uint64_t layers = rank_u64(&f, 0, LLMEM_RANK_LAYERS) + 2 * rank_u64(&f, 1, LLMEM_RANK_LAYERS) +
+                      rank_u64(&f, 2, LLMEM_RANK_LAYERS);
+    cr_expect_eq(layers, 32);
+    cr_expect_eq(rank_u64(&f, 0, LLMEM_RANK_IN_FLIGHT_X1000), 4000);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_IN_FLIGHT_X1000), 3000);
+    cr_expect_eq(rank_u64(&f, 2, LLMEM_RANK_IN_FLIGHT_X1000), 1000);
+    cr_expect_eq(rank_u64(&f, 2, LLMEM_RANK_STAGE), 3);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_GPUS), 2);
+    /* Megatron's interleaved schedule: p + (p - 1) / v on the first stage. */
+    set(&f, LLMEM_PARALLEL_SCHEDULE, "interleaved");
+    set(&f, LLMEM_PARALLEL_VIRTUAL_STAGES, "2");
+    run(&f);
+    cr_expect_eq(rank_u64(&f, 0, LLMEM_RANK_IN_FLIGHT_X1000), 5500);
+    /* The most loaded rank answers the 0.1 getters. */
+    uint64_t peak = 0;
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+    cr_expect_eq(peak, rank_u64(&f, llmem_estimate_peak_rank(f.e), LLMEM_EST_PEAK_DEVICE));
+    close_fixture(&f);
+}
+
+Test(parallel, bad_layouts_name_their_field)
+{
+    static const struct {
+        int key;
+        const char *value;
+        int other_key;
+        const char *other;
+    } cases[] = {
+        { LLMEM_PARALLEL_PP, "64", 0, NULL },
+        { LLMEM_PARALLEL_EP, "2", 0, NULL },
+        { LLMEM_PARALLEL_SP, "1", 0, NULL },
+        { LLMEM_PARALLEL_OFFLOAD, "optimizer", 0, NULL },
+        { LLMEM_PARALLEL_OFFLOAD, "parameters", LLMEM_PARALLEL_SHARDING, "zero2" },
+        { LLMEM_PARALLEL_SHARD_GROUP, "3", LLMEM_PARALLEL_DP, "8" },
+        { LLMEM_PARALLEL_VIRTUAL_STAGES, "2", 0, NULL },
+        { LLMEM_PARALLEL_CP, "2", 0, NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture f = open_fixture(PRESET);
+        int object = 0, key = 0;
+        set(&f, cases[i].key, cases[i].value);
+        if (cases[i].other)
+            set(&f, cases[i].other_key, cases[i].other);
+        int rc = llmem_estimate_run_parallel(f.e, f.m, f.t, f.l);
+        cr_expect_eq(rc, LLMEM_EINCONSISTENT, "case %zu: %d (%s)", i, rc, llmem_ctx_error(f.ctx));
+        llmem_ctx_error_field(f.ctx, &object, &key);
+        cr_expect_eq(object, LLMEM_OBJECT_PARALLEL, "case %zu", i);
+        cr_expect_eq(key, cases[i].key, "case %zu: key %d (%s)", i, key, llmem_ctx_error(f.ctx));
+        close_fixture(&f);
+    }
+    fixture f = open_fixture(PRESET);
+    cr_expect_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_TP, 0), LLMEM_ERANGE);
+    cr_expect_eq(llmem_parallel_set_str(f.l, LLMEM_PARALLEL_SHARDING, "zero4"), LLMEM_ENOTFOUND);
+    cr_expect_str_eq(llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, LLMEM_SHARDING_FSDP_FULL),
+                     "fsdp-full");
+    close_fixture(&f);
+}
+
+/* The largest batch that fits: it does, one more does not. */
+Test(parallel, max_batch_is_exact)
+{
+    fixture f = open_fixture("meta-llama/Llama-3.2-1B");
+    const uint64_t capacity = UINT64_C(40) << 30;
+    int64_t best = 0;
+    uint64_t peak = 0;
+    llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 1024);
+    cr_assert_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE,
+                                    capacity, &best),
+                 LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    cr_assert_gt(best, 1);
+    llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, best);
+    run(&f);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+    cr_expect_leq(peak, capacity);
+    llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, best + 1);
+    run(&f);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+    cr_expect_gt(peak, capacity);
+    cr_expect_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE,
+                                    UINT64_C(1) << 20, &best),
+                 LLMEM_OK);
+    cr_expect_eq(best, 0, "nothing fits in 1 MiB");
+    close_fixture(&f);
+}
+
+/* Every planned layout fits when estimated on its own, at its micro-batch. */
+Test(parallel, planned_layouts_fit)
+{
+    fixture f = open_fixture("meta-llama/Llama-3.1-8B");
+    llmem_plan *plan;
+    const uint64_t capacity = UINT64_C(80) << 30;
+    cr_assert_eq(llmem_plan_new(f.ctx, &plan), LLMEM_OK);
+    llmem_plan_set_int(plan, LLMEM_PLAN_GPUS, 8);
+    llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, (int64_t)capacity);
+    llmem_plan_set_int(plan, LLMEM_PLAN_MARGIN_PERMILLE, 0);
+    llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 2048);
+    llmem_train_set_str(f.t, LLMEM_TRAIN_ATTENTION, "flash");
+    cr_assert_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    size_t n = llmem_plan_result_count(plan);
+    cr_assert_gt(n, 10);
+    uint64_t last = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t mb, ckpt, peak, planned, tokens;
+        llmem_plan_result_get_u64(plan, i, LLMEM_PLAN_MICRO_BATCH, &mb);
+        llmem_plan_result_get_u64(plan, i, LLMEM_PLAN_GRAD_CKPT, &ckpt);
+        llmem_plan_result_get_u64(plan, i, LLMEM_PLAN_PEAK_DEVICE, &planned);
+        llmem_plan_result_get_u64(plan, i, LLMEM_PLAN_TOKENS_PER_SECOND, &tokens);
+        cr_expect_leq(tokens, last, "best first");
+        last = tokens;
+        cr_assert_eq(llmem_plan_result_layout(plan, i, f.l), LLMEM_OK);
+        llmem_parallel_gpus(f.l);
+        cr_expect_eq(llmem_parallel_gpus(f.l), 8);
+        llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, (int64_t)mb);
+        llmem_train_set_int(f.t, LLMEM_TRAIN_GRAD_CKPT, (int64_t)ckpt);
+        run(&f);
+        llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+        cr_expect_eq(peak, planned, "result %zu", i);
+        cr_expect_leq(peak, capacity, "result %zu", i);
+    }
+    /* Nothing fits 1 GiB: no result, and the reason. */
+    llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, INT64_C(1) << 30);
+    cr_assert_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_OK);
+    cr_expect_eq(llmem_plan_result_count(plan), 0);
+    cr_assert_gt(llmem_plan_rejected_count(plan), 0);
+    const char *reason = NULL;
+    uint64_t layouts = 0;
+    llmem_plan_rejected(plan, 0, &reason, &layouts, NULL);
+    cr_expect_not_null(strstr(reason, "does not fit"));
+    cr_expect_gt(layouts, 0);
+    llmem_plan_free(plan);
+    close_fixture(&f);
+}
