@@ -132,6 +132,8 @@ static const cli_flag flags[] = {
     LAYOUT("schedule", "schedule", SCHEDULE, CLI_KIND_NAME, NULL, "pipeline schedule"),
     LAYOUT("virtual-stages", "virtual_stages", VIRTUAL_STAGES, CLI_KIND_INT, "N",
            "interleaved schedule: model chunks per stage"),
+    LAYOUT("bucket-elements", "bucket_elements", BUCKET_ELEMENTS, CLI_KIND_INT, "N",
+           "ZeRO gradient bucket (reduce_bucket_size); 0 = the engine's default"),
 
     { "gpus", "gpus", CLI_TARGET_PLAN, LLMEM_PLAN_GPUS, CLI_KIND_INT, "N",
       "plan: GPUs to lay the job on" },

@@ -528,7 +528,12 @@ enum llmem_parallel_key {
     LLMEM_PARALLEL_OFFLOAD = 9,       /**< #llmem_offload */
     LLMEM_PARALLEL_MICRO_BATCHES = 10,/**< micro-batches per step and pipeline (>= pp keeps it full) */
     LLMEM_PARALLEL_SCHEDULE = 11,     /**< #llmem_schedule */
-    LLMEM_PARALLEL_VIRTUAL_STAGES = 12/**< interleaved schedule: model chunks per stage */
+    LLMEM_PARALLEL_VIRTUAL_STAGES = 12,/**< interleaved schedule: model chunks per stage */
+    /** Elements of a data-parallel gradient bucket: DeepSpeed's reduce_bucket_size
+     * (ZeRO), or 0 for the engine's default (DeepSpeed 500,000,000; with zero3,
+     * the Hugging Face Trainer's "auto", hidden x hidden). DDP's buckets hold every
+     * gradient whatever their size. */
+    LLMEM_PARALLEL_BUCKET_ELEMENTS = 13
 };
 
 /** Data-parallel sharding engines. @since 0.2.0 */

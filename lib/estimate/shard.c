@@ -7,9 +7,11 @@
 
 #include <string.h>
 
-/* HF Trainer's DeepSpeed "auto" bucket sizes (integrations/deepspeed.py,
- * trainer_config_finalize): reduce_bucket_size = hidden^2 elements,
- * stage3_prefetch_bucket_size = 0.9 x hidden^2. */
+/* DeepSpeed's default reduce_bucket_size (runtime/zero/config.py), in elements;
+ * with ZeRO-3 the HF Trainer's "auto" sets it to hidden^2 and
+ * stage3_prefetch_bucket_size to 0.9 x hidden^2 (integrations/deepspeed.py,
+ * trainer_config_finalize). */
+#define DS_REDUCE_BUCKET UINT64_C(500000000)
 #define PREFETCH_NUM 9
 #define PREFETCH_DEN 10
 
@@ -188,10 +190,17 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
     st->paged_states = paged;
     st->optimizer_step = step;
     /* Data parallelism's gradient buffers: DDP's flat buckets beside .grad
-     * (Reducer, gradient_as_bucket_view=False), DeepSpeed's contiguous
-     * reduction bucket (reduce_bucket_size elements of the gradients' dtype). */
-    if (sh->deepspeed)
-        st->comm = m->hidden * m->hidden * (uint64_t)rc->run.param_dt;
+     * (Reducer, gradient_as_bucket_view=False), held throughout; ZeRO-3's
+     * reduction bucket, made at initialization (stage3.py); ZeRO-1/2's
+     * contiguous-gradient bucket, made at each backward (stage_1_and_2.py,
+     * backward: torch.empty(reduce_bucket_size), contiguous_gradients on). */
+    uint64_t bucket = l->bucket_elements;
+    if (bucket == 0)
+        bucket = sh->params ? m->hidden * m->hidden : DS_REDUCE_BUCKET;
+    if (sh->deepspeed && sh->params)
+        st->comm = bucket * (uint64_t)rc->run.param_dt;
+    else if (sh->deepspeed)
+        out->gather.backward = bucket * (uint64_t)rc->run.param_dt;
     else if (!sh->states && l->dp > 1)
         st->comm = st16.grads;
     st->batch = llmem_statics_data(&rc->run);

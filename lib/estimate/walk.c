@@ -420,6 +420,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
      * stage), then the layers top-down, then the embedding. Each segment's
      * parameter gradients appear whole, then what the layout keeps of them
      * stays (all of them, or a shard; nothing new when accumulating). */
+    w.live += gather->backward;
     if (in->head) {
         uint64_t before = w.live - head.persist - head.out_bytes;
         uint64_t kept = accumulating ? 0 : kept_of(keep, head.param_grads, head.param_grads_wide);
@@ -461,6 +462,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     } else if (!in->embedding && ngroups > 0 && groups[0].spec.input_rg) {
         w.live -= x_bytes; /* the input's gradient, sent to the previous stage */
     }
+    w.live -= gather->backward;
     r->end_of_backward = w.live;
 
     /* The optimizer step: weights, states, gradients, and its own transient. */

@@ -21,6 +21,7 @@ typedef struct walk_gather {
     uint64_t layer_fwd, layer_bwd; /* around each decoder layer's forward and backward */
     uint64_t embedding, head;      /* around the embedding and the head */
     uint64_t layer_held;           /* per layer, from its forward to the end of its backward */
+    uint64_t backward;             /* through the whole backward (a gradient bucket) */
 } walk_gather;
 
 /* What stays of the parameter gradients a segment's backward makes: kept

@@ -131,6 +131,7 @@ int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_sh
     l->micro_batches = (uint64_t)p->i[LLMEM_PARALLEL_MICRO_BATCHES];
     l->schedule = (int)p->i[LLMEM_PARALLEL_SCHEDULE];
     l->virtual_stages = (uint64_t)p->i[LLMEM_PARALLEL_VIRTUAL_STAGES];
+    l->bucket_elements = (uint64_t)p->i[LLMEM_PARALLEL_BUCKET_ELEMENTS];
     int rc;
     if ((rc = check_tp(ctx, l, m)) != LLMEM_OK || (rc = check_pipeline(ctx, l, m)) != LLMEM_OK ||
         (rc = check_sharding(ctx, p, l)) != LLMEM_OK || (rc = check_other(ctx, l, m, s)) != LLMEM_OK)

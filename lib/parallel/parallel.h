@@ -14,7 +14,7 @@
 #include "model/model.h"
 #include "train/setup.h"
 
-#define PARALLEL_KEY_END (LLMEM_PARALLEL_VIRTUAL_STAGES + 1)
+#define PARALLEL_KEY_END (LLMEM_PARALLEL_BUCKET_ELEMENTS + 1)
 /* Rank classes: the first pipeline stage, a middle one, the last. */
 #define RANKS_MAX 3
 
@@ -50,6 +50,7 @@ typedef struct layout {
     uint64_t micro_batches;
     int schedule;                 /* llmem_schedule */
     uint64_t virtual_stages;      /* 1 unless interleaved */
+    uint64_t bucket_elements;     /* a ZeRO gradient bucket's elements (0: the engine's default) */
 } layout;
 
 /* Ranks whose memory differs. */

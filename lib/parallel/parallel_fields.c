@@ -21,6 +21,7 @@ static const field_desc rows[] = {
     NAMED(SCHEDULE, "schedule", LLMEM_SCHEDULE_INTERLEAVED, LLMEM_SCHEDULE_1F1B,
           &llmem_names_schedule),
     { LLMEM_PARALLEL_VIRTUAL_STAGES, "virtual-stages", FIELD_INT, 1, 1024, 0, 1, NULL },
+    { LLMEM_PARALLEL_BUCKET_ELEMENTS, "bucket-elements", FIELD_INT, 0, 1e12, 0, 0, NULL },
 };
 
 typedef char parallel_fields_cover_every_key[sizeof rows / sizeof rows[0] + 1 == PARALLEL_KEY_END ? 1 : -1];
