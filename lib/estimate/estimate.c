@@ -125,6 +125,15 @@ static int run_rank(llmem_estimate *e, const model_shape *shape, const rank_reci
     in.in_flight_den = c->in_flight_den;
     in.grads_persist = rc->run.grad_accum > 1 || l->micro_batches > 1;
     in.gather = share->gather;
+    if (l->cp > 1) {
+        /* Ring attention (TransformerEngine's AttnFuncWithCPAndKVP2P): the
+         * keys and values of a sequence chunk go round the cp ranks double
+         * buffered, and backward sends their gradients the same way. */
+        uint64_t kv = rc->run.batch * rc->run.seq * shape->kv_heads *
+                      (shape->head_dim + shape->v_head_dim) * (uint64_t)rc->run.compute_dt;
+        in.gather.layer_fwd += 2 * kv;
+        in.gather.layer_bwd += 4 * kv;
+    }
     in.keep = share->keep;
     in.sp = l->sp ? l->tp : 1;
     in.ep = l->ep;
