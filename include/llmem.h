@@ -242,7 +242,11 @@ enum llmem_family {
     LLMEM_FAMILY_STARCODER2 = 11,
     /** DeepSeek-V2/V3: multi-head latent attention, shared and routed experts, dense
      * first layers. @since 0.1.0 */
-    LLMEM_FAMILY_DEEPSEEK = 12
+    LLMEM_FAMILY_DEEPSEEK = 12,
+    /** Megatron-LM's GPT: pre-LayerNorm, fused qkv, a 4h GeLU MLP, biases, learned
+     * positions, tied output, dropout everywhere; the layer Korthikanti et al. (2022)
+     * count activations for. @since 0.2.0 */
+    LLMEM_FAMILY_MEGATRON_GPT = 13
 };
 /** Norm kinds. @since 0.1.0 */
 enum llmem_norm { LLMEM_NORM_LAYERNORM = 1, LLMEM_NORM_RMSNORM = 2 };

@@ -28,7 +28,7 @@ typedef struct layer_path {
 /* The code path of a code_path value. */
 const layer_path *llmem_layer_path(int path);
 
-extern const layer_path llmem_path_gpt2, llmem_path_llama;
+extern const layer_path llmem_path_gpt2, llmem_path_llama, llmem_path_megatron;
 
 /* nn.Linear (or Conv1D) of a segment, wrapped by PEFT's LoRA when targeted,
  * NF4 under QLoRA. */

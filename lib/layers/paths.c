@@ -9,6 +9,7 @@
 static const layer_path *const paths[PATH_COUNT] = {
     [PATH_GPT2] = &llmem_path_gpt2,
     [PATH_LLAMA] = &llmem_path_llama,
+    [PATH_MEGATRON] = &llmem_path_megatron,
 };
 
 const layer_path *llmem_layer_path(int path)

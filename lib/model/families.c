@@ -56,6 +56,11 @@ static const family_desc families[] = {
     /* DeepSeek-V2/V3: RMSNorm, SwiGLU experts, attention_bias false, untied. */
     { FAMILY(DEEPSEEK, "deepseek"), RMS, GATED, ROTARY,  0,   0,   0,   0,   0,  0,  2,  1,  0,  0,  0,
       0, PATH_NONE, 0 },
+    /* Megatron-LM GPT (megatron/core/models/gpt, the "local" transformer layer
+     * spec): LayerNorm, fused linear_qkv, GeLU MLP, biases on, learned absolute
+     * positions, output layer tied to the embedding. */
+    { FAMILY(MEGATRON_GPT, "megatron-gpt"), LN, PLAIN, LEARNED, 1, 1, 1,   1,   0,  1,  2,  1,  0,  0,  0,
+      TRAIT_FUSED_QKV, PATH_MEGATRON, 0 },
 };
 
 #define FAMILY_COUNT (sizeof families / sizeof families[0])

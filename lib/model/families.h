@@ -13,7 +13,10 @@
 
 /* Code paths of the segment builders (lib/layers/paths.c maps each to its
  * functions). A family on PATH_NONE gets exact counts and the article formula. */
-enum code_path { PATH_NONE = 0, PATH_GPT2, PATH_LLAMA, PATH_COUNT };
+enum code_path { PATH_NONE = 0, PATH_GPT2, PATH_LLAMA, PATH_MEGATRON, PATH_COUNT };
+
+/* The last llmem_family value: the table has a row for each up to it. */
+#define FAMILY_LAST LLMEM_FAMILY_MEGATRON_GPT
 
 /* Traits of a family's code that change what a step holds. */
 enum family_trait {

@@ -16,7 +16,7 @@
     { LLMEM_MODEL_##key, name, FIELD_ENUM, 1, max, 0, 0, values }
 
 static const field_desc rows[] = {
-    NAMED(FAMILY, "family", LLMEM_FAMILY_DEEPSEEK, &llmem_names_family),
+    NAMED(FAMILY, "family", FAMILY_LAST, &llmem_names_family),
     INT(HIDDEN, "hidden", 1, SIZE_MAX_ELEMS),
     INT(LAYERS, "layers", 1, COUNT_MAX),
     INT(HEADS, "heads", 1, COUNT_MAX),

@@ -852,7 +852,7 @@ API_TEST(choices, list_what_set_str_accepts)
         cr_expect_eq(llmem_model_get_int(m, LLMEM_MODEL_FAMILY, &got), LLMEM_OK);
         cr_expect_eq(got, value, "%s", name);
     }
-    cr_expect_eq(n, LLMEM_FAMILY_DEEPSEEK);
+    cr_expect_eq(n, LLMEM_FAMILY_MEGATRON_GPT);
     cr_expect_null(llmem_model_choice(LLMEM_MODEL_HIDDEN, 0, NULL), "hidden has no names");
     cr_expect_null(llmem_train_choice(LLMEM_TRAIN_BATCH, 0, &value));
     cr_expect_null(llmem_train_choice(9999, 0, &value));
