@@ -38,6 +38,10 @@ static const name_value lora_target[] = {
     { "qkv_proj", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
     { "gate_up_proj", LLMEM_LORA_GATE | LLMEM_LORA_UP },
     { "query_key_value", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
+    /* Mixtral's experts (MixtralBlockSparseTop2MLP): w1 gate, w3 up, w2 down. */
+    { "w1", LLMEM_LORA_GATE },
+    { "w3", LLMEM_LORA_UP },
+    { "w2", LLMEM_LORA_DOWN },
 };
 static const name_value phase[] = {
     { "forward", LLMEM_PHASE_FORWARD },

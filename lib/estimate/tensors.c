@@ -58,25 +58,52 @@ static void add_linear(tensor_list *l, const place *at, const model_linear *lin,
     }
 }
 
-/* Routed experts (no biases in any supported family), the router, and the
- * shared expert with its gate. LoRA adapters are not placed on experts. */
-static void add_experts(tensor_list *l, const place *at, const model_shape *m, const setup *s,
-                        uint64_t count, int trainable)
+/* LoRA's two adapters of a linear in x out, count of them. */
+static void add_adapters(tensor_list *l, const place *a_in, const place *b_out, uint64_t in,
+                         uint64_t out, uint64_t count, const setup *s)
 {
-    uint64_t H = m->hidden, up_mats = m->mlp == LLMEM_MLP_GATED ? 2 : 1;
+    add(l, a_in, s->lora_rank, in, count, LORA_DT, 1);
+    add(l, b_out, out, s->lora_rank, count, LORA_DT, 1);
+}
+
+/* Routed experts (no biases in any supported family), the router, and the
+ * shared expert with its gate. LoRA targeting gate, up or down adapts every
+ * routed expert's projection and the shared expert's. */
+static void add_experts(tensor_list *l, const place *at, const model_shape *m, const setup *s,
+                        uint64_t count, int trainable, int adapters)
+{
+    uint64_t H = m->hidden, Ie = m->expert_intermediate, Is = m->shared_intermediate;
+    uint64_t up_mats = m->mlp == LLMEM_MLP_GATED ? 2 : 1, E = m->experts;
     int weight_dt = s->method == LLMEM_METHOD_QLORA ? DT_NF4 : s->param_dt;
+    unsigned on = adapters ? s->lora_targets : 0;
+    unsigned ups = (m->mlp == LLMEM_MLP_GATED ? LLMEM_LORA_GATE : 0) | LLMEM_LORA_UP;
     place expert = as(at, PARAM_EXPERT, SPLIT_EXPERT), router = as(at, PARAM_ROUTER, SPLIT_NONE);
     place up = as(at, PARAM_WEIGHT, SPLIT_COLUMN), down = as(at, PARAM_WEIGHT, SPLIT_ROW);
-    place gate = as(at, PARAM_WEIGHT, SPLIT_NONE);
-    add(l, &expert, m->expert_intermediate, H, count * m->experts * up_mats, weight_dt, trainable);
-    add(l, &expert, H, m->expert_intermediate, count * m->experts, weight_dt, trainable);
-    add(l, &router, m->experts, H, count, s->param_dt, trainable);
+    place gate = as(at, PARAM_WEIGHT, SPLIT_NONE), lora_expert = as(at, PARAM_ADAPTER, SPLIT_EXPERT);
+    place lora_in = as(at, PARAM_ADAPTER, SPLIT_NONE), lora_col = as(at, PARAM_ADAPTER, SPLIT_COLUMN);
+    place lora_row = as(at, PARAM_ADAPTER, SPLIT_ROW);
+    add(l, &expert, Ie, H, count * E * up_mats, weight_dt, trainable);
+    add(l, &expert, H, Ie, count * E, weight_dt, trainable);
+    add(l, &router, E, H, count, s->param_dt, trainable);
     if (m->router_bias)
-        add(l, &router, m->experts, 1, count, s->param_dt, trainable);
-    add(l, &up, m->shared_intermediate, H, count * up_mats, weight_dt, trainable);
-    add(l, &down, H, m->shared_intermediate, count, weight_dt, trainable);
+        add(l, &router, E, 1, count, s->param_dt, trainable);
+    add(l, &up, Is, H, count * up_mats, weight_dt, trainable);
+    add(l, &down, H, Is, count, weight_dt, trainable);
     if (m->shared_gate)
         add(l, &gate, 1, H, count, s->param_dt, trainable);
+    /* count x experts of each targeted projection; one of the shared expert's */
+    uint64_t targeted_ups = (uint64_t)((on & LLMEM_LORA_GATE) && (ups & LLMEM_LORA_GATE)) +
+                            (uint64_t)((on & LLMEM_LORA_UP) != 0);
+    if (targeted_ups) {
+        add_adapters(l, &lora_expert, &lora_expert, H, Ie, count * E * targeted_ups, s);
+        if (Is)
+            add_adapters(l, &lora_in, &lora_col, H, Is, count * targeted_ups, s);
+    }
+    if (on & LLMEM_LORA_DOWN) {
+        add_adapters(l, &lora_expert, &lora_expert, Ie, H, count * E, s);
+        if (Is)
+            add_adapters(l, &lora_row, &lora_in, Is, H, count, s);
+    }
 }
 
 /* Layers [first, first + count), all dense or all experts. Attention
@@ -100,7 +127,7 @@ static void add_layers(tensor_list *l, const model_shape *m, const model_params 
             linear_params += lin[i].in * lin[i].out + (lin[i].bias ? lin[i].out : 0);
     }
     if (moe)
-        add_experts(l, &at, m, s, count, trainable);
+        add_experts(l, &at, m, s, count, trainable, adapters);
     add(l, &norm, p->layer_attention - linear_params, 1, count, s->param_dt, trainable);
     add(l, &norm, m->hidden, 1, count * m->norms_per_layer * (uint64_t)(1 + m->norm_bias),
         s->param_dt, trainable);
@@ -148,9 +175,8 @@ void llmem_tensors_list(const model_shape *m, const model_params *p, const setup
 
     if (m->final_norm)
         add(l, &final_norm, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt, full || freeze);
-    if (!m->tie) {
+    if (!m->tie)
         add(l, &head, m->vocab, m->embed_dim, 1, dt, head_trains);
-        if (m->head_bias)
-            add(l, &head, m->vocab, 1, 1, dt, head_trains);
-    }
+    if (m->head_bias) /* its own even when the weight is tied */
+        add(l, &head, m->vocab, 1, 1, dt, head_trains);
 }

@@ -153,10 +153,11 @@ static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_
 /* Autocast caches the low-precision copy of each trainable leaf weight until
  * it exits, even under no_grad: checkpointed layers keep theirs to the end of
  * the forward pass. */
-static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const seg_spec *spec)
+static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const seg_spec *spec,
+                                     uint64_t ep)
 {
     model_linear lin[MODEL_MAX_LINEARS];
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, cdt = (uint64_t)s->compute_dt;
     if (!s->autocast)
         return 0;
     int n = llmem_model_layer_linears(m, lin);
@@ -165,17 +166,24 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
         if (spec->moe && !(lin[i].lora_target & attention))
             continue; /* the experts replace the dense MLP */
         if (spec->weights_trainable && !spec->nf4)
-            bytes += lin[i].in * lin[i].out * (uint64_t)s->compute_dt;
+            bytes += lin[i].in * lin[i].out * cdt;
         if (spec->lora_targets & lin[i].lora_target)
-            bytes += spec->lora_rank * (lin[i].in + lin[i].out) * (uint64_t)s->compute_dt;
+            bytes += spec->lora_rank * (lin[i].in + lin[i].out) * cdt;
     }
-    if (spec->moe && spec->weights_trainable && !spec->nf4) {
-        uint64_t mats = m->mlp == LLMEM_MLP_GATED ? 3 : 2;
-        bytes += (mats * m->hidden * (m->experts * m->expert_intermediate +
-                                      m->shared_intermediate) +
-                  m->hidden * m->experts) * (uint64_t)s->compute_dt;
-    }
-    return bytes;
+    if (!spec->moe)
+        return bytes;
+    uint64_t H = m->hidden, held = m->experts / ep, mats = m->mlp == LLMEM_MLP_GATED ? 3 : 2;
+    uint64_t experts_inner = held * m->expert_intermediate + m->shared_intermediate;
+    if (spec->weights_trainable && !spec->nf4)
+        bytes += (mats * H * experts_inner + H * m->experts) * cdt;
+    /* adapters on the experts' and the shared expert's projections */
+    unsigned on = spec->lora_targets;
+    uint64_t projections = (uint64_t)((on & LLMEM_LORA_GATE) && mats == 3) +
+                           (uint64_t)((on & LLMEM_LORA_UP) != 0) +
+                           (uint64_t)((on & LLMEM_LORA_DOWN) != 0);
+    uint64_t adapted = held * (H + m->expert_intermediate) +
+                       (m->shared_intermediate ? H + m->shared_intermediate : 0);
+    return bytes + projections * spec->lora_rank * adapted * cdt;
 }
 
 static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const setup *s,
@@ -186,7 +194,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         /* torch.utils.checkpoint (reentrant, transformers' default): the layer runs
          * under no_grad keeping only its input, and is recomputed in backward. */
         seg_cost again;
-        uint64_t cache = autocast_cache_bytes(m, s, &grp->spec);
+        uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b->ep);
         simulate(e, b, llmem_layers_decoder, m, &grp->spec, 0, 0, &c);
         b->hold_input = 1; /* the checkpoint keeps its saved input while recomputing */
         simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, 1, &again);
@@ -402,7 +410,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
                   w.grads);
         w.live += g->count * growth;
         if (ckpt)
-            cache += g->count * autocast_cache_bytes(m, s, &g->spec);
+            cache += g->count * autocast_cache_bytes(m, s, &g->spec, b.ep);
     }
     if (!ckpt) /* the model's forward returns before the head: its mask goes */
         w.live -= mask;

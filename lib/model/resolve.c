@@ -113,8 +113,9 @@ static int count_params(llmem_model *m, const model_shape *s, model_params *p)
     p->layer_dense =
         ck_add(&c, ck_add(&c, p->layer_attention, p->layer_mlp_dense), p->layer_norms);
     p->final_norm = s->final_norm ? norm_size : 0;
-    if (!s->tie)
-        p->head = ck_add(&c, ck_mul(&c, s->vocab, s->embed_dim), s->head_bias ? s->vocab : 0);
+    /* A tied head shares the embedding's weight; a bias would still be its own. */
+    p->head = ck_add(&c, s->tie ? 0 : ck_mul(&c, s->vocab, s->embed_dim),
+                     s->head_bias ? s->vocab : 0);
 
     uint64_t outside = ck_add(&c, ck_add(&c, p->embedding, p->positions),
                               ck_add(&c, ck_add(&c, p->embed_norm, p->final_norm), p->head));
@@ -125,6 +126,16 @@ static int count_params(llmem_model *m, const model_shape *s, model_params *p)
     uint64_t layer_active = p->layer_attention + p->layer_mlp_active + p->layer_norms;
     p->active = ck_add(&c, ck_add(&c, ck_mul(&c, layer_active, moe_layers), all_dense), outside);
 
+    /* Buffers: GPT-2's bool causal mask, max-positions^2 bytes a layer. */
+    if (s->traits & TRAIT_CAUSAL_BUFFER) {
+        checked b = { 0 };
+        uint64_t mask = ck_mul3(&b, s->layers, s->max_positions, s->max_positions);
+        if (b.overflow || mask > (UINT64_C(1) << 62))
+            return FAIL(m, LLMEM_MODEL_MAX_POSITIONS, LLMEM_EOVERFLOW,
+                        "max-positions: %llu makes the causal-mask buffers (layers x "
+                        "max-positions^2 bytes) overflow the 64-bit byte counts",
+                        (unsigned long long)s->max_positions);
+    }
     if (c.overflow)
         return FAIL(m, LLMEM_MODEL_HIDDEN, LLMEM_EOVERFLOW,
                            "model: parameter count overflows 64 bits (hidden %llu, layers %llu, "
@@ -205,6 +216,9 @@ int llmem_model_resolve(llmem_model *m, model_shape *s, model_params *p)
     if (s->heads % s->kv_heads != 0)
         return FAIL(m, LLMEM_MODEL_KV_HEADS, LLMEM_EINCONSISTENT, "kv-heads: %llu does not divide heads %llu",
                            (unsigned long long)s->kv_heads, (unsigned long long)s->heads);
+    if (s->norm == LLMEM_NORM_RMSNORM && s->norm_bias)
+        return FAIL(m, LLMEM_MODEL_NORM_BIAS, LLMEM_EINCONSISTENT,
+                    "norm-bias: RMSNorm has no bias (norm-bias needs layernorm)");
     if (s->positions == LLMEM_POSITIONS_LEARNED && s->max_positions == 0)
         return FAIL(m, LLMEM_MODEL_MAX_POSITIONS, LLMEM_EINCONSISTENT,
                            "max-positions: not set (learned positions need it)");

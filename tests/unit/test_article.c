@@ -287,15 +287,16 @@ ParameterizedTest(size_t *index, article, every_preset, .init = setup_est, .fini
     llmem_train *t = article_train();
     article a;
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 8), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 2048), LLMEM_OK);
+    /* 1024: within every preset's positions (GPT-2 has 1,024 learned ones). */
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 1024), LLMEM_OK);
     cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "1.5"), LLMEM_OK);
     run_article(m, t, &a);
     cr_expect_eq(a.params, P, "%s", name);
     cr_expect_eq(a.m_p, 4 * P, "%s: m_p", name);
     cr_expect_eq(a.m_os, 8 * P, "%s: m_os (AdamW, the default)", name);
-    cr_expect_eq(a.m_data, U64(8) * 2048 * 24, "%s: m_data", name);
+    cr_expect_eq(a.m_data, U64(8) * 1024 * 24, "%s: m_data", name);
     cr_expect_eq(a.m_tmp, 6 * P, "%s: m_tmp = 1.5 x 4P", name);
-    cr_expect_eq(a.total, 18 * P + U64(8) * 2048 * 24, "%s: total", name);
+    cr_expect_eq(a.total, 18 * P + U64(8) * 1024 * 24, "%s: total", name);
     cr_expect_geq(a.reserved, a.total, "%s", name);
     cr_expect_geq(a.device, a.reserved, "%s", name);
     llmem_train_free(t);

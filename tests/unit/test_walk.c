@@ -132,8 +132,10 @@ static void check_classes(const char *name, llmem_model *mm, int method)
                   (unsigned long long)c->count, (unsigned long long)c->layers);
         if (c->segment == SEG_LAYER)
             cr_expect_leq(c->layer_first + c->layers, m.layers, "%s class %d: layers", name, k);
-        cr_expect((c->role == PARAM_EXPERT) == (c->axis == SPLIT_EXPERT),
-                  "%s class %d: experts and only experts split by expert", name, k);
+        cr_expect(c->role != PARAM_EXPERT || c->axis == SPLIT_EXPERT,
+                  "%s class %d: experts split by expert", name, k);
+        cr_expect(c->axis != SPLIT_EXPERT || c->role == PARAM_EXPERT || c->role == PARAM_ADAPTER,
+                  "%s class %d: only experts and their adapters split by expert", name, k);
         if (c->role == PARAM_ADAPTER)
             adapters += n;
         else
