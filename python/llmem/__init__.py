@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+"""libllmem from Python: the GPU memory of fine-tuning a large language model.
+
+    >>> import llmem
+    >>> est = llmem.estimate("meta-llama/Llama-3.1-8B", batch=4, seq=2048,
+    ...                      attention="flash")
+    >>> est.peak_allocated, est.peak_phase, est.terms["optimizer"].components
+
+Pure ctypes over the C library, standard library only. The library is found
+through LLMEM_LIBRARY, the build tree, or the system (see ``_library``); its
+major version must be this package's. Field names, bounds and value names
+come from the library: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`.
+"""
+from ._library import PATH as library_path
+from ._library import LIB as _LIB
+from ._version import __version__
+from .context import Context, default_context
+from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFound,
+                     NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
+from .estimate import PHASES, TERMS, Estimate, Result, Term, estimate
+from .fields import MODEL_FIELDS, TRAIN_FIELDS, Field
+from .model import Model, presets
+from .train import Train
+from .weights import DtypeTotal, Weights
+
+
+def library_version() -> str:
+    """The loaded library's version, "MAJOR.MINOR.PATCH"."""
+    return _LIB.llmem_version_string().decode()
+
+
+__all__ = [
+    "BufferTooSmall", "Context", "DtypeTotal", "Error", "Estimate", "Field", "Inconsistent",
+    "InvalidArgument", "MODEL_FIELDS", "Model", "NotFound", "NotSupported", "OutOfMemory",
+    "OutOfRange", "Overflow", "PHASES", "ParseError", "ReadError", "Result", "TERMS", "Term",
+    "TRAIN_FIELDS", "Train", "Weights", "__version__", "default_context", "estimate",
+    "library_path", "library_version", "presets",
+]

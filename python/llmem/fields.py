@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: MIT
+"""The fields of models and training setups, as the library describes them.
+
+Names, bounds and value names are asked of the library at import
+(``llmem_model_field_info``, ``llmem_train_field_info``, ``*_value_name``,
+``*_choice``); nothing here lists them a second time. A field's keyword is
+its library name with underscores for dashes (``kv-heads`` -> ``kv_heads``),
+as the ``llmem`` command's flags are spelled.
+"""
+from __future__ import annotations
+
+import ctypes
+import difflib
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Tuple, Union
+
+from ._library import LIB, has
+
+MODEL = "model"
+TRAIN = "train"
+
+# Object kinds of llmem_ctx_error_field (include/llmem.h, LLMEM_OBJECT_*).
+_OBJECT_CODES = {1: MODEL, 2: TRAIN}
+
+# Field keys are small integers, assigned in order and never reused; the
+# scan reaches far beyond the last one so keys added later are found.
+_KEY_SCAN_LIMIT = 1024
+
+Value = Union[int, float, str]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a model (``object == "model"``) or training setup."""
+
+    object: str
+    key: int
+    name: str
+    minimum: int
+    maximum: int
+    is_real: bool
+    is_enum: bool
+    is_mask: bool
+    choices: Tuple[Tuple[str, int], ...]
+
+    @property
+    def keyword(self) -> str:
+        """The Python keyword: the name with underscores for dashes."""
+        return self.name.replace("-", "_")
+
+    def value_name(self, value: int) -> Optional[str]:
+        """The library's name of an enumerated value, or None."""
+        fn = LIB.llmem_model_value_name if self.object == MODEL else LIB.llmem_train_value_name
+        name = fn(self.key, value)
+        return name.decode() if name is not None else None
+
+    def mask_names(self, mask: int) -> Optional[Tuple[str, ...]]:
+        """The names spelling a bitmask, or None when some bits have none:
+        each accepted name, in the library's order, that adds bits not yet
+        named (q|k|v reads q_proj, k_proj, v_proj, not also c_attn)."""
+        named = 0
+        names = []
+        for name, bits in self.choices:
+            if bits and mask & bits == bits and named & bits != bits:
+                named |= bits
+                names.append(name)
+        return tuple(names) if named == mask else None
+
+    def show(self, raw: Union[int, float]) -> Value:
+        """A value as Python code sees it: the name of an enumerated value,
+        the comma-separated names of a bitmask, else the number."""
+        if self.is_enum:
+            name = self.value_name(int(raw))
+            return name if name is not None else int(raw)
+        if self.is_mask:
+            names = self.mask_names(int(raw))
+            return ",".join(names) if names is not None else int(raw)
+        return raw
+
+
+def _choices(object: str, key: int) -> Tuple[Tuple[str, int], ...]:
+    fn_name = "llmem_model_choice" if object == MODEL else "llmem_train_choice"
+    if not has(fn_name):
+        return ()
+    fn = getattr(LIB, fn_name)
+    found = []
+    value = ctypes.c_int64()
+    index = 0
+    while True:
+        name = fn(key, index, ctypes.byref(value))
+        if name is None:
+            return tuple(found)
+        found.append((name.decode(), value.value))
+        index += 1
+
+
+def _describe(object: str, key: int) -> Optional[Field]:
+    name = ctypes.c_char_p()
+    lo, hi = ctypes.c_int64(), ctypes.c_int64()
+    is_real = ctypes.c_int(0)
+    if object == MODEL:
+        rc = LIB.llmem_model_field_info(key, ctypes.byref(name), ctypes.byref(lo),
+                                        ctypes.byref(hi))
+        value_name = LIB.llmem_model_value_name
+    else:
+        rc = LIB.llmem_train_field_info(key, ctypes.byref(name), ctypes.byref(lo),
+                                        ctypes.byref(hi), ctypes.byref(is_real))
+        value_name = LIB.llmem_train_value_name
+    if rc != 0:
+        return None
+    choices = _choices(object, key)
+    is_enum = value_name(key, lo.value) is not None
+    return Field(object=object, key=key, name=name.value.decode(), minimum=lo.value,
+                 maximum=hi.value, is_real=bool(is_real.value), is_enum=is_enum,
+                 is_mask=bool(choices) and not is_enum, choices=choices)
+
+
+def _scan(object: str) -> Mapping[str, Field]:
+    found: Dict[str, Field] = {}
+    for key in range(1, _KEY_SCAN_LIMIT):
+        field = _describe(object, key)
+        if field is not None:
+            found[field.keyword] = field
+    return found
+
+
+MODEL_FIELDS: Mapping[str, Field] = _scan(MODEL)
+TRAIN_FIELDS: Mapping[str, Field] = _scan(TRAIN)
+_BY_KEY = {(f.object, f.key): f for table in (MODEL_FIELDS, TRAIN_FIELDS)
+           for f in table.values()}
+
+
+def field_by_key(object_code: int, key: int) -> Optional[Field]:
+    """The field an ``llmem_ctx_error_field`` answer names, or None."""
+    object = _OBJECT_CODES.get(object_code)
+    return _BY_KEY.get((object, key)) if object is not None else None
+
+
+def unknown_keyword(function: str, keyword: str, known: "list[str]") -> TypeError:
+    """The TypeError for a keyword naming no field, with the closest names."""
+    close = difflib.get_close_matches(keyword, known, n=3)
+    hint = " (did you mean %s?)" % ", ".join(repr(c) for c in close) if close else ""
+    return TypeError("%s got an unexpected keyword argument %r%s" % (function, keyword, hint))
