@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// llmem.hpp against the C API it wraps: the same numbers, exceptions with the
+// library's status and message, objects left usable after a failure, move-only
+// handles. Prints TAP.
+#include <llmem.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace {
+
+int count = 0, failed = 0;
+
+void check(bool ok, const char *what)
+{
+    ++count;
+    if (!ok)
+        ++failed;
+    std::printf("%s %d - %s\n", ok ? "ok" : "not ok", count, what);
+}
+
+// The C API's answer for Llama-3.2-1B, batch 2, seq 1024, flash attention.
+struct c_result {
+    uint64_t peak[3], phases[4], terms[4];
+    uint64_t peak_phase, params;
+};
+
+c_result with_c_api()
+{
+    c_result r{};
+    llmem_ctx *ctx = nullptr;
+    llmem_model *m = nullptr;
+    llmem_train *t = nullptr;
+    llmem_estimate *e = nullptr;
+    const llmem_term *term = nullptr;
+    if (llmem_ctx_new(&ctx, nullptr) != LLMEM_OK ||
+        llmem_model_new_preset(ctx, "meta-llama/Llama-3.2-1B", &m) != LLMEM_OK ||
+        llmem_train_new(ctx, &t) != LLMEM_OK ||
+        llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 2) != LLMEM_OK ||
+        llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 1024) != LLMEM_OK ||
+        llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, "flash") != LLMEM_OK ||
+        llmem_estimate_new(ctx, &e) != LLMEM_OK || llmem_estimate_run(e, m, t) != LLMEM_OK)
+        std::printf("# the C API failed: %s\n", llmem_ctx_error(ctx));
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, &r.peak[0]);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_RESERVED, &r.peak[1]);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &r.peak[2]);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_PHASE, &r.peak_phase);
+    llmem_estimate_get_u64(e, LLMEM_EST_PARAMS_TOTAL, &r.params);
+    for (int i = 0; i < 4; i++) {
+        llmem_estimate_phase_bytes(e, i + 1, &r.phases[i]);
+        if (llmem_estimate_term(e, i + 1, &term) == LLMEM_OK)
+            r.terms[i] = llmem_term_bytes_at_peak(term);
+    }
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+    return r;
+}
+
+void same_numbers_as_the_c_api()
+{
+    const c_result c = with_c_api();
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "Llama-3.2-1B");
+    llmem::Train train(ctx);
+    train.set(LLMEM_TRAIN_BATCH, 2).set(LLMEM_TRAIN_SEQ, 1024).set(LLMEM_TRAIN_ATTENTION,
+                                                                   "flash");
+    llmem::Estimate est(ctx);
+    est.run(model, train);
+    check(c.peak[0] > 0 && est.peak_allocated() == c.peak[0], "peak allocated as the C API");
+    check(est.peak_reserved() == c.peak[1] && est.peak_device() == c.peak[2],
+          "peak reserved and device as the C API");
+    check(static_cast<uint64_t>(est.peak_phase()) == c.peak_phase && c.peak_phase != 0,
+          "peak phase as the C API");
+    check(model.param_count() == c.params && c.params == 1235814400,
+          "parameter count as the C API");
+    bool phases = true, terms = true;
+    uint64_t sum = 0;
+    for (int i = 0; i < 4; i++) {
+        phases = phases && est.phase_bytes(i + 1) == c.phases[i];
+        const llmem::Term term = est.term(i + 1);
+        terms = terms && term.bytes_at_peak() == c.terms[i];
+        uint64_t parts = 0;
+        for (const llmem::Component &comp : term.components())
+            parts += comp.bytes;
+        terms = terms && parts == term.bytes_at_peak() && term.max_bytes() >= parts;
+        sum += term.bytes_at_peak();
+    }
+    check(phases, "phase bytes as the C API");
+    check(terms && sum == c.peak[0], "terms and components as the C API, summing to the peak");
+    check(std::strcmp(est.term(LLMEM_TERM_OPTIMIZER).name(), "optimizer") == 0,
+          "a term knows its name");
+}
+
+void exceptions_carry_status_and_message()
+{
+    llmem::Context ctx;
+    int status = 0;
+    std::string message;
+    try {
+        llmem::Model::preset(ctx, "no-such/model");
+    } catch (const llmem::error &e) {
+        status = e.status();
+        message = e.what();
+    }
+    check(status == LLMEM_ENOTFOUND && message.find("no-such/model") != std::string::npos,
+          "an unknown preset throws LLMEM_ENOTFOUND naming it");
+
+    llmem::Train train(ctx);
+    train.set(LLMEM_TRAIN_LORA_RANK, 16);
+    status = 0;
+    try {
+        train.set(LLMEM_TRAIN_LORA_RANK, 0);
+    } catch (const llmem::error &e) {
+        status = e.status();
+        message = e.what();
+    }
+    check(status == LLMEM_ERANGE && message.rfind("lora-rank:", 0) == 0,
+          "an out-of-range value throws LLMEM_ERANGE naming the field");
+    check(train.get(LLMEM_TRAIN_LORA_RANK) == 16, "the failed set left the value unchanged");
+    check(message == ctx.last_error(), "the message is the context's");
+
+    status = 0;
+    try {
+        train.set(LLMEM_TRAIN_OPTIMIZER, "adamx");
+    } catch (const std::exception &e) {  // catchable as a std::exception too
+        status = dynamic_cast<const llmem::error &>(e).status();
+    }
+    check(status == LLMEM_ENOTFOUND, "a bad name throws LLMEM_ENOTFOUND");
+    train.set_real(LLMEM_TRAIN_DROPOUT, 0.25);
+    check(train.get_real(LLMEM_TRAIN_DROPOUT) == 0.25, "real fields round-trip");
+}
+
+void handles_move_and_do_not_copy()
+{
+    static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
+    static_assert(!std::is_copy_assignable<llmem::Estimate>::value, "Estimate is not copyable");
+    static_assert(!std::is_copy_constructible<llmem::Context>::value, "Context is not copyable");
+    static_assert(std::is_nothrow_move_constructible<llmem::Train>::value, "Train moves");
+    static_assert(std::is_nothrow_move_assignable<llmem::Model>::value, "Model moves");
+    llmem::Context ctx;
+    llmem::Model a = llmem::Model::preset(ctx, "openai-community/gpt2");
+    llmem_model *raw = a.native();
+    llmem::Model b(std::move(a));
+    check(a.native() == nullptr && b.native() == raw, "a move transfers the handle");
+    llmem::Model c(ctx, LLMEM_FAMILY_LLAMA);
+    c = std::move(b);  // frees c's own model, takes b's
+    check(c.native() == raw && c.param_count() == 124439808, "a move assignment takes over");
+    llmem::Context moved(std::move(ctx));
+    check(c.get(LLMEM_MODEL_LAYERS) == 12, "objects keep working after their context moved");
+    check(!llmem::presets().empty() && llmem::presets()[0] == llmem_preset_name(0),
+          "presets() lists the library's presets");
+    check(llmem::version() == llmem_version_string(), "version() is the library's");
+}
+
+} // namespace
+
+int main()
+{
+    try {
+        same_numbers_as_the_c_api();
+        exceptions_carry_status_and_message();
+        handles_move_and_do_not_copy();
+    } catch (const std::exception &e) {
+        check(false, e.what());
+    }
+    std::printf("1..%d\n", count);
+    return failed != 0;
+}
