@@ -46,11 +46,12 @@ int main()
             std::printf("batch %" PRId64 ": %" PRIu64 " bytes\n", batch,
                         est.run(model, train.set(LLMEM_TRAIN_BATCH, batch)).peak_allocated());
 
-        // A bad value: the exception names the field.
+        // A bad value: the exception carries the message and names the field.
         try {
             train.set(LLMEM_TRAIN_ATTENTION, "fast");
         } catch (const llmem::error &e) {
-            std::printf("rejected: %s (%s)\n", e.what(), e.status_str());
+            std::printf("rejected: %s (%s; field %s)\n", e.what(), e.status_str(),
+                        e.field() != nullptr ? e.field() : "none");
         }
         return 0;
     } catch (const std::exception &e) {

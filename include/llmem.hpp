@@ -38,31 +38,57 @@
 /** The C++ wrapper of libllmem. */
 namespace llmem {
 
-/** A failed libllmem call: its status (LLMEM_E*) and the library's message. */
+/**
+ * A failed libllmem call: its status (LLMEM_E*), the library's message and,
+ * when the error is about one field, that field (llmem_ctx_error_field()).
+ */
 class error : public std::runtime_error {
 public:
-    /** An error of @p status with @p message. */
+    /** An error of @p status with @p message, about no particular field. */
     error(int status, const std::string &message)
-        : std::runtime_error(message), status_(status) {}
+        : std::runtime_error(message), status_(status), object_(0), key_(0) {}
+    /** An error of @p status about field @p key of an #llmem_object @p object. */
+    error(int status, const std::string &message, int object, int key)
+        : std::runtime_error(message), status_(status), object_(object), key_(key) {}
     /** The negative LLMEM_E* code. */
     int status() const noexcept { return status_; }
     /** The library's static description of the status ("value out of range"). */
     const char *status_str() const noexcept { return llmem_status_str(status_); }
+    /** The #llmem_object whose field the error is about; 0 when none. */
+    int field_object() const noexcept { return object_; }
+    /** The field's key (#llmem_model_key or #llmem_train_key); 0 when none. */
+    int field_key() const noexcept { return key_; }
+    /** The field's name as messages spell it ("lora-rank"), or NULL when none. */
+    const char *field() const noexcept
+    {
+        const char *name = nullptr;
+        if (object_ == LLMEM_OBJECT_MODEL)
+            llmem_model_field_info(key_, &name, nullptr, nullptr);
+        else if (object_ == LLMEM_OBJECT_TRAIN)
+            llmem_train_field_info(key_, &name, nullptr, nullptr, nullptr);
+        return name;
+    }
 
 private:
     int status_;
+    int object_;
+    int key_;
 };
 
 /** Implementation details; not part of the wrapper's interface. */
 namespace detail {
 
-/** Throw llmem::error when @p rc is not LLMEM_OK, with @p ctx's message. */
+/** Throw llmem::error when @p rc is not LLMEM_OK, with @p ctx's message and field. */
 inline void check(int rc, const llmem_ctx *ctx)
 {
     if (rc == LLMEM_OK)
         return;
     const char *message = ctx != nullptr ? llmem_ctx_error(ctx) : "";
-    throw error(rc, message != nullptr && *message != '\0' ? message : llmem_status_str(rc));
+    std::string text = message != nullptr && *message != '\0' ? message : llmem_status_str(rc);
+    int object = 0, key = 0;
+    if (ctx != nullptr && llmem_ctx_error_field(ctx, &object, &key) == LLMEM_OK)
+        throw error(rc, text, object, key);
+    throw error(rc, text);
 }
 
 /** unique_ptr deleter calling the library's free function. */

@@ -71,7 +71,7 @@ class Configurable(Handle):
                 raise TypeError("%s: expected %s, got %s" % (
                     field.name, "a number or a name" if field.is_real else "an int or a name",
                     type(value).__name__))
-            ctx.check(rc, field.keyword, field.object)
+            ctx.check(rc)
 
     def _get(self, field: Field) -> Value:
         ctx = self._context
@@ -79,11 +79,11 @@ class Configurable(Handle):
             if field.is_real:
                 out_d = ctypes.c_double()
                 rc = self._get_double(self._handle, field.key, ctypes.byref(out_d))
-                ctx.check(rc, field.keyword, field.object)
+                ctx.check(rc)
                 return out_d.value
             out = ctypes.c_int64()
             rc = self._get_int(self._handle, field.key, ctypes.byref(out))
-            ctx.check(rc, field.keyword, field.object)
+            ctx.check(rc)
         return field.show(out.value)
 
     def _get_double(self, handle: ctypes.c_void_p, key: int, out: Any) -> int:

@@ -32,6 +32,7 @@ _PROTOTYPES = {
     "llmem_ctx_new": (ctypes.c_int, [_vp_p, ctypes.c_void_p]),
     "llmem_ctx_free": (None, [ctypes.c_void_p]),
     "llmem_ctx_error": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "llmem_ctx_error_field": (ctypes.c_int, [ctypes.c_void_p, _int_p, _int_p]),
     "llmem_model_new": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, _vp_p]),
     "llmem_model_new_preset": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, _vp_p]),
     "llmem_model_new_hf_config": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, _vp_p]),
@@ -43,6 +44,7 @@ _PROTOTYPES = {
     "llmem_model_get_int": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, _i64_p]),
     "llmem_model_field_info": (ctypes.c_int, [ctypes.c_int, _c_char_p_p, _i64_p, _i64_p]),
     "llmem_model_value_name": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]),
+    "llmem_model_choice": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_size_t, _i64_p]),
     "llmem_model_validate": (ctypes.c_int, [ctypes.c_void_p]),
     "llmem_model_param_count": (ctypes.c_int, [ctypes.c_void_p, _u64_p]),
     "llmem_preset_count": (ctypes.c_size_t, []),
@@ -66,6 +68,7 @@ _PROTOTYPES = {
     "llmem_train_field_info": (ctypes.c_int, [ctypes.c_int, _c_char_p_p, _i64_p, _i64_p,
                                               _int_p]),
     "llmem_train_value_name": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]),
+    "llmem_train_choice": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_size_t, _i64_p]),
     "llmem_phase_name": (ctypes.c_char_p, [ctypes.c_int]),
     "llmem_term_name": (ctypes.c_char_p, [ctypes.c_int]),
     "llmem_estimate_new": (ctypes.c_int, [ctypes.c_void_p, _vp_p]),
@@ -80,14 +83,6 @@ _PROTOTYPES = {
     "llmem_term_component": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, _c_char_p_p,
                                             _u64_p]),
 }
-
-# Bound when the library has them (added in 0.2.0); see has().
-_OPTIONAL_PROTOTYPES = {
-    "llmem_ctx_error_field": (ctypes.c_int, [ctypes.c_void_p, _int_p, _int_p]),
-    "llmem_model_choice": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_size_t, _i64_p]),
-    "llmem_train_choice": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_size_t, _i64_p]),
-}
-
 
 def _configured_path() -> Optional[str]:
     try:
@@ -132,27 +127,21 @@ def _bind(lib: ctypes.CDLL) -> None:
                               % (lib._name, name)) from None
         fn.restype = restype
         fn.argtypes = argtypes
-    for name, (restype, argtypes) in _OPTIONAL_PROTOTYPES.items():
-        fn = getattr(lib, name, None)
-        if fn is not None:
-            fn.restype = restype
-            fn.argtypes = argtypes
-
-
-def has(name: str) -> bool:
-    """Whether the loaded library exports the function ``name``."""
-    return getattr(LIB, name, None) is not None
 
 
 def _check_version(lib: ctypes.CDLL, path: str) -> None:
     number = lib.llmem_version_number()
+    found = lib.llmem_version_string().decode()
     if number // 10000 != _version.MAJOR:
         raise ImportError("llmem: %s is libllmem %s, but this package needs major version %d"
-                          % (path, lib.llmem_version_string().decode(), _version.MAJOR))
+                          % (path, found, _version.MAJOR))
+    if number < _version.MINIMUM_NUMBER:
+        raise ImportError("llmem: %s is libllmem %s, older than this package (%s) needs"
+                          % (path, found, _version.__version__))
 
 
 def load() -> Tuple[ctypes.CDLL, str]:
-    """Open libllmem, check its major version and declare its prototypes."""
+    """Open libllmem, check its version and declare its prototypes."""
     lib, path = _open()
     lib.llmem_version_number.restype = ctypes.c_uint
     lib.llmem_version_number.argtypes = []

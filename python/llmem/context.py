@@ -21,7 +21,7 @@ import weakref
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from . import errors
-from ._library import LIB, has
+from ._library import LIB
 from .fields import field_by_key
 
 _H = TypeVar("_H", bound="Handle")
@@ -107,25 +107,19 @@ class Context(Handle):
         with self._lock:
             return LIB.llmem_ctx_error(self._handle).decode("utf-8", "replace")
 
-    def check(self, rc: int, field: Optional[str] = None, object: Optional[str] = None) -> None:
-        """Raise the exception of status ``rc`` with this context's message.
-
-        The field named is the library's (llmem_ctx_error_field) when it
-        names one, else ``field``: the one the failing call set. Call with
-        the context's lock held, right after the failing call.
-        """
+    def check(self, rc: int) -> None:
+        """Raise the exception of status ``rc`` with this context's message
+        and the field the library names (llmem_ctx_error_field), if any.
+        Call with the context's lock held, right after the failing call."""
         if rc == errors.OK:
             return
         message = LIB.llmem_ctx_error(self._handle).decode("utf-8", "replace") \
             or status_str(rc)
         named = self._error_field()
-        if named is not None:
-            object, field = named
-        raise errors.error_class(rc)(message, rc, field, object if field else None)
+        object, field = named if named is not None else (None, None)
+        raise errors.error_class(rc)(message, rc, field, object)
 
     def _error_field(self) -> Optional["tuple[str, str]"]:
-        if not has("llmem_ctx_error_field"):
-            return None
         obj, key = ctypes.c_int(), ctypes.c_int()
         if LIB.llmem_ctx_error_field(self._handle, ctypes.byref(obj), ctypes.byref(key)) \
                 != errors.OK:

@@ -14,7 +14,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple, Union
 
-from ._library import LIB, has
+from ._library import LIB
 
 MODEL = "model"
 TRAIN = "train"
@@ -79,10 +79,7 @@ class Field:
 
 
 def _choices(object: str, key: int) -> Tuple[Tuple[str, int], ...]:
-    fn_name = "llmem_model_choice" if object == MODEL else "llmem_train_choice"
-    if not has(fn_name):
-        return ()
-    fn = getattr(LIB, fn_name)
+    fn = LIB.llmem_model_choice if object == MODEL else LIB.llmem_train_choice
     found = []
     value = ctypes.c_int64()
     index = 0

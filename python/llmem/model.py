@@ -9,7 +9,7 @@ from typing import Any, Optional, Tuple, Union
 from ._configurable import Configurable, add_properties
 from ._library import LIB
 from .context import Context, resolve
-from .fields import MODEL, MODEL_FIELDS
+from .fields import MODEL_FIELDS
 
 
 def presets() -> Tuple[str, ...]:
@@ -42,17 +42,16 @@ class Model(Configurable):
         heads, intermediate, vocab) must be set before it is estimated."""
         ctx = resolve(context)
         family_field = MODEL_FIELDS["family"]
+        # A name the library does not list is set by name below, so that the
+        # library's own message reports it.
+        code = dict(family_field.choices).get(family, family_field.minimum) \
+            if isinstance(family, str) else family
         with ctx._lock:
             ptr = ctypes.c_void_p()
-            if isinstance(family, str):
-                rc = LIB.llmem_model_new(ctx._handle, family_field.minimum, ctypes.byref(ptr))
-                ctx.check(rc)
-                super().__init__(ptr, ctx)
+            ctx.check(LIB.llmem_model_new(ctx._handle, code, ctypes.byref(ptr)))
+            super().__init__(ptr, ctx)
+            if isinstance(family, str) and family not in dict(family_field.choices):
                 self._set(family_field, family)
-            else:
-                rc = LIB.llmem_model_new(ctx._handle, family, ctypes.byref(ptr))
-                ctx.check(rc, family_field.keyword, MODEL)
-                super().__init__(ptr, ctx)
         self.set(**fields)
 
     @classmethod

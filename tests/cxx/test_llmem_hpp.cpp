@@ -109,18 +109,30 @@ void exceptions_carry_status_and_message()
     }
     check(status == LLMEM_ENOTFOUND && message.find("no-such/model") != std::string::npos,
           "an unknown preset throws LLMEM_ENOTFOUND naming it");
+    try {
+        llmem::Model::preset(ctx, "no-such/model");
+    } catch (const llmem::error &e) {
+        check(e.field_object() == 0 && e.field() == nullptr, "a preset name is no field");
+    }
 
     llmem::Train train(ctx);
     train.set(LLMEM_TRAIN_LORA_RANK, 16);
     status = 0;
+    int object = 0, key = 0;
+    std::string field;
     try {
         train.set(LLMEM_TRAIN_LORA_RANK, 0);
     } catch (const llmem::error &e) {
         status = e.status();
         message = e.what();
+        object = e.field_object();
+        key = e.field_key();
+        field = e.field() != nullptr ? e.field() : "";
     }
     check(status == LLMEM_ERANGE && message.rfind("lora-rank:", 0) == 0,
           "an out-of-range value throws LLMEM_ERANGE naming the field");
+    check(object == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_LORA_RANK && field == "lora-rank",
+          "the error carries the field the library names");
     check(train.get(LLMEM_TRAIN_LORA_RANK) == 16, "the failed set left the value unchanged");
     check(message == ctx.last_error(), "the message is the context's");
 
@@ -131,6 +143,19 @@ void exceptions_carry_status_and_message()
         status = dynamic_cast<const llmem::error &>(e).status();
     }
     check(status == LLMEM_ENOTFOUND, "a bad name throws LLMEM_ENOTFOUND");
+    llmem::Model gpt2 = llmem::Model::preset(ctx, "openai-community/gpt2");
+    llmem::Train frozen(ctx);
+    frozen.set(LLMEM_TRAIN_METHOD, "freeze").set(LLMEM_TRAIN_FROZEN_LAYERS, 20);
+    llmem::Estimate est(ctx);
+    status = key = 0;
+    try {
+        est.run(gpt2, frozen);
+    } catch (const llmem::error &e) {
+        status = e.status();
+        key = e.field_key();
+    }
+    check(status == LLMEM_EINCONSISTENT && key == LLMEM_TRAIN_FROZEN_LAYERS,
+          "an estimate's inconsistency names the training field");
     train.set_real(LLMEM_TRAIN_DROPOUT, 0.25);
     check(train.get_real(LLMEM_TRAIN_DROPOUT) == 0.25, "real fields round-trip");
 }

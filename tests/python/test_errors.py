@@ -7,7 +7,7 @@ import pytest
 
 import llmem
 from llmem import errors
-from llmem._library import LIB, has
+from llmem._library import LIB
 
 
 def test_unknown_preset():
@@ -75,8 +75,7 @@ def test_inconsistent_fields_at_run_time():
     with pytest.raises(llmem.Inconsistent) as info:
         llmem.estimate("gpt2", method="freeze", freeze_layers=20)
     assert "freeze-layers" in str(info.value)
-    if has("llmem_ctx_error_field"):
-        assert info.value.field == "freeze_layers" and info.value.object == "train"
+    assert info.value.field == "freeze_layers" and info.value.object == "train"
 
 
 def test_heads_not_dividing_hidden():

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import llmem
-from llmem._library import LIB, has
+from llmem._library import LIB
 
 # Flags of `llmem estimate` that are not fields: the inputs and the output.
 NOT_FIELDS = {"model", "config", "weights", "json", "help"}
@@ -102,7 +102,6 @@ def test_real_fields_take_numbers_and_strings():
         assert train.dropout == 0.0
 
 
-@pytest.mark.skipif(not has("llmem_train_choice"), reason="the library lists no choices yet")
 def test_lora_targets_read_as_names_from_the_library():
     field = llmem.TRAIN_FIELDS["lora_targets"]
     assert field.is_mask

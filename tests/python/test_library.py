@@ -44,8 +44,11 @@ class _FakeLibrary:
             number // 10000, number // 100 % 100, number % 100)
 
 
-def test_another_major_version_is_refused():
+def test_another_major_or_an_older_library_is_refused():
     from llmem import _version
     with pytest.raises(ImportError, match="major version"):
         _library._check_version(_FakeLibrary((_version.MAJOR + 1) * 10000), "fake.so")
+    with pytest.raises(ImportError, match="older than"):
+        _library._check_version(_FakeLibrary(_version.MINIMUM_NUMBER - 1), "fake.so")
+    _library._check_version(_FakeLibrary(_version.MINIMUM_NUMBER), "fake.so")
     _library._check_version(_FakeLibrary(_version.MAJOR * 10000 + 99 * 100 + 7), "fake.so")

@@ -92,7 +92,26 @@ def check_vendored_build(args, build):
                                               for t in ours))
 
 
-def check_output(args, exe, env=None, hf=None):
+def run_env(libdir=None):
+    """The environment to run the consumer in: meson test points
+    LD_LIBRARY_PATH at this build's library, which would beat the consumer's
+    own RUNPATH; only libdir, when given, is searched."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    if libdir is not None:
+        env["LD_LIBRARY_PATH"] = libdir
+    return env
+
+
+def check_loads(exe, env, libdir):
+    """The dynamic loader resolves libllmem.so.0 to libdir (ldd's mechanism)."""
+    trace = run([exe], env=dict(env, LD_TRACE_LOADED_OBJECTS="1"))
+    found = re.search(r"libllmem\.so\.0 => (\S+)", trace)
+    if not found or not os.path.realpath(found.group(1)).startswith(os.path.realpath(libdir)):
+        print(trace)
+        raise Failure("the consumer did not load libllmem.so.0 from %s" % libdir)
+
+
+def check_output(args, exe, env, hf=None):
     out = run([exe, PRESET], env=env)
     print(out)
     fields = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
@@ -138,14 +157,15 @@ def mode_subproject(args, workdir, static):
             raise Failure("libllmem.a defines global symbols outside llmem_: %s"
                           % ", ".join(foreign[:40]))
         print("libllmem.a: %d global symbols, all llmem_*" % len(symbols))
-        check_output(args, exe)
+        check_output(args, exe, run_env())
     else:
         if "libllmem.so.0" not in libs:
             raise Failure("the consumer does not need libllmem.so.0: %s" % libs)
         lib = find_file(build, "libllmem.so.0")
         if any("json-c" in n for n in needed(args.readelf, lib)):
             raise Failure("hfconfig=disabled, yet the library needs json-c")
-        check_output(args, exe, hf="absent")
+        check_loads(exe, run_env(), os.path.dirname(lib))
+        check_output(args, exe, run_env(), hf="absent")
 
 
 def mode_installed(args, workdir):
@@ -172,13 +192,8 @@ def mode_installed(args, workdir):
     build = setup_and_build(args, workdir, options, env=env)
     exe = os.path.join(build, "consumer")
     libdir = os.path.dirname(find_file(staged, "libllmem.so.0"))
-    env_run = dict(os.environ, LD_LIBRARY_PATH=libdir)
-    trace = run([exe], env=dict(env_run, LD_TRACE_LOADED_OBJECTS="1"))
-    found = re.search(r"libllmem\.so\.0 => (\S+)", trace)
-    if not found or not os.path.realpath(found.group(1)).startswith(os.path.realpath(libdir)):
-        print(trace)
-        raise Failure("the consumer did not load libllmem.so.0 from %s" % libdir)
-    check_output(args, exe, env=env_run)
+    check_loads(exe, run_env(libdir), libdir)
+    check_output(args, exe, run_env(libdir))
 
 
 def main(argv):
