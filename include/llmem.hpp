@@ -11,7 +11,8 @@
  *
  * Lifetimes and threads follow the C API (docs/api-lifecycle.md): a Context
  * must outlive the Model, Train and Estimate objects made from it (declare it
- * first), and a context and its objects are used by one thread at a time.
+ * first; a Context moved elsewhere must outlive them there), and a context
+ * and its objects are used by one thread at a time.
  *
  * @code
  * llmem::Context ctx;

@@ -167,6 +167,7 @@ void handles_move_and_do_not_copy()
     static_assert(!std::is_copy_constructible<llmem::Context>::value, "Context is not copyable");
     static_assert(std::is_nothrow_move_constructible<llmem::Train>::value, "Train moves");
     static_assert(std::is_nothrow_move_assignable<llmem::Model>::value, "Model moves");
+    llmem::Context keeper;  // declared first, so destroyed after the models
     llmem::Context ctx;
     llmem::Model a = llmem::Model::preset(ctx, "openai-community/gpt2");
     llmem_model *raw = a.native();
@@ -175,8 +176,11 @@ void handles_move_and_do_not_copy()
     llmem::Model c(ctx, LLMEM_FAMILY_LLAMA);
     c = std::move(b);  // frees c's own model, takes b's
     check(c.native() == raw && c.param_count() == 124439808, "a move assignment takes over");
-    llmem::Context moved(std::move(ctx));
-    check(c.get(LLMEM_MODEL_LAYERS) == 12, "objects keep working after their context moved");
+    llmem_ctx *raw_ctx = ctx.native();
+    keeper = std::move(ctx);  // frees keeper's own context, takes ctx's
+    check(ctx.native() == nullptr && keeper.native() == raw_ctx &&
+              c.get(LLMEM_MODEL_LAYERS) == 12,
+          "objects keep working after their context moved");
     check(!llmem::presets().empty() && llmem::presets()[0] == llmem_preset_name(0),
           "presets() lists the library's presets");
     check(llmem::version() == llmem_version_string(), "version() is the library's");
