@@ -8,7 +8,10 @@
   static      the same with -Ddefault_library=static: the program embeds the
               library, and every global symbol of libllmem.a is llmem_*.
   installed   this build installed into a temporary directory, found through
-              pkg-config (libllmem.pc), --wrap-mode=nofallback.
+              pkg-config (libllmem.pc), --wrap-mode=nofallback; llmem.hpp
+              installed next to llmem.h; and, when installed (option
+              python), the Python package imports from there and gives the
+              same peak.
 
 Each copies the consumer into a temporary directory, configures it with
 `meson setup`, builds it and runs it: it must print this project's version
@@ -128,6 +131,7 @@ def check_output(args, exe, env, hf=None):
                           % (peak, expected["peak_allocated_bytes"]))
     elif not peak.isdigit() or int(peak) == 0:
         raise Failure("no peak printed")
+    return peak
 
 
 def global_symbols(nm, archive):
@@ -193,7 +197,29 @@ def mode_installed(args, workdir):
     exe = os.path.join(build, "consumer")
     libdir = os.path.dirname(find_file(staged, "libllmem.so.0"))
     check_loads(exe, run_env(libdir), libdir)
-    check_output(args, exe, run_env(libdir))
+    peak = check_output(args, exe, run_env(libdir))
+    check_installed_python(args, staged, os.path.join(libdir, "libllmem.so.0"), peak)
+
+
+def check_installed_python(args, staged, library, peak):
+    """The installed package (every module listed for installation) imports
+    and estimates what the C consumer printed."""
+    try:
+        init = find_file(staged, "__init__.py")
+    except Failure:
+        print("no Python package installed (option python)")
+        return
+    if args.sanitize != "none":
+        print("installed Python package not loaded: the library is sanitized")
+        return
+    site = os.path.dirname(os.path.dirname(init))
+    env = dict(run_env(), PYTHONPATH=site, LLMEM_LIBRARY=library, PYTHONDONTWRITEBYTECODE="1")
+    out = run([sys.executable, "-c", "import llmem; print(llmem.__file__); "
+               "print(llmem.estimate(%r).peak_allocated)" % PRESET], env=env).split()
+    if out[0] != init or out[1] != peak:
+        raise Failure("the installed Python package (%s) says %s, the C consumer %s"
+                      % (out[0], out[1], peak))
+    print("installed Python package %s: peak %s" % (out[0], out[1]))
 
 
 def main(argv):
