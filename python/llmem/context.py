@@ -14,24 +14,74 @@ context closes the objects still open in it first.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import threading
 import weakref
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, Tuple, TypeVar
 
 from . import errors
 from ._library import LIB
 from .fields import field_by_key
 
 _H = TypeVar("_H", bound="Handle")
+_Free = Callable[[ctypes.c_void_p], None]  # a library free function
 
 
-def _release(free: Callable[[ctypes.c_void_p], None], ptr: ctypes.c_void_p,
-             lock: "threading.RLock", context: Optional["Context"] = None) -> None:
-    # The collector may run this in any thread: take the context's lock.
-    with lock:
-        free(ptr)
+class _ContextLock:
+    """A context's re-entrant lock, and the frees the collector asks for.
+
+    The collector may finalize an object in any thread, even one holding the
+    lock of another context that the object's owner is waiting for: blocking
+    there could deadlock. So a handle is freed at once only when its
+    context's lock is free; otherwise it is queued and freed when the holder
+    lets go (or when the context itself is freed).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0  # nesting of the holding thread
+        self._pending: "collections.deque[Tuple[_Free, ctypes.c_void_p]]" = collections.deque()
+
+    def __enter__(self) -> "_ContextLock":
+        self._lock.acquire()
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.drain()
+        self._lock.release()
+
+    def drain(self) -> None:
+        """Free the queued handles (with the lock held)."""
+        while self._pending:
+            free, ptr = self._pending.popleft()
+            free(ptr)
+
+    def free(self, free: _Free, ptr: ctypes.c_void_p) -> None:
+        """Free a handle of this context now, or when the lock's holder lets go."""
+        self._pending.append((free, ptr))
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._depth == 0:  # not inside a call sequence of this thread
+                    self.drain()
+            finally:
+                self._lock.release()
+
+
+def _release(free: _Free, ptr: ctypes.c_void_p,
+             lock: _ContextLock, context: "Context") -> None:
+    # `context` is an argument only to keep the context alive until now.
+    lock.free(free, ptr)
+
+
+def _release_context(ptr: ctypes.c_void_p, lock: _ContextLock) -> None:
+    with lock._lock:
+        lock.drain()
+        LIB.llmem_ctx_free(ptr)
 
 
 class Handle:
@@ -41,7 +91,7 @@ class Handle:
     ``ValueError`` when used. It is also a context manager.
     """
 
-    _free: Callable[[ctypes.c_void_p], None]
+    _free: _Free
     _what = "handle"
 
     def __init__(self, ptr: ctypes.c_void_p, context: "Context") -> None:
@@ -81,7 +131,6 @@ class Context(Handle):
     serialize the calls.
     """
 
-    _free = LIB.llmem_ctx_free
     _what = "context"
 
     def __init__(self) -> None:
@@ -90,9 +139,11 @@ class Context(Handle):
         if rc != errors.OK:
             raise errors.error_class(rc)("llmem_ctx_new: %s" % status_str(rc), rc)
         self._ptr = ptr
-        self._lock = threading.RLock()
+        self._lock = _ContextLock()
         self._children: "weakref.WeakSet[Handle]" = weakref.WeakSet()
-        self._finalizer = weakref.finalize(self, _release, type(self)._free, ptr, self._lock)
+        # Not Handle.__init__: a context has no parent, and its finalizer
+        # frees what its objects queued before the context itself.
+        self._finalizer = weakref.finalize(self, _release_context, ptr, self._lock)
 
     def close(self) -> None:
         """Close the objects still open in this context, then the context."""

@@ -2,6 +2,7 @@
 """Handles are freed by close(), by `with`, and by the garbage collector; an
 object keeps its context alive; closing a context closes its objects."""
 import gc
+import threading
 import weakref
 
 import pytest
@@ -95,3 +96,30 @@ def test_objects_alive_at_exit_are_freed_cleanly():
             "print(r.peak_allocated > 0)\n")
     rc, out, err = run_python(code)
     assert (rc, out.strip(), err) == (0, "True", "")
+
+
+
+def test_the_collector_never_waits_for_a_context_held_by_another_thread():
+    ctx = llmem.Context()
+    train = llmem.Train(context=ctx)
+    finalizer = train._finalizer
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with ctx._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        del train
+        gc.collect()  # would hang here if the finalizer waited for the lock
+        assert not finalizer.alive
+        assert len(ctx._lock._pending) == 1  # queued, not freed under the holder
+    finally:
+        release.set()
+        holder.join()
+    assert len(ctx._lock._pending) == 0  # freed when the holder let go
+    assert llmem.Train(context=ctx, batch=2).batch == 2
