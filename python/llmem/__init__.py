@@ -9,7 +9,8 @@
 Pure ctypes over the C library, standard library only. The library is found
 through LLMEM_LIBRARY, the build tree, or the system (see ``_library``); its
 major version must be this package's. Field names, bounds and value names
-come from the library: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`.
+come from the library: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`,
+:data:`PARALLEL_FIELDS`.
 """
 from ._library import PATH as library_path
 from ._library import LIB as _LIB
@@ -17,9 +18,10 @@ from ._version import __version__
 from .context import Context, default_context
 from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFound,
                      NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
-from .estimate import PHASES, TERMS, Estimate, Result, Term, estimate
-from .fields import MODEL_FIELDS, TRAIN_FIELDS, Field
+from .estimate import PHASES, TERMS, Estimate, Rank, Result, Term, estimate
+from .fields import MODEL_FIELDS, PARALLEL_FIELDS, TRAIN_FIELDS, Field
 from .model import Model, presets
+from .parallel import Parallel
 from .train import Train
 from .weights import DtypeTotal, Weights
 
@@ -32,7 +34,8 @@ def library_version() -> str:
 __all__ = [
     "BufferTooSmall", "Context", "DtypeTotal", "Error", "Estimate", "Field", "Inconsistent",
     "InvalidArgument", "MODEL_FIELDS", "Model", "NotFound", "NotSupported", "OutOfMemory",
-    "OutOfRange", "Overflow", "PHASES", "ParseError", "ReadError", "Result", "TERMS", "Term",
+    "OutOfRange", "Overflow", "PARALLEL_FIELDS", "PHASES", "Parallel", "ParseError", "Rank",
+    "ReadError", "Result", "TERMS", "Term",
     "TRAIN_FIELDS", "Train", "Weights", "__version__", "default_context", "estimate",
     "library_path", "library_version", "presets",
 ]

@@ -8,8 +8,9 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 from ._library import LIB
 from .context import Context, Handle, locked, resolve
-from .fields import MODEL_FIELDS, TRAIN_FIELDS, unknown_keyword
+from .fields import MODEL_FIELDS, PARALLEL_FIELDS, TRAIN_FIELDS, unknown_keyword
 from .model import Model
+from .parallel import Parallel
 from .train import Train
 
 # Result keys of include/llmem.h (enum llmem_estimate_key); never renumbered.
@@ -20,6 +21,13 @@ _PEAK_RESERVED = 4
 _PEAK_DEVICE = 5
 _PEAK_PHASE = 6
 _PARAMS_ACTIVE = 7
+# Per-rank keys (enum llmem_rank_key).
+_RANK_STAGE = 101
+_RANK_LAYER_FIRST = 102
+_RANK_LAYERS = 103
+_RANK_GPUS = 104
+_RANK_HOST = 105
+_RANK_IN_FLIGHT_X1000 = 106
 
 
 def _names(fn: Any) -> Tuple[Tuple[int, str], ...]:
@@ -51,6 +59,26 @@ class Term:
 
 
 @dataclass(frozen=True)
+class Rank:
+    """One rank class of a layout (ranks whose memory is the same: a pipeline
+    stage of every data-parallel replica): what it runs and what it holds."""
+
+    index: int
+    stage: int
+    layer_first: int
+    layers: int
+    gpus: int
+    micro_batches_in_flight: float
+    host_bytes: int
+    peak_allocated: int
+    peak_reserved: int
+    peak_device: int
+    peak_phase: Optional[str]
+    phase_bytes: Dict[str, int]
+    terms: Dict[str, Term]
+
+
+@dataclass(frozen=True)
 class Result:
     """What one estimate found; plain values, no library handle.
 
@@ -59,6 +87,8 @@ class Result:
     allocator) and ``peak_device`` (plus the CUDA context, as nvidia-smi).
     ``peak_phase`` names the phase holding the peak (None with the article
     formula, which sums terms); ``phase_bytes`` is the peak of each phase.
+    With a layout these answer for the most loaded rank, ``ranks[peak_rank]``;
+    ``ranks`` holds every rank class (one for a single GPU).
     """
 
     params_total: int
@@ -70,6 +100,8 @@ class Result:
     peak_phase: Optional[str]
     phase_bytes: Dict[str, int]
     terms: Dict[str, Term]
+    peak_rank: int
+    ranks: Tuple[Rank, ...]
 
 
 class Estimate(Handle):
@@ -90,27 +122,46 @@ class Estimate(Handle):
             ctx.check(LIB.llmem_estimate_new(ctx._handle, ctypes.byref(ptr)))
             super().__init__(ptr, ctx)
 
-    def run(self, model: Model, train: Train) -> Result:
-        """Estimate ``model`` trained as ``train``; both are validated."""
+    def run(self, model: Model, train: Train, parallel: Optional[Parallel] = None) -> Result:
+        """Estimate ``model`` trained as ``train`` (on one GPU, or laid out
+        as ``parallel``); all are validated."""
         ctx = self._context
-        with locked(ctx, model._context, train._context):
-            ctx.check(LIB.llmem_estimate_run(self._handle, model._handle, train._handle))
+        objects = [model, train] + ([parallel] if parallel is not None else [])
+        with locked(ctx, *(o._context for o in objects)):
+            if parallel is None:
+                rc = LIB.llmem_estimate_run(self._handle, model._handle, train._handle)
+            else:
+                rc = LIB.llmem_estimate_run_parallel(self._handle, model._handle, train._handle,
+                                                     parallel._handle)
+            ctx.check(rc)
             return self._result()
 
-    def _u64(self, key: int) -> int:
+    def _u64(self, key: int, rank: Optional[int] = None) -> int:
         out = ctypes.c_uint64()
-        self._context.check(LIB.llmem_estimate_get_u64(self._handle, key, ctypes.byref(out)))
+        if rank is None:
+            rc = LIB.llmem_estimate_get_u64(self._handle, key, ctypes.byref(out))
+        else:
+            rc = LIB.llmem_estimate_rank_get_u64(self._handle, rank, key, ctypes.byref(out))
+        self._context.check(rc)
         return out.value
 
-    def _phase(self, phase: int) -> int:
+    def _phase(self, phase: int, rank: Optional[int]) -> int:
         out = ctypes.c_uint64()
-        self._context.check(LIB.llmem_estimate_phase_bytes(self._handle, phase,
-                                                           ctypes.byref(out)))
+        if rank is None:
+            rc = LIB.llmem_estimate_phase_bytes(self._handle, phase, ctypes.byref(out))
+        else:
+            rc = LIB.llmem_estimate_rank_phase_bytes(self._handle, rank, phase,
+                                                     ctypes.byref(out))
+        self._context.check(rc)
         return out.value
 
-    def _term(self, kind: int, name: str) -> Term:
+    def _term(self, kind: int, name: str, rank: Optional[int]) -> Term:
         term = ctypes.c_void_p()
-        self._context.check(LIB.llmem_estimate_term(self._handle, kind, ctypes.byref(term)))
+        if rank is None:
+            rc = LIB.llmem_estimate_term(self._handle, kind, ctypes.byref(term))
+        else:
+            rc = LIB.llmem_estimate_rank_term(self._handle, rank, kind, ctypes.byref(term))
+        self._context.check(rc)
         components = {}
         comp_name, comp_bytes = ctypes.c_char_p(), ctypes.c_uint64()
         for index in range(LIB.llmem_term_component_count(term)):
@@ -120,44 +171,69 @@ class Estimate(Handle):
         return Term(name=name, bytes_at_peak=LIB.llmem_term_bytes_at_peak(term),
                     max_bytes=LIB.llmem_term_max_bytes(term), components=components)
 
+    def _peaks(self, rank: Optional[int]) -> Dict[str, Any]:
+        """The fields a Result and a Rank share, for the most loaded rank
+        (None) or one rank."""
+        return dict(
+            peak_allocated=self._u64(_PEAK_ALLOCATED, rank),
+            peak_reserved=self._u64(_PEAK_RESERVED, rank),
+            peak_device=self._u64(_PEAK_DEVICE, rank),
+            peak_phase=dict(PHASES).get(self._u64(_PEAK_PHASE, rank)),
+            phase_bytes={name: self._phase(value, rank) for value, name in PHASES},
+            terms={name: self._term(kind, name, rank) for kind, name in TERMS})
+
+    def _rank(self, rank: int) -> Rank:
+        return Rank(index=rank, stage=self._u64(_RANK_STAGE, rank),
+                    layer_first=self._u64(_RANK_LAYER_FIRST, rank),
+                    layers=self._u64(_RANK_LAYERS, rank), gpus=self._u64(_RANK_GPUS, rank),
+                    micro_batches_in_flight=self._u64(_RANK_IN_FLIGHT_X1000, rank) / 1000,
+                    host_bytes=self._u64(_RANK_HOST, rank), **self._peaks(rank))
+
     def _result(self) -> Result:
-        phase = self._u64(_PEAK_PHASE)
         return Result(
             params_total=self._u64(_PARAMS_TOTAL),
             params_trainable=self._u64(_PARAMS_TRAINABLE),
             params_active=self._u64(_PARAMS_ACTIVE),
-            peak_allocated=self._u64(_PEAK_ALLOCATED),
-            peak_reserved=self._u64(_PEAK_RESERVED),
-            peak_device=self._u64(_PEAK_DEVICE),
-            peak_phase=dict(PHASES).get(phase),
-            phase_bytes={name: self._phase(value) for value, name in PHASES},
-            terms={name: self._term(kind, name) for kind, name in TERMS})
+            peak_rank=LIB.llmem_estimate_peak_rank(self._handle),
+            ranks=tuple(self._rank(r) for r in range(LIB.llmem_estimate_rank_count(self._handle))),
+            **self._peaks(None))
 
 
 def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
-             **settings: Any) -> Result:
+             parallel: Optional[Parallel] = None, **settings: Any) -> Result:
     """Estimate one training step in one call.
 
     ``model`` is a preset name (``"meta-llama/Llama-3.1-8B"``) or a
     :class:`Model`. ``settings`` are training fields (``batch=4, seq=2048,
-    attention="flash"``) and, with a preset name, model fields that change it
-    (``layers=16``), named like the ``llmem estimate`` flags.
+    attention="flash"``), layout fields (``dp=8, sharding="zero3"``; or a
+    :class:`Parallel` as ``parallel``) and, with a preset name, model fields
+    that change it (``layers=16``), all named like the ``llmem estimate``
+    flags.
     """
-    model_fields = {k: v for k, v in settings.items() if k in MODEL_FIELDS}
-    train_fields = {k: v for k, v in settings.items() if k in TRAIN_FIELDS}
+    tables = (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
+    model_fields, train_fields, layout_fields = (
+        {k: v for k, v in settings.items() if k in table} for table in tables)
     for keyword in settings:
-        if keyword not in model_fields and keyword not in train_fields:
-            raise unknown_keyword("estimate()", keyword, list(TRAIN_FIELDS) + list(MODEL_FIELDS))
-    if isinstance(model, Model):
-        if model_fields:
-            raise TypeError("estimate(): model fields (%s) change a preset given by name; set "
-                            "them on the Model instead" % ", ".join(model_fields))
-        ctx = context if context is not None else model._context
-        with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est:
-            return est.run(model, train)
-    if not isinstance(model, str):
+        if not any(keyword in table for table in tables):
+            raise unknown_keyword("estimate()", keyword,
+                                  [k for table in tables for k in table])
+    if parallel is not None and layout_fields:
+        raise TypeError("estimate(): layout fields (%s) and parallel= both give the layout"
+                        % ", ".join(layout_fields))
+    if isinstance(model, str):
+        ctx = resolve(context)
+        with Model.from_preset(model, context=ctx, **model_fields) as owned:
+            return estimate(owned, context=ctx, parallel=parallel, **train_fields,
+                            **layout_fields)
+    if not isinstance(model, Model):
         raise TypeError("estimate(): model must be a preset name or a llmem.Model, not %s"
                         % type(model).__name__)
-    ctx = resolve(context)
-    with Model.from_preset(model, context=ctx, **model_fields) as owned:
-        return estimate(owned, context=ctx, **train_fields)
+    if model_fields:
+        raise TypeError("estimate(): model fields (%s) change a preset given by name; set "
+                        "them on the Model instead" % ", ".join(model_fields))
+    ctx = context if context is not None else model._context
+    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est:
+        if parallel is None and layout_fields:
+            with Parallel(context=ctx, **layout_fields) as layout:
+                return est.run(model, train, layout)
+        return est.run(model, train, parallel)

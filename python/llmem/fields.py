@@ -2,8 +2,8 @@
 """The fields of models and training setups, as the library describes them.
 
 Names, bounds and value names are asked of the library at import
-(``llmem_model_field_info``, ``llmem_train_field_info``, ``*_value_name``,
-``*_choice``); nothing here lists them a second time. A field's keyword is
+(``llmem_{model,train,parallel}_field_info``, ``*_value_name``, ``*_choice``);
+nothing here lists them a second time. A field's keyword is
 its library name with underscores for dashes (``kv-heads`` -> ``kv_heads``),
 as the ``llmem`` command's flags are spelled.
 """
@@ -18,9 +18,10 @@ from ._library import LIB
 
 MODEL = "model"
 TRAIN = "train"
+PARALLEL = "parallel"
 
 # Object kinds of llmem_ctx_error_field (include/llmem.h, LLMEM_OBJECT_*).
-_OBJECT_CODES = {1: MODEL, 2: TRAIN}
+_OBJECT_CODES = {1: MODEL, 2: TRAIN, 3: PARALLEL}
 
 # Field keys are small integers, assigned in order and never reused; the
 # scan reaches far beyond the last one so keys added later are found.
@@ -31,7 +32,8 @@ Value = Union[int, float, str]
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a model (``object == "model"``) or training setup."""
+    """One field of a model, a training setup or a layout (``object``:
+    "model", "train", "parallel")."""
 
     object: str
     key: int
@@ -50,8 +52,7 @@ class Field:
 
     def value_name(self, value: int) -> Optional[str]:
         """The library's name of an enumerated value, or None."""
-        fn = LIB.llmem_model_value_name if self.object == MODEL else LIB.llmem_train_value_name
-        name = fn(self.key, value)
+        name = _FUNCTIONS[self.object]["value_name"](self.key, value)
         return name.decode() if name is not None else None
 
     def mask_names(self, mask: int) -> Optional[Tuple[str, ...]]:
@@ -78,13 +79,21 @@ class Field:
         return raw
 
 
+_FUNCTIONS = {
+    object: {"field_info": getattr(LIB, "llmem_%s_field_info" % object),
+             "value_name": getattr(LIB, "llmem_%s_value_name" % object),
+             "choice": getattr(LIB, "llmem_%s_choice" % object)}
+    for object in (MODEL, TRAIN, PARALLEL)
+}
+
+
 def _choices(object: str, key: int) -> Tuple[Tuple[str, int], ...]:
-    fn = LIB.llmem_model_choice if object == MODEL else LIB.llmem_train_choice
+    choice = _FUNCTIONS[object]["choice"]
     found = []
     value = ctypes.c_int64()
     index = 0
     while True:
-        name = fn(key, index, ctypes.byref(value))
+        name = choice(key, index, ctypes.byref(value))
         if name is None:
             return tuple(found)
         found.append((name.decode(), value.value))
@@ -95,18 +104,16 @@ def _describe(object: str, key: int) -> Optional[Field]:
     name = ctypes.c_char_p()
     lo, hi = ctypes.c_int64(), ctypes.c_int64()
     is_real = ctypes.c_int(0)
-    if object == MODEL:
-        rc = LIB.llmem_model_field_info(key, ctypes.byref(name), ctypes.byref(lo),
-                                        ctypes.byref(hi))
-        value_name = LIB.llmem_model_value_name
+    info = _FUNCTIONS[object]["field_info"]
+    if object == TRAIN:  # the one kind with real fields
+        rc = info(key, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi),
+                  ctypes.byref(is_real))
     else:
-        rc = LIB.llmem_train_field_info(key, ctypes.byref(name), ctypes.byref(lo),
-                                        ctypes.byref(hi), ctypes.byref(is_real))
-        value_name = LIB.llmem_train_value_name
+        rc = info(key, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi))
     if rc != 0:
         return None
     choices = _choices(object, key)
-    is_enum = value_name(key, lo.value) is not None
+    is_enum = _FUNCTIONS[object]["value_name"](key, lo.value) is not None
     return Field(object=object, key=key, name=name.value.decode(), minimum=lo.value,
                  maximum=hi.value, is_real=bool(is_real.value), is_enum=is_enum,
                  is_mask=bool(choices) and not is_enum, choices=choices)
@@ -123,7 +130,8 @@ def _scan(object: str) -> Mapping[str, Field]:
 
 MODEL_FIELDS: Mapping[str, Field] = _scan(MODEL)
 TRAIN_FIELDS: Mapping[str, Field] = _scan(TRAIN)
-_BY_KEY = {(f.object, f.key): f for table in (MODEL_FIELDS, TRAIN_FIELDS)
+PARALLEL_FIELDS: Mapping[str, Field] = _scan(PARALLEL)
+_BY_KEY = {(f.object, f.key): f for table in (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
            for f in table.values()}
 
 

@@ -10,8 +10,9 @@ import pytest
 import llmem
 from llmem._library import LIB
 
-# Flags of `llmem estimate` that are not fields: the inputs and the output.
-NOT_FIELDS = {"model", "config", "weights", "json", "help"}
+# Flags of `llmem estimate` that are not fields: the inputs, the output, and
+# the command's shorthands for the sharding field (--zero 3, --fsdp full).
+NOT_FIELDS = {"model", "config", "weights", "json", "help", "zero", "fsdp"}
 # The command spells the library's qkv-bias field "--attn-bias".
 CLI_SPELLING = {"attn_bias": "qkv_bias"}
 
@@ -24,14 +25,15 @@ def test_every_cli_field_flag_is_a_keyword():
                            universal_newlines=True, check=True).stdout
     flags = {f.replace("-", "_") for f in re.findall(r"^  --([a-z0-9-]+)", usage, re.M)}
     assert len(flags) > 40
-    keywords = set(llmem.MODEL_FIELDS) | set(llmem.TRAIN_FIELDS)
+    keywords = set(llmem.MODEL_FIELDS) | set(llmem.TRAIN_FIELDS) | set(llmem.PARALLEL_FIELDS)
     missing = {CLI_SPELLING.get(f, f) for f in flags - NOT_FIELDS} - keywords
     assert not missing
 
 
 def test_fields_are_the_librarys():
     for table, info in ((llmem.MODEL_FIELDS, LIB.llmem_model_field_info),
-                        (llmem.TRAIN_FIELDS, LIB.llmem_train_field_info)):
+                        (llmem.TRAIN_FIELDS, LIB.llmem_train_field_info),
+                        (llmem.PARALLEL_FIELDS, LIB.llmem_parallel_field_info)):
         for keyword, field in table.items():
             name = ctypes.c_char_p()
             args = [field.key, ctypes.byref(name), None, None] + \
@@ -42,8 +44,10 @@ def test_fields_are_the_librarys():
     assert llmem.MODEL_FIELDS["kv_heads"].key == 5
 
 
-def test_no_keyword_names_both_a_model_and_a_training_field():
-    assert not set(llmem.MODEL_FIELDS) & set(llmem.TRAIN_FIELDS)
+def test_no_keyword_names_two_fields():
+    tables = [set(llmem.MODEL_FIELDS), set(llmem.TRAIN_FIELDS), set(llmem.PARALLEL_FIELDS)]
+    assert sum(len(t) for t in tables) == len(set.union(*tables))
+    assert llmem.PARALLEL_FIELDS["sharding"].value_name(4) == "zero3"
 
 
 def test_enumerated_values_round_trip_by_name():
