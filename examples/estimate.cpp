@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // estimate: the C++ wrapper (llmem.hpp) on the question of estimate_llama.c
 // -- the GPU memory of fully fine-tuning Llama-3.1-8B, bf16 mixed precision,
-// AdamW, 4 sequences of 2048 tokens, flash attention -- and then the same
-// handle reused over batch sizes, as a scheduler would.
+// AdamW, 4 sequences of 2048 tokens, flash attention -- then the same handle
+// reused over batch sizes, as a scheduler would, and the job spread over 8
+// GPUs with ZeRO-3.
 //
 // Build against an installed libllmem:
 //     c++ -std=c++17 estimate.cpp $(pkg-config --cflags --libs libllmem) -o estimate
@@ -45,6 +46,12 @@ int main()
         for (std::int64_t batch = 1; batch <= 8; batch *= 2)
             std::printf("batch %" PRId64 ": %" PRIu64 " bytes\n", batch,
                         est.run(model, train.set(LLMEM_TRAIN_BATCH, batch)).peak_allocated());
+
+        // The same job on 8 GPUs with DeepSpeed ZeRO-3: what each GPU holds.
+        llmem::Parallel layout(ctx);
+        layout.set(LLMEM_PARALLEL_DP, 8).set(LLMEM_PARALLEL_SHARDING, "zero3");
+        est.run(model, train.set(LLMEM_TRAIN_BATCH, 4), layout);
+        std::printf("dp 8, zero3: %" PRIu64 " bytes per GPU (device level)\n", est.peak_device());
 
         // A bad value: the exception carries the message and names the field.
         try {

@@ -57,7 +57,7 @@ public:
     const char *status_str() const noexcept { return llmem_status_str(status_); }
     /** The #llmem_object whose field the error is about; 0 when none. */
     int field_object() const noexcept { return object_; }
-    /** The field's key (#llmem_model_key or #llmem_train_key); 0 when none. */
+    /** The field's key (#llmem_model_key, #llmem_train_key, #llmem_parallel_key); 0 when none. */
     int field_key() const noexcept { return key_; }
     /** The field's name as messages spell it ("lora-rank"), or NULL when none. */
     const char *field() const noexcept
@@ -67,6 +67,8 @@ public:
             llmem_model_field_info(key_, &name, nullptr, nullptr);
         else if (object_ == LLMEM_OBJECT_TRAIN)
             llmem_train_field_info(key_, &name, nullptr, nullptr, nullptr);
+        else if (object_ == LLMEM_OBJECT_PARALLEL)
+            llmem_parallel_field_info(key_, &name, nullptr, nullptr);
         return name;
     }
 
@@ -257,6 +259,45 @@ private:
     detail::owned<llmem_train, llmem_train_free> p_;
 };
 
+/** An llmem_parallel: how the job is laid out across GPUs (default: one GPU). */
+class Parallel {
+public:
+    /** A layout of one GPU. */
+    explicit Parallel(Context &ctx) : ctx_(ctx.native())
+    {
+        llmem_parallel *p = nullptr;
+        detail::check(llmem_parallel_new(ctx_, &p), ctx_);
+        p_.reset(p);
+    }
+    /** Set a field (#llmem_parallel_key). */
+    Parallel &set(int key, std::int64_t value)
+    {
+        detail::check(llmem_parallel_set_int(p_.get(), key, value), ctx_);
+        return *this;
+    }
+    /** Set a field by name ("zero3", "1f1b") or decimal text. */
+    Parallel &set(int key, const std::string &text)
+    {
+        detail::check(llmem_parallel_set_str(p_.get(), key, text.c_str()), ctx_);
+        return *this;
+    }
+    /** Read a field. */
+    std::int64_t get(int key) const
+    {
+        std::int64_t v = 0;
+        detail::check(llmem_parallel_get_int(p_.get(), key, &v), ctx_);
+        return v;
+    }
+    /** GPUs the layout spans: dp x tp x pp x cp. */
+    std::uint64_t gpus() const noexcept { return llmem_parallel_gpus(p_.get()); }
+    /** The C handle (NULL once moved from). */
+    llmem_parallel *native() const noexcept { return p_.get(); }
+
+private:
+    llmem_ctx *ctx_;
+    detail::owned<llmem_parallel, llmem_parallel_free> p_;
+};
+
 /** One named component of a term, in bytes at the peak. */
 struct Component {
     std::string name;          /**< "gradients", "activations", ... */
@@ -302,18 +343,51 @@ public:
         detail::check(llmem_estimate_new(ctx_, &p), ctx_);
         p_.reset(p);
     }
-    /** Estimate @p model trained as @p train; returns *this for the getters. */
+    /** Estimate @p model trained as @p train on one GPU; returns *this for the getters. */
     Estimate &run(Model &model, const Train &train)
     {
         detail::check(llmem_estimate_run(p_.get(), model.native(), train.native()), ctx_);
         return *this;
     }
-    /** A result (#llmem_estimate_key). */
+    /** Estimate @p model trained as @p train, laid out as @p layout. */
+    Estimate &run(Model &model, const Train &train, const Parallel &layout)
+    {
+        detail::check(llmem_estimate_run_parallel(p_.get(), model.native(), train.native(),
+                                                  layout.native()),
+                      ctx_);
+        return *this;
+    }
+    /** A result (#llmem_estimate_key), for the most loaded rank. */
     std::uint64_t get(int key) const
     {
         std::uint64_t v = 0;
         detail::check(llmem_estimate_get_u64(p_.get(), key, &v), ctx_);
         return v;
+    }
+    /** Ranks with a result of their own (1 on one GPU). */
+    std::size_t rank_count() const noexcept { return llmem_estimate_rank_count(p_.get()); }
+    /** Index of the most loaded rank. */
+    std::size_t peak_rank() const noexcept { return llmem_estimate_peak_rank(p_.get()); }
+    /** A result of rank @p rank: a #llmem_estimate_key or a #llmem_rank_key. */
+    std::uint64_t rank_get(std::size_t rank, int key) const
+    {
+        std::uint64_t v = 0;
+        detail::check(llmem_estimate_rank_get_u64(p_.get(), rank, key, &v), ctx_);
+        return v;
+    }
+    /** Peak live bytes of rank @p rank within @p phase. */
+    std::uint64_t rank_phase_bytes(std::size_t rank, int phase) const
+    {
+        std::uint64_t v = 0;
+        detail::check(llmem_estimate_rank_phase_bytes(p_.get(), rank, phase, &v), ctx_);
+        return v;
+    }
+    /** The term of @p kind of rank @p rank. */
+    Term rank_term(std::size_t rank, int kind) const
+    {
+        const llmem_term *t = nullptr;
+        detail::check(llmem_estimate_rank_term(p_.get(), rank, kind, &t), ctx_);
+        return Term(kind, t);
     }
     /** Bytes of live tensors at the peak (torch.cuda.max_memory_allocated). */
     std::uint64_t peak_allocated() const { return get(LLMEM_EST_PEAK_ALLOCATED); }

@@ -160,6 +160,57 @@ void exceptions_carry_status_and_message()
     check(train.get_real(LLMEM_TRAIN_DROPOUT) == 0.25, "real fields round-trip");
 }
 
+// Llama-3.1-8B on dp 8 with ZeRO-3 and 2 pipeline stages: the wrapper's
+// per-rank answers are the C API's.
+void layouts_as_the_c_api()
+{
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "meta-llama/Llama-3.1-8B");
+    llmem::Train train(ctx);
+    llmem::Parallel layout(ctx);
+    layout.set(LLMEM_PARALLEL_DP, 8).set(LLMEM_PARALLEL_SHARDING, "zero3");
+    layout.set(LLMEM_PARALLEL_PP, 2);
+    check(layout.gpus() == 16 && layout.get(LLMEM_PARALLEL_SHARDING) == LLMEM_SHARDING_ZERO3,
+          "a layout's fields and GPU count");
+    llmem::Estimate est(ctx);
+    est.run(model, train, layout);
+
+    llmem_estimate *c = nullptr;
+    llmem_estimate_new(ctx.native(), &c);
+    int rc = llmem_estimate_run_parallel(c, model.native(), train.native(), layout.native());
+    bool same = rc == LLMEM_OK && est.rank_count() == llmem_estimate_rank_count(c) &&
+                est.rank_count() == 2 && est.peak_rank() == llmem_estimate_peak_rank(c);
+    for (std::size_t r = 0; same && r < est.rank_count(); r++) {
+        uint64_t v = 0;
+        llmem_estimate_rank_get_u64(c, r, LLMEM_EST_PEAK_DEVICE, &v);
+        same = same && est.rank_get(r, LLMEM_EST_PEAK_DEVICE) == v && v > 0;
+        llmem_estimate_rank_get_u64(c, r, LLMEM_RANK_STAGE, &v);
+        same = same && est.rank_get(r, LLMEM_RANK_STAGE) == v && v == r;
+        llmem_estimate_rank_phase_bytes(c, r, LLMEM_PHASE_BACKWARD, &v);
+        same = same && est.rank_phase_bytes(r, LLMEM_PHASE_BACKWARD) == v;
+        const llmem_term *t = nullptr;
+        llmem_estimate_rank_term(c, r, LLMEM_TERM_OPTIMIZER, &t);
+        same = same && est.rank_term(r, LLMEM_TERM_OPTIMIZER).bytes_at_peak() ==
+                           llmem_term_bytes_at_peak(t);
+    }
+    check(same, "per-rank results as the C API");
+    check(est.peak_device() == est.rank_get(est.peak_rank(), LLMEM_EST_PEAK_DEVICE),
+          "the getters answer for the most loaded rank");
+    llmem_estimate_free(c);
+
+    int key = 0, object = 0;
+    try {
+        est.run(model, train, llmem::Parallel(ctx).set(LLMEM_PARALLEL_TP, 7));
+    } catch (const llmem::error &e) {
+        key = e.field_key();
+        object = e.field_object();
+        check(e.status() == LLMEM_EINCONSISTENT && std::string(e.field()) == "tp",
+              "a layout the model cannot take names its field");
+    }
+    check(object == LLMEM_OBJECT_PARALLEL && key == LLMEM_PARALLEL_TP,
+          "the error's field is the layout's tp");
+}
+
 void handles_move_and_do_not_copy()
 {
     static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
@@ -193,6 +244,7 @@ int main()
     try {
         same_numbers_as_the_c_api();
         exceptions_carry_status_and_message();
+        layouts_as_the_c_api();
         handles_move_and_do_not_copy();
     } catch (const std::exception &e) {
         check(false, e.what());
