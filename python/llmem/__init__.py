@@ -10,7 +10,7 @@ Pure ctypes over the C library, standard library only. The library is found
 through LLMEM_LIBRARY, the build tree, or the system (see ``_library``); its
 major version must be this package's. Field names, bounds and value names
 come from the library: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`,
-:data:`PARALLEL_FIELDS`.
+:data:`PARALLEL_FIELDS`, :data:`PLAN_FIELDS`.
 """
 from ._library import PATH as library_path
 from ._library import LIB as _LIB
@@ -18,10 +18,12 @@ from ._version import __version__
 from .context import Context, default_context
 from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFound,
                      NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
-from .estimate import PHASES, TERMS, Estimate, Rank, Result, Term, estimate
-from .fields import MODEL_FIELDS, PARALLEL_FIELDS, TRAIN_FIELDS, Field
+from .estimate import (LEVELS, PHASES, TERMS, Estimate, Rank, Result, Term, estimate,
+                       largest_fitting)
+from .fields import MODEL_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Field
 from .model import Model, presets
 from .parallel import Parallel
+from .plan import Plan, PlannedLayout, PlanResult, Rejection, plan
 from .train import Train
 from .weights import DtypeTotal, Weights
 
@@ -33,9 +35,10 @@ def library_version() -> str:
 
 __all__ = [
     "BufferTooSmall", "Context", "DtypeTotal", "Error", "Estimate", "Field", "Inconsistent",
-    "InvalidArgument", "MODEL_FIELDS", "Model", "NotFound", "NotSupported", "OutOfMemory",
-    "OutOfRange", "Overflow", "PARALLEL_FIELDS", "PHASES", "Parallel", "ParseError", "Rank",
-    "ReadError", "Result", "TERMS", "Term",
+    "InvalidArgument", "LEVELS", "MODEL_FIELDS", "Model", "NotFound", "NotSupported",
+    "OutOfMemory", "OutOfRange", "Overflow", "PARALLEL_FIELDS", "PHASES", "PLAN_FIELDS",
+    "Parallel", "ParseError", "Plan", "PlanResult", "PlannedLayout", "Rank", "ReadError",
+    "Rejection", "Result", "TERMS", "Term",
     "TRAIN_FIELDS", "Train", "Weights", "__version__", "default_context", "estimate",
-    "library_path", "library_version", "presets",
+    "largest_fitting", "library_path", "library_version", "plan", "presets",
 ]

@@ -20,7 +20,7 @@ class Configurable(Handle):
 
     _fields: Mapping[str, Field]
     _set_int: Any
-    _set_str: Any
+    _set_str: Any = None  # None: the object takes no names (a planner)
     _get_int: Any
 
     def set(self: _C, **values: Any) -> _C:
@@ -57,7 +57,7 @@ class Configurable(Handle):
         ctx = self._context
         with ctx._lock:
             handle = self._handle
-            if isinstance(value, str):
+            if isinstance(value, str) and self._set_str is not None:
                 rc = self._set_str(handle, field.key, value.encode())
             elif field.is_real and isinstance(value, (int, float)):
                 rc = self._set_double(handle, field.key, float(value))
@@ -69,7 +69,8 @@ class Configurable(Handle):
                 rc = self._set_int(handle, field.key, value)
             else:
                 raise TypeError("%s: expected %s, got %s" % (
-                    field.name, "a number or a name" if field.is_real else "an int or a name",
+                    field.name, "a number" if field.is_real else
+                    "an int or a name" if self._set_str is not None else "an int",
                     type(value).__name__))
             ctx.check(rc)
 

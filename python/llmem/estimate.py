@@ -28,6 +28,9 @@ _RANK_LAYERS = 103
 _RANK_GPUS = 104
 _RANK_HOST = 105
 _RANK_IN_FLIGHT_X1000 = 106
+# Peak levels of llmem_estimate_max (enum llmem_level; the library names them
+# nowhere else).
+LEVELS = {"allocated": 1, "reserved": 2, "device": 3}
 
 
 def _names(fn: Any) -> Tuple[Tuple[int, str], ...]:
@@ -136,6 +139,25 @@ class Estimate(Handle):
             ctx.check(rc)
             return self._result()
 
+    def max(self, model: Model, train: Train, field: str = "batch", *, capacity: int,
+            level: str = "device", parallel: Optional[Parallel] = None) -> int:
+        """The largest ``field`` ("batch" or "seq") whose peak at ``level``
+        ("allocated", "reserved", "device") on the most loaded rank stays
+        within ``capacity`` bytes, the other fields as ``train`` has them; 0
+        when even 1 does not fit. Keep a safety margin out of ``capacity``."""
+        key = TRAIN_FIELDS[field].key if field in TRAIN_FIELDS else -1
+        if level not in LEVELS:
+            raise ValueError("level: %r is not one of %s" % (level, ", ".join(LEVELS)))
+        ctx = self._context
+        out = ctypes.c_int64()
+        objects = [model, train] + ([parallel] if parallel is not None else [])
+        with locked(ctx, *(o._context for o in objects)):
+            ctx.check(LIB.llmem_estimate_max(
+                self._handle, model._handle, train._handle,
+                parallel._handle if parallel is not None else None, key, LEVELS[level],
+                capacity, ctypes.byref(out)))
+        return out.value
+
     def _u64(self, key: int, rank: Optional[int] = None) -> int:
         out = ctypes.c_uint64()
         if rank is None:
@@ -199,6 +221,37 @@ class Estimate(Handle):
             **self._peaks(None))
 
 
+def _split(function: str, settings: Dict[str, Any]) -> Tuple[Dict[str, Any], ...]:
+    """Settings by table: model, training and layout fields."""
+    tables = (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
+    for keyword in settings:
+        if not any(keyword in table for table in tables):
+            raise unknown_keyword(function, keyword, [k for table in tables for k in table])
+    return tuple({k: v for k, v in settings.items() if k in table} for table in tables)
+
+
+def largest_fitting(model: Union[str, Model], field: str = "batch", *, capacity: int,
+                    level: str = "device", context: Optional[Context] = None,
+                    **settings: Any) -> int:
+    """The largest batch (or ``field="seq"``) that fits ``capacity`` bytes a
+    GPU (see :meth:`Estimate.max`), with the settings of :func:`estimate`:
+    ``largest_fitting("meta-llama/Llama-3.1-8B", capacity=80 * 2**30, seq=4096,
+    dp=8, sharding="zero3")``."""
+    model_fields, train_fields, layout_fields = _split("largest_fitting()", settings)
+    if isinstance(model, str):
+        ctx = resolve(context)
+        with Model.from_preset(model, context=ctx, **model_fields) as owned:
+            return largest_fitting(owned, field, capacity=capacity, level=level, context=ctx,
+                                   **train_fields, **layout_fields)
+    if model_fields:
+        raise TypeError("largest_fitting(): model fields (%s) change a preset given by name"
+                        % ", ".join(model_fields))
+    ctx = context if context is not None else model._context
+    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est, \
+            Parallel(context=ctx, **layout_fields) as layout:
+        return est.max(model, train, field, capacity=capacity, level=level, parallel=layout)
+
+
 def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
              parallel: Optional[Parallel] = None, **settings: Any) -> Result:
     """Estimate one training step in one call.
@@ -210,13 +263,7 @@ def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
     that change it (``layers=16``), all named like the ``llmem estimate``
     flags.
     """
-    tables = (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
-    model_fields, train_fields, layout_fields = (
-        {k: v for k, v in settings.items() if k in table} for table in tables)
-    for keyword in settings:
-        if not any(keyword in table for table in tables):
-            raise unknown_keyword("estimate()", keyword,
-                                  [k for table in tables for k in table])
+    model_fields, train_fields, layout_fields = _split("estimate()", settings)
     if parallel is not None and layout_fields:
         raise TypeError("estimate(): layout fields (%s) and parallel= both give the layout"
                         % ", ".join(layout_fields))

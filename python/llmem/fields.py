@@ -2,7 +2,8 @@
 """The fields of models and training setups, as the library describes them.
 
 Names, bounds and value names are asked of the library at import
-(``llmem_{model,train,parallel}_field_info``, ``*_value_name``, ``*_choice``);
+(``llmem_{model,train,parallel,plan}_field_info``, ``*_value_name``,
+``*_choice``);
 nothing here lists them a second time. A field's keyword is
 its library name with underscores for dashes (``kv-heads`` -> ``kv_heads``),
 as the ``llmem`` command's flags are spelled.
@@ -19,9 +20,10 @@ from ._library import LIB
 MODEL = "model"
 TRAIN = "train"
 PARALLEL = "parallel"
+PLAN = "plan"
 
 # Object kinds of llmem_ctx_error_field (include/llmem.h, LLMEM_OBJECT_*).
-_OBJECT_CODES = {1: MODEL, 2: TRAIN, 3: PARALLEL}
+_OBJECT_CODES = {1: MODEL, 2: TRAIN, 3: PARALLEL, 4: PLAN}
 
 # Field keys are small integers, assigned in order and never reused; the
 # scan reaches far beyond the last one so keys added later are found.
@@ -32,8 +34,8 @@ Value = Union[int, float, str]
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a model, a training setup or a layout (``object``:
-    "model", "train", "parallel")."""
+    """One field of a model, a training setup, a layout or a planner
+    (``object``: "model", "train", "parallel", "plan")."""
 
     object: str
     key: int
@@ -52,6 +54,8 @@ class Field:
 
     def value_name(self, value: int) -> Optional[str]:
         """The library's name of an enumerated value, or None."""
+        if not self.is_enum:
+            return None
         name = _FUNCTIONS[self.object]["value_name"](self.key, value)
         return name.decode() if name is not None else None
 
@@ -79,16 +83,20 @@ class Field:
         return raw
 
 
+# The planner's fields are all plain numbers: it has no value names.
 _FUNCTIONS = {
     object: {"field_info": getattr(LIB, "llmem_%s_field_info" % object),
              "value_name": getattr(LIB, "llmem_%s_value_name" % object),
              "choice": getattr(LIB, "llmem_%s_choice" % object)}
     for object in (MODEL, TRAIN, PARALLEL)
 }
+_FUNCTIONS[PLAN] = {"field_info": LIB.llmem_plan_field_info, "value_name": None, "choice": None}
 
 
 def _choices(object: str, key: int) -> Tuple[Tuple[str, int], ...]:
     choice = _FUNCTIONS[object]["choice"]
+    if choice is None:
+        return ()
     found = []
     value = ctypes.c_int64()
     index = 0
@@ -113,7 +121,8 @@ def _describe(object: str, key: int) -> Optional[Field]:
     if rc != 0:
         return None
     choices = _choices(object, key)
-    is_enum = _FUNCTIONS[object]["value_name"](key, lo.value) is not None
+    value_name = _FUNCTIONS[object]["value_name"]
+    is_enum = value_name is not None and value_name(key, lo.value) is not None
     return Field(object=object, key=key, name=name.value.decode(), minimum=lo.value,
                  maximum=hi.value, is_real=bool(is_real.value), is_enum=is_enum,
                  is_mask=bool(choices) and not is_enum, choices=choices)
@@ -131,7 +140,9 @@ def _scan(object: str) -> Mapping[str, Field]:
 MODEL_FIELDS: Mapping[str, Field] = _scan(MODEL)
 TRAIN_FIELDS: Mapping[str, Field] = _scan(TRAIN)
 PARALLEL_FIELDS: Mapping[str, Field] = _scan(PARALLEL)
-_BY_KEY = {(f.object, f.key): f for table in (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
+PLAN_FIELDS: Mapping[str, Field] = _scan(PLAN)
+_BY_KEY = {(f.object, f.key): f
+           for table in (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS)
            for f in table.values()}
 
 

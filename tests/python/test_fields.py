@@ -10,11 +10,14 @@ import pytest
 import llmem
 from llmem._library import LIB
 
-# Flags of `llmem estimate` that are not fields: the inputs, the output, and
-# the command's shorthands for the sharding field (--zero 3, --fsdp full).
-NOT_FIELDS = {"model", "config", "weights", "json", "help", "zero", "fsdp"}
-# The command spells the library's qkv-bias field "--attn-bias".
-CLI_SPELLING = {"attn_bias": "qkv_bias"}
+# Flags of `llmem` that are not fields: the inputs, the output, what to solve
+# (--max) or print (--top), and the command's shorthands for the sharding
+# field (--zero 3, --fsdp full).
+NOT_FIELDS = {"model", "config", "weights", "json", "help", "zero", "fsdp", "max", "top"}
+# The command's own spellings of library fields (--margin is in percent, the
+# field in thousandths).
+CLI_SPELLING = {"attn_bias": "qkv_bias", "capacity": "gpu_bytes",
+                "allow_offload": "plan_offload", "margin": "margin_permille"}
 
 
 def test_every_cli_field_flag_is_a_keyword():
@@ -25,7 +28,8 @@ def test_every_cli_field_flag_is_a_keyword():
                            universal_newlines=True, check=True).stdout
     flags = {f.replace("-", "_") for f in re.findall(r"^  --([a-z0-9-]+)", usage, re.M)}
     assert len(flags) > 40
-    keywords = set(llmem.MODEL_FIELDS) | set(llmem.TRAIN_FIELDS) | set(llmem.PARALLEL_FIELDS)
+    keywords = set(llmem.MODEL_FIELDS) | set(llmem.TRAIN_FIELDS) | set(llmem.PARALLEL_FIELDS) \
+        | set(llmem.PLAN_FIELDS)
     missing = {CLI_SPELLING.get(f, f) for f in flags - NOT_FIELDS} - keywords
     assert not missing
 
@@ -33,7 +37,8 @@ def test_every_cli_field_flag_is_a_keyword():
 def test_fields_are_the_librarys():
     for table, info in ((llmem.MODEL_FIELDS, LIB.llmem_model_field_info),
                         (llmem.TRAIN_FIELDS, LIB.llmem_train_field_info),
-                        (llmem.PARALLEL_FIELDS, LIB.llmem_parallel_field_info)):
+                        (llmem.PARALLEL_FIELDS, LIB.llmem_parallel_field_info),
+                        (llmem.PLAN_FIELDS, LIB.llmem_plan_field_info)):
         for keyword, field in table.items():
             name = ctypes.c_char_p()
             args = [field.key, ctypes.byref(name), None, None] + \
@@ -45,7 +50,8 @@ def test_fields_are_the_librarys():
 
 
 def test_no_keyword_names_two_fields():
-    tables = [set(llmem.MODEL_FIELDS), set(llmem.TRAIN_FIELDS), set(llmem.PARALLEL_FIELDS)]
+    tables = [set(llmem.MODEL_FIELDS), set(llmem.TRAIN_FIELDS), set(llmem.PARALLEL_FIELDS),
+              set(llmem.PLAN_FIELDS)]
     assert sum(len(t) for t in tables) == len(set.union(*tables))
     assert llmem.PARALLEL_FIELDS["sharding"].value_name(4) == "zero3"
 
