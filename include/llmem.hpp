@@ -57,7 +57,8 @@ public:
     const char *status_str() const noexcept { return llmem_status_str(status_); }
     /** The #llmem_object whose field the error is about; 0 when none. */
     int field_object() const noexcept { return object_; }
-    /** The field's key (#llmem_model_key, #llmem_train_key, #llmem_parallel_key); 0 when none. */
+    /** The field's key (#llmem_model_key, #llmem_train_key, #llmem_parallel_key,
+     * #llmem_plan_key); 0 when none. */
     int field_key() const noexcept { return key_; }
     /** The field's name as messages spell it ("lora-rank"), or NULL when none. */
     const char *field() const noexcept
@@ -69,6 +70,8 @@ public:
             llmem_train_field_info(key_, &name, nullptr, nullptr, nullptr);
         else if (object_ == LLMEM_OBJECT_PARALLEL)
             llmem_parallel_field_info(key_, &name, nullptr, nullptr);
+        else if (object_ == LLMEM_OBJECT_PLAN)
+            llmem_plan_field_info(key_, &name, nullptr, nullptr);
         return name;
     }
 
@@ -357,6 +360,22 @@ public:
                       ctx_);
         return *this;
     }
+    /**
+     * The largest value of the training field @p key (#LLMEM_TRAIN_BATCH or
+     * #LLMEM_TRAIN_SEQ) whose peak at @p level (#llmem_level) fits
+     * @p capacity bytes on one GPU; 0 when even 1 does not fit.
+     */
+    std::int64_t max(Model &model, const Train &train, int key, int level,
+                     std::uint64_t capacity)
+    {
+        return max(model, train, nullptr, key, level, capacity);
+    }
+    /** As max(), laid out as @p layout. */
+    std::int64_t max(Model &model, const Train &train, const Parallel &layout, int key,
+                     int level, std::uint64_t capacity)
+    {
+        return max(model, train, &layout, key, level, capacity);
+    }
     /** A result (#llmem_estimate_key), for the most loaded rank. */
     std::uint64_t get(int key) const
     {
@@ -415,8 +434,86 @@ public:
     llmem_estimate *native() const noexcept { return p_.get(); }
 
 private:
+    std::int64_t max(Model &model, const Train &train, const Parallel *layout, int key,
+                     int level, std::uint64_t capacity)
+    {
+        std::int64_t v = 0;
+        detail::check(llmem_estimate_max(p_.get(), model.native(), train.native(),
+                                         layout != nullptr ? layout->native() : nullptr, key,
+                                         level, capacity, &v),
+                      ctx_);
+        return v;
+    }
     llmem_ctx *ctx_;
     detail::owned<llmem_estimate, llmem_estimate_free> p_;
+};
+
+/** A kind of layout the planner rejected. */
+struct Rejection {
+    std::string reason;     /**< the library's reason ("tp does not divide the heads") */
+    std::uint64_t layouts;  /**< layouts it rejected */
+    std::string example;    /**< one example's message ("" when none) */
+};
+
+/** An llmem_plan: the layouts of a job over N GPUs that fit, best first. */
+class Plan {
+public:
+    /** A planner with the library's defaults (set #LLMEM_PLAN_GPU_BYTES). */
+    explicit Plan(Context &ctx) : ctx_(ctx.native())
+    {
+        llmem_plan *p = nullptr;
+        detail::check(llmem_plan_new(ctx_, &p), ctx_);
+        p_.reset(p);
+    }
+    /** Set a field (#llmem_plan_key). */
+    Plan &set(int key, std::int64_t value)
+    {
+        detail::check(llmem_plan_set_int(p_.get(), key, value), ctx_);
+        return *this;
+    }
+    /** Read a field. */
+    std::int64_t get(int key) const
+    {
+        std::int64_t v = 0;
+        detail::check(llmem_plan_get_int(p_.get(), key, &v), ctx_);
+        return v;
+    }
+    /** Enumerate the layouts of @p model trained as @p train. */
+    Plan &run(Model &model, const Train &train)
+    {
+        detail::check(llmem_plan_run(p_.get(), model.native(), train.native()), ctx_);
+        return *this;
+    }
+    /** Layouts that fit, best first. */
+    std::size_t result_count() const noexcept { return llmem_plan_result_count(p_.get()); }
+    /** A number of result @p index (#llmem_plan_result_key). */
+    std::uint64_t result_get(std::size_t index, int key) const
+    {
+        std::uint64_t v = 0;
+        detail::check(llmem_plan_result_get_u64(p_.get(), index, key, &v), ctx_);
+        return v;
+    }
+    /** Copy result @p index's layout into @p layout (of the same context). */
+    void result_layout(std::size_t index, Parallel &layout) const
+    {
+        detail::check(llmem_plan_result_layout(p_.get(), index, layout.native()), ctx_);
+    }
+    /** Number of kinds of rejected layouts. */
+    std::size_t rejected_count() const noexcept { return llmem_plan_rejected_count(p_.get()); }
+    /** Rejection @p index. */
+    Rejection rejected(std::size_t index) const
+    {
+        const char *reason = nullptr, *example = nullptr;
+        std::uint64_t layouts = 0;
+        detail::check(llmem_plan_rejected(p_.get(), index, &reason, &layouts, &example), ctx_);
+        return Rejection{ reason, layouts, example != nullptr ? example : "" };
+    }
+    /** The C handle (NULL once moved from). */
+    llmem_plan *native() const noexcept { return p_.get(); }
+
+private:
+    llmem_ctx *ctx_;
+    detail::owned<llmem_plan, llmem_plan_free> p_;
 };
 
 } // namespace llmem

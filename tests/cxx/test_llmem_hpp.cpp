@@ -61,6 +61,19 @@ c_result with_c_api()
     return r;
 }
 
+void status_of_plan_without_capacity(llmem::Context &ctx, llmem::Model &model,
+                                     const llmem::Train &train)
+{
+    llmem::Plan plan(ctx);
+    int key = 0;
+    try {
+        plan.set(LLMEM_PLAN_GPUS, 8).run(model, train);
+    } catch (const llmem::error &e) {
+        key = e.field_object() == LLMEM_OBJECT_PLAN ? e.field_key() : -1;
+    }
+    check(key == LLMEM_PLAN_GPU_BYTES, "a planner without the GPU's memory names gpu-bytes");
+}
+
 void same_numbers_as_the_c_api()
 {
     const c_result c = with_c_api();
@@ -211,6 +224,63 @@ void layouts_as_the_c_api()
           "the error's field is the layout's tp");
 }
 
+// The planner and the largest fitting batch, against the C API.
+void planning_as_the_c_api()
+{
+    const std::uint64_t gib = std::uint64_t(1) << 30;
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "meta-llama/Llama-3.1-8B");
+    llmem::Train train(ctx);
+    llmem::Plan plan(ctx);
+    plan.set(LLMEM_PLAN_GPUS, 8).set(LLMEM_PLAN_GPU_BYTES, static_cast<int64_t>(80 * gib));
+    plan.run(model, train);
+
+    llmem_plan *c = nullptr;
+    llmem_plan_new(ctx.native(), &c);
+    llmem_plan_set_int(c, LLMEM_PLAN_GPUS, 8);
+    llmem_plan_set_int(c, LLMEM_PLAN_GPU_BYTES, static_cast<int64_t>(80 * gib));
+    bool same = llmem_plan_run(c, model.native(), train.native()) == LLMEM_OK &&
+                plan.result_count() == llmem_plan_result_count(c) && plan.result_count() > 0 &&
+                plan.rejected_count() == llmem_plan_rejected_count(c);
+    for (std::size_t i = 0; same && i < plan.result_count(); i++) {
+        uint64_t v = 0;
+        llmem_plan_result_get_u64(c, i, LLMEM_PLAN_TOKENS_PER_SECOND, &v);
+        same = plan.result_get(i, LLMEM_PLAN_TOKENS_PER_SECOND) == v;
+        llmem_plan_result_get_u64(c, i, LLMEM_PLAN_PEAK_DEVICE, &v);
+        same = same && plan.result_get(i, LLMEM_PLAN_PEAK_DEVICE) == v && v <= 80 * gib;
+    }
+    check(same, "planned layouts as the C API");
+    llmem_plan_free(c);
+
+    // The best layout, estimated at its micro-batch, has the planned peak.
+    llmem::Parallel best(ctx);
+    plan.result_layout(0, best);
+    llmem::Train at(ctx);
+    at.set(LLMEM_TRAIN_BATCH, static_cast<int64_t>(plan.result_get(0, LLMEM_PLAN_MICRO_BATCH)));
+    at.set(LLMEM_TRAIN_GRAD_CKPT, static_cast<int64_t>(plan.result_get(0, LLMEM_PLAN_GRAD_CKPT)));
+    llmem::Estimate est(ctx);
+    check(est.run(model, at, best).peak_device() == plan.result_get(0, LLMEM_PLAN_PEAK_DEVICE),
+          "the best layout's planned peak is its estimate");
+    bool reasons = true;
+    for (std::size_t i = 0; i < plan.rejected_count(); i++)
+        reasons = reasons && !plan.rejected(i).reason.empty() && plan.rejected(i).layouts > 0;
+    check(reasons, "rejections carry a reason and a count");
+
+    auto small = llmem::Model::preset(ctx, "meta-llama/Llama-3.2-1B");
+    const std::int64_t n = est.max(small, train, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, 24 * gib);
+    int64_t c_n = 0;
+    llmem_estimate *ce = nullptr;
+    llmem_estimate_new(ctx.native(), &ce);
+    llmem_estimate_max(ce, small.native(), train.native(), nullptr, LLMEM_TRAIN_BATCH,
+                       LLMEM_LEVEL_DEVICE, 24 * gib, &c_n);
+    llmem_estimate_free(ce);
+    llmem::Train over(ctx);
+    over.set(LLMEM_TRAIN_BATCH, n + 1);
+    check(n > 0 && n == c_n && est.run(small, over).peak_device() > 24 * gib,
+          "max() is the C API's largest fitting batch, and one more does not fit");
+    status_of_plan_without_capacity(ctx, model, train);
+}
+
 void handles_move_and_do_not_copy()
 {
     static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
@@ -245,6 +315,7 @@ int main()
         same_numbers_as_the_c_api();
         exceptions_carry_status_and_message();
         layouts_as_the_c_api();
+        planning_as_the_c_api();
         handles_move_and_do_not_copy();
     } catch (const std::exception &e) {
         check(false, e.what());
