@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: MIT
+"""libllmem from Python: the GPU memory of fine-tuning a large language model.
+
+    >>> import llmem
+    >>> est = llmem.estimate("meta-llama/Llama-3.1-8B", batch=4, seq=2048,
+    ...                      attention="flash")
+    >>> est.peak_allocated, est.peak_phase, est.terms["optimizer"].components
+
+Pure ctypes over the C library, standard library only. The library is found
+through LLMEM_LIBRARY, the build tree, or the system (see ``_library``); its
+major version must be this package's. Field names, bounds and value names
+come from the library: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`,
+:data:`PARALLEL_FIELDS`, :data:`PLAN_FIELDS`.
+"""
+from ._library import PATH as library_path
+from ._library import LIB as _LIB
+from ._version import __version__
+from .context import Context, default_context
+from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFound,
+                     NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
+from .estimate import (LEVELS, PHASES, TERMS, Estimate, Rank, Result, Term, estimate,
+                       largest_fitting)
+from .fields import MODEL_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Field
+from .model import Model, presets
+from .parallel import Parallel
+from .plan import Plan, PlannedLayout, PlanResult, Rejection, plan
+from .train import Train
+from .weights import DtypeTotal, Weights
+
+
+def library_version() -> str:
+    """The loaded library's version, "MAJOR.MINOR.PATCH"."""
+    return _LIB.llmem_version_string().decode()
+
+
+__all__ = [
+    "BufferTooSmall", "Context", "DtypeTotal", "Error", "Estimate", "Field", "Inconsistent",
+    "InvalidArgument", "LEVELS", "MODEL_FIELDS", "Model", "NotFound", "NotSupported",
+    "OutOfMemory", "OutOfRange", "Overflow", "PARALLEL_FIELDS", "PHASES", "PLAN_FIELDS",
+    "Parallel", "ParseError", "Plan", "PlanResult", "PlannedLayout", "Rank", "ReadError",
+    "Rejection", "Result", "TERMS", "Term",
+    "TRAIN_FIELDS", "Train", "Weights", "__version__", "default_context", "estimate",
+    "largest_fitting", "library_path", "library_version", "plan", "presets",
+]

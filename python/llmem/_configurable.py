@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: MIT
+"""What models and training setups share: fields set and read by keyword."""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Dict, Iterable, Mapping, TypeVar
+
+from . import errors
+from .context import Handle
+from .fields import Field, Value, unknown_keyword
+
+_C = TypeVar("_C", bound="Configurable")
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+class Configurable(Handle):
+    """A handle whose fields are set with keywords named like the CLI flags."""
+
+    _fields: Mapping[str, Field]
+    _set_int: Any
+    _set_str: Any = None  # None: the object takes no names (a planner)
+    _get_int: Any
+
+    def set(self: _C, **values: Any) -> _C:
+        """Set fields by keyword, in order: ``set(hidden=4096, norm="rmsnorm")``.
+
+        Enumerated fields take their names, bitmasks a comma-separated string
+        or a list of names, real fields a float. Returns the object itself.
+        """
+        for keyword, value in values.items():
+            self._set(self._field(keyword, "set()"), value)
+        return self
+
+    def get(self, keyword: str) -> Value:
+        """The value of a field: a name for an enumerated field, else a number."""
+        return self._get(self._field(keyword, "get()"))
+
+    def to_dict(self) -> Dict[str, Value]:
+        """Every field by keyword, defaults resolved."""
+        return {keyword: self._get(field) for keyword, field in self._fields.items()}
+
+    def _field(self, keyword: str, function: str) -> Field:
+        field = self._fields.get(keyword)
+        if field is None:
+            raise unknown_keyword("%s.%s" % (type(self).__name__, function), keyword,
+                                  list(self._fields))
+        return field
+
+    def _set_double(self, handle: ctypes.c_void_p, key: int, value: float) -> int:
+        raise TypeError("%s has no real fields" % type(self).__name__)
+
+    def _set(self, field: Field, value: Any) -> None:
+        if isinstance(value, (list, tuple, set, frozenset)):  # a bitmask by names
+            value = ",".join(_names(field, value))
+        ctx = self._context
+        with ctx._lock:
+            handle = self._handle
+            if isinstance(value, str) and self._set_str is not None:
+                rc = self._set_str(handle, field.key, value.encode())
+            elif field.is_real and isinstance(value, (int, float)):
+                rc = self._set_double(handle, field.key, float(value))
+            elif isinstance(value, int):
+                if not _INT64_MIN <= value <= _INT64_MAX:
+                    raise errors.OutOfRange("%s: value %d out of range [%d, %d]"
+                                            % (field.name, value, field.minimum, field.maximum),
+                                            field=field.keyword, object=field.object)
+                rc = self._set_int(handle, field.key, value)
+            else:
+                raise TypeError("%s: expected %s, got %s" % (
+                    field.name, "a number" if field.is_real else
+                    "an int or a name" if self._set_str is not None else "an int",
+                    type(value).__name__))
+            ctx.check(rc)
+
+    def _get(self, field: Field) -> Value:
+        ctx = self._context
+        with ctx._lock:
+            if field.is_real:
+                out_d = ctypes.c_double()
+                rc = self._get_double(self._handle, field.key, ctypes.byref(out_d))
+                ctx.check(rc)
+                return out_d.value
+            out = ctypes.c_int64()
+            rc = self._get_int(self._handle, field.key, ctypes.byref(out))
+            ctx.check(rc)
+        return field.show(out.value)
+
+    def _get_double(self, handle: ctypes.c_void_p, key: int, out: Any) -> int:
+        raise TypeError("%s has no real fields" % type(self).__name__)
+
+
+def _names(field: Field, values: Iterable[Any]) -> Iterable[str]:
+    for value in values:
+        if not isinstance(value, str):
+            raise TypeError("%s: expected names, got %s" % (field.name, type(value).__name__))
+        yield value
+
+
+def add_properties(cls: type, fields: Mapping[str, Field]) -> None:
+    """One property a field on ``cls`` (``model.hidden``, ``train.lora_rank``),
+    read and written like get()/set()."""
+    for keyword, field in fields.items():
+        if hasattr(cls, keyword):
+            continue  # a method of the same name wins; get()/set() still reach it
+
+        def getter(self: Configurable, _f: Field = field) -> Value:
+            return self._get(_f)
+
+        def setter(self: Configurable, value: Any, _f: Field = field) -> None:
+            self._set(_f, value)
+
+        setattr(cls, keyword, property(getter, setter, doc="The %s field '%s' (library bounds "
+                                       "[%d, %d])." % (field.object, field.name, field.minimum,
+                                                       field.maximum)))

@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: MIT
+"""Contexts, and the lifetime of the handles created from them.
+
+A :class:`Context` owns an ``llmem_ctx``: the library's allocator and last
+error message. Every model, training setup and estimate is created from one
+and keeps it alive. The library allows one thread at a time per context; the
+package enforces that with a lock per context, so sharing objects between
+threads is safe here (and serialized). Without an explicit ``context=``,
+objects use the calling thread's default context: threads never contend.
+
+Handles are freed by ``close()``, by leaving a ``with`` block, or by the
+garbage collector (``weakref.finalize``), whichever comes first; closing a
+context closes the objects still open in it first.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import threading
+import weakref
+from typing import Any, Callable, Iterator, Optional, Tuple, TypeVar
+
+from . import errors
+from ._library import LIB
+from .fields import field_by_key
+
+_H = TypeVar("_H", bound="Handle")
+_Free = Callable[[ctypes.c_void_p], None]  # a library free function
+
+
+class _ContextLock:
+    """A context's re-entrant lock, and the frees the collector asks for.
+
+    The collector may finalize an object in any thread, even one holding the
+    lock of another context that the object's owner is waiting for: blocking
+    there could deadlock. So a handle is freed at once only when its
+    context's lock is free; otherwise it is queued and freed when the holder
+    lets go (or when the context itself is freed).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0  # nesting of the holding thread
+        self._pending: "collections.deque[Tuple[_Free, ctypes.c_void_p]]" = collections.deque()
+
+    def __enter__(self) -> "_ContextLock":
+        self._lock.acquire()
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.drain()
+        self._lock.release()
+
+    def drain(self) -> None:
+        """Free the queued handles (with the lock held)."""
+        while self._pending:
+            free, ptr = self._pending.popleft()
+            free(ptr)
+
+    def free(self, free: _Free, ptr: ctypes.c_void_p) -> None:
+        """Free a handle of this context now, or when the lock's holder lets go."""
+        self._pending.append((free, ptr))
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._depth == 0:  # not inside a call sequence of this thread
+                    self.drain()
+            finally:
+                self._lock.release()
+
+
+def _release(free: _Free, ptr: ctypes.c_void_p,
+             lock: _ContextLock, context: "Context") -> None:
+    # `context` is an argument only to keep the context alive until now.
+    lock.free(free, ptr)
+
+
+def _release_context(ptr: ctypes.c_void_p, lock: _ContextLock) -> None:
+    with lock._lock:
+        lock.drain()
+        LIB.llmem_ctx_free(ptr)
+
+
+class Handle:
+    """Base of the objects that own a library handle.
+
+    ``close()`` frees it at once and is idempotent; the object then raises
+    ``ValueError`` when used. It is also a context manager.
+    """
+
+    _free: _Free
+    _what = "handle"
+
+    def __init__(self, ptr: ctypes.c_void_p, context: "Context") -> None:
+        self._ptr = ptr
+        self._context = context
+        context._children.add(self)
+        # The finalizer holds the context: it outlives every object made from it.
+        self._finalizer = weakref.finalize(self, _release, type(self)._free, ptr,
+                                           context._lock, context)
+
+    @property
+    def closed(self) -> bool:
+        """True once the handle is freed."""
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Free the library handle now (again: no effect)."""
+        self._finalizer()
+
+    @property
+    def _handle(self) -> ctypes.c_void_p:
+        if not self._finalizer.alive:
+            raise ValueError("llmem: operation on a closed %s" % self._what)
+        return self._ptr
+
+    def __enter__(self: _H) -> _H:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Context(Handle):
+    """An ``llmem_ctx``: the library's allocator (malloc) and last error.
+
+    Use one per thread (the default), or share one and let its lock
+    serialize the calls.
+    """
+
+    _what = "context"
+
+    def __init__(self) -> None:
+        ptr = ctypes.c_void_p()
+        rc = LIB.llmem_ctx_new(ctypes.byref(ptr), None)
+        if rc != errors.OK:
+            raise errors.error_class(rc)("llmem_ctx_new: %s" % status_str(rc), rc)
+        self._ptr = ptr
+        self._lock = _ContextLock()
+        self._children: "weakref.WeakSet[Handle]" = weakref.WeakSet()
+        # Not Handle.__init__: a context has no parent, and its finalizer
+        # frees what its objects queued before the context itself.
+        self._finalizer = weakref.finalize(self, _release_context, ptr, self._lock)
+
+    def close(self) -> None:
+        """Close the objects still open in this context, then the context."""
+        with self._lock:
+            for child in list(self._children):
+                child.close()
+            super().close()
+
+    @property
+    def last_error(self) -> str:
+        """The message of the last failed call through this context ("" if none)."""
+        with self._lock:
+            return LIB.llmem_ctx_error(self._handle).decode("utf-8", "replace")
+
+    def check(self, rc: int) -> None:
+        """Raise the exception of status ``rc`` with this context's message
+        and the field the library names (llmem_ctx_error_field), if any.
+        Call with the context's lock held, right after the failing call."""
+        if rc == errors.OK:
+            return
+        message = LIB.llmem_ctx_error(self._handle).decode("utf-8", "replace") \
+            or status_str(rc)
+        named = self._error_field()
+        object, field = named if named is not None else (None, None)
+        raise errors.error_class(rc)(message, rc, field, object)
+
+    def _error_field(self) -> Optional["tuple[str, str]"]:
+        obj, key = ctypes.c_int(), ctypes.c_int()
+        if LIB.llmem_ctx_error_field(self._handle, ctypes.byref(obj), ctypes.byref(key)) \
+                != errors.OK:
+            return None
+        found = field_by_key(obj.value, key.value)
+        return (found.object, found.keyword) if found is not None else None
+
+
+_per_thread = threading.local()
+
+
+def default_context() -> Context:
+    """The calling thread's default context, created on first use."""
+    ctx = getattr(_per_thread, "context", None)
+    if ctx is None or ctx.closed:
+        ctx = _per_thread.context = Context()
+    return ctx
+
+
+def resolve(context: Optional[Context]) -> Context:
+    """``context``, or the thread's default one."""
+    return context if context is not None else default_context()
+
+
+@contextlib.contextmanager
+def locked(*contexts: Context) -> Iterator[None]:
+    """Hold the locks of several contexts, always in the same order."""
+    with contextlib.ExitStack() as stack:
+        for ctx in sorted(set(contexts), key=id):
+            stack.enter_context(ctx._lock)
+        yield
+
+
+def status_str(rc: int) -> str:
+    """The library's description of a status code."""
+    return LIB.llmem_status_str(rc).decode()

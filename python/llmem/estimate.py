@@ -1,0 +1,286 @@
+# SPDX-License-Identifier: MIT
+"""Estimates: the memory of one training step, and its breakdown."""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple, Union
+
+from ._library import LIB
+from .context import Context, Handle, locked, resolve
+from .fields import MODEL_FIELDS, PARALLEL_FIELDS, TRAIN_FIELDS, unknown_keyword
+from .model import Model
+from .parallel import Parallel
+from .train import Train
+
+# Result keys of include/llmem.h (enum llmem_estimate_key); never renumbered.
+_PARAMS_TOTAL = 1
+_PARAMS_TRAINABLE = 2
+_PEAK_ALLOCATED = 3
+_PEAK_RESERVED = 4
+_PEAK_DEVICE = 5
+_PEAK_PHASE = 6
+_PARAMS_ACTIVE = 7
+# Per-rank keys (enum llmem_rank_key).
+_RANK_STAGE = 101
+_RANK_LAYER_FIRST = 102
+_RANK_LAYERS = 103
+_RANK_GPUS = 104
+_RANK_HOST = 105
+_RANK_IN_FLIGHT_X1000 = 106
+# Peak levels of llmem_estimate_max (enum llmem_level; the library names them
+# nowhere else).
+LEVELS = {"allocated": 1, "reserved": 2, "device": 3}
+
+
+def _names(fn: Any) -> Tuple[Tuple[int, str], ...]:
+    """(value, name) of the library's phases or terms: 1, 2, ... until NULL."""
+    found = []
+    value = 1
+    while True:
+        name = fn(value)
+        if name is None:
+            return tuple(found)
+        found.append((value, name.decode()))
+        value += 1
+
+
+PHASES = _names(LIB.llmem_phase_name)
+TERMS = _names(LIB.llmem_term_name)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of the article's decomposition (parameters, optimizer, data,
+    temporary): bytes at the overall peak, its own maximum over the step, and
+    its named components at the peak (``{"gradients": ..., "states": ...}``)."""
+
+    name: str
+    bytes_at_peak: int
+    max_bytes: int
+    components: Dict[str, int]
+
+
+@dataclass(frozen=True)
+class Rank:
+    """One rank class of a layout (ranks whose memory is the same: a pipeline
+    stage of every data-parallel replica): what it runs and what it holds."""
+
+    index: int
+    stage: int
+    layer_first: int
+    layers: int
+    gpus: int
+    micro_batches_in_flight: float
+    host_bytes: int
+    peak_allocated: int
+    peak_reserved: int
+    peak_device: int
+    peak_phase: Optional[str]
+    phase_bytes: Dict[str, int]
+    terms: Dict[str, Term]
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one estimate found; plain values, no library handle.
+
+    Peaks are bytes at three levels: ``peak_allocated`` (live tensors, as
+    ``torch.cuda.max_memory_allocated``), ``peak_reserved`` (plus the caching
+    allocator) and ``peak_device`` (plus the CUDA context, as nvidia-smi).
+    ``peak_phase`` names the phase holding the peak (None with the article
+    formula, which sums terms); ``phase_bytes`` is the peak of each phase.
+    With a layout these answer for the most loaded rank, ``ranks[peak_rank]``;
+    ``ranks`` holds every rank class (one for a single GPU).
+    """
+
+    params_total: int
+    params_trainable: int
+    params_active: int
+    peak_allocated: int
+    peak_reserved: int
+    peak_device: int
+    peak_phase: Optional[str]
+    phase_bytes: Dict[str, int]
+    terms: Dict[str, Term]
+    peak_rank: int
+    ranks: Tuple[Rank, ...]
+
+
+class Estimate(Handle):
+    """A reusable estimate handle (``llmem_estimate``).
+
+    :meth:`run` allocates nothing; a handle run again with the same model and
+    setup but another batch or seq reuses what does not depend on them, so
+    keep one per model and setup in a loop.
+    """
+
+    _free = LIB.llmem_estimate_free
+    _what = "estimate"
+
+    def __init__(self, *, context: Optional[Context] = None) -> None:
+        ctx = resolve(context)
+        with ctx._lock:
+            ptr = ctypes.c_void_p()
+            ctx.check(LIB.llmem_estimate_new(ctx._handle, ctypes.byref(ptr)))
+            super().__init__(ptr, ctx)
+
+    def run(self, model: Model, train: Train, parallel: Optional[Parallel] = None) -> Result:
+        """Estimate ``model`` trained as ``train`` (on one GPU, or laid out
+        as ``parallel``); all are validated."""
+        ctx = self._context
+        objects = [model, train] + ([parallel] if parallel is not None else [])
+        with locked(ctx, *(o._context for o in objects)):
+            if parallel is None:
+                rc = LIB.llmem_estimate_run(self._handle, model._handle, train._handle)
+            else:
+                rc = LIB.llmem_estimate_run_parallel(self._handle, model._handle, train._handle,
+                                                     parallel._handle)
+            ctx.check(rc)
+            return self._result()
+
+    def max(self, model: Model, train: Train, field: str = "batch", *, capacity: int,
+            level: str = "device", parallel: Optional[Parallel] = None) -> int:
+        """The largest ``field`` ("batch" or "seq") whose peak at ``level``
+        ("allocated", "reserved", "device") on the most loaded rank stays
+        within ``capacity`` bytes, the other fields as ``train`` has them; 0
+        when even 1 does not fit. Keep a safety margin out of ``capacity``."""
+        key = TRAIN_FIELDS[field].key if field in TRAIN_FIELDS else -1
+        if level not in LEVELS:
+            raise ValueError("level: %r is not one of %s" % (level, ", ".join(LEVELS)))
+        ctx = self._context
+        out = ctypes.c_int64()
+        objects = [model, train] + ([parallel] if parallel is not None else [])
+        with locked(ctx, *(o._context for o in objects)):
+            ctx.check(LIB.llmem_estimate_max(
+                self._handle, model._handle, train._handle,
+                parallel._handle if parallel is not None else None, key, LEVELS[level],
+                capacity, ctypes.byref(out)))
+        return out.value
+
+    def _u64(self, key: int, rank: Optional[int] = None) -> int:
+        out = ctypes.c_uint64()
+        if rank is None:
+            rc = LIB.llmem_estimate_get_u64(self._handle, key, ctypes.byref(out))
+        else:
+            rc = LIB.llmem_estimate_rank_get_u64(self._handle, rank, key, ctypes.byref(out))
+        self._context.check(rc)
+        return out.value
+
+    def _phase(self, phase: int, rank: Optional[int]) -> int:
+        out = ctypes.c_uint64()
+        if rank is None:
+            rc = LIB.llmem_estimate_phase_bytes(self._handle, phase, ctypes.byref(out))
+        else:
+            rc = LIB.llmem_estimate_rank_phase_bytes(self._handle, rank, phase,
+                                                     ctypes.byref(out))
+        self._context.check(rc)
+        return out.value
+
+    def _term(self, kind: int, name: str, rank: Optional[int]) -> Term:
+        term = ctypes.c_void_p()
+        if rank is None:
+            rc = LIB.llmem_estimate_term(self._handle, kind, ctypes.byref(term))
+        else:
+            rc = LIB.llmem_estimate_rank_term(self._handle, rank, kind, ctypes.byref(term))
+        self._context.check(rc)
+        components = {}
+        comp_name, comp_bytes = ctypes.c_char_p(), ctypes.c_uint64()
+        for index in range(LIB.llmem_term_component_count(term)):
+            self._context.check(LIB.llmem_term_component(term, index, ctypes.byref(comp_name),
+                                                         ctypes.byref(comp_bytes)))
+            components[comp_name.value.decode()] = comp_bytes.value
+        return Term(name=name, bytes_at_peak=LIB.llmem_term_bytes_at_peak(term),
+                    max_bytes=LIB.llmem_term_max_bytes(term), components=components)
+
+    def _peaks(self, rank: Optional[int]) -> Dict[str, Any]:
+        """The fields a Result and a Rank share, for the most loaded rank
+        (None) or one rank."""
+        return dict(
+            peak_allocated=self._u64(_PEAK_ALLOCATED, rank),
+            peak_reserved=self._u64(_PEAK_RESERVED, rank),
+            peak_device=self._u64(_PEAK_DEVICE, rank),
+            peak_phase=dict(PHASES).get(self._u64(_PEAK_PHASE, rank)),
+            phase_bytes={name: self._phase(value, rank) for value, name in PHASES},
+            terms={name: self._term(kind, name, rank) for kind, name in TERMS})
+
+    def _rank(self, rank: int) -> Rank:
+        return Rank(index=rank, stage=self._u64(_RANK_STAGE, rank),
+                    layer_first=self._u64(_RANK_LAYER_FIRST, rank),
+                    layers=self._u64(_RANK_LAYERS, rank), gpus=self._u64(_RANK_GPUS, rank),
+                    micro_batches_in_flight=self._u64(_RANK_IN_FLIGHT_X1000, rank) / 1000,
+                    host_bytes=self._u64(_RANK_HOST, rank), **self._peaks(rank))
+
+    def _result(self) -> Result:
+        return Result(
+            params_total=self._u64(_PARAMS_TOTAL),
+            params_trainable=self._u64(_PARAMS_TRAINABLE),
+            params_active=self._u64(_PARAMS_ACTIVE),
+            peak_rank=LIB.llmem_estimate_peak_rank(self._handle),
+            ranks=tuple(self._rank(r) for r in range(LIB.llmem_estimate_rank_count(self._handle))),
+            **self._peaks(None))
+
+
+def _split(function: str, settings: Dict[str, Any]) -> Tuple[Dict[str, Any], ...]:
+    """Settings by table: model, training and layout fields."""
+    tables = (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
+    for keyword in settings:
+        if not any(keyword in table for table in tables):
+            raise unknown_keyword(function, keyword, [k for table in tables for k in table])
+    return tuple({k: v for k, v in settings.items() if k in table} for table in tables)
+
+
+def largest_fitting(model: Union[str, Model], field: str = "batch", *, capacity: int,
+                    level: str = "device", context: Optional[Context] = None,
+                    **settings: Any) -> int:
+    """The largest batch (or ``field="seq"``) that fits ``capacity`` bytes a
+    GPU (see :meth:`Estimate.max`), with the settings of :func:`estimate`:
+    ``largest_fitting("meta-llama/Llama-3.1-8B", capacity=80 * 2**30, seq=4096,
+    dp=8, sharding="zero3")``."""
+    model_fields, train_fields, layout_fields = _split("largest_fitting()", settings)
+    if isinstance(model, str):
+        ctx = resolve(context)
+        with Model.from_preset(model, context=ctx, **model_fields) as owned:
+            return largest_fitting(owned, field, capacity=capacity, level=level, context=ctx,
+                                   **train_fields, **layout_fields)
+    if model_fields:
+        raise TypeError("largest_fitting(): model fields (%s) change a preset given by name"
+                        % ", ".join(model_fields))
+    ctx = context if context is not None else model._context
+    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est, \
+            Parallel(context=ctx, **layout_fields) as layout:
+        return est.max(model, train, field, capacity=capacity, level=level, parallel=layout)
+
+
+def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
+             parallel: Optional[Parallel] = None, **settings: Any) -> Result:
+    """Estimate one training step in one call.
+
+    ``model`` is a preset name (``"meta-llama/Llama-3.1-8B"``) or a
+    :class:`Model`. ``settings`` are training fields (``batch=4, seq=2048,
+    attention="flash"``), layout fields (``dp=8, sharding="zero3"``; or a
+    :class:`Parallel` as ``parallel``) and, with a preset name, model fields
+    that change it (``layers=16``), all named like the ``llmem estimate``
+    flags.
+    """
+    model_fields, train_fields, layout_fields = _split("estimate()", settings)
+    if parallel is not None and layout_fields:
+        raise TypeError("estimate(): layout fields (%s) and parallel= both give the layout"
+                        % ", ".join(layout_fields))
+    if isinstance(model, str):
+        ctx = resolve(context)
+        with Model.from_preset(model, context=ctx, **model_fields) as owned:
+            return estimate(owned, context=ctx, parallel=parallel, **train_fields,
+                            **layout_fields)
+    if not isinstance(model, Model):
+        raise TypeError("estimate(): model must be a preset name or a llmem.Model, not %s"
+                        % type(model).__name__)
+    if model_fields:
+        raise TypeError("estimate(): model fields (%s) change a preset given by name; set "
+                        "them on the Model instead" % ", ".join(model_fields))
+    ctx = context if context is not None else model._context
+    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est:
+        if parallel is None and layout_fields:
+            with Parallel(context=ctx, **layout_fields) as layout:
+                return est.run(model, train, layout)
+        return est.run(model, train, parallel)

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: MIT
+"""The fields of models and training setups, as the library describes them.
+
+Names, bounds and value names are asked of the library at import
+(``llmem_{model,train,parallel,plan}_field_info``, ``*_value_name``,
+``*_choice``);
+nothing here lists them a second time. A field's keyword is
+its library name with underscores for dashes (``kv-heads`` -> ``kv_heads``),
+as the ``llmem`` command's flags are spelled.
+"""
+from __future__ import annotations
+
+import ctypes
+import difflib
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Tuple, Union
+
+from ._library import LIB
+
+MODEL = "model"
+TRAIN = "train"
+PARALLEL = "parallel"
+PLAN = "plan"
+
+# Object kinds of llmem_ctx_error_field (include/llmem.h, LLMEM_OBJECT_*).
+_OBJECT_CODES = {1: MODEL, 2: TRAIN, 3: PARALLEL, 4: PLAN}
+
+# Field keys are small integers, assigned in order and never reused; the
+# scan reaches far beyond the last one so keys added later are found.
+_KEY_SCAN_LIMIT = 1024
+
+Value = Union[int, float, str]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a model, a training setup, a layout or a planner
+    (``object``: "model", "train", "parallel", "plan")."""
+
+    object: str
+    key: int
+    name: str
+    minimum: int
+    maximum: int
+    is_real: bool
+    is_enum: bool
+    is_mask: bool
+    choices: Tuple[Tuple[str, int], ...]
+
+    @property
+    def keyword(self) -> str:
+        """The Python keyword: the name with underscores for dashes."""
+        return self.name.replace("-", "_")
+
+    def value_name(self, value: int) -> Optional[str]:
+        """The library's name of an enumerated value, or None."""
+        if not self.is_enum:
+            return None
+        name = _FUNCTIONS[self.object]["value_name"](self.key, value)
+        return name.decode() if name is not None else None
+
+    def mask_names(self, mask: int) -> Optional[Tuple[str, ...]]:
+        """The names spelling a bitmask, or None when some bits have none:
+        each accepted name, in the library's order, that adds bits not yet
+        named (q|k|v reads q_proj, k_proj, v_proj, not also c_attn)."""
+        named = 0
+        names = []
+        for name, bits in self.choices:
+            if bits and mask & bits == bits and named & bits != bits:
+                named |= bits
+                names.append(name)
+        return tuple(names) if named == mask else None
+
+    def show(self, raw: Union[int, float]) -> Value:
+        """A value as Python code sees it: the name of an enumerated value,
+        the comma-separated names of a bitmask, else the number."""
+        if self.is_enum:
+            name = self.value_name(int(raw))
+            return name if name is not None else int(raw)
+        if self.is_mask:
+            names = self.mask_names(int(raw))
+            return ",".join(names) if names is not None else int(raw)
+        return raw
+
+
+# The planner's fields are all plain numbers: it has no value names.
+_FUNCTIONS = {
+    object: {"field_info": getattr(LIB, "llmem_%s_field_info" % object),
+             "value_name": getattr(LIB, "llmem_%s_value_name" % object),
+             "choice": getattr(LIB, "llmem_%s_choice" % object)}
+    for object in (MODEL, TRAIN, PARALLEL)
+}
+_FUNCTIONS[PLAN] = {"field_info": LIB.llmem_plan_field_info, "value_name": None, "choice": None}
+
+
+def _choices(object: str, key: int) -> Tuple[Tuple[str, int], ...]:
+    choice = _FUNCTIONS[object]["choice"]
+    if choice is None:
+        return ()
+    found = []
+    value = ctypes.c_int64()
+    index = 0
+    while True:
+        name = choice(key, index, ctypes.byref(value))
+        if name is None:
+            return tuple(found)
+        found.append((name.decode(), value.value))
+        index += 1
+
+
+def _describe(object: str, key: int) -> Optional[Field]:
+    name = ctypes.c_char_p()
+    lo, hi = ctypes.c_int64(), ctypes.c_int64()
+    is_real = ctypes.c_int(0)
+    info = _FUNCTIONS[object]["field_info"]
+    if object == TRAIN:  # the one kind with real fields
+        rc = info(key, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi),
+                  ctypes.byref(is_real))
+    else:
+        rc = info(key, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi))
+    if rc != 0:
+        return None
+    choices = _choices(object, key)
+    value_name = _FUNCTIONS[object]["value_name"]
+    is_enum = value_name is not None and value_name(key, lo.value) is not None
+    return Field(object=object, key=key, name=name.value.decode(), minimum=lo.value,
+                 maximum=hi.value, is_real=bool(is_real.value), is_enum=is_enum,
+                 is_mask=bool(choices) and not is_enum, choices=choices)
+
+
+def _scan(object: str) -> Mapping[str, Field]:
+    found: Dict[str, Field] = {}
+    for key in range(1, _KEY_SCAN_LIMIT):
+        field = _describe(object, key)
+        if field is not None:
+            found[field.keyword] = field
+    return found
+
+
+MODEL_FIELDS: Mapping[str, Field] = _scan(MODEL)
+TRAIN_FIELDS: Mapping[str, Field] = _scan(TRAIN)
+PARALLEL_FIELDS: Mapping[str, Field] = _scan(PARALLEL)
+PLAN_FIELDS: Mapping[str, Field] = _scan(PLAN)
+_BY_KEY = {(f.object, f.key): f
+           for table in (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS)
+           for f in table.values()}
+
+
+def field_by_key(object_code: int, key: int) -> Optional[Field]:
+    """The field an ``llmem_ctx_error_field`` answer names, or None."""
+    object = _OBJECT_CODES.get(object_code)
+    return _BY_KEY.get((object, key)) if object is not None else None
+
+
+def unknown_keyword(function: str, keyword: str, known: "list[str]") -> TypeError:
+    """The TypeError for a keyword naming no field, with the closest names."""
+    close = difflib.get_close_matches(keyword, known, n=3)
+    hint = " (did you mean %s?)" % ", ".join(repr(c) for c in close) if close else ""
+    return TypeError("%s got an unexpected keyword argument %r%s" % (function, keyword, hint))

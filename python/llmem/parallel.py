@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: MIT
+"""Layouts across GPUs: data, tensor, pipeline, expert and context parallelism."""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional
+
+from ._configurable import Configurable, add_properties
+from ._library import LIB
+from .context import Context, resolve
+from .fields import PARALLEL_FIELDS
+
+
+class Parallel(Configurable):
+    """How a training job is split over GPUs (``llmem_parallel``).
+
+    ``Parallel(dp=8, sharding="zero3", pp=2, micro_batches=8)``. Keywords
+    are the fields of :data:`llmem.PARALLEL_FIELDS`, named like the
+    ``llmem estimate`` layout flags; the default is one GPU. Give it to
+    :meth:`Estimate.run` or to :func:`llmem.estimate` (``parallel=``), or
+    pass its keywords to :func:`llmem.estimate` directly.
+    """
+
+    _free = LIB.llmem_parallel_free
+    _what = "layout"
+    _fields = PARALLEL_FIELDS
+    _set_int = staticmethod(LIB.llmem_parallel_set_int)
+    _set_str = staticmethod(LIB.llmem_parallel_set_str)
+    _get_int = staticmethod(LIB.llmem_parallel_get_int)
+
+    def __init__(self, *, context: Optional[Context] = None, **fields: Any) -> None:
+        ctx = resolve(context)
+        with ctx._lock:
+            ptr = ctypes.c_void_p()
+            ctx.check(LIB.llmem_parallel_new(ctx._handle, ctypes.byref(ptr)))
+            super().__init__(ptr, ctx)
+        self.set(**fields)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the layout spans: dp x tp x pp x cp."""
+        with self._context._lock:
+            return LIB.llmem_parallel_gpus(self._handle)
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<llmem.Parallel closed>"
+        return "<llmem.Parallel gpus=%d %s>" % (self.gpus, " ".join(
+            "%s=%s" % (k, v) for k, v in self.to_dict().items() if k in ("dp", "tp", "pp")))
+
+
+add_properties(Parallel, PARALLEL_FIELDS)

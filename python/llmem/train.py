@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: MIT
+"""Training setups: batch, sequence, precision, optimizer, method, kernels."""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional
+
+from ._configurable import Configurable, add_properties
+from ._library import LIB
+from .context import Context, resolve
+from .fields import TRAIN_FIELDS
+
+
+class Train(Configurable):
+    """How a model is trained (``llmem_train``).
+
+    ``Train(batch=4, seq=2048, attention="flash", method="lora",
+    lora_rank=16, lora_targets=["q_proj", "v_proj"])``. Keywords are the
+    fields of :data:`llmem.TRAIN_FIELDS`, named like the ``llmem`` command's
+    flags; enumerated values by name. Unset fields keep the library's
+    defaults (batch 1, seq 512, bf16-mixed, AdamW, full fine-tuning, ...).
+    """
+
+    _free = LIB.llmem_train_free
+    _what = "training setup"
+    _fields = TRAIN_FIELDS
+    _set_int = staticmethod(LIB.llmem_train_set_int)
+    _set_str = staticmethod(LIB.llmem_train_set_str)
+    _get_int = staticmethod(LIB.llmem_train_get_int)
+    _set_double = staticmethod(LIB.llmem_train_set_double)  # type: ignore[assignment]
+    _get_double = staticmethod(LIB.llmem_train_get_double)  # type: ignore[assignment]
+
+    def __init__(self, *, context: Optional[Context] = None, **fields: Any) -> None:
+        ctx = resolve(context)
+        with ctx._lock:
+            ptr = ctypes.c_void_p()
+            ctx.check(LIB.llmem_train_new(ctx._handle, ctypes.byref(ptr)))
+            super().__init__(ptr, ctx)
+        self.set(**fields)
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<llmem.Train closed>"
+        return "<llmem.Train %s>" % " ".join(
+            "%s=%s" % (k, v) for k, v in self.to_dict().items()
+            if k in ("batch", "seq", "precision", "optimizer", "method"))
+
+
+add_properties(Train, TRAIN_FIELDS)

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: MIT
+"""What safetensors headers hold: parameters and bytes, by dtype."""
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from typing import Dict, Optional, Union
+
+from ._library import LIB
+from .context import Context, Handle, resolve
+
+# Keys of include/llmem.h (enum llmem_weights_key); never renumbered.
+_PARAMS = 1
+_BYTES = 2
+_TENSORS = 3
+_FILES = 4
+
+
+@dataclass(frozen=True)
+class DtypeTotal:
+    """Elements and bytes of one safetensors dtype ("BF16", "F32", ...)."""
+
+    params: int
+    bytes: int
+
+
+class _Handle(Handle):
+    _free = LIB.llmem_weights_free
+    _what = "weights"
+
+
+class Weights:
+    """The totals of safetensors weights, read from their headers only.
+
+    ``Weights(path)``: a ``.safetensors`` file, a
+    ``model.safetensors.index.json`` with its shards, or a directory holding
+    either. The headers are read at once and the library handle freed, so the
+    object is a plain value: ``params``, ``bytes``, ``tensors``, ``files`` and
+    ``dtypes`` (name -> :class:`DtypeTotal`, in order of first appearance).
+    """
+
+    params: int
+    bytes: int
+    tensors: int
+    files: int
+    dtypes: Dict[str, DtypeTotal]
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], *,
+                 context: Optional[Context] = None) -> None:
+        ctx = resolve(context)
+        with ctx._lock:
+            ptr = ctypes.c_void_p()
+            ctx.check(LIB.llmem_weights_open(ctx._handle, os.fsencode(path), ctypes.byref(ptr)))
+            self._read(_Handle(ptr, ctx))
+
+    @classmethod
+    def from_buffer(cls, data: bytes, *, context: Optional[Context] = None) -> "Weights":
+        """The totals of one safetensors file's bytes (the data is not read)."""
+        data = bytes(data)
+        ctx = resolve(context)
+        self = cls.__new__(cls)
+        with ctx._lock:
+            ptr = ctypes.c_void_p()
+            ctx.check(LIB.llmem_weights_open_buffer(ctx._handle, data, len(data),
+                                                    ctypes.byref(ptr)))
+            self._read(_Handle(ptr, ctx))
+        return self
+
+    def _read(self, handle: _Handle) -> None:
+        ctx = handle._context
+        with handle:
+            def total(key: int) -> int:
+                out = ctypes.c_uint64()
+                ctx.check(LIB.llmem_weights_get_u64(handle._handle, key, ctypes.byref(out)))
+                return out.value
+
+            self.params, self.bytes = total(_PARAMS), total(_BYTES)
+            self.tensors, self.files = total(_TENSORS), total(_FILES)
+            self.dtypes = {}
+            name, params, nbytes = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64()
+            for index in range(LIB.llmem_weights_dtype_count(handle._handle)):
+                ctx.check(LIB.llmem_weights_dtype(handle._handle, index, ctypes.byref(name),
+                                                  ctypes.byref(params), ctypes.byref(nbytes)))
+                self.dtypes[name.value.decode()] = DtypeTotal(params.value, nbytes.value)
+
+    def __repr__(self) -> str:
+        return "<llmem.Weights params=%d bytes=%d tensors=%d files=%d>" % (
+            self.params, self.bytes, self.tensors, self.files)

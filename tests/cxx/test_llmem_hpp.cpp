@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+// llmem.hpp against the C API it wraps: the same numbers, exceptions with the
+// library's status and message, objects left usable after a failure, move-only
+// handles. Prints TAP.
+#include <llmem.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace {
+
+int count = 0, failed = 0;
+
+void check(bool ok, const char *what)
+{
+    ++count;
+    if (!ok)
+        ++failed;
+    std::printf("%s %d - %s\n", ok ? "ok" : "not ok", count, what);
+}
+
+// The C API's answer for Llama-3.2-1B, batch 2, seq 1024, flash attention.
+struct c_result {
+    uint64_t peak[3], phases[4], terms[4];
+    uint64_t peak_phase, params;
+};
+
+c_result with_c_api()
+{
+    c_result r{};
+    llmem_ctx *ctx = nullptr;
+    llmem_model *m = nullptr;
+    llmem_train *t = nullptr;
+    llmem_estimate *e = nullptr;
+    const llmem_term *term = nullptr;
+    if (llmem_ctx_new(&ctx, nullptr) != LLMEM_OK ||
+        llmem_model_new_preset(ctx, "meta-llama/Llama-3.2-1B", &m) != LLMEM_OK ||
+        llmem_train_new(ctx, &t) != LLMEM_OK ||
+        llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 2) != LLMEM_OK ||
+        llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 1024) != LLMEM_OK ||
+        llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, "flash") != LLMEM_OK ||
+        llmem_estimate_new(ctx, &e) != LLMEM_OK || llmem_estimate_run(e, m, t) != LLMEM_OK)
+        std::printf("# the C API failed: %s\n", llmem_ctx_error(ctx));
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, &r.peak[0]);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_RESERVED, &r.peak[1]);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &r.peak[2]);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_PHASE, &r.peak_phase);
+    llmem_estimate_get_u64(e, LLMEM_EST_PARAMS_TOTAL, &r.params);
+    for (int i = 0; i < 4; i++) {
+        llmem_estimate_phase_bytes(e, i + 1, &r.phases[i]);
+        if (llmem_estimate_term(e, i + 1, &term) == LLMEM_OK)
+            r.terms[i] = llmem_term_bytes_at_peak(term);
+    }
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+    return r;
+}
+
+void status_of_plan_without_capacity(llmem::Context &ctx, llmem::Model &model,
+                                     const llmem::Train &train)
+{
+    llmem::Plan plan(ctx);
+    int key = 0;
+    try {
+        plan.set(LLMEM_PLAN_GPUS, 8).run(model, train);
+    } catch (const llmem::error &e) {
+        key = e.field_object() == LLMEM_OBJECT_PLAN ? e.field_key() : -1;
+    }
+    check(key == LLMEM_PLAN_GPU_BYTES, "a planner without the GPU's memory names gpu-bytes");
+}
+
+void same_numbers_as_the_c_api()
+{
+    const c_result c = with_c_api();
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "Llama-3.2-1B");
+    llmem::Train train(ctx);
+    train.set(LLMEM_TRAIN_BATCH, 2).set(LLMEM_TRAIN_SEQ, 1024).set(LLMEM_TRAIN_ATTENTION,
+                                                                   "flash");
+    llmem::Estimate est(ctx);
+    est.run(model, train);
+    check(c.peak[0] > 0 && est.peak_allocated() == c.peak[0], "peak allocated as the C API");
+    check(est.peak_reserved() == c.peak[1] && est.peak_device() == c.peak[2],
+          "peak reserved and device as the C API");
+    check(static_cast<uint64_t>(est.peak_phase()) == c.peak_phase && c.peak_phase != 0,
+          "peak phase as the C API");
+    check(model.param_count() == c.params && c.params == 1235814400,
+          "parameter count as the C API");
+    bool phases = true, terms = true;
+    uint64_t sum = 0;
+    for (int i = 0; i < 4; i++) {
+        phases = phases && est.phase_bytes(i + 1) == c.phases[i];
+        const llmem::Term term = est.term(i + 1);
+        terms = terms && term.bytes_at_peak() == c.terms[i];
+        uint64_t parts = 0;
+        for (const llmem::Component &comp : term.components())
+            parts += comp.bytes;
+        terms = terms && parts == term.bytes_at_peak() && term.max_bytes() >= parts;
+        sum += term.bytes_at_peak();
+    }
+    check(phases, "phase bytes as the C API");
+    check(terms && sum == c.peak[0], "terms and components as the C API, summing to the peak");
+    check(std::strcmp(est.term(LLMEM_TERM_OPTIMIZER).name(), "optimizer") == 0,
+          "a term knows its name");
+}
+
+void exceptions_carry_status_and_message()
+{
+    llmem::Context ctx;
+    int status = 0;
+    std::string message;
+    try {
+        llmem::Model::preset(ctx, "no-such/model");
+    } catch (const llmem::error &e) {
+        status = e.status();
+        message = e.what();
+    }
+    check(status == LLMEM_ENOTFOUND && message.find("no-such/model") != std::string::npos,
+          "an unknown preset throws LLMEM_ENOTFOUND naming it");
+    try {
+        llmem::Model::preset(ctx, "no-such/model");
+    } catch (const llmem::error &e) {
+        check(e.field_object() == 0 && e.field() == nullptr, "a preset name is no field");
+    }
+
+    llmem::Train train(ctx);
+    train.set(LLMEM_TRAIN_LORA_RANK, 16);
+    status = 0;
+    int object = 0, key = 0;
+    std::string field;
+    try {
+        train.set(LLMEM_TRAIN_LORA_RANK, 0);
+    } catch (const llmem::error &e) {
+        status = e.status();
+        message = e.what();
+        object = e.field_object();
+        key = e.field_key();
+        field = e.field() != nullptr ? e.field() : "";
+    }
+    check(status == LLMEM_ERANGE && message.rfind("lora-rank:", 0) == 0,
+          "an out-of-range value throws LLMEM_ERANGE naming the field");
+    check(object == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_LORA_RANK && field == "lora-rank",
+          "the error carries the field the library names");
+    check(train.get(LLMEM_TRAIN_LORA_RANK) == 16, "the failed set left the value unchanged");
+    check(message == ctx.last_error(), "the message is the context's");
+
+    status = 0;
+    try {
+        train.set(LLMEM_TRAIN_OPTIMIZER, "adamx");
+    } catch (const std::exception &e) {  // catchable as a std::exception too
+        status = dynamic_cast<const llmem::error &>(e).status();
+    }
+    check(status == LLMEM_ENOTFOUND, "a bad name throws LLMEM_ENOTFOUND");
+    llmem::Model gpt2 = llmem::Model::preset(ctx, "openai-community/gpt2");
+    llmem::Train frozen(ctx);
+    frozen.set(LLMEM_TRAIN_METHOD, "freeze").set(LLMEM_TRAIN_FROZEN_LAYERS, 20);
+    llmem::Estimate est(ctx);
+    status = key = 0;
+    try {
+        est.run(gpt2, frozen);
+    } catch (const llmem::error &e) {
+        status = e.status();
+        key = e.field_key();
+    }
+    check(status == LLMEM_EINCONSISTENT && key == LLMEM_TRAIN_FROZEN_LAYERS,
+          "an estimate's inconsistency names the training field");
+    train.set_real(LLMEM_TRAIN_DROPOUT, 0.25);
+    check(train.get_real(LLMEM_TRAIN_DROPOUT) == 0.25, "real fields round-trip");
+}
+
+// Llama-3.1-8B on dp 8 with ZeRO-3 and 2 pipeline stages: the wrapper's
+// per-rank answers are the C API's.
+void layouts_as_the_c_api()
+{
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "meta-llama/Llama-3.1-8B");
+    llmem::Train train(ctx);
+    llmem::Parallel layout(ctx);
+    layout.set(LLMEM_PARALLEL_DP, 8).set(LLMEM_PARALLEL_SHARDING, "zero3");
+    layout.set(LLMEM_PARALLEL_PP, 2);
+    check(layout.gpus() == 16 && layout.get(LLMEM_PARALLEL_SHARDING) == LLMEM_SHARDING_ZERO3,
+          "a layout's fields and GPU count");
+    llmem::Estimate est(ctx);
+    est.run(model, train, layout);
+
+    llmem_estimate *c = nullptr;
+    llmem_estimate_new(ctx.native(), &c);
+    int rc = llmem_estimate_run_parallel(c, model.native(), train.native(), layout.native());
+    bool same = rc == LLMEM_OK && est.rank_count() == llmem_estimate_rank_count(c) &&
+                est.rank_count() == 2 && est.peak_rank() == llmem_estimate_peak_rank(c);
+    for (std::size_t r = 0; same && r < est.rank_count(); r++) {
+        uint64_t v = 0;
+        llmem_estimate_rank_get_u64(c, r, LLMEM_EST_PEAK_DEVICE, &v);
+        same = same && est.rank_get(r, LLMEM_EST_PEAK_DEVICE) == v && v > 0;
+        llmem_estimate_rank_get_u64(c, r, LLMEM_RANK_STAGE, &v);
+        same = same && est.rank_get(r, LLMEM_RANK_STAGE) == v && v == r;
+        llmem_estimate_rank_phase_bytes(c, r, LLMEM_PHASE_BACKWARD, &v);
+        same = same && est.rank_phase_bytes(r, LLMEM_PHASE_BACKWARD) == v;
+        const llmem_term *t = nullptr;
+        llmem_estimate_rank_term(c, r, LLMEM_TERM_OPTIMIZER, &t);
+        same = same && est.rank_term(r, LLMEM_TERM_OPTIMIZER).bytes_at_peak() ==
+                           llmem_term_bytes_at_peak(t);
+    }
+    check(same, "per-rank results as the C API");
+    check(est.peak_device() == est.rank_get(est.peak_rank(), LLMEM_EST_PEAK_DEVICE),
+          "the getters answer for the most loaded rank");
+    llmem_estimate_free(c);
+
+    int key = 0, object = 0;
+    try {
+        est.run(model, train, llmem::Parallel(ctx).set(LLMEM_PARALLEL_TP, 7));
+    } catch (const llmem::error &e) {
+        key = e.field_key();
+        object = e.field_object();
+        check(e.status() == LLMEM_EINCONSISTENT && std::string(e.field()) == "tp",
+              "a layout the model cannot take names its field");
+    }
+    check(object == LLMEM_OBJECT_PARALLEL && key == LLMEM_PARALLEL_TP,
+          "the error's field is the layout's tp");
+}
+
+// The planner and the largest fitting batch, against the C API.
+void planning_as_the_c_api()
+{
+    const std::uint64_t gib = std::uint64_t(1) << 30;
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "meta-llama/Llama-3.1-8B");
+    llmem::Train train(ctx);
+    llmem::Plan plan(ctx);
+    plan.set(LLMEM_PLAN_GPUS, 8).set(LLMEM_PLAN_GPU_BYTES, static_cast<int64_t>(80 * gib));
+    plan.run(model, train);
+
+    llmem_plan *c = nullptr;
+    llmem_plan_new(ctx.native(), &c);
+    llmem_plan_set_int(c, LLMEM_PLAN_GPUS, 8);
+    llmem_plan_set_int(c, LLMEM_PLAN_GPU_BYTES, static_cast<int64_t>(80 * gib));
+    bool same = llmem_plan_run(c, model.native(), train.native()) == LLMEM_OK &&
+                plan.result_count() == llmem_plan_result_count(c) && plan.result_count() > 0 &&
+                plan.rejected_count() == llmem_plan_rejected_count(c);
+    for (std::size_t i = 0; same && i < plan.result_count(); i++) {
+        uint64_t v = 0;
+        llmem_plan_result_get_u64(c, i, LLMEM_PLAN_TOKENS_PER_SECOND, &v);
+        same = plan.result_get(i, LLMEM_PLAN_TOKENS_PER_SECOND) == v;
+        llmem_plan_result_get_u64(c, i, LLMEM_PLAN_PEAK_DEVICE, &v);
+        same = same && plan.result_get(i, LLMEM_PLAN_PEAK_DEVICE) == v && v <= 80 * gib;
+    }
+    check(same, "planned layouts as the C API");
+    llmem_plan_free(c);
+
+    // The best layout, estimated at its micro-batch, has the planned peak.
+    llmem::Parallel best(ctx);
+    plan.result_layout(0, best);
+    llmem::Train at(ctx);
+    at.set(LLMEM_TRAIN_BATCH, static_cast<int64_t>(plan.result_get(0, LLMEM_PLAN_MICRO_BATCH)));
+    at.set(LLMEM_TRAIN_GRAD_CKPT, static_cast<int64_t>(plan.result_get(0, LLMEM_PLAN_GRAD_CKPT)));
+    llmem::Estimate est(ctx);
+    check(est.run(model, at, best).peak_device() == plan.result_get(0, LLMEM_PLAN_PEAK_DEVICE),
+          "the best layout's planned peak is its estimate");
+    bool reasons = true;
+    for (std::size_t i = 0; i < plan.rejected_count(); i++)
+        reasons = reasons && !plan.rejected(i).reason.empty() && plan.rejected(i).layouts > 0;
+    check(reasons, "rejections carry a reason and a count");
+
+    auto small = llmem::Model::preset(ctx, "meta-llama/Llama-3.2-1B");
+    const std::int64_t n = est.max(small, train, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, 24 * gib);
+    int64_t c_n = 0;
+    llmem_estimate *ce = nullptr;
+    llmem_estimate_new(ctx.native(), &ce);
+    llmem_estimate_max(ce, small.native(), train.native(), nullptr, LLMEM_TRAIN_BATCH,
+                       LLMEM_LEVEL_DEVICE, 24 * gib, &c_n);
+    llmem_estimate_free(ce);
+    llmem::Train over(ctx);
+    over.set(LLMEM_TRAIN_BATCH, n + 1);
+    check(n > 0 && n == c_n && est.run(small, over).peak_device() > 24 * gib,
+          "max() is the C API's largest fitting batch, and one more does not fit");
+    status_of_plan_without_capacity(ctx, model, train);
+}
+
+void handles_move_and_do_not_copy()
+{
+    static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
+    static_assert(!std::is_copy_assignable<llmem::Estimate>::value, "Estimate is not copyable");
+    static_assert(!std::is_copy_constructible<llmem::Context>::value, "Context is not copyable");
+    static_assert(std::is_nothrow_move_constructible<llmem::Train>::value, "Train moves");
+    static_assert(std::is_nothrow_move_assignable<llmem::Model>::value, "Model moves");
+    llmem::Context keeper;  // declared first, so destroyed after the models
+    llmem::Context ctx;
+    llmem::Model a = llmem::Model::preset(ctx, "openai-community/gpt2");
+    llmem_model *raw = a.native();
+    llmem::Model b(std::move(a));
+    check(a.native() == nullptr && b.native() == raw, "a move transfers the handle");
+    llmem::Model c(ctx, LLMEM_FAMILY_LLAMA);
+    c = std::move(b);  // frees c's own model, takes b's
+    check(c.native() == raw && c.param_count() == 124439808, "a move assignment takes over");
+    llmem_ctx *raw_ctx = ctx.native();
+    keeper = std::move(ctx);  // frees keeper's own context, takes ctx's
+    check(ctx.native() == nullptr && keeper.native() == raw_ctx &&
+              c.get(LLMEM_MODEL_LAYERS) == 12,
+          "objects keep working after their context moved");
+    check(!llmem::presets().empty() && llmem::presets()[0] == llmem_preset_name(0),
+          "presets() lists the library's presets");
+    check(llmem::version() == llmem_version_string(), "version() is the library's");
+}
+
+} // namespace
+
+int main()
+{
+    try {
+        same_numbers_as_the_c_api();
+        exceptions_carry_status_and_message();
+        layouts_as_the_c_api();
+        planning_as_the_c_api();
+        handles_move_and_do_not_copy();
+    } catch (const std::exception &e) {
+        check(false, e.what());
+    }
+    std::printf("1..%d\n", count);
+    return failed != 0;
+}

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: MIT
+"""Fields, bounds and value names come from the library, spelled like the CLI."""
+import ctypes
+import os
+import re
+import subprocess
+
+import pytest
+
+import llmem
+from llmem._library import LIB
+
+# Flags of `llmem` that are not fields: the inputs, the output, what to solve
+# (--max) or print (--top), and the command's shorthands for the sharding
+# field (--zero 3, --fsdp full).
+NOT_FIELDS = {"model", "config", "weights", "json", "help", "zero", "fsdp", "max", "top"}
+# The command's own spellings of library fields (--margin is in percent, the
+# field in thousandths).
+CLI_SPELLING = {"attn_bias": "qkv_bias", "capacity": "gpu_bytes",
+                "allow_offload": "plan_offload", "margin": "margin_permille"}
+
+
+def test_every_cli_field_flag_is_a_keyword():
+    path = os.environ.get("LLMEM_TEST_CLI")
+    if not path:
+        pytest.skip("the llmem command is not built")
+    usage = subprocess.run([path, "--help"], stdout=subprocess.PIPE,
+                           universal_newlines=True, check=True).stdout
+    flags = {f.replace("-", "_") for f in re.findall(r"^  --([a-z0-9-]+)", usage, re.M)}
+    assert len(flags) > 40
+    keywords = set(llmem.MODEL_FIELDS) | set(llmem.TRAIN_FIELDS) | set(llmem.PARALLEL_FIELDS) \
+        | set(llmem.PLAN_FIELDS)
+    missing = {CLI_SPELLING.get(f, f) for f in flags - NOT_FIELDS} - keywords
+    assert not missing
+
+
+def test_fields_are_the_librarys():
+    for table, info in ((llmem.MODEL_FIELDS, LIB.llmem_model_field_info),
+                        (llmem.TRAIN_FIELDS, LIB.llmem_train_field_info),
+                        (llmem.PARALLEL_FIELDS, LIB.llmem_parallel_field_info),
+                        (llmem.PLAN_FIELDS, LIB.llmem_plan_field_info)):
+        for keyword, field in table.items():
+            name = ctypes.c_char_p()
+            args = [field.key, ctypes.byref(name), None, None] + \
+                ([None] if table is llmem.TRAIN_FIELDS else [])
+            assert info(*args) == 0
+            assert name.value.decode().replace("-", "_") == keyword
+    assert llmem.TRAIN_FIELDS["lora_rank"].name == "lora-rank"
+    assert llmem.MODEL_FIELDS["kv_heads"].key == 5
+
+
+def test_no_keyword_names_two_fields():
+    tables = [set(llmem.MODEL_FIELDS), set(llmem.TRAIN_FIELDS), set(llmem.PARALLEL_FIELDS),
+              set(llmem.PLAN_FIELDS)]
+    assert sum(len(t) for t in tables) == len(set.union(*tables))
+    assert llmem.PARALLEL_FIELDS["sharding"].value_name(4) == "zero3"
+
+
+def test_enumerated_values_round_trip_by_name():
+    with llmem.Train() as train:
+        for keyword, field in llmem.TRAIN_FIELDS.items():
+            if not field.is_enum:
+                continue
+            names = [field.value_name(v) for v in range(field.minimum, field.maximum + 1)]
+            assert all(names), keyword
+            for name in names:
+                train.set(**{keyword: name})
+                assert train.get(keyword) == name
+    assert llmem.TRAIN_FIELDS["attention"].value_name(2) == "flash"
+
+
+@pytest.mark.parametrize("keyword", [k for k, f in llmem.TRAIN_FIELDS.items()
+                                     if not f.is_enum and not f.is_mask and not f.is_real])
+def test_integer_bounds_are_the_librarys(keyword):
+    field = llmem.TRAIN_FIELDS[keyword]
+    with llmem.Train() as train:
+        for value in (field.minimum, field.maximum):
+            setattr(train, keyword, value)
+            assert getattr(train, keyword) == value
+        for value in (field.minimum - 1, field.maximum + 1):
+            with pytest.raises(llmem.OutOfRange) as info:
+                setattr(train, keyword, value)
+            assert info.value.field == keyword
+            assert field.name in str(info.value)
+        assert getattr(train, keyword) == field.maximum  # unchanged by the failures
+
+
+def test_model_fields_are_attributes():
+    with llmem.Model.from_preset("gpt2") as model:
+        assert model.family == "gpt2" and model.norm == "layernorm"
+        model.layers = 6
+        model.set(hidden=1024, heads=16)
+        assert (model.layers, model.hidden, model.head_dim) == (6, 1024, 64)
+        model.tie_embeddings = False
+        assert model.tie_embeddings == 0
+        assert set(model.to_dict()) == set(llmem.MODEL_FIELDS)
+
+
+def test_the_family_resets_the_layout():
+    with llmem.Model("gpt2") as model:
+        assert model.norm == "layernorm"
+        model.family = "llama"
+        assert (model.norm, model.mlp, model.positions) == ("rmsnorm", "gated", "rotary")
+
+
+def test_real_fields_take_numbers_and_strings():
+    with llmem.Train(dropout=0.25) as train:
+        assert train.dropout == 0.25
+        train.dropout = "0.5"
+        assert train.dropout == 0.5
+        train.dropout = 0
+        assert train.dropout == 0.0
+
+
+def test_lora_targets_read_as_names_from_the_library():
+    field = llmem.TRAIN_FIELDS["lora_targets"]
+    assert field.is_mask
+    names = dict(field.choices)
+    assert {"q_proj", "v_proj", "c_attn"} <= set(names)
+    assert names["c_attn"] == names["q_proj"] | names["k_proj"] | names["v_proj"]
+    with llmem.Train(lora_targets=["c_attn", "o_proj"]) as train:
+        assert train.lora_targets == "q_proj,k_proj,v_proj,o_proj"
+        train.lora_targets = "v_proj"
+        assert train.lora_targets == "v_proj"
