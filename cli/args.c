@@ -153,6 +153,11 @@ static const cli_flag flags[] = {
     { "max", NULL, CLI_TARGET_MAX, 0, CLI_KIND_TEXT, "batch|seq",
       "the largest batch (or seq) whose device peak fits --capacity" },
 
+    { "svg", NULL, CLI_TARGET_SVG, 0, CLI_KIND_TEXT, "FILE",
+      "write the step's timeline (the four terms through the phases) as an SVG picture" },
+    { "timeline", NULL, CLI_TARGET_TIMELINE, 0, CLI_KIND_SWITCH, NULL,
+      "with --json: the timeline's points" },
+
     { "json", NULL, CLI_TARGET_JSON, 0, CLI_KIND_SWITCH, NULL,
       "print one JSON object instead of the table" },
     { "help", NULL, CLI_TARGET_HELP, 0, CLI_KIND_SWITCH, NULL, "print this help" },

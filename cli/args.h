@@ -23,6 +23,8 @@ typedef enum cli_target {
     CLI_TARGET_MARGIN,  /* --margin PERCENT: what to keep free of it */
     CLI_TARGET_MAX,     /* --max batch|seq: solve for the largest that fits */
     CLI_TARGET_TOP,     /* --top K: how many plans to print */
+    CLI_TARGET_SVG,     /* --svg FILE: the step's timeline as a picture */
+    CLI_TARGET_TIMELINE,/* --timeline: the timeline's points in the JSON */
     CLI_TARGET_JSON,    /* --json */
     CLI_TARGET_HELP     /* --help */
 } cli_target;

@@ -6,6 +6,7 @@
 #include "configure.h"
 #include "report.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* Whether the user typed flag f. */
@@ -68,12 +69,46 @@ static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
     return llmem_train_set_int(req->train, req->max_key, best);
 }
 
+/* --svg FILE: the most loaded rank's timeline as a picture. */
+static int write_svg(const cli_request *req, const cli_report *r)
+{
+    char title[256];
+    if (r->timeline.n == 0) {
+        cli_error("--svg: the article's formula has no timeline (use --formula phased)");
+        return CLI_EXIT_ESTIMATE;
+    }
+    FILE *f = fopen(req->svg, "w");
+    if (f == NULL) {
+        cli_error("--svg '%s': %s", req->svg, strerror(errno));
+        return CLI_EXIT_ESTIMATE;
+    }
+    int64_t batch = 0, seq = 0, ckpt = 0, method = 0;
+    llmem_train_get_int(req->train, LLMEM_TRAIN_BATCH, &batch);
+    llmem_train_get_int(req->train, LLMEM_TRAIN_SEQ, &seq);
+    llmem_train_get_int(req->train, LLMEM_TRAIN_GRAD_CKPT, &ckpt);
+    llmem_train_get_int(req->train, LLMEM_TRAIN_METHOD, &method);
+    snprintf(title, sizeof title, "%s, %s, batch %lld x seq %lld, grad-ckpt %s: one training step",
+             req->model_name, llmem_train_value_name(LLMEM_TRAIN_METHOD, method), (long long)batch,
+             (long long)seq, llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, ckpt));
+    int err = cli_timeline_svg(f, &r->timeline, title, req->capacity);
+    if (fclose(f) != 0 && err == 0)
+        err = errno;
+    if (err != 0) {
+        cli_error("--svg '%s': %s", req->svg, strerror(err));
+        return CLI_EXIT_ESTIMATE;
+    }
+    return CLI_EXIT_OK;
+}
+
 static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
 {
     llmem_estimate *est = NULL;
     cli_report r;
     int status = CLI_EXIT_OK;
     int rc = llmem_estimate_new(ctx, &est);
+    memset(&r, 0, sizeof r);
+    if (rc == LLMEM_OK)
+        rc = llmem_estimate_timeline(est, CLI_TIMELINE_CAP, 0);
     if (rc == LLMEM_OK && req->max_key != 0) {
         if ((rc = solve_max(ctx, est, req)) == LLMEM_ERANGE) {
             llmem_estimate_free(est);
@@ -84,9 +119,15 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
         rc = llmem_estimate_run_parallel(est, req->model, req->train, req->parallel);
     if (rc == LLMEM_OK)
         rc = cli_report_collect(est, &r);
+    if (rc == LLMEM_OK && req->svg != NULL && write_svg(req, &r) != CLI_EXIT_OK) {
+        cli_report_free(&r);
+        llmem_estimate_free(est);
+        return CLI_EXIT_ESTIMATE;
+    }
     if (rc == LLMEM_OK)
         rc = req->json ? cli_report_json(stdout, req, &r)
                        : cli_report_text(stdout, req, &r);
+    cli_report_free(&r);
     if (rc != LLMEM_OK) {
         const char *message = llmem_ctx_error(ctx);
         print_library_error(ctx, argc, argv, rc, message[0] ? message : llmem_status_str(rc));

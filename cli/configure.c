@@ -103,6 +103,12 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
             return CLI_EXIT_USAGE;
         }
         break;
+    case CLI_TARGET_SVG:
+        req->svg = v;
+        break;
+    case CLI_TARGET_TIMELINE:
+        req->timeline = 1;
+        break;
     case CLI_TARGET_TOP:
     case CLI_TARGET_PLAN:
         if (!parse_int64(v, &n) || n < 0) {

@@ -36,6 +36,8 @@ typedef struct cli_request {
     uint64_t top;            /* plans to print */
     int64_t plan[16];        /* llmem_plan_key -> value given (plan_given bit set) */
     unsigned plan_given;
+    const char *svg;         /* --svg FILE */
+    int timeline;            /* --timeline */
 } cli_request;
 
 /* The flag targets a command takes (bits 1u << cli_target). */

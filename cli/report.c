@@ -79,5 +79,10 @@ int cli_report_collect(const llmem_estimate *est, cli_report *r)
     for (size_t k = 0; k < r->nranks; k++)
         if ((rc = collect_rank(est, k, &r->rank[k])) != LLMEM_OK)
             return rc;
-    return LLMEM_OK;
+    return cli_timeline_read(est, r->peak_rank, &r->timeline);
+}
+
+void cli_report_free(cli_report *r)
+{
+    cli_timeline_free(&r->timeline);
 }

@@ -5,6 +5,7 @@
 #define LLMEM_CLI_REPORT_H
 
 #include "configure.h"
+#include "timeline.h"
 
 #include <llmem.h>
 #include <stdint.h>
@@ -33,10 +34,13 @@ typedef struct cli_report {
     int peak_phase; /* LLMEM_PHASE_*, or 0 with the article's formula */
     size_t nranks, peak_rank;
     cli_rank rank[CLI_RANKS];
+    cli_timeline timeline; /* the most loaded rank's; empty with the article's formula */
 } cli_report;
 
 /* Read the results of a successful llmem_estimate_run(). Returns an llmem status. */
 int cli_report_collect(const llmem_estimate *est, cli_report *r);
+/* Free what collect allocated (the timeline). */
+void cli_report_free(cli_report *r);
 
 /* The readable table. Returns an llmem status (reading the settings). */
 int cli_report_text(FILE *out, const cli_request *req, const cli_report *r);

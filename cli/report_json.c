@@ -153,6 +153,10 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
     write_settings(&w, req, CLI_TARGET_PARALLEL);
     json_object_end(&w);
     write_ranks(&w, r, phased);
+    if (req->timeline) {
+        cli_timeline_json(&w, "timeline", &r->timeline);
+        json_u64(&w, "timeline_peak", r->timeline.peak);
+    }
     if (req->max_key != 0) {
         json_object_begin(&w, "max");
         json_string(&w, "field", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq");

@@ -263,6 +263,11 @@ static void print_phases(FILE *out, const cli_report *r, int article)
     for (int i = 0; i < CLI_PHASES; i++)
         print_bytes_row(out, 2, llmem_phase_name(r->phase[i]), r->phase_bytes[i],
                         r->phase[i] == r->peak_phase ? "<- peak" : "");
+    if (r->timeline.n > 0) {
+        fprintf(out, "  %-*s", ROW_WIDTH - 2, "the step");
+        cli_timeline_sparkline(out, &r->timeline, 60);
+        fputc('\n', out);
+    }
 }
 
 static void print_peak(FILE *out, const cli_report *r, int article)

@@ -24,7 +24,7 @@ static const flag_group groups[] = {
     { "Layout across GPUs (default: one GPU; docs/partitioning.md):", CLI_TARGET_PARALLEL,
       CLI_TARGET_FSDP },
     { "Fitting and planning:", CLI_TARGET_PLAN, CLI_TARGET_TOP },
-    { "Output:", CLI_TARGET_JSON, CLI_TARGET_HELP },
+    { "Output:", CLI_TARGET_SVG, CLI_TARGET_HELP },
 };
 
 /* " (default: bf16-mixed)" for a training flag; "" when unknown. */

@@ -695,6 +695,34 @@ enum llmem_level {
 LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const llmem_train *train,
                                  const llmem_parallel *layout, int key, int level,
                                  uint64_t capacity, int64_t *out);
+/**
+ * Record the timeline of every later run: points through the step, each with
+ * its phase, the part of the model it is in and the live bytes of the four
+ * terms. One layer of each run of identical layers is shown op by op (the one
+ * that holds that run's peak), the others by one point each, unless
+ * @p expand is 1. Allocates room for @p capacity points a rank once, here
+ * (runs allocate nothing); @p capacity 0 turns the timeline off and frees it.
+ * A step with more points keeps the first @p capacity. The article's formula
+ * has no timeline. @return #LLMEM_ENOMEM. @since 0.2.0
+ */
+LLMEM_API int llmem_estimate_timeline(llmem_estimate *est, size_t capacity, int expand);
+/** Points of rank @p rank's timeline (0 when off). @since 0.2.0 */
+LLMEM_API size_t llmem_estimate_timeline_count(const llmem_estimate *est, size_t rank);
+/** Index of the first point of rank @p rank's timeline at its peak. @since 0.2.0 */
+LLMEM_API size_t llmem_estimate_timeline_peak(const llmem_estimate *est, size_t rank);
+/**
+ * Point @p index of rank @p rank's timeline: its phase (#llmem_phase), the
+ * part of the model (a static string: "embedding", "norm", "attention",
+ * "mlp", "head", "loss", "recompute", "layer" for a layer shown by one point,
+ * "optimizer"), the decoder layer (-1 outside the layers), and the live bytes
+ * of each term at the allocated level (#llmem_term_kind order); any pointer
+ * may be NULL. The four add up to the live bytes then; their largest sum is
+ * #LLMEM_EST_PEAK_ALLOCATED. @since 0.2.0
+ */
+LLMEM_API int llmem_estimate_timeline_point(const llmem_estimate *est, size_t rank, size_t index,
+                                            int *phase, const char **part, int64_t *layer,
+                                            uint64_t *parameters, uint64_t *optimizer,
+                                            uint64_t *data, uint64_t *temporary);
 /** Read a result (#llmem_estimate_key). @since 0.1.0 */
 LLMEM_API int llmem_estimate_get_u64(const llmem_estimate *est, int key, uint64_t *out);
 /** Peak live bytes within one phase (#llmem_phase). @since 0.1.0 */

@@ -29,8 +29,10 @@ int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
 
 void llmem_estimate_free(llmem_estimate *e)
 {
-    if (e != NULL)
-        llmem__free(e->ctx, e);
+    if (e == NULL)
+        return;
+    llmem_estimate_timeline(e, 0, 0);
+    llmem__free(e->ctx, e);
 }
 
 /* The phased model builds the families on a code path of lib/layers: others
@@ -110,10 +112,13 @@ static int rank_shares(llmem_estimate *e, const model_shape *m, const model_para
 }
 
 /* One rank's walk, terms and levels. */
-static int run_rank(llmem_estimate *e, const model_shape *shape, const rank_recipe *rc,
-                    const layout *l, const rank_class *c, const rank_share *share,
-                    uint64_t overhead, est_results *r, uint64_t *end_of_backward)
+static int run_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
+                    const rank_recipe *rc, const layout *l, const rank_class *c,
+                    const rank_share *share, uint64_t overhead, est_results *r,
+                    uint64_t *end_of_backward)
 {
+    if (e->trace != NULL)
+        e->trace->points = e->trace_room + rank * e->trace->cap;
     walk_input in;
     walk_result w;
     llmem_walk_single(&in, shape, &rc->run, &share->st);
@@ -137,6 +142,7 @@ static int run_rank(llmem_estimate *e, const model_shape *shape, const rank_reci
     in.keep = share->keep;
     in.sp = l->sp ? l->tp : 1;
     in.ep = l->ep;
+    in.trace = e->trace;
     if (llmem_walk(&e->walk, &in, &w) != LLMEM_OK)
         return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                            "estimate: this model's layer needs more operations than the "
@@ -158,6 +164,10 @@ static int run_rank(llmem_estimate *e, const model_shape *shape, const rank_reci
                            "fields (%llu bytes unaccounted); please report it",
                            (unsigned long long)off);
     llmem_terms_phased(r, st, &w);
+    if (e->trace != NULL) {
+        e->trace_count[rank] = e->trace->n;
+        e->trace_peak[rank] = llmem_trace_peak(e->trace);
+    }
     r->peak_reserved = r->peak_allocated + overhead;
     r->peak_device = llmem_allocator_device(r->peak_reserved, st->paged_states);
     return LLMEM_OK;
@@ -228,10 +238,13 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
             /* The article's m_os already holds any paged states. */
             results[i].peak_device = llmem_allocator_device(results[i].peak_reserved, 0);
             ends[i] = 0;
-        } else if ((rc_ = run_rank(e, &shape, &rc, &l, &classes[i], &share, e->key_overhead[i],
-                                   &results[i], &ends[i])) != LLMEM_OK) {
+        } else if ((rc_ = run_rank(e, (size_t)i, &shape, &rc, &l, &classes[i], &share,
+                                   e->key_overhead[i], &results[i], &ends[i])) != LLMEM_OK) {
             return rc_;
         }
+        e->rank_static[i] = share.st;
+        if (s.formula == LLMEM_FORMULA_ARTICLE)
+            e->trace_count[i] = 0;
         results[i].params_total = p.total;
         results[i].params_active = p.active;
         results[i].params_trainable = e->key_trainable;
@@ -400,5 +413,81 @@ int llmem_estimate_rank_term(const llmem_estimate *e, size_t rank, int kind,
     if (out == NULL || kind < 1 || kind > TERM_COUNT)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
     *out = &e->rank[rank].term[kind - 1];
+    return LLMEM_OK;
+}
+
+int llmem_estimate_timeline(llmem_estimate *e, size_t capacity, int expand)
+{
+    if (e == NULL)
+        return LLMEM_EINVAL;
+    if (e->trace != NULL && (capacity == 0 || capacity != e->trace->cap)) {
+        llmem__free(e->ctx, e->trace_room);
+        llmem__free(e->ctx, e->trace);
+        e->trace = NULL;
+        e->trace_room = NULL;
+    }
+    memset(e->trace_count, 0, sizeof e->trace_count);
+    if (capacity == 0)
+        return LLMEM_OK;
+    if (capacity > SIZE_MAX / (RANKS_MAX * sizeof(trace_point)))
+        return llmem__fail(e->ctx, LLMEM_ERANGE, "timeline: %zu points is too many", capacity);
+    if (e->trace == NULL) {
+        e->trace = llmem__calloc(e->ctx, sizeof *e->trace);
+        e->trace_room = llmem__alloc(e->ctx, RANKS_MAX * capacity * sizeof(trace_point));
+        if (e->trace == NULL || e->trace_room == NULL) {
+            llmem__free(e->ctx, e->trace);
+            llmem__free(e->ctx, e->trace_room);
+            e->trace = NULL;
+            e->trace_room = NULL;
+            return llmem__fail(e->ctx, LLMEM_ENOMEM, "timeline: out of memory");
+        }
+        e->trace->cap = capacity;
+    }
+    e->trace->expand = expand != 0;
+    llmem__ok(e->ctx);
+    return LLMEM_OK;
+}
+
+size_t llmem_estimate_timeline_count(const llmem_estimate *e, size_t rank)
+{
+    if (e == NULL || !e->valid || e->trace == NULL || rank >= e->nranks)
+        return 0;
+    return e->trace_count[rank];
+}
+
+size_t llmem_estimate_timeline_peak(const llmem_estimate *e, size_t rank)
+{
+    if (llmem_estimate_timeline_count(e, rank) == 0)
+        return 0;
+    return e->trace_peak[rank];
+}
+
+int llmem_estimate_timeline_point(const llmem_estimate *e, size_t rank, size_t index, int *phase,
+                                  const char **part, int64_t *layer, uint64_t *parameters,
+                                  uint64_t *optimizer, uint64_t *data, uint64_t *temporary)
+{
+    if (e == NULL)
+        return LLMEM_EINVAL;
+    if (index >= llmem_estimate_timeline_count(e, rank))
+        return llmem__fail(e->ctx, LLMEM_ERANGE, "timeline: point %zu of %zu", index,
+                           llmem_estimate_timeline_count(e, rank));
+    const trace_point *p = &e->trace_room[rank * e->trace->cap + index];
+    const step_static *st = &e->rank_static[rank];
+    uint64_t params = st->weights + st->quant_constants + st->adapters + st->buffers;
+    uint64_t opt = st->states + st->master + st->comm + p->grads;
+    if (phase)
+        *phase = p->phase;
+    if (part)
+        *part = p->part;
+    if (layer)
+        *layer = p->layer;
+    if (parameters)
+        *parameters = params;
+    if (optimizer)
+        *optimizer = opt;
+    if (data)
+        *data = st->batch;
+    if (temporary)
+        *temporary = p->total - params - opt - st->batch;
     return LLMEM_OK;
 }

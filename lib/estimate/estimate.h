@@ -20,6 +20,10 @@ struct llmem_estimate {
     est_results rank[RANKS_MAX];      /* ranks whose memory differs */
     rank_class rank_class[RANKS_MAX];
     uint64_t rank_host[RANKS_MAX];
+    step_static rank_static[RANKS_MAX]; /* what each rank held: the timeline's terms */
+    walk_trace *trace;                /* NULL unless llmem_estimate_timeline() */
+    trace_point *trace_room;          /* RANKS_MAX x trace->cap points */
+    size_t trace_count[RANKS_MAX], trace_peak[RANKS_MAX];
     uint64_t end_of_backward;         /* live bytes the walk ends backward with (white-box check) */
     walk_scratch walk;                /* reused by every run: no allocation */
     model_shape key_shape;            /* the cache's key: model, setup but batch and seq, layout */

@@ -21,6 +21,8 @@ typedef struct layer_group {
     uint64_t fwd_peak, fwd_growth;          /* forward: counting the input at start */
     uint64_t bwd_start, bwd_peak, bwd_end;  /* backward: from its saved set + output grad */
     uint64_t param_grads, param_grads_wide;
+    uint64_t cache;                         /* checkpointing: autocast's cached casts */
+    uint64_t grad_out, held_input;          /* checkpointing: the recomputation's footing */
 } layer_group;
 
 /* The maxima of a walk. Moments of forward and backward are recorded for
@@ -203,6 +205,9 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         grp->fwd_growth = c.out_bytes + cache;
         uint64_t grad_out = again.out_bytes;
         uint64_t held_input = again.input_saved ? 0 : x_bytes;
+        grp->cache = cache;
+        grp->grad_out = grad_out;
+        grp->held_input = held_input;
         grp->bwd_start = x_bytes + grad_out;
         grp->bwd_peak = grad_out + again.fwd_peak; /* fwd_peak counts the input */
         if (held_input + again.bwd_peak > grp->bwd_peak)
@@ -289,6 +294,72 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
         g[n++].spec = trainable;
     }
     return split_at_experts(m, g, n);
+}
+
+/* Simulate a segment again with its events logged, for the timeline. */
+static void trace_simulate(walk_scratch *e, walk_trace *t, build *b, segment_builder fn,
+                           const model_shape *m, const seg_spec *spec, int grad_enabled,
+                           int hold_output)
+{
+    seg_cost c;
+    e->graph.events = t->events;
+    e->graph.event_ops = t->ops;
+    e->graph.event_grads = t->grads;
+    e->graph.events_cap = TRACE_EVENTS;
+    simulate_now(e, b, fn, m, spec, grad_enabled, hold_output, &c);
+    e->graph.events = NULL;
+    e->graph.event_ops = NULL;
+    e->graph.event_grads = NULL;
+}
+
+/* Forward through a run of identical layers starting at layer `first`, from
+ * `live` bytes (its input included): the last layer, which holds the run's
+ * peak, op by op, the others by the live bytes after each. */
+static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
+                          const layer_group *g, uint64_t first, uint64_t live, uint64_t growth,
+                          uint64_t x_bytes, uint64_t gathered, uint64_t grads, int ckpt)
+{
+    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, 0);
+    for (uint64_t k = 0; k < g->count; k++) {
+        uint64_t before = live + k * growth;
+        if (t->expand || k + 1 == g->count)
+            llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
+                               "layer", (int64_t)(first + k),
+                               before - x_bytes + gathered + g->cache, grads);
+        else
+            llmem_trace_point(t, LLMEM_PHASE_FORWARD, "layer", (int64_t)(first + k),
+                              before + growth, grads);
+    }
+}
+
+/* Backward through a run of identical layers, the top one first, from
+ * `live` bytes: the layer holding the run's peak op by op (its
+ * recomputation first, under checkpointing), the others by the live bytes
+ * after each. */
+static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
+                           const layer_group *g, uint64_t first, uint64_t live, int64_t delta,
+                           uint64_t grads, uint64_t kept, uint64_t gathered, int ckpt)
+{
+    uint64_t shown = delta >= 0 ? g->count - 1 : 0;
+    b->hold_input = ckpt;
+    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, ckpt);
+    b->hold_input = 0;
+    int nf = e->graph.nevents_forward, n = e->graph.nevents;
+    for (uint64_t k = 0; k < g->count; k++) {
+        uint64_t at = (uint64_t)((int64_t)live + (int64_t)k * delta), g_k = grads + k * kept;
+        int64_t layer = (int64_t)(first + g->count - 1 - k);
+        if (!t->expand && k != shown) {
+            llmem_trace_point(t, LLMEM_PHASE_BACKWARD, "layer", layer,
+                              (uint64_t)((int64_t)at + delta), g_k + kept);
+            continue;
+        }
+        uint64_t base = at - g->bwd_start + gathered;
+        if (ckpt)
+            llmem_trace_events(t, &e->graph, 0, nf, LLMEM_PHASE_BACKWARD, "recompute", layer,
+                               base + g->grad_out, g_k);
+        llmem_trace_events(t, &e->graph, nf, n, LLMEM_PHASE_BACKWARD, "layer", layer,
+                           base + (ckpt ? g->held_input : 0), g_k);
+    }
 }
 
 /* The groups of the layers [first, first + count), in order. */
@@ -387,6 +458,9 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     shared_bytes sb = llmem_layers_shared_bytes(&b, m);
     uint64_t shared = sb.rope + sb.locals, rope = sb.rope, mask = sb.locals;
 
+    walk_trace *t = in->trace;
+    if (t != NULL)
+        llmem_trace_reset(t);
     memset(&w, 0, sizeof w);
     w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states +
               st->master + st->comm + st->batch;
@@ -397,17 +471,26 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     /* Forward: the embedding, or the activation received from the previous stage. */
     if (in->embedding) {
         candidate(&w, LLMEM_PHASE_FORWARD, w.live + emb.fwd_peak + gather->embedding, w.grads);
+        if (t != NULL) {
+            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, 0);
+            llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
+                               "embedding", -1, w.live + gather->embedding, w.grads);
+        }
         w.live += emb.persist + emb.out_bytes + shared;
     } else {
         w.live += x_bytes + shared;
     }
-    uint64_t cache = 0;
+    uint64_t cache = 0, first = in->layer_first;
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
         candidate(&w, LLMEM_PHASE_FORWARD,
                   w.live + (g->count - 1) * growth - x_bytes + g->fwd_peak + gather->layer_fwd,
                   w.grads);
+        if (t != NULL)
+            trace_forward(e, t, &b, m, g, first, w.live, growth, x_bytes, gather->layer_fwd,
+                          w.grads, ckpt);
+        first += g->count;
         w.live += g->count * growth;
         if (ckpt)
             cache += g->count * autocast_cache_bytes(m, s, &g->spec, b.ep);
@@ -417,6 +500,11 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     if (in->head) {
         candidate(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + head.fwd_peak + gather->head,
                   w.grads);
+        if (t != NULL) {
+            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, 0);
+            llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
+                               "head", -1, w.live - x_bytes + gather->head, w.grads);
+        }
         w.live += head.persist + head.out_bytes - x_bytes;
     } else {
         w.live -= x_bytes; /* sent to the next stage, then freed (deallocate_output_tensor) */
@@ -433,6 +521,12 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t before = w.live - head.persist - head.out_bytes;
         uint64_t kept = accumulating ? 0 : kept_of(keep, head.param_grads, head.param_grads_wide);
         candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak + gather->head, w.grads);
+        if (t != NULL) {
+            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, 0);
+            llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
+                               LLMEM_PHASE_LOSS_BACKWARD, "loss", -1, before + gather->head,
+                               w.grads);
+        }
         w.live = before + head.input_grad + kept;
         w.grads += kept;
     } else {
@@ -440,6 +534,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     }
     for (int i = ngroups - 1; i >= 0; i--) {
         const layer_group *g = &groups[i];
+        first -= g->count;
         if (g->bwd_start == 0)
             continue; /* frozen layers outside the graph */
         uint64_t kept = accumulating ? 0 : kept_of(keep, g->param_grads, g->param_grads_wide);
@@ -450,6 +545,9 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);
         candidate(&w, LLMEM_PHASE_BACKWARD, last - g->bwd_start + g->bwd_peak + gather->layer_bwd,
                   w.grads + (g->count - 1) * kept);
+        if (t != NULL)
+            trace_backward(e, t, &b, m, g, first, w.live, delta, w.grads, kept,
+                           gather->layer_bwd, ckpt);
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;
     }
@@ -462,6 +560,12 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t tied_wide = s->param_dt >= 4 ? tied : 0;
         uint64_t before = w.live - emb.bwd_start;
         candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + gather->embedding, w.grads);
+        if (t != NULL) {
+            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, 0);
+            llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
+                               LLMEM_PHASE_BACKWARD, "embedding", -1,
+                               before + gather->embedding, w.grads);
+        }
         uint64_t kept = accumulating ? 0
                                      : kept_of(keep, emb.param_grads - tied,
                                                emb.param_grads_wide - tied_wide);
@@ -479,5 +583,10 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     uint64_t den = in->in_flight_den ? in->in_flight_den : 1;
     uint64_t extra = in->in_flight > den ? (in->in_flight - den) * stash / den : 0;
     finish(&w, extra, r);
+    if (t != NULL) {
+        llmem_trace_point(t, LLMEM_PHASE_OPTIMIZER, "optimizer", -1,
+                          w.fixed + st->grads + st->optimizer_step, st->grads);
+        llmem_trace_shift(t, extra);
+    }
     return e->graph_overflow ? LLMEM_ENOTSUP : LLMEM_OK;
 }

@@ -14,6 +14,7 @@
 #include "estimate/cache.h"
 #include "estimate/results.h"
 #include "estimate/statics.h"
+#include "estimate/trace.h"
 
 /* Bytes gathered while a segment runs and released after it (ZeRO-3, FSDP),
  * or held from a layer's forward to its backward (parameters not resharded). */
@@ -45,6 +46,7 @@ typedef struct walk_input {
     walk_keep keep;
     uint64_t sp;            /* sequence parallelism: the residual stream is split over sp ranks */
     uint64_t ep;            /* expert parallelism: a rank holds experts / ep of each layer */
+    walk_trace *trace;      /* the timeline's points, or NULL */
 } walk_input;
 
 typedef struct walk_result {

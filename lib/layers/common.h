@@ -25,6 +25,12 @@ typedef struct layer_path {
     int (*unsupported)(const model_shape *m, const char **why);
 } layer_path;
 
+/* Name the part of the segment the next ops belong to (the timeline's labels). */
+static inline void llmem_region(build *b, const char *name)
+{
+    b->g->region = name;
+}
+
 /* The code path of a code_path value. */
 const layer_path *llmem_layer_path(int path);
 

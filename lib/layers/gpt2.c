@@ -39,11 +39,15 @@ static tid gpt2_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 static tid gpt2_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                       const shared_tensors *sh)
 {
+    llmem_region(b, "norm");
     tid h = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
     tid a = gpt2_attention(b, m, s, h, sh);
     llmem_graph_hold(b->g, h);
+    llmem_region(b, "norm");
     tid mid = op_add(b, a, x);
     h = llmem_seg_norm(b, m, s, mid);
+    llmem_region(b, "mlp");
     tid mlp_out = gpt2_mlp(b, m, s, h);
     llmem_graph_hold(b->g, h);
     return op_add(b, mid, mlp_out);

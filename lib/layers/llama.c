@@ -170,14 +170,19 @@ static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                        const shared_tensors *sh)
 {
     int sandwich = (m->traits & TRAIT_SANDWICH_NORMS) != 0;
+    llmem_region(b, "norm");
     tid h = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
     tid a = llama_attention(b, m, s, h, sh);
     llmem_graph_hold(b->g, h);
+    llmem_region(b, "norm");
     if (sandwich) /* post_attention_layernorm */
         a = llmem_seg_norm(b, m, s, a);
     tid mid = op_add(b, x, a);
     h = llmem_seg_norm(b, m, s, mid);
+    llmem_region(b, "mlp");
     tid mlp_out = llama_mlp(b, m, s, h);
+    llmem_region(b, "norm");
     if (sandwich) /* post_feedforward_layernorm */
         mlp_out = llmem_seg_norm(b, m, s, mlp_out);
     llmem_graph_hold(b->g, h);

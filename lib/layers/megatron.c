@@ -19,7 +19,9 @@ static tid megatron_block(build *b, const model_shape *m, const seg_spec *s, tid
     uint64_t tokens_w = b->tokens * width, scores = b->batch * m->heads * b->seq * b->seq;
     (void)sh;
     /* input_layernorm, linear_qkv (column-parallel), split into views */
+    llmem_region(b, "norm");
     tid h = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
     tid qkv = llmem_seg_linear(b, s, h, H, 3 * width, m->qkv_bias,
                                LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
     tid q = op_view_part(b, qkv, tokens_w), k = op_view_part(b, qkv, tokens_w);
@@ -34,7 +36,9 @@ static tid megatron_block(build *b, const model_shape *m, const seg_spec *s, tid
     /* bias_dropout_add into the residual */
     tid mid = op_add(b, op_dropout(b, o), x);
     /* pre_mlp_layernorm, linear_fc1, bias_gelu (saves its input), linear_fc2 */
+    llmem_region(b, "norm");
     h = llmem_seg_norm(b, m, s, mid);
+    llmem_region(b, "mlp");
     tid up = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
     tid down = llmem_seg_linear(b, s, op_gelu(b, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
     return op_add(b, op_dropout(b, down), mid);

@@ -63,6 +63,7 @@ void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
  * that requires grad, which its AccumulateGrad node keeps alive to the end. */
 void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
 {
+    llmem_region(b, "embedding");
     tid x = op_embedding(b, m->vocab, m->hidden, s->weights_trainable, NULL);
     int leaf = s->input_rg && !s->weights_trainable;
     if (leaf) {
@@ -116,19 +117,23 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
 {
     tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b), ROLE_INPUT,
                                s->input_rg);
+    llmem_region(b, "norm");
     if (m->final_norm)
         x = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "loss");
     if (s->chunked_loss) {
         chunked_head_loss(b, m, s, x);
         return;
     }
     /* The output layer is column-parallel over the vocabulary. */
+    llmem_region(b, "head");
     tid logits = b->sp > 1 ? llmem_seg_linear_sp(b, x, m->hidden, m->vocab, s->weights_trainable,
                                                  m->head_bias, 1)
                            : op_linear(b, x, m->hidden, m->vocab, s->weights_trainable,
                                        m->head_bias);
     if (m->traits & TRAIT_SOFTCAP) /* final_logit_softcapping: / cap, tanh, * cap */
         logits = op_scale(b, op_tanh(b, op_scale(b, logits)));
+    llmem_region(b, "loss");
     tid lf = op_cast(b, logits, FP32);
     /* pad(labels, (0, 1), -100)[..., 1:].contiguous(): int64, saved by nll_loss. */
     tid padded = llmem_graph_op(b->g, b->batch * (b->seq + 1), INT64, NULL, 0, 0, 0, 0, 0, 0);

@@ -11,6 +11,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->grad_enabled = grad_enabled;
     g->output = -1;
     g->nevents = 0;
+    g->region = NULL;
 }
 
 tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
@@ -58,6 +59,7 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     op->grad_alias = (uint8_t)grad_alias;
     op->fwd_extra = fwd_extra;
     op->bwd_extra = bwd_extra;
+    op->region = g->region;
     for (int j = 0; j < nin; j++) {
         /* Using or saving a view keeps its base's storage alive. */
         tid owner = g->t[in[j]].base;
@@ -88,11 +90,16 @@ static int owns_storage(const g_tensor *t)
     return t->role == ROLE_ACT || t->role == ROLE_INPUT;
 }
 
-static void record(graph *g, uint64_t live)
+static void record(graph *g, uint64_t live, int op, uint64_t grads)
 {
     if (g->events != NULL) {
-        if (g->nevents < g->events_cap)
+        if (g->nevents < g->events_cap) {
             g->events[g->nevents] = live;
+            if (g->event_ops != NULL) {
+                g->event_ops[g->nevents] = (int16_t)op;
+                g->event_grads[g->nevents] = grads;
+            }
+        }
         g->nevents++;
     }
 }
@@ -118,13 +125,13 @@ static void simulate_forward(graph *g, seg_cost *c)
         }
     }
     peak = live;
-    record(g, live);
+    record(g, live, -1, 0);
     for (int i = 0; i < g->nop; i++) {
         const g_op *op = &g->op[i];
         live += storage_bytes(&g->t[op->out]) + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
         if (live + op->fwd_extra > peak)
             peak = live + op->fwd_extra;
-        record(g, live + op->fwd_extra);
+        record(g, live + op->fwd_extra, i, 0);
         for (int16_t t = head[i]; t >= 0; t = next[t])
             live -= g->t[t].bytes;
     }
@@ -186,7 +193,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
     if (held_grad >= 0)
         pool.refs[held_grad]++;
     c->bwd_start = peak = live;
-    record(g, live);
+    record(g, live, -1, 0);
     c->param_grads = c->param_grads_wide = 0;
 
     for (int i = g->nop - 1; i >= 0; i--) {
@@ -248,7 +255,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
         }
         if (live + op->bwd_extra > peak)
             peak = live + op->bwd_extra;
-        record(g, live + op->bwd_extra);
+        record(g, live + op->bwd_extra, i, c->param_grads);
         live -= transient;
         for (int k = 0; k < ndeferred; k++)
             pool_drop(&pool, deferred[k], &live);

@@ -53,6 +53,7 @@ typedef struct g_op {
     uint8_t grad_alias; /* bit i: input i's gradient is the output gradient itself */
     uint64_t fwd_extra; /* workspace while the op runs forward */
     uint64_t bwd_extra; /* workspace while the op runs backward */
+    const char *region; /* the part of the segment it belongs to ("attention", "mlp") */
 } g_op;
 
 #define SAVE_OUT 8u
@@ -69,10 +70,15 @@ typedef struct graph {
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
     tid output;        /* the segment's output */
     /* When events is set, the simulation also records the live bytes of every
-     * step it takes (forward, then backward): see compiled.c. */
+     * step it takes (forward, then backward): see compiled.c. When event_ops
+     * and event_grads are set too, the op of each step (-1: the start) and
+     * the parameter gradients live at it (the timeline). */
     uint64_t *events;
+    int16_t *event_ops;
+    uint64_t *event_grads;
     int nevents, events_cap;
     int nevents_forward; /* how many of them the forward pass logged */
+    const char *region;  /* what the builder is recording: ops take it */
 } graph;
 
 /* What one segment costs, in bytes, relative to the live set before it. */
