@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+#include "estimate/cache.h"
+
+#include <string.h>
+
+void llmem_segcache_init(seg_cache *c)
+{
+    c->context_known = 0;
+    c->context = c->serial = c->clock = 0;
+    c->hint = c->high = 0;
+    c->reset = 0;
+    c->last = NULL;
+    c->top = 0;
+    for (int i = 0; i < SEG_CONTEXTS; i++)
+        c->contexts[i].serial = 0;
+}
+
+/* Start over, keeping the serials growing (stale keys never match). */
+static void start_over(seg_cache *c)
+{
+    uint64_t serial = c->serial, clock = c->clock;
+    llmem_segcache_init(c);
+    c->serial = serial;
+    c->clock = clock;
+}
+
+static uint64_t *arena_words(seg_cache *c, size_t n)
+{
+    if (n > SEG_ARENA - c->top) {
+        c->reset = 1;
+        return NULL;
+    }
+    uint64_t *p = c->arena + c->top;
+    c->top += n;
+    return p;
+}
+
+/* The walk's model shape and build settings: found or added (the least
+ * recently used one goes). */
+static void find_context(seg_cache *c, const model_shape *m, const build *b)
+{
+    build settings;
+    seg_context *slot = NULL;
+    memcpy(&settings, b, sizeof settings);
+    settings.g = NULL;
+    settings.batch = settings.seq = settings.tokens = 0;
+    settings.hold_input = 0;
+    for (int i = 0; i < SEG_CONTEXTS; i++) {
+        seg_context *x = &c->contexts[i];
+        if (x->serial == 0) {
+            if (slot == NULL || slot->serial != 0)
+                slot = x;
+            continue;
+        }
+        if (memcmp(&x->shape, m, sizeof *m) == 0 &&
+            memcmp(&x->settings, &settings, sizeof settings) == 0) {
+            slot = x;
+            goto found;
+        }
+        if (slot == NULL || (slot->serial != 0 && x->used < slot->used))
+            slot = x;
+    }
+    memcpy(&slot->shape, m, sizeof *m);
+    memcpy(&slot->settings, &settings, sizeof settings);
+    slot->serial = ++c->serial;
+found:
+    slot->used = ++c->clock;
+    c->context = slot->serial;
+    c->context_known = 1;
+}
+
+static int matches(const seg_entry *x, uint64_t context, const seg_query *q)
+{
+    return x->context == context && x->fn == q->fn && x->regime == q->regime &&
+           x->piece == q->piece && x->grad_enabled == q->grad_enabled &&
+           x->hold_output == q->hold_output && x->hold_input == q->hold_input &&
+           memcmp(&x->spec, q->spec, sizeof x->spec) == 0;
+}
+
+static size_t values(const seg_entry *x)
+{
+    return (size_t)(COST_FIELDS + x->nfwd + x->nbwd);
+}
+
+static sample_view view(const seg_entry *x, int i)
+{
+    sample_view v = { x->sample[i].batch, x->sample[i].seq, x->y + (size_t)i * values(x) };
+    return v;
+}
+
+/* A form's room in the arena: its coefficients and its frontier. */
+static int form_room(seg_cache *c, const seg_entry *x, int kind, compiled_form *f)
+{
+    size_t n = values(x), steps = (size_t)(x->nfwd + x->nbwd);
+    size_t coef = n * (size_t)llmem_form_terms(kind), front = (steps * sizeof(int16_t) + 7) / 8;
+    uint64_t *p = arena_words(c, coef + front);
+    if (p == NULL)
+        return 0;
+    f->coef = (int64_t *)p;
+    f->front = (int16_t *)(p + coef);
+    return 1;
+}
+
+static const compiled_form *find_form(const seg_entry *x, int kind, uint64_t at)
+{
+    for (int i = 0; i < x->nforms; i++)
+        if (x->form[i].kind == kind && x->form[i].at == at)
+            return &x->form[i];
+    return NULL;
+}
+
+/* Answer from a row, a column or a point simulated before. */
+static int answer(const seg_entry *x, uint64_t batch, uint64_t seq, seg_cost *out)
+{
+    const compiled_form *f = find_form(x, FORM_ROW, seq);
+    if (f == NULL)
+        f = find_form(x, FORM_COL, batch);
+    if (f != NULL) {
+        llmem_form_eval(f, batch, seq, out);
+        return 1;
+    }
+    for (int i = 0; i < x->nsamples; i++)
+        if (x->sample[i].batch == batch && x->sample[i].seq == seq) {
+            *out = x->sample[i].cost;
+            return 1;
+        }
+    return 0;
+}
+
+static void keep_form(seg_entry *x, const compiled_form *f)
+{
+    if (x->regime != REGIME_GENERAL) {
+        x->full = *f; /* a row (seq 1 to 3) or column (batch 1) is the whole regime */
+        return;
+    }
+    int i = x->nforms < SEG_FORMS ? x->nforms++ : x->next_form;
+    x->next_form = (i + 1) % SEG_FORMS;
+    x->form[i] = *f;
+}
+
+/* The full form from three rows or two columns, checked off them. */
+static void lift(seg_cache *c, seg_entry *x)
+{
+    const compiled_form *rows[3], *cols[2];
+    sample_view checks[SEG_SAMPLES];
+    int nrows = 0, ncols = 0;
+    x->lift = 0;
+    for (int i = 0; i < x->nforms; i++) {
+        if (x->form[i].kind == FORM_ROW && nrows < 3)
+            rows[nrows++] = &x->form[i];
+        if (x->form[i].kind == FORM_COL && ncols < 2)
+            cols[ncols++] = &x->form[i];
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        int n = 0;
+        if ((pass == 0 && nrows < 3) || (pass == 1 && ncols < 2))
+            continue;
+        for (int i = 0; i < x->nsamples; i++) {
+            sample_view v = view(x, i);
+            uint64_t at = pass == 0 ? v.seq : v.batch;
+            int on = 0;
+            for (int k = 0; k < (pass == 0 ? 3 : 2); k++)
+                on |= (pass == 0 ? rows[k]->at : cols[k]->at) == at;
+            if (!on)
+                checks[n++] = v;
+        }
+        if (n == 0)
+            continue; /* nothing to check it at yet */
+        size_t top = c->top;
+        compiled_form f;
+        if (!form_room(c, x, FORM_FULL, &f))
+            return;
+        int ok = pass == 0 ? llmem_fit_rows(rows, checks, n, x->nfwd, x->nbwd, &f)
+                           : llmem_fit_cols(cols, checks, n, x->nfwd, x->nbwd, &f);
+        if (ok) {
+            x->full = f;
+            return;
+        }
+        c->top = top;
+    }
+}
+
+/* Fit a row through the new sample's seq and a column through its batch,
+ * when enough samples share them. */
+static void learn_forms(seg_cache *c, seg_entry *x, int newest)
+{
+    sample_view now = view(x, newest), others[3];
+    int want_row = x->regime != REGIME_BATCH1 && find_form(x, FORM_ROW, now.seq) == NULL;
+    int want_col = (x->regime == REGIME_BATCH1 || x->regime == REGIME_GENERAL) &&
+                   find_form(x, FORM_COL, now.batch) == NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        int n = 0, need = pass == 0 ? 2 : 3;
+        if (!(pass == 0 ? want_row : want_col))
+            continue;
+        for (int i = 0; i < x->nsamples && n < need; i++) {
+            sample_view v = view(x, i);
+            int same = pass == 0 ? v.seq == now.seq : v.batch == now.batch;
+            uint64_t other = pass == 0 ? v.batch : v.seq;
+            int fresh = other != (pass == 0 ? now.batch : now.seq);
+            for (int k = 0; k < n; k++)
+                fresh &= other != (pass == 0 ? others[k].batch : others[k].seq);
+            if (i != newest && same && fresh)
+                others[n++] = v;
+        }
+        if (n < need)
+            continue;
+        size_t top = c->top;
+        compiled_form f;
+        if (!form_room(c, x, pass == 0 ? FORM_ROW : FORM_COL, &f))
+            return;
+        int ok = pass == 0 ? llmem_fit_row(&others[0], &others[1], &now, x->nfwd, x->nbwd, &f)
+                           : llmem_fit_col(others, &now, x->nfwd, x->nbwd, &f);
+        if (ok)
+            keep_form(x, &f);
+        else
+            c->top = top;
+    }
+    if (x->regime == REGIME_GENERAL) {
+        int rows = 0, cols = 0;
+        for (int i = 0; i < x->nforms; i++) {
+            rows += x->form[i].kind == FORM_ROW;
+            cols += x->form[i].kind == FORM_COL;
+        }
+        x->lift = rows >= 3 || cols >= 2;
+    }
+}
+
+int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, const seg_query *q,
+                          seg_cost *out)
+{
+    seg_entry *x = NULL;
+    if (c->reset)
+        start_over(c);
+    if (!c->context_known)
+        find_context(c, m, b);
+    /* The walk asks for its segments in the same order every time: try the
+     * entry after the last one found first. */
+    if (c->hint < c->high && matches(&c->entry[c->hint], c->context, q))
+        x = &c->entry[c->hint];
+    for (int i = 0; x == NULL && i < c->high; i++)
+        if (matches(&c->entry[i], c->context, q))
+            x = &c->entry[i];
+    if (x != NULL)
+        c->hint = (int)(x - c->entry) + 1;
+    c->last = x;
+    if (x == NULL)
+        return 0;
+    x->used = ++c->clock;
+    if (x->full.kind != FORM_NONE) {
+        llmem_form_eval(&x->full, b->batch, b->seq, out);
+        return 1;
+    }
+    if (!answer(x, b->batch, b->seq, out))
+        return 0;
+    if (x->lift)
+        lift(c, x); /* this call was cheap: it can afford the fit */
+    return 1;
+}
+
+static seg_entry *add_entry(seg_cache *c, const seg_query *q)
+{
+    seg_entry *x = NULL;
+    if (c->high < SEG_ENTRIES) {
+        x = &c->entry[c->high++];
+    } else {
+        for (int i = 0; i < SEG_ENTRIES; i++) /* the least recently used goes */
+            if (x == NULL || c->entry[i].used < x->used)
+                x = &c->entry[i];
+    }
+    memset(x, 0, sizeof *x);
+    x->context = c->context;
+    x->fn = q->fn;
+    memcpy(&x->spec, q->spec, sizeof x->spec);
+    x->grad_enabled = q->grad_enabled;
+    x->hold_output = q->hold_output;
+    x->hold_input = q->hold_input;
+    x->regime = q->regime;
+    x->piece = q->piece;
+    x->used = ++c->clock;
+    return x;
+}
+
+void llmem_segcache_learn(seg_cache *c, const seg_query *q, uint64_t batch, uint64_t seq,
+                          const seg_cost *cost, int nevents_forward, int nevents)
+{
+    seg_entry *x = c->last;
+    if (x == NULL)
+        x = c->last = add_entry(c, q);
+    if (x->unstable)
+        return;
+    if (x->regime >= REGIME_POINT1) { /* one point: its cost is all there is to keep */
+        x->sample[0].batch = batch;
+        x->sample[0].seq = seq;
+        x->sample[0].cost = *cost;
+        x->nsamples = 1;
+        return;
+    }
+    if (x->y == NULL) {
+        x->nfwd = nevents_forward;
+        x->nbwd = nevents - nevents_forward;
+        x->y = arena_words(c, SEG_SAMPLES * values(x));
+        if (x->y == NULL)
+            return;
+    } else if (x->nfwd != nevents_forward || x->nbwd != nevents - nevents_forward) {
+        x->unstable = 1; /* the tape changed within the regime: never fit it */
+        return;
+    }
+    int slot = x->next_sample;
+    x->next_sample = (slot + 1) % SEG_SAMPLES;
+    if (x->nsamples < SEG_SAMPLES)
+        x->nsamples++;
+    x->sample[slot].batch = batch;
+    x->sample[slot].seq = seq;
+    x->sample[slot].cost = *cost;
+    llmem_sample_pack(cost, c->log, nevents, x->y + (size_t)slot * values(x));
+    learn_forms(c, x, slot);
+}
