@@ -69,9 +69,20 @@ found:
     c->context_known = 1;
 }
 
-static int matches(const seg_entry *x, uint64_t context, const seg_query *q)
+/* The key's scalars in one word, so a lookup mostly compares one word. */
+static uint64_t query_tag(uint64_t context, const seg_query *q)
 {
-    return x->context == context && x->fn == q->fn && x->regime == q->regime &&
+    uint64_t h = context * 0x9e3779b97f4a7c15u;
+    h ^= (uint64_t)(uintptr_t)q->fn + 0x632be59bd9b4e019u + (h << 6) + (h >> 2);
+    h ^= (uint64_t)q->regime << 8 | (uint64_t)q->grad_enabled << 4 |
+         (uint64_t)q->hold_output << 2 | (uint64_t)q->hold_input;
+    h ^= q->piece * 0xbf58476d1ce4e5b9u;
+    return h;
+}
+
+static int matches(const seg_entry *x, uint64_t tag, uint64_t context, const seg_query *q)
+{
+    return x->tag == tag && x->context == context && x->fn == q->fn && x->regime == q->regime &&
            x->piece == q->piece && x->grad_enabled == q->grad_enabled &&
            x->hold_output == q->hold_output && x->hold_input == q->hold_input &&
            memcmp(&x->spec, q->spec, sizeof x->spec) == 0;
@@ -88,16 +99,40 @@ static sample_view view(const seg_entry *x, int i)
     return v;
 }
 
-/* A form's room in the arena: its coefficients and its frontier. */
-static int form_room(seg_cache *c, const seg_entry *x, int kind, compiled_form *f)
+/* Fits run in the cache's scratch room; what is kept is copied to the
+ * arena: rows and columns whole (a full form is lifted from all their
+ * values), a form that is the whole regime only with its fields and the
+ * steps it keeps. */
+static void scratch_form(seg_cache *c, compiled_form *f)
 {
-    size_t n = values(x), steps = (size_t)(x->nfwd + x->nbwd);
-    size_t coef = n * (size_t)llmem_form_terms(kind), front = (steps * sizeof(int16_t) + 7) / 8;
+    f->coef = c->fit_coef;
+    f->front = c->fit_front;
+}
+
+static int keep_room(seg_cache *c, const seg_entry *x, compiled_form *f, int whole)
+{
+    int terms = llmem_form_terms(f->kind), nfront = f->nf + f->nb;
+    size_t n = whole ? values(x) : (size_t)(COST_FIELDS + nfront);
+    size_t steps = whole ? (size_t)(x->nfwd + x->nbwd) : (size_t)nfront;
+    size_t coef = n * (size_t)terms, front = (steps * sizeof(int16_t) + 7) / 8;
     uint64_t *p = arena_words(c, coef + front);
     if (p == NULL)
         return 0;
-    f->coef = (int64_t *)p;
-    f->front = (int16_t *)(p + coef);
+    int64_t *kept = (int64_t *)p;
+    int16_t *kept_front = (int16_t *)(p + coef);
+    if (whole) {
+        memcpy(kept, f->coef, coef * sizeof *kept);
+        memcpy(kept_front, f->front, (size_t)nfront * sizeof *kept_front);
+    } else {
+        memcpy(kept, f->coef, COST_FIELDS * (size_t)terms * sizeof *kept);
+        for (int j = 0; j < nfront; j++) {
+            memcpy(kept + (size_t)(COST_FIELDS + j) * (size_t)terms,
+                   f->coef + (size_t)f->front[j] * (size_t)terms, (size_t)terms * sizeof *kept);
+            kept_front[j] = (int16_t)(COST_FIELDS + j);
+        }
+    }
+    f->coef = kept;
+    f->front = kept_front;
     return 1;
 }
 
@@ -127,9 +162,12 @@ static int answer(const seg_entry *x, uint64_t batch, uint64_t seq, seg_cost *ou
     return 0;
 }
 
-static void keep_form(seg_entry *x, const compiled_form *f)
+static void keep_form(seg_cache *c, seg_entry *x, compiled_form *f)
 {
-    if (x->regime != REGIME_GENERAL) {
+    int whole = x->regime == REGIME_GENERAL;
+    if (!keep_room(c, x, f, whole))
+        return;
+    if (!whole) {
         x->full = *f; /* a row (seq 1 to 3) or column (batch 1) is the whole regime */
         return;
     }
@@ -166,17 +204,14 @@ static void lift(seg_cache *c, seg_entry *x)
         }
         if (n == 0)
             continue; /* nothing to check it at yet */
-        size_t top = c->top;
         compiled_form f;
-        if (!form_room(c, x, FORM_FULL, &f))
-            return;
+        scratch_form(c, &f);
         int ok = pass == 0 ? llmem_fit_rows(rows, checks, n, x->nfwd, x->nbwd, &f)
                            : llmem_fit_cols(cols, checks, n, x->nfwd, x->nbwd, &f);
-        if (ok) {
+        if (ok && keep_room(c, x, &f, 0)) {
             x->full = f;
             return;
         }
-        c->top = top;
     }
 }
 
@@ -204,16 +239,12 @@ static void learn_forms(seg_cache *c, seg_entry *x, int newest)
         }
         if (n < need)
             continue;
-        size_t top = c->top;
         compiled_form f;
-        if (!form_room(c, x, pass == 0 ? FORM_ROW : FORM_COL, &f))
-            return;
+        scratch_form(c, &f);
         int ok = pass == 0 ? llmem_fit_row(&others[0], &others[1], &now, x->nfwd, x->nbwd, &f)
                            : llmem_fit_col(others, &now, x->nfwd, x->nbwd, &f);
         if (ok)
-            keep_form(x, &f);
-        else
-            c->top = top;
+            keep_form(c, x, &f);
     }
     if (x->regime == REGIME_GENERAL) {
         int rows = 0, cols = 0;
@@ -235,10 +266,12 @@ int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, co
         find_context(c, m, b);
     /* The walk asks for its segments in the same order every time: try the
      * entry after the last one found first. */
-    if (c->hint < c->high && matches(&c->entry[c->hint], c->context, q))
+    uint64_t tag = query_tag(c->context, q);
+    c->tag = tag;
+    if (c->hint < c->high && matches(&c->entry[c->hint], tag, c->context, q))
         x = &c->entry[c->hint];
     for (int i = 0; x == NULL && i < c->high; i++)
-        if (matches(&c->entry[i], c->context, q))
+        if (c->entry[i].tag == tag && matches(&c->entry[i], tag, c->context, q))
             x = &c->entry[i];
     if (x != NULL)
         c->hint = (int)(x - c->entry) + 1;
@@ -268,6 +301,7 @@ static seg_entry *add_entry(seg_cache *c, const seg_query *q)
                 x = &c->entry[i];
     }
     memset(x, 0, sizeof *x);
+    x->tag = c->tag;
     x->context = c->context;
     x->fn = q->fn;
     memcpy(&x->spec, q->spec, sizeof x->spec);

@@ -22,11 +22,11 @@
 #include "sim/compiled.h"
 
 #define SEG_CONTEXTS 8    /* model shapes x build settings */
-#define SEG_ENTRIES 32    /* segments x regimes x pieces */
+#define SEG_ENTRIES 64    /* segments x regimes x pieces */
 #define SEG_SAMPLES 6     /* simulated points an entry keeps */
 #define SEG_FORMS 4       /* rows and columns an entry keeps */
 #define SEG_LOG 1024      /* steps one simulation may log */
-#define SEG_ARENA 16384   /* words of samples and forms, for every entry */
+#define SEG_ARENA 49152   /* words of samples and forms, for every entry */
 
 typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
@@ -51,6 +51,7 @@ typedef struct seg_sample {
 } seg_sample;
 
 typedef struct seg_entry {
+    uint64_t tag;      /* the key's scalars mixed (a quick first test) */
     uint64_t context;  /* its context's serial; 0: free */
     segment_builder fn;
     seg_spec spec;
@@ -75,10 +76,13 @@ typedef struct seg_cache {
     int high;          /* entries in use: entry[0 .. high) */
     int reset;         /* the arena is full: start over at the next lookup */
     seg_entry *last;   /* the entry of the last lookup, or NULL */
+    uint64_t tag;      /* the last lookup's tag */
     seg_context contexts[SEG_CONTEXTS];
     seg_entry entry[SEG_ENTRIES];
     size_t top;
     uint64_t log[SEG_LOG];
+    int64_t fit_coef[5 * (COST_FIELDS + SEG_LOG)]; /* a fit's room before it is kept */
+    int16_t fit_front[SEG_LOG];
     uint64_t arena[SEG_ARENA];
 } seg_cache;
 

@@ -38,10 +38,12 @@ typedef struct g_tensor {
     uint64_t grad_bytes; /* bytes of its gradient (a parameter's .grad) */
     int16_t last_use;    /* last forward op that references it */
     tid base;            /* the tensor owning its storage: itself, or a view's base */
-    uint16_t saved;      /* ops that keep it for backward */
+    uint16_t saved;      /* ops that keep it for backward (counted down by backward) */
     uint8_t role;
     uint8_t rg;          /* requires grad */
     uint8_t dt;          /* bytes per element (dtype) */
+    uint8_t param_done;  /* backward: a parameter's .grad exists */
+    int16_t grad;        /* backward: the storage holding its gradient; -1 = none */
 } g_tensor;
 
 typedef struct g_op {
@@ -62,10 +64,14 @@ typedef struct g_op {
  * them as its aux output, which backward hands over (fused linear + loss). */
 #define GRADS_IN_AUX 0x80u
 
+#define GRAPH_MAX_INPUTS 4 /* inputs the simulation tracks by index (more: scanned) */
+
 typedef struct graph {
     g_tensor t[GRAPH_MAX_TENSORS];
     g_op op[GRAPH_MAX_OPS];
     int nt, nop;
+    int ninputs;       /* ROLE_INPUT tensors, the first GRAPH_MAX_INPUTS in inputs */
+    tid inputs[GRAPH_MAX_INPUTS];
     int overflow;      /* a builder ran out of room: a bug, reported as such */
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
     tid output;        /* the segment's output */
@@ -104,7 +110,8 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 void llmem_graph_hold(graph *g, tid t);
-/* Simulate forward and backward. hold_output_in_backward: the output stays
+/* Simulate forward and backward, once per recording (backward counts the
+ * tensors' state down). hold_output_in_backward: the output stays
  * referenced during backward (reentrant checkpoint's recomputed output). */
 void llmem_graph_simulate(graph *g, int hold_output_in_backward, seg_cost *cost);
 
