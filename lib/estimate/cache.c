@@ -7,7 +7,9 @@ void llmem_segcache_init(seg_cache *c)
 {
     c->context_known = 0;
     c->context = c->serial = c->clock = 0;
-    c->hint = c->high = 0;
+    c->pos = c->high = 0;
+    for (int i = 0; i < SEG_HINTS; i++)
+        c->hint[i] = 0;
     c->reset = 0;
     c->last = NULL;
     c->top = 0;
@@ -22,6 +24,13 @@ static void start_over(seg_cache *c)
     llmem_segcache_init(c);
     c->serial = serial;
     c->clock = clock;
+}
+
+void llmem_segcache_begin(seg_cache *c, int same_context)
+{
+    c->pos = 0;
+    if (!same_context)
+        c->context_known = 0;
 }
 
 static uint64_t *arena_words(seg_cache *c, size_t n)
@@ -69,6 +78,23 @@ found:
     c->context_known = 1;
 }
 
+/* Bytes equal, a word at a time (n is a constant at every call). */
+static int same_bytes(const void *a, const void *b, size_t n)
+{
+    const unsigned char *p = a, *q = b;
+    uint64_t diff = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, p + i, 8);
+        memcpy(&y, q + i, 8);
+        diff |= x ^ y;
+    }
+    for (; i < n; i++)
+        diff |= (uint64_t)(p[i] ^ q[i]);
+    return diff == 0;
+}
+
 /* The key's scalars in one word, so a lookup mostly compares one word. */
 static uint64_t query_tag(uint64_t context, const seg_query *q)
 {
@@ -85,7 +111,7 @@ static int matches(const seg_entry *x, uint64_t tag, uint64_t context, const seg
     return x->tag == tag && x->context == context && x->fn == q->fn && x->regime == q->regime &&
            x->piece == q->piece && x->grad_enabled == q->grad_enabled &&
            x->hold_output == q->hold_output && x->hold_input == q->hold_input &&
-           memcmp(&x->spec, q->spec, sizeof x->spec) == 0;
+           same_bytes(&x->spec, q->spec, sizeof x->spec);
 }
 
 static size_t values(const seg_entry *x)
@@ -267,14 +293,16 @@ int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, co
     /* The walk asks for its segments in the same order every time: try the
      * entry after the last one found first. */
     uint64_t tag = query_tag(c->context, q);
+    int pos = c->pos < SEG_HINTS ? c->pos : SEG_HINTS - 1, h = c->hint[pos];
     c->tag = tag;
-    if (c->hint < c->high && matches(&c->entry[c->hint], tag, c->context, q))
-        x = &c->entry[c->hint];
+    c->pos++;
+    if (h < c->high && matches(&c->entry[h], tag, c->context, q))
+        x = &c->entry[h];
     for (int i = 0; x == NULL && i < c->high; i++)
         if (c->entry[i].tag == tag && matches(&c->entry[i], tag, c->context, q))
             x = &c->entry[i];
     if (x != NULL)
-        c->hint = (int)(x - c->entry) + 1;
+        c->hint[pos] = (int)(x - c->entry);
     c->last = x;
     if (x == NULL)
         return 0;

@@ -27,6 +27,7 @@
 #define SEG_FORMS 4       /* rows and columns an entry keeps */
 #define SEG_LOG 1024      /* steps one simulation may log */
 #define SEG_ARENA 49152   /* words of samples and forms, for every entry */
+#define SEG_HINTS 8       /* segments a walk asks for, remembered in order */
 
 typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
@@ -70,9 +71,11 @@ typedef struct seg_entry {
 } seg_entry;
 
 typedef struct seg_cache {
-    int context_known; /* the walk's context is `context` (reset by every walk) */
+    int context_known; /* the walk's context is `context` (reset by every walk unless
+                          the caller says it is the last walk's: walk_scratch's same_context) */
     uint64_t context, serial, clock;
-    int hint;          /* where the next lookup starts: the walk asks in the same order */
+    int pos;           /* lookups so far in this walk */
+    int hint[SEG_HINTS]; /* the entry found at each position of the last walks */
     int high;          /* entries in use: entry[0 .. high) */
     int reset;         /* the arena is full: start over at the next lookup */
     seg_entry *last;   /* the entry of the last lookup, or NULL */
@@ -86,8 +89,11 @@ typedef struct seg_cache {
     uint64_t arena[SEG_ARENA];
 } seg_cache;
 
-/* An empty cache (the arena and logs need no clearing). */
+/* An empty cache (the arena and logs need no clearing; all zeros is one too). */
 void llmem_segcache_init(seg_cache *c);
+/* A walk starts: its segments will be asked for in order; same_context: its
+ * model shape and build settings are the last walk's (else looked up again). */
+void llmem_segcache_begin(seg_cache *c, int same_context);
 /* The segment's cost from what c learnt, 1; or 0: simulate it (with
  * c->log as the graph's events), then call llmem_segcache_learn. */
 int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, const seg_query *q,

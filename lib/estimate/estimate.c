@@ -38,6 +38,8 @@ int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
     e->walk.graph.event_grads = NULL;
     e->walk.graph.events_cap = 0;
     e->walk.graph_overflow = 0;
+    e->walk.same_context = 0;
+    e->last_config = NULL;
     llmem_segcache_init(&e->walk.cache);
     *out = e;
     llmem__ok(ctx);
@@ -155,6 +157,7 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
     x->setup = key;
     x->layout = *l;
     x->used = ++e->clock;
+    x->serial = e->clock;
     *out = x;
     return LLMEM_OK;
 }
@@ -253,9 +256,16 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
                                  "formula: the article's sum is for one GPU; use the phased "
                                  "formula with a layout");
     llmem_rank_recipe(&s, &l, &rc);
-    if ((rc_ = find_config(e, &s, &l, &rc, &cf)) != LLMEM_OK)
+    if ((rc_ = find_config(e, &s, &l, &rc, &cf)) != LLMEM_OK) {
+        e->last_config = NULL;
         return rc_;
+    }
     int n = cf->nranks;
+    /* The walks of one configuration share the model shape and the setup (but
+     * batch and seq): the segment cache then need not look them up again. */
+    e->walk.same_context = cf == e->last_config && cf->serial == e->last_serial;
+    e->last_config = cf;
+    e->last_serial = cf->serial;
 
     /* Results are written only on success, so a failed run keeps the last one. */
     size_t peak = 0;

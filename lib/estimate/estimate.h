@@ -18,6 +18,7 @@
 
 typedef struct est_config {
     uint64_t used;                    /* 0: free */
+    uint64_t serial;                  /* when it was computed (a slot is reused) */
     uint64_t model;                   /* the key: the model's serial, */
     setup setup;                      /* the setup but batch and seq, */
     layout layout;                    /* and the layout */
@@ -48,6 +49,8 @@ struct llmem_estimate {
     model_shape model;
     model_params params;
     est_config config[ESTIMATE_CONFIGS];
+    const est_config *last_config;    /* the configuration of the last walks, and its serial */
+    uint64_t last_serial;
     walk_scratch walk;                /* reused by every run: no allocation */
 };
 

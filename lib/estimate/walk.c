@@ -376,7 +376,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     memset(&emb, 0, sizeof emb);
     memset(&head, 0, sizeof head);
     e->graph_overflow = 0;
-    e->cache.context_known = 0; /* looked up again at this walk's first segment */
+    llmem_segcache_begin(&e->cache, e->same_context);
     b.batch = s->batch;
     b.seq = s->seq;
     b.tokens = s->batch * s->seq;

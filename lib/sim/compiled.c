@@ -401,19 +401,25 @@ int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int 
 /* ---- evaluation ------------------------------------------------------------ */
 
 /* One loop per kind, so the compiler unrolls each polynomial. */
-#define EVAL_FORM(TERMS, EVAL)                                                        \
-    do {                                                                              \
-        for (int i = 0; i < COST_FIELDS; i++) {                                       \
-            const int64_t *c = f->coef + i * (TERMS);                                 \
-            v[i] = (EVAL);                                                            \
-        }                                                                             \
-        for (int j = 0; j < f->nf + f->nb; j++) {                                     \
-            const int64_t *c = f->coef + (size_t)f->front[j] * (TERMS);               \
-            uint64_t x = (EVAL);                                                      \
-            uint64_t *peak = j < f->nf ? &fwd : &bwd;                                 \
-            if (x > *peak)                                                            \
-                *peak = x;                                                            \
-        }                                                                             \
+/* One loop per kind, so the compiler unrolls each polynomial; the frontier
+ * split in two loops (forward, backward). */
+#define EVAL_ROW(c) ((uint64_t)(c)[0] + (uint64_t)(c)[1] * batch)
+#define EVAL_COL(c) ((uint64_t)(c)[0] + (uint64_t)(c)[1] * seq + (uint64_t)(c)[2] * ss)
+#define EVAL_FULL(c)                                                                   \
+    ((uint64_t)(c)[0] + (uint64_t)(c)[1] * seq + (uint64_t)(c)[2] * batch +             \
+     (uint64_t)(c)[3] * bs + (uint64_t)(c)[4] * bss)
+#define EVAL_FORM(TERMS, EVAL)                                                          \
+    do {                                                                                \
+        for (int i = 0; i < COST_FIELDS; i++)                                           \
+            v[i] = EVAL(f->coef + i * (TERMS));                                         \
+        for (int j = 0; j < f->nf; j++) {                                               \
+            uint64_t x = EVAL(f->coef + (size_t)f->front[j] * (TERMS));                 \
+            fwd = x > fwd ? x : fwd;                                                    \
+        }                                                                               \
+        for (int j = f->nf; j < f->nf + f->nb; j++) {                                   \
+            uint64_t x = EVAL(f->coef + (size_t)f->front[j] * (TERMS));                 \
+            bwd = x > bwd ? x : bwd;                                                    \
+        }                                                                               \
     } while (0)
 
 void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_cost *out)
@@ -422,14 +428,13 @@ void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_c
     uint64_t bs = batch * seq, bss = bs * seq, ss = seq * seq;
     switch (f->kind) {
     case FORM_ROW:
-        EVAL_FORM(2, (uint64_t)c[0] + (uint64_t)c[1] * batch);
+        EVAL_FORM(2, EVAL_ROW);
         break;
     case FORM_COL:
-        EVAL_FORM(3, (uint64_t)c[0] + (uint64_t)c[1] * seq + (uint64_t)c[2] * ss);
+        EVAL_FORM(3, EVAL_COL);
         break;
     default:
-        EVAL_FORM(5, (uint64_t)c[0] + (uint64_t)c[1] * seq + (uint64_t)c[2] * batch +
-                         (uint64_t)c[3] * bs + (uint64_t)c[4] * bss);
+        EVAL_FORM(5, EVAL_FULL);
         break;
     }
     out->persist = v[0];
