@@ -31,6 +31,7 @@ int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
     memset(e->trace_count, 0, sizeof e->trace_count);
     e->model_valid = e->model_checked = 0;
     e->model_serial = e->clock = 0;
+    e->tensors_valid = 0;
     for (int i = 0; i < ESTIMATE_CONFIGS; i++)
         e->config[i].used = 0;
     e->walk.graph.events = NULL; /* the graph's tables are written before they are read */
@@ -138,18 +139,30 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
     x->used = 0;
     x->nranks = llmem_layout_ranks(l, m, x->classes);
     llmem_rank_shape(m, l, &x->shape);
-    tensor_list tensors;
-    llmem_tensors_list(m, &e->params, &rc->run, &tensors);
-    if (tensors.overflow)
-        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                           "estimate: this model has more kinds of parameter tensors than "
-                           "the estimator lists (TENSOR_CLASSES_MAX); please report it");
-    step_static whole;
-    memset(&whole, 0, sizeof whole);
-    llmem_statics_params(&tensors, m, &rc->run, &whole);
-    x->trainable = whole.trainable;
+    /* The tensor list depends on the rank's setup, which many layouts share
+     * (a planner's): the last one is kept. */
+    setup run = rc->run;
+    run.batch = run.seq = 0;
+    if (!e->tensors_valid || e->tensors_model != e->model_serial ||
+        memcmp(&e->tensors_setup, &run, sizeof run) != 0) {
+        e->tensors_valid = 0;
+        llmem_tensors_list(m, &e->params, &rc->run, &e->tensors);
+        if (e->tensors.overflow)
+            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                               "estimate: this model has more kinds of parameter tensors than "
+                               "the estimator lists (TENSOR_CLASSES_MAX); please report it");
+        step_static whole;
+        memset(&whole, 0, sizeof whole);
+        llmem_statics_params(&e->tensors, m, &rc->run, &whole);
+        e->tensors_trainable = whole.trainable;
+        e->tensors_model = e->model_serial;
+        e->tensors_setup = run;
+        e->tensors_valid = 1;
+    }
+    const tensor_list *tensors = &e->tensors;
+    x->trainable = e->tensors_trainable;
     for (int i = 0; i < x->nranks; i++)
-        if (llmem_rank_share(&tensors, m, rc, l, &x->classes[i], &x->share[i]) != LLMEM_OK)
+        if (llmem_rank_share(tensors, m, rc, l, &x->classes[i], &x->share[i]) != LLMEM_OK)
             return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                                "estimate: a rank holds more kinds of parameter tensors than the "
                                "estimator lists (TENSOR_CLASSES_MAX); please report it");

@@ -49,6 +49,11 @@ struct llmem_estimate {
     model_shape model;
     model_params params;
     est_config config[ESTIMATE_CONFIGS];
+    /* The parameter tensors under the last rank setup (but batch and seq). */
+    int tensors_valid;
+    uint64_t tensors_model, tensors_trainable;
+    setup tensors_setup;
+    tensor_list tensors;
     const est_config *last_config;    /* the configuration of the last walks, and its serial */
     uint64_t last_serial;
     walk_scratch walk;                /* reused by every run: no allocation */
