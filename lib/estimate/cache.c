@@ -7,7 +7,9 @@ void llmem_segcache_init(seg_cache *c)
 {
     c->context_known = 0;
     c->context = c->serial = c->clock = 0;
-    c->pos = c->high = 0;
+    c->context_entries = 0;
+    c->pos = c->high = c->victim = 0;
+    c->walk_start = 0;
     for (int i = 0; i < SEG_HINTS; i++)
         c->hint[i] = 0;
     c->reset = 0;
@@ -29,6 +31,7 @@ static void start_over(seg_cache *c)
 void llmem_segcache_begin(seg_cache *c, int same_context)
 {
     c->pos = 0;
+    c->walk_start = ++c->clock;
     if (!same_context)
         c->context_known = 0;
 }
@@ -44,6 +47,22 @@ static uint64_t *arena_words(seg_cache *c, size_t n)
     return p;
 }
 
+/* A quick digest of a key's bytes (equal keys, equal digests; the bytes are
+ * compared after). */
+static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3u + (h >> 29);
+    }
+    for (; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3u;
+    return h;
+}
+
 /* The walk's model shape and build settings: found or added (the least
  * recently used one goes). */
 static void find_context(seg_cache *c, const model_shape *m, const build *b)
@@ -54,6 +73,7 @@ static void find_context(seg_cache *c, const model_shape *m, const build *b)
     settings.g = NULL;
     settings.batch = settings.seq = settings.tokens = 0;
     settings.hold_input = 0;
+    uint64_t hash = mix_bytes(mix_bytes(0, m, sizeof *m), &settings, sizeof settings);
     for (int i = 0; i < SEG_CONTEXTS; i++) {
         seg_context *x = &c->contexts[i];
         if (x->serial == 0) {
@@ -61,7 +81,7 @@ static void find_context(seg_cache *c, const model_shape *m, const build *b)
                 slot = x;
             continue;
         }
-        if (memcmp(&x->shape, m, sizeof *m) == 0 &&
+        if (x->hash == hash && memcmp(&x->shape, m, sizeof *m) == 0 &&
             memcmp(&x->settings, &settings, sizeof settings) == 0) {
             slot = x;
             goto found;
@@ -71,8 +91,15 @@ static void find_context(seg_cache *c, const model_shape *m, const build *b)
     }
     memcpy(&slot->shape, m, sizeof *m);
     memcpy(&slot->settings, &settings, sizeof settings);
+    slot->hash = hash;
     slot->serial = ++c->serial;
+    c->context_entries = 0; /* a new context: nothing to look for yet */
+    slot->used = ++c->clock;
+    c->context = slot->serial;
+    c->context_known = 1;
+    return;
 found:
+    c->context_entries = 1;
     slot->used = ++c->clock;
     c->context = slot->serial;
     c->context_known = 1;
@@ -296,6 +323,8 @@ int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, co
     int pos = c->pos < SEG_HINTS ? c->pos : SEG_HINTS - 1, h = c->hint[pos];
     c->tag = tag;
     c->pos++;
+    if (c->context_entries == 0)
+        return c->last = NULL, 0;
     if (h < c->high && matches(&c->entry[h], tag, c->context, q))
         x = &c->entry[h];
     for (int i = 0; x == NULL && i < c->high; i++)
@@ -324,11 +353,21 @@ static seg_entry *add_entry(seg_cache *c, const seg_query *q)
     if (c->high < SEG_ENTRIES) {
         x = &c->entry[c->high++];
     } else {
-        for (int i = 0; i < SEG_ENTRIES; i++) /* the least recently used goes */
-            if (x == NULL || c->entry[i].used < x->used)
-                x = &c->entry[i];
+        /* Round robin, sparing the entries this walk uses (a second chance). */
+        for (int k = 0; k < SEG_ENTRIES && x == NULL; k++) {
+            seg_entry *e = &c->entry[c->victim];
+            c->victim = c->victim + 1 == SEG_ENTRIES ? 0 : c->victim + 1;
+            if (e->used < c->walk_start)
+                x = e;
+        }
+        if (x == NULL)
+            x = &c->entry[c->victim];
     }
-    memset(x, 0, sizeof *x);
+    c->context_entries = 1;
+    x->nsamples = x->next_sample = x->nforms = x->next_form = 0;
+    x->unstable = x->lift = 0;
+    x->y = NULL;
+    x->full.kind = FORM_NONE;
     x->tag = c->tag;
     x->context = c->context;
     x->fn = q->fn;

@@ -33,7 +33,7 @@ typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
 typedef struct seg_context {
     uint64_t serial; /* 0: free */
-    uint64_t used;
+    uint64_t used, hash;
     model_shape shape;
     build settings;  /* the build but its batch, seq, tokens, hold_input and graph */
 } seg_context;
@@ -74,9 +74,12 @@ typedef struct seg_cache {
     int context_known; /* the walk's context is `context` (reset by every walk unless
                           the caller says it is the last walk's: walk_scratch's same_context) */
     uint64_t context, serial, clock;
+    int context_entries; /* 0: the context is new, no entry is its yet */
     int pos;           /* lookups so far in this walk */
     int hint[SEG_HINTS]; /* the entry found at each position of the last walks */
     int high;          /* entries in use: entry[0 .. high) */
+    int victim;        /* the next entry to reuse when all are in use */
+    uint64_t walk_start; /* the clock when this walk began */
     int reset;         /* the arena is full: start over at the next lookup */
     seg_entry *last;   /* the entry of the last lookup, or NULL */
     uint64_t tag;      /* the last lookup's tag */
