@@ -22,6 +22,7 @@
  *
  * usage: bench_estimate [seconds per batch, default 0.02] [batches, default 15]
  *                       [cases, default 300] [peer script, default the source's]
+ *        bench_estimate --calls LABEL N   (N calls of one configuration, untimed)
  */
 #define _POSIX_C_SOURCE 200112L
 
@@ -175,6 +176,39 @@ static void run_fresh(bench *b)
     llmem_ctx_free(ctx);
 }
 
+/* A new handle in the same context: its first run, and its first two. */
+static void run_first(bench *b)
+{
+    llmem_estimate *e;
+    uint64_t peak = 0;
+    if (llmem_estimate_new(b->ctx, &e) != LLMEM_OK)
+        die(b->ctx, "llmem_estimate_new", LLMEM_ENOMEM);
+    if (llmem_estimate_run(e, b->model, b->train) != LLMEM_OK)
+        die(b->ctx, "llmem_estimate_run", LLMEM_EINVAL);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &peak);
+    sink += peak;
+    llmem_estimate_free(e);
+}
+
+static void run_first_two(bench *b)
+{
+    llmem_estimate *e;
+    uint64_t peak = 0;
+    if (llmem_estimate_new(b->ctx, &e) != LLMEM_OK)
+        die(b->ctx, "llmem_estimate_new", LLMEM_ENOMEM);
+    set_int(b->train, b->ctx, LLMEM_TRAIN_BATCH, 4);
+    set_int(b->train, b->ctx, LLMEM_TRAIN_SEQ, 2048);
+    if (llmem_estimate_run(e, b->model, b->train) != LLMEM_OK)
+        die(b->ctx, "llmem_estimate_run", LLMEM_EINVAL);
+    set_int(b->train, b->ctx, LLMEM_TRAIN_BATCH, 8);
+    set_int(b->train, b->ctx, LLMEM_TRAIN_SEQ, 1024);
+    if (llmem_estimate_run(e, b->model, b->train) != LLMEM_OK)
+        die(b->ctx, "llmem_estimate_run", LLMEM_EINVAL);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &peak);
+    sink += peak;
+    llmem_estimate_free(e);
+}
+
 static void run_fresh_empty(bench *b)
 {
     llmem_ctx *ctx;
@@ -233,6 +267,8 @@ static const config configs[] = {
     { "sweep, flash+ckpt", "flash", "full", "full", "phased", "upcast", run_sweep },
     { "planner: new setup+layout", "flash", "none", "full", "phased", "upcast", run_planner },
     { "uncached: never-seen setup", "eager", "none", "full", "phased", "upcast", run_uncached },
+    { "new handle: first run", "eager", "none", "full", "phased", "upcast", run_first },
+    { "new handle: first two runs", "eager", "none", "full", "phased", "upcast", run_first_two },
     { "fresh ctx+handle+estimate", "eager", "none", "full", "phased", "upcast", run_fresh },
     { "fresh ctx+handle, no run", "eager", "none", "full", "phased", "upcast", run_fresh_empty },
 };
@@ -444,12 +480,28 @@ static int peer_ns(const char *script, double seconds, double *ns, double *gib)
     return pclose(p) == 0 && ok;
 }
 
+/* bench_estimate --calls LABEL N: N calls of one configuration and nothing
+ * else, for an instruction count (bench/bench_instructions.sh). */
+static int calls_only(bench *b, const char *label, long n)
+{
+    for (size_t i = 0; i < NCONFIGS; i++)
+        if (strcmp(configs[i].label, label) == 0) {
+            configure(b, &configs[i]);
+            for (long k = 0; k < n; k++)
+                configs[i].fn(b);
+            return EXIT_SUCCESS;
+        }
+    fprintf(stderr, "bench_estimate: no configuration \"%s\"\n", label);
+    return EXIT_FAILURE;
+}
+
 int main(int argc, char **argv)
 {
     bench b;
-    double seconds = argc > 1 ? atof(argv[1]) : 0.02;
-    int reps = argc > 2 ? atoi(argv[2]) : 15;
-    int cases = argc > 3 ? atoi(argv[3]) : 300;
+    int calls = argc == 4 && strcmp(argv[1], "--calls") == 0;
+    double seconds = argc > 1 && !calls ? atof(argv[1]) : 0.02;
+    int reps = argc > 2 && !calls ? atoi(argv[2]) : 15;
+    int cases = argc > 3 && !calls ? atoi(argv[3]) : 300;
     const char *script = argc > 4 ? argv[4] : LLMEM_PEER_SCRIPT;
     double per[NCONFIGS];
     int rc;
@@ -466,6 +518,15 @@ int main(int argc, char **argv)
         (rc = llmem_estimate_new(b.ctx, &b.est)) != LLMEM_OK)
         die(b.ctx, "new", rc);
     set_str(b.train, b.ctx, LLMEM_TRAIN_PRECISION, "bf16-mixed");
+    if (calls) {
+        rc = calls_only(&b, argv[2], atol(argv[3]));
+        llmem_estimate_free(b.est);
+        llmem_parallel_free(b.layout);
+        llmem_train_free(b.train);
+        llmem_model_free(b.model);
+        llmem_ctx_free(b.ctx);
+        return rc;
+    }
 
     printf("libllmem %s, %s, bf16-mixed, AdamW, batch 4 x seq 2048 unless swept\n",
            llmem_version_string(), PRESET);
@@ -488,11 +549,9 @@ int main(int argc, char **argv)
     if (!peer_ns(script, seconds, &peer, &gib)) {
         printf("   not run (python3 or the script is missing)\n");
     } else {
-        static const struct {
-            const char *label;
-            size_t config;
-        } rows[] = { { "uncached: never-seen setup", 12 }, { "planner: new setup+layout", 11 },
-                     { "same setup (eager)", 0 }, { "sweep batch x seq", 6 } };
+        static const char *const rows[] = { "uncached: never-seen setup",
+                                            "planner: new setup+layout", "same setup: eager",
+                                            "sweep batch x seq" };
         uint64_t ours = 0;
         configure(&b, &configs[0]);
         run_checked(&b, NULL);
@@ -501,8 +560,9 @@ int main(int argc, char **argv)
                "%.2f GiB\n", gib, (double)ours / 1073741824.0);
         printf("%-28s %12s %12s %8s\n", "ours", "ns/estimate", "peer ns", "peer/ours");
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-            printf("%-28s %12.1f %12.1f %7.1fx\n", rows[i].label, per[rows[i].config], peer,
-                   peer / per[rows[i].config]);
+            for (size_t k = 0; k < NCONFIGS; k++)
+                if (strcmp(configs[k].label, rows[i]) == 0)
+                    printf("%-28s %12.1f %12.1f %7.1fx\n", rows[i], per[k], peer, peer / per[k]);
     }
 
     llmem_estimate_free(b.est);
