@@ -121,7 +121,8 @@ static int check_model(llmem_estimate *e, const setup *s)
 static int find_config(llmem_estimate *e, const setup *s, const layout *l, const rank_recipe *rc,
                        est_config **out)
 {
-    setup key = *s;
+    setup key;
+    memcpy(&key, s, sizeof key); /* with its padding: keys compare with memcmp */
     key.batch = key.seq = 0;
     est_config *x = NULL;
     for (int i = 0; i < ESTIMATE_CONFIGS; i++) {
@@ -141,7 +142,8 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
     llmem_rank_shape(m, l, &x->shape);
     /* The tensor list depends on the rank's setup, which many layouts share
      * (a planner's): the last one is kept. */
-    setup run = rc->run;
+    setup run;
+    memcpy(&run, &rc->run, sizeof run);
     run.batch = run.seq = 0;
     if (!e->tensors_valid || e->tensors_model != e->model_serial ||
         memcmp(&e->tensors_setup, &run, sizeof run) != 0) {
@@ -156,7 +158,7 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
         llmem_statics_params(&e->tensors, m, &rc->run, &whole);
         e->tensors_trainable = whole.trainable;
         e->tensors_model = e->model_serial;
-        e->tensors_setup = run;
+        memcpy(&e->tensors_setup, &run, sizeof run);
         e->tensors_valid = 1;
     }
     const tensor_list *tensors = &e->tensors;
@@ -167,8 +169,8 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
                                "estimate: a rank holds more kinds of parameter tensors than the "
                                "estimator lists (TENSOR_CLASSES_MAX); please report it");
     x->model = e->model_serial;
-    x->setup = key;
-    x->layout = *l;
+    memcpy(&x->setup, &key, sizeof key);
+    memcpy(&x->layout, l, sizeof *l);
     x->used = ++e->clock;
     x->serial = e->clock;
     *out = x;
