@@ -4,8 +4,9 @@
  * millions of times? Three parts, one run:
  *
  * 1. Throughput (Llama-3.1-8B, bf16-mixed, AdamW): nanoseconds per
- *    llmem_estimate_run() on one reused handle, the best of many timed
- *    batches (clock_gettime(CLOCK_MONOTONIC)): the same setup, sweeps of
+ *    llmem_estimate_run() on one reused handle, the best of many short timed
+ *    batches (clock_gettime(CLOCK_MONOTONIC); short, so that some escape
+ *    preemption on a shared machine): the same setup, sweeps of
  *    batch x seq (with batch 1, seq 1..3 and the chunked loss), the
  *    planner's case (the setup and layout change at every call), a setup
  *    never seen before (nothing cached), and a fresh handle per estimate.
@@ -20,9 +21,10 @@
  *    calc_transformer_mem.py's published equations) timed in-process by
  *    Python on the same model and setup, next to ours, as a ratio.
  *
- * usage: bench_estimate [seconds per batch, default 0.02] [batches, default 15]
+ * usage: bench_estimate [seconds per batch, default 0.002] [batches, default 150]
  *                       [cases, default 300] [peer script, default the source's]
- *        bench_estimate --calls LABEL N   (N calls of one configuration, untimed)
+ *        bench_estimate --calls LABEL N [PRESET]  (N calls of one configuration, untimed)
+ *        bench_estimate --presets                 (the preset names)
  */
 #define _POSIX_C_SOURCE 200112L
 
@@ -282,8 +284,10 @@ static void configure(bench *b, const config *c)
     set_str(b->train, b->ctx, LLMEM_TRAIN_METHOD, c->method);
     set_str(b->train, b->ctx, LLMEM_TRAIN_FORMULA, c->formula);
     set_str(b->train, b->ctx, LLMEM_TRAIN_LOSS, c->loss);
+    int64_t positions = 0;
+    llmem_model_get_int(b->model, LLMEM_MODEL_MAX_POSITIONS, &positions);
     set_int(b->train, b->ctx, LLMEM_TRAIN_BATCH, 4);
-    set_int(b->train, b->ctx, LLMEM_TRAIN_SEQ, 2048);
+    set_int(b->train, b->ctx, LLMEM_TRAIN_SEQ, positions > 0 && positions < 2048 ? positions : 2048);
     llmem_train_set_double(b->train, LLMEM_TRAIN_DROPOUT, 0.0);
     llmem_parallel_set_int(b->layout, LLMEM_PARALLEL_DP, 1);
     llmem_parallel_set_int(b->layout, LLMEM_PARALLEL_TP, 1);
@@ -469,10 +473,10 @@ static void latency_sweep(llmem_ctx *ctx, int cases)
 
 /* ---- 3. the peer --------------------------------------------------------- */
 
-static int peer_ns(const char *script, double seconds, double *ns, double *gib)
+static int peer_ns(const char *script, double seconds, int reps, double *ns, double *gib)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "python3 '%s' %.3f 15 2>/dev/null", script, seconds * 2.5);
+    snprintf(cmd, sizeof cmd, "python3 '%s' %.4f %d 2>/dev/null", script, seconds * 5, reps);
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return 0;
@@ -498,9 +502,14 @@ static int calls_only(bench *b, const char *label, long n)
 int main(int argc, char **argv)
 {
     bench b;
-    int calls = argc == 4 && strcmp(argv[1], "--calls") == 0;
-    double seconds = argc > 1 && !calls ? atof(argv[1]) : 0.02;
-    int reps = argc > 2 && !calls ? atoi(argv[2]) : 15;
+    int calls = (argc == 4 || argc == 5) && strcmp(argv[1], "--calls") == 0;
+    if (argc == 2 && strcmp(argv[1], "--presets") == 0) {
+        for (size_t i = 0; i < llmem_preset_count(); i++)
+            printf("%s\n", llmem_preset_name(i));
+        return EXIT_SUCCESS;
+    }
+    double seconds = argc > 1 && !calls ? atof(argv[1]) : 0.002;
+    int reps = argc > 2 && !calls ? atoi(argv[2]) : 150;
     int cases = argc > 3 && !calls ? atoi(argv[3]) : 300;
     const char *script = argc > 4 ? argv[4] : LLMEM_PEER_SCRIPT;
     double per[NCONFIGS];
@@ -512,7 +521,8 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof b);
     if ((rc = llmem_ctx_new(&b.ctx, NULL)) != LLMEM_OK)
         die(NULL, "llmem_ctx_new", rc);
-    if ((rc = llmem_model_new_preset(b.ctx, PRESET, &b.model)) != LLMEM_OK ||
+    if ((rc = llmem_model_new_preset(b.ctx, calls && argc == 5 ? argv[4] : PRESET, &b.model)) !=
+            LLMEM_OK ||
         (rc = llmem_train_new(b.ctx, &b.train)) != LLMEM_OK ||
         (rc = llmem_parallel_new(b.ctx, &b.layout)) != LLMEM_OK ||
         (rc = llmem_estimate_new(b.ctx, &b.est)) != LLMEM_OK)
@@ -546,7 +556,7 @@ int main(int argc, char **argv)
     double peer = 0, gib = 0;
     printf("\n3. The peer: EleutherAI's calc_transformer_mem.py formula (%s), "
            "Python, timed in-process\n", script);
-    if (!peer_ns(script, seconds, &peer, &gib)) {
+    if (!peer_ns(script, seconds, reps, &peer, &gib)) {
         printf("   not run (python3 or the script is missing)\n");
     } else {
         static const char *const rows[] = { "uncached: never-seen setup",

@@ -6,16 +6,19 @@
 # LABEL N` at two N and prints the difference per call, so setup and exit
 # cancel out.
 #
-# usage: bench/bench_instructions.sh BENCH_ESTIMATE [N, default 400]
+# With --presets, also a new handle's first and second run for every preset
+# (default setup: bf16-mixed, AdamW, batch 4, seq 2048 or the model's limit).
+#
+# usage: bench/bench_instructions.sh BENCH_ESTIMATE [N, default 400] [--presets]
 set -euo pipefail
-bench=${1:?usage: $0 BENCH_ESTIMATE [N]}
+bench=${1:?usage: $0 BENCH_ESTIMATE [N] [--presets]}
 n=${2:-400}
 if ! command -v valgrind >/dev/null; then
     echo "bench_instructions: valgrind not found" >&2
     exit 0
 fi
-count() { # count LABEL CALLS: instructions of the whole run
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" --calls "$1" "$2" 2>&1 |
+count() { # count LABEL CALLS [PRESET]: instructions of the whole run
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" --calls "$@" 2>&1 |
         awk '/Collected :/ { print $4 }'
 }
 labels=(
@@ -31,3 +34,12 @@ for label in "${labels[@]}"; do
     b=$(count "$label" $((3 * n)))
     printf '%-28s %14d\n' "$label" $(((b - a) / (2 * n)))
 done
+[[ ${3:-} == --presets ]] || exit 0
+printf '\n%-36s %12s %12s\n' "preset (new handle)" "first run" "second run"
+while read -r preset; do
+    one=$(( ($(count "new handle: first run" $((3 * n / 4)) "$preset") -
+             $(count "new handle: first run" $((n / 4)) "$preset")) / (n / 2) ))
+    two=$(( ($(count "new handle: first two runs" $((3 * n / 4)) "$preset") -
+             $(count "new handle: first two runs" $((n / 4)) "$preset")) / (n / 2) ))
+    printf '%-36s %12d %12d\n' "$preset" "$one" $((two - one))
+done < <("$bench" --presets)
