@@ -25,8 +25,8 @@ static const char *const presets[] = { "openai-community/gpt2", "meta-llama/Llam
                                        "Qwen/Qwen2.5-0.5B" };
 static const char *const precisions[] = { "fp32", "bf16-mixed", "bf16" };
 static const char *const methods[] = { "full", "lora", "freeze", "qlora" };
-static const char *const ckpts[] = { "none", "full" };
-static const char *const attentions[] = { "eager", "flash" };
+static const char *const ckpts[] = { "none", "reentrant", "non-reentrant" };
+static const char *const attentions[] = { "eager", "sdpa" };
 static const char *const losses[] = { "upcast", "chunked" };
 
 #define N(a) (sizeof a / sizeof a[0])
@@ -70,6 +70,7 @@ ParameterizedTest(walk_case *c, walk, backward_releases_everything)
     llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, attentions[c->attention]);
     llmem_train_set_str(t, LLMEM_TRAIN_LOSS, losses[c->loss]);
     llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, c->dropout ? 0.1 : 0.0);
+    llmem_train_set_double(t, LLMEM_TRAIN_LORA_DROPOUT, c->dropout ? 0.05 : 0.0);
     llmem_train_set_int(t, LLMEM_TRAIN_GRAD_ACCUM, c->accum ? 4 : 1);
     llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 2);
     llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 256);
