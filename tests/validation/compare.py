@@ -104,7 +104,9 @@ def build_command(llmem, row):
     return cmd
 
 
-def run_llmem(cmd, timeout):
+def run_llmem(cmd, timeout, want_doc=False):
+    """The allocated peak, its phase and the per-phase peaks of one llmem run
+    (and its whole JSON document when want_doc)."""
     where = " ".join(cmd)
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -144,6 +146,8 @@ def run_llmem(cmd, timeout):
                 c = coarse_phase(k)
                 if c in COARSE:
                     phases[c] = max(phases.get(c, 0.0), float(v))
+    if want_doc:
+        return float(peak), phase, phases, doc
     return float(peak), phase, phases
 
 
