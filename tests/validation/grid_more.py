@@ -33,7 +33,7 @@ MM.install()
 
 EXTRA = ["qk_norm", "experts", "experts_per_token", "expert_intermediate",
          "shared_expert_intermediate", "shared_expert_gate"]
-COLUMNS = G.COLUMNS + EXTRA
+COLUMNS = G.COLUMNS + EXTRA + ["lora_dropout"]
 
 
 @dataclasses.dataclass
@@ -105,6 +105,20 @@ ROWS = [
     ("e03", "e1", 2, 256, "bf16-mixed", "adamw", "reentrant", 0.0, "lora", {"lora_rank": 8}),
     ("e04", "e1", 1, 512, "bf16", "adamw", "none", 0.0, "full", {}),
     ("e05", "e1", 1, 256, "fp32", "adamw", "reentrant", 0.0, "lora", {"lora_rank": 8}),
+    # what current defaults run (SDPA, the fused step, non-reentrant
+    # checkpointing): the fused kernel saves Phi-3's v, a view of qkv_proj's
+    # output, and so keeps that output alive
+    ("q05", "q1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "fused"}),
+    ("m07", "m1", 2, 256, "bf16-mixed", "adamw", "non-reentrant", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "fused"}),
+    ("p06", "p1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "fused"}),
+    ("p07", "p2", 2, 256, "bf16-mixed", "adamw", "non-reentrant", 0.0, "lora",
+     {"attention": "sdpa", "optimizer_impl": "fused", "lora_rank": 8,
+      "lora_targets": PHI3_TARGETS, "lora_dropout": 0.05}),
+    ("p08", "p1", 1, 256, "fp32", "adamw", "none", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "forloop"}),
 ]
 
 
@@ -116,6 +130,7 @@ def csv_row(rid, rc, res):
     r = G.csv_row(rid, rc, res)
     for k in EXTRA:
         r[k] = int(getattr(rc, k))
+    r["lora_dropout"] = rc.lora_dropout
     return r
 
 

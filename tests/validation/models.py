@@ -608,6 +608,15 @@ class LlamaAttention(nn.Module):
         attn_output = attn_output.transpose(1, 2).contiguous()
         return attn_output, attn_weights
 
+    def _attend(self, query, key, value, attention_mask):
+        """The attention interface the model was built with: eager, or
+        transformers' sdpa_attention_forward (sdpa.py); [B, S, H, D] out."""
+        p = 0.0 if not self.training else self.attention_dropout
+        if self.attention == "sdpa":
+            return sdpa_attention_forward(self._amp[0], query, key, value, p, self.scaling,
+                                          gqa_module=True), None
+        return self._eager(query, key, value, attention_mask, self.scaling, p)
+
     def forward(self, hidden_states, position_embeddings, attention_mask):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
@@ -616,16 +625,8 @@ class LlamaAttention(nn.Module):
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
-        if self.attention == "sdpa":
-            attn_output = sdpa_attention_forward(
-                self._amp[0], query_states, key_states, value_states,
-                0.0 if not self.training else self.attention_dropout, self.scaling,
-                gqa_module=True)
-            attn_weights = None
-        else:
-            attn_output, attn_weights = self._eager(
-                query_states, key_states, value_states, attention_mask, self.scaling,
-                0.0 if not self.training else self.attention_dropout)
+        attn_output, attn_weights = self._attend(query_states, key_states, value_states,
+                                                 attention_mask)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         attn_output = self.o_proj(attn_output)
         return attn_output, attn_weights
