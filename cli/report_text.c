@@ -211,9 +211,11 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     }
     fprintf(out, "%s\n",
             req->train_flags ? "" : " (the defaults: what " CLI_DEFAULTS_SOURCE " does)");
-    fprintf(out, "%-*sbatch %lld x seq %lld, grad-ckpt %s, attention %s, loss %s", LABEL_WIDTH,
+    /* "full" is transformers' default variant, non-reentrant (LLMEM_GRAD_CKPT_FULL). */
+    fprintf(out, "%-*sbatch %lld x seq %lld, grad-ckpt %s%s, attention %s, loss %s", LABEL_WIDTH,
             "", (long long)s->batch.i, (long long)s->seq.i, s->grad_ckpt.text,
-            s->attention.text, s->loss.text);
+            strcmp(s->grad_ckpt.text, "full") == 0 ? " (non-reentrant)" : "", s->attention.text,
+            s->loss.text);
     if (s->dropout.d > 0)
         fprintf(out, ", dropout %g", s->dropout.d);
     if (s->grad_accum.i > 1)

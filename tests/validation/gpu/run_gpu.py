@@ -268,8 +268,13 @@ def measure_row(row, device, idle, torch, transformers):
 
 
 def cmd_measure(a):
-    import torch
-    import transformers
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        print("run_gpu.py: measure needs torch and transformers (and peft for the LoRA "
+              "rows): %s" % e, file=sys.stderr)
+        return 2
     try:
         import peft
         peft_version = peft.__version__
@@ -305,6 +310,9 @@ def cmd_measure(a):
                "lora_rank": lora[0] if lora else 0, "lora_targets": lora[1] if lora else "",
                "lora_dropout": lora[2] if lora else 0.0}
         rec.update(info)
+        if method == "lora" and not peft_version:
+            print("run_gpu.py: %s: skipped, peft is not installed" % rid)
+            continue
         try:
             rec.update(measure_row(row, device, idle, torch, transformers))
         except torch.cuda.OutOfMemoryError as e:  # a row too large for this GPU
