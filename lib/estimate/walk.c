@@ -188,6 +188,14 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     return bytes + projections * spec->lora_rank * adapted * cdt;
 }
 
+/* How a checkpointed layer is recomputed in backward (SIM_PLAIN: not checkpointed). */
+static int recompute_mode(const setup *s)
+{
+    if (s->grad_ckpt == LLMEM_GRAD_CKPT_NONE)
+        return SIM_PLAIN;
+    return s->grad_ckpt == LLMEM_GRAD_CKPT_REENTRANT ? SIM_HOLD_OUTPUT : SIM_EARLY_STOP;
+}
+
 static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const setup *s,
                          uint64_t x_bytes, layer_group *grp)
 {
@@ -199,7 +207,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
          * gradient (reentrant), or up to its last saved tensor (non-reentrant). */
         seg_cost again;
         uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b->ep);
-        int mode = s->grad_ckpt == LLMEM_GRAD_CKPT_REENTRANT ? SIM_HOLD_OUTPUT : SIM_EARLY_STOP;
+        int mode = recompute_mode(s);
         simulate(e, b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN, &c);
         b->hold_input = 1; /* the checkpoint keeps its saved input while recomputing */
         simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, mode, &again);
@@ -302,14 +310,14 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
 /* Simulate a segment again with its events logged, for the timeline. */
 static void trace_simulate(walk_scratch *e, walk_trace *t, build *b, segment_builder fn,
                            const model_shape *m, const seg_spec *spec, int grad_enabled,
-                           int hold_output)
+                           int mode)
 {
     seg_cost c;
     e->graph.events = t->events;
     e->graph.event_ops = t->ops;
     e->graph.event_grads = t->grads;
     e->graph.events_cap = TRACE_EVENTS;
-    simulate_now(e, b, fn, m, spec, grad_enabled, hold_output, &c);
+    simulate_now(e, b, fn, m, spec, grad_enabled, mode, &c);
     e->graph.events = NULL;
     e->graph.event_ops = NULL;
     e->graph.event_grads = NULL;
@@ -322,7 +330,7 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
                           const layer_group *g, uint64_t first, uint64_t live, uint64_t growth,
                           uint64_t x_bytes, uint64_t gathered, uint64_t grads, int ckpt)
 {
-    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, 0);
+    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, SIM_PLAIN);
     for (uint64_t k = 0; k < g->count; k++) {
         uint64_t before = live + k * growth;
         if (t->expand || k + 1 == g->count)
@@ -337,15 +345,16 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
 
 /* Backward through a run of identical layers, the top one first, from
  * `live` bytes: the layer holding the run's peak op by op (its
- * recomputation first, under checkpointing), the others by the live bytes
- * after each. */
+ * recomputation first, under checkpointing: mode, as recompute_mode), the
+ * others by the live bytes after each. */
 static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
                            const layer_group *g, uint64_t first, uint64_t live, int64_t delta,
-                           uint64_t grads, uint64_t kept, uint64_t gathered, int ckpt)
+                           uint64_t grads, uint64_t kept, uint64_t gathered, int mode)
 {
     uint64_t shown = delta >= 0 ? g->count - 1 : 0;
+    int ckpt = mode != SIM_PLAIN;
     b->hold_input = ckpt;
-    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, ckpt);
+    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, mode);
     b->hold_input = 0;
     int nf = e->graph.nevents_forward, n = e->graph.nevents;
     for (uint64_t k = 0; k < g->count; k++) {
@@ -476,7 +485,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     if (in->embedding) {
         candidate(&w, LLMEM_PHASE_FORWARD, w.live + emb.fwd_peak + gather->embedding, w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "embedding", -1, w.live + gather->embedding, w.grads);
         }
@@ -505,7 +514,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         candidate(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + head.fwd_peak + gather->head,
                   w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "head", -1, w.live - x_bytes + gather->head, w.grads);
         }
@@ -526,7 +535,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t kept = accumulating ? 0 : kept_of(keep, head.param_grads, head.param_grads_wide);
         candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak + gather->head, w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
                                LLMEM_PHASE_LOSS_BACKWARD, "loss", -1, before + gather->head,
                                w.grads);
@@ -551,7 +560,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
                   w.grads + (g->count - 1) * kept);
         if (t != NULL)
             trace_backward(e, t, &b, m, g, first, w.live, delta, w.grads, kept,
-                           gather->layer_bwd, ckpt);
+                           gather->layer_bwd, recompute_mode(s));
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;
     }
@@ -565,7 +574,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t before = w.live - emb.bwd_start;
         candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + gather->embedding, w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
                                LLMEM_PHASE_BACKWARD, "embedding", -1,
                                before + gather->embedding, w.grads);
