@@ -86,7 +86,10 @@ static const cli_flag flags[] = {
     TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, NULL,
           "precision recipe"),
     TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, NULL,
-          "optimizer"),
+          "optimizer, ours or the Trainer's optim name (adamw_torch sets --optimizer-impl "
+          "foreach, adamw_torch_fused fused)"),
+    TRAIN("optimizer-impl", "optimizer_impl", LLMEM_TRAIN_OPTIMIZER_IMPL, CLI_KIND_NAME, NULL,
+          "how a torch optimizer steps: one fused kernel, foreach, or a loop over tensors"),
     TRAIN("grad-ckpt", "grad_ckpt", LLMEM_TRAIN_GRAD_CKPT, CLI_KIND_NAME, NULL,
           "gradient checkpointing"),
     TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, NULL,
@@ -99,6 +102,8 @@ static const cli_flag flags[] = {
           "LoRA rank, for --method lora or qlora"),
     TRAIN("lora-targets", "lora_targets", LLMEM_TRAIN_LORA_TARGETS, CLI_KIND_NAMES,
           "M[,M...]", "LoRA target modules"),
+    TRAIN("lora-dropout", "lora_dropout", LLMEM_TRAIN_LORA_DROPOUT, CLI_KIND_REAL, "P",
+          "PEFT's lora_dropout in [0, 1): each adapter's own dropout on its input"),
     TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, "N",
           "first N decoder layers frozen, for --method freeze"),
     TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, NULL,
@@ -257,7 +262,7 @@ void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap)
 
 void cli_flag_values(const cli_flag *flag, char *buf, size_t cap)
 {
-    char choices[200];
+    char choices[CLI_CHOICES_CAP];
     cli_flag_choices(flag, choices, sizeof choices);
     if (flag->kind == CLI_KIND_NAMES)
         snprintf(buf, cap, "%s with M in %s", flag->metavar, choices);
@@ -316,7 +321,7 @@ int cli_args_next(cli_arg_iter *it, const cli_flag **flag, const char **value)
     } else if (it->next < it->argc && !looks_like_flag(it->argv[it->next])) {
         *value = it->argv[it->next++];
     } else {
-        char values[240];
+        char values[CLI_CHOICES_CAP + 40];
         cli_flag_values(f, values, sizeof values);
         cli_error("--%s: missing value (expected %s)", f->name, values);
         return -1;

@@ -13,6 +13,9 @@
 
 /* The model `llmem estimate` uses when no model flag is given. */
 #define CLI_DEFAULT_MODEL "meta-llama/Llama-3.2-1B"
+/* Whose defaults the library's training defaults are (include/llmem.h,
+ * docs/memory-model.md "Defaults"). */
+#define CLI_DEFAULTS_SOURCE "transformers 5.x with PyTorch 2.11"
 
 #if defined(__GNUC__)
 #define CLI_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))

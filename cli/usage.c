@@ -47,7 +47,7 @@ static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f
 
 static void print_flag(FILE *out, const cli_flag *f, const char *default_text)
 {
-    char values[240], head[280];
+    char values[CLI_CHOICES_CAP + 40], head[CLI_CHOICES_CAP + 80];
     if (f->kind == CLI_KIND_NAMES)
         snprintf(values, sizeof values, "%s", f->metavar);
     else

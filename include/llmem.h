@@ -396,9 +396,15 @@ LLMEM_API int llmem_weights_dtype(const llmem_weights *weights, size_t index, co
 /**
  * @defgroup train Training setup
  * How the model is trained: precision, optimizer, method, batch, sequence,
- * checkpointing and kernels. Defaults: batch 1, sequence 512, bf16-mixed,
- * AdamW, full fine-tuning, no checkpointing, eager attention, dropout 0,
- * fp32-upcast loss, phased formula.
+ * checkpointing and kernels. Defaults are what a user of Hugging Face
+ * transformers 5.x with PyTorch 2.11 on a Hopper GPU gets when setting
+ * nothing (docs/memory-model.md, "Defaults"): batch 1, sequence 512,
+ * bf16-mixed, AdamW with the fused implementation (the Trainer's
+ * `adamw_torch_fused`, its default with torch >= 2.8), full fine-tuning, no
+ * checkpointing (non-reentrant when asked for: transformers' default since
+ * 5.x), SDPA attention (the Trainer's `attn_implementation` default), dropout
+ * 0, LoRA dropout 0 (PEFT's default), fp32-upcast loss, phased formula.
+ * Before 0.2.0 the defaults were eager attention and the foreach AdamW step.
  * @{
  */
 /** Opaque training setup. @since 0.1.0 */
@@ -421,7 +427,15 @@ enum llmem_train_key {
     LLMEM_TRAIN_GRAD_ACCUM = 13,    /**< gradient accumulation steps (int) */
     LLMEM_TRAIN_FORMULA = 14,       /**< #llmem_formula */
     LLMEM_TRAIN_ARTICLE_TMP_FACTOR = 15, /**< article mode: m_tmp = factor x m_p (double) */
-    LLMEM_TRAIN_ARTICLE_PARAM_BYTES = 16 /**< article mode: bytes per parameter (int) */
+    LLMEM_TRAIN_ARTICLE_PARAM_BYTES = 16, /**< article mode: bytes per parameter (int) */
+    /** #llmem_optimizer_impl: how a torch.optim optimizer runs its step (fused, foreach,
+     * forloop); the others run their own kernels and ignore it. Setting the optimizer by
+     * a Trainer `optim` name that implies one ("adamw_torch": foreach,
+     * "adamw_torch_fused": fused) sets this field too. @since 0.2.0 */
+    LLMEM_TRAIN_OPTIMIZER_IMPL = 17,
+    /** PEFT's `lora_dropout` in [0, 1) (double): with p > 0 each adapted module runs
+     * its own nn.Dropout on its input before lora_A. Default 0 (PEFT's). @since 0.2.0 */
+    LLMEM_TRAIN_LORA_DROPOUT = 18
 };
 
 /** Precision recipes. @since 0.1.0 */
@@ -431,7 +445,14 @@ enum llmem_precision {
     LLMEM_PRECISION_FP16_MIXED = 3, /**< "fp16-mixed": fp32 weights/master, fp16 autocast */
     LLMEM_PRECISION_BF16 = 4        /**< "bf16": weights, grads and states in bf16 */
 };
-/** Optimizers. @since 0.1.0 */
+/**
+ * Optimizers. Each is also accepted by its Hugging Face Trainer `optim` name
+ * (llmem_train_choice() lists them): "adamw_torch" and "adamw_torch_fused"
+ * (AdamW with the foreach or fused step), "adamw_bnb_8bit" and
+ * "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "lion_8bit",
+ * "lion_32bit", "paged_lion_8bit", "paged_lion_32bit"; "adafactor" and "sgd"
+ * are spelled alike. @since 0.1.0
+ */
 enum llmem_optimizer {
     LLMEM_OPTIMIZER_ADAMW = 1, LLMEM_OPTIMIZER_ADAM = 2, LLMEM_OPTIMIZER_SGD = 3,
     LLMEM_OPTIMIZER_SGD_MOMENTUM = 4, LLMEM_OPTIMIZER_ADAFACTOR = 5,
@@ -441,14 +462,57 @@ enum llmem_optimizer {
      * not in allocated or reserved. @since 0.1.0 */
     LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT = 8,
     /** "paged-adamw": bitsandbytes' PagedAdamW (32-bit states), paged likewise. @since 0.1.0 */
-    LLMEM_OPTIMIZER_PAGED_ADAMW = 9
+    LLMEM_OPTIMIZER_PAGED_ADAMW = 9,
+    /** "lion-8bit": bitsandbytes' Lion8bit (Trainer "lion_8bit"): one blockwise 8-bit
+     * state, one fused kernel per tensor. @since 0.2.0 */
+    LLMEM_OPTIMIZER_LION_8BIT = 10,
+    /** "lion-32bit": bitsandbytes' Lion32bit (Trainer "lion_32bit"): one fp32 state.
+     * @since 0.2.0 */
+    LLMEM_OPTIMIZER_LION_32BIT = 11,
+    /** "paged-lion-8bit": bitsandbytes' PagedLion8bit, states in unified memory.
+     * @since 0.2.0 */
+    LLMEM_OPTIMIZER_PAGED_LION_8BIT = 12,
+    /** "paged-lion": bitsandbytes' PagedLion (32-bit states, Trainer
+     * "paged_lion_32bit"), paged likewise. @since 0.2.0 */
+    LLMEM_OPTIMIZER_PAGED_LION = 13
 };
-/** Gradient checkpointing. @since 0.1.0 */
-enum llmem_grad_ckpt { LLMEM_GRAD_CKPT_NONE = 1, LLMEM_GRAD_CKPT_FULL = 2 };
+/** How a torch.optim optimizer (AdamW, Adam, SGD) runs its step. @since 0.2.0 */
+enum llmem_optimizer_impl {
+    /** "fused": one kernel (`fused=True`, the Trainer's `adamw_torch_fused`): no
+     * temporaries; Adam(W) keeps each parameter's step count as an fp32 scalar on the
+     * GPU. The default. */
+    LLMEM_OPTIMIZER_IMPL_FUSED = 1,
+    /** "foreach": the multi-tensor path (torch's default on CUDA without `fused`):
+     * Adam(W)'s `_foreach_sqrt` holds one tensor per parameter of a group. */
+    LLMEM_OPTIMIZER_IMPL_FOREACH = 2,
+    /** "forloop": `foreach=False`, one parameter at a time: Adam(W) holds the sqrt and
+     * the quotient of one parameter while the previous parameter's denominator is still
+     * bound. */
+    LLMEM_OPTIMIZER_IMPL_FORLOOP = 3
+};
+/** Gradient checkpointing (torch.utils.checkpoint per decoder layer). @since 0.1.0 */
+enum llmem_grad_ckpt {
+    LLMEM_GRAD_CKPT_NONE = 1,
+    /** "full": what transformers does by default: non-reentrant since transformers 5.x
+     * (reentrant before 0.2.0 of this library, transformers 4.35 to 4.57). */
+    LLMEM_GRAD_CKPT_FULL = 2,
+    /** "reentrant": `use_reentrant=True`: the layer runs under no_grad and is recomputed
+     * whole in backward, its output and incoming gradient held. @since 0.2.0 */
+    LLMEM_GRAD_CKPT_REENTRANT = 3,
+    /** "non-reentrant": `use_reentrant=False`: saved-tensor hooks keep nothing; the first
+     * unpack in backward recomputes the layer up to its last saved tensor, each tensor
+     * freed once used. @since 0.2.0 */
+    LLMEM_GRAD_CKPT_NON_REENTRANT = 4
+};
 /** Attention kernels. @since 0.1.0 */
 enum llmem_attention {
     LLMEM_ATTENTION_EAGER = 1, /**< "eager": scores materialized (batch x heads x seq^2) */
-    LLMEM_ATTENTION_FLASH = 2  /**< "flash": fused kernel, only log-sum-exp saved */
+    LLMEM_ATTENTION_FLASH = 2, /**< "flash": FlashAttention-2 (flash-attn), only log-sum-exp saved */
+    /** "sdpa": torch.nn.functional.scaled_dot_product_attention as transformers calls it
+     * (no padding: no mask, is_causal), on the backend PyTorch 2.11 picks: a fused
+     * flash/cuDNN kernel for 16-bit inputs, memory-efficient for fp32 without grouped kv
+     * heads, the math fallback otherwise. The default. @since 0.2.0 */
+    LLMEM_ATTENTION_SDPA = 3
 };
 /** Fine-tuning methods. @since 0.1.0 */
 enum llmem_method {

@@ -16,7 +16,7 @@ typedef struct seg_cache_entry {
     int used, failed; /* failed: the segment does not compile; keep simulating it */
     segment_builder fn;
     seg_spec spec;
-    int grad_enabled, hold_output, hold_input;
+    int grad_enabled, mode, hold_input; /* mode: sim_mode */
     compiled_seg seg;
 } seg_cache_entry;
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pieces every code path shares: linear layers with LoRA and NF4, norms,
- * rotary embeddings, eager or fused attention. Each follows the eager forward
- * of Hugging Face transformers (v4.48) op by op, because what autograd saves
+ * rotary embeddings, eager, SDPA or FlashAttention-2 attention. Each follows
+ * the forward of Hugging Face transformers (v4.48 eager; 5.x SDPA) op by op, because what autograd saves
  * depends on each op and its dtype. Python locals that outlive their last use
  * (query_states in LlamaAttention.forward, say) are held with
  * llmem_graph_hold until the function that owns them returns.
@@ -47,8 +47,11 @@ tid llmem_seg_linear_sp(build *b, tid x, uint64_t in_f, uint64_t out_f, int trai
                           column ? 2 * gathered : gathered);
 }
 
-/* PEFT's LoRA Linear: base(x) + lora_B(lora_A(x)) * scaling, with x cast to
- * the adapters' dtype first, and the sum cast back to the base's result dtype. */
+/* PEFT's LoRA Linear: base(x) + lora_B(lora_A(dropout(x))) * scaling, with x
+ * cast to the adapters' dtype first, and the sum cast back to the base's
+ * result dtype. With lora_dropout > 0 the module's own nn.Dropout runs on the
+ * cast input (native_dropout: its output, and a bool mask saved), and lora_A
+ * saves that output instead of the input the base layer shares. */
 tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
                unsigned target)
 {
@@ -62,7 +65,7 @@ tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t
         return base;
     int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
     b->param_dt = LORA_DT;
-    tid xl = op_cast(b, x, LORA_DT);
+    tid xl = op_dropout_p(b, op_cast(b, x, LORA_DT), b->lora_dropout);
     tid a = op_linear(b, xl, in_f, s->lora_rank, 1, 0);
     tid up = op_linear(b, a, s->lora_rank, out_f, 1, 0);
     b->param_dt = saved_param_dt;
@@ -140,17 +143,159 @@ static tid matmul_operand(build *b, tid x)
     return op_copy(b, x);
 }
 
+static uint64_t round_up(uint64_t n, uint64_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+/*
+ * The fused 16-bit kernels' backward workspace, as cuDNN's SDPA backward holds
+ * it (cudnn-frontend's SDPA backward node: softmax_sum fp32 [B, H, S, 1],
+ * dQ_accum fp32 [B, H, S, D], and with grouped kv heads dK and dV at the query
+ * heads' count in the inputs' dtype until they are summed over each group).
+ * FlashAttention-2's mha_bwd (flash_api.cpp) holds the same terms (softmax_d,
+ * dq_accum, dk/dv_expanded) with S rounded up to 128 and D to 32; the rounding
+ * is left out, which keeps every size a polynomial in batch and seq (what the
+ * compiled segments need) and is exact when seq is a multiple of 128.
+ */
+static uint64_t fused_bwd_workspace(const build *b, const model_shape *m, int dt)
+{
+    uint64_t rows = b->batch * m->heads * b->seq;
+    uint64_t bytes = rows * FP32 + rows * m->head_dim * FP32;
+    if (m->kv_heads != m->heads)
+        bytes += 2 * rows * m->head_dim * (uint64_t)dt;
+    return bytes;
+}
+
+/* FlashAttention-2 and SDPA's 16-bit fused kernels: the log-sum-exp is fp32
+ * [B, H, S] (flash's softmax_lse, cuDNN's stats [B, H, S, 1]); kv heads stay
+ * grouped. */
+static tid fused_kernel(build *b, const model_shape *m, tid q, tid k, tid v)
+{
+    uint64_t rows = b->batch * m->heads * b->seq;
+    return op_fused_attention(b, q, k, v, rows * m->head_dim, rows * FP32,
+                              fused_bwd_workspace(b, m, op_dt(b, q)));
+}
+
+/*
+ * SDPA's memory-efficient backend (_efficient_attention_forward/_backward in
+ * attention.cu / attention_backward.cu, xformers' CUTLASS kernels): the
+ * log-sum-exp is fp32 [B, H, round32(S)] (kAlignLSE; the rounding left out, as
+ * above); the backward holds delta fp32 [B, H, S] and a workspace whose fp32
+ * gradient-of-q accumulator is [B, H, S, round64(D)] (kernel_backward.h,
+ * workspace_elements_gq, for the split-key kernels).
+ */
+static tid efficient_kernel(build *b, const model_shape *m, tid q, tid k, tid v)
+{
+    uint64_t rows = b->batch * m->heads * b->seq;
+    uint64_t bwd = rows * FP32 + rows * round_up(m->head_dim, 64) * FP32;
+    return op_fused_attention(b, q, k, v, rows * m->head_dim, rows * FP32, bwd);
+}
+
+/* A matmul of two 4-D activations outside autocast (inside SDPA's math
+ * function autocast is excluded): bmm saves each operand for the other's
+ * gradient. */
+static tid plain_bmm(build *b, tid x, tid y, uint64_t out_elems)
+{
+    tid in[2] = { x, y };
+    unsigned save = (op_rg(b, y) ? BIT(0) : 0) | (op_rg(b, x) ? BIT(1) : 0);
+    return llmem_graph_op(b->g, out_elems, op_dt(b, x), in, 2, save, 0, 0, 0, 0);
+}
+
+/*
+ * SDPA's math fallback (at::_scaled_dot_product_attention_math, PyTorch 2.11):
+ * 16-bit inputs upcast to fp32; q * sqrt(scale) (the function's local until it
+ * returns; matmul folds it with a copy when batch > 1, its memory order being
+ * the projection's [B, S, H, D], as it does k^T and v without grouped kv
+ * heads); the causal mask ones(S, S).tril() turned into
+ * an fp32 additive mask, a local too; grouped kv heads repeat_interleave-d (the
+ * keys a local); k^T * sqrt(scale); the scores, the mask added in place;
+ * _safe_softmax (softmax, then where(all(x == -inf), 0, out): the softmax
+ * output, the bool test and the row flags live until the where returns, whose
+ * result is saved); dropout; the product with v; cast back.
+ */
+static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v)
+{
+    uint64_t n_rep = m->heads / m->kv_heads, ss = b->seq * b->seq;
+    uint64_t scores = b->batch * m->heads * ss, rows = b->batch * m->heads * b->seq;
+    int in_dt = op_dt(b, q);
+    q = op_cast(b, q, FP32);
+    k = op_cast(b, k, FP32);
+    v = op_cast(b, v, FP32);
+    tid qs = op_scale(b, q);
+    tid qf = b->batch > 1 ? op_copy(b, qs) : qs;
+    tid ones = llmem_graph_op(b->g, ss, 1, NULL, 0, 0, 0, 0, 0, 0);
+    tid tril = llmem_graph_op(b->g, ss, 1, &ones, 1, 0, 0, 0, 0, 0);
+    tid mask = llmem_graph_op(b->g, ss, FP32, &tril, 1, 0, 0, 0, 0, 0);
+    tid ke = op_expand_copy(b, k, n_rep), ve = op_expand_copy(b, v, n_rep);
+    tid kts = op_scale(b, ke);
+    /* Without repeat_interleave's contiguous copies, k and v keep the
+     * projection's memory order too. */
+    int fold = b->batch > 1 && n_rep == 1;
+    tid w = plain_bmm(b, qf, fold ? op_copy(b, kts) : kts, scores);
+    tid p = llmem_graph_op(b->g, scores, FP32, &w, 1, SAVE_OUT, 0, 0,
+                           scores * FP32 + scores + rows, 0);
+    p = op_dropout(b, p);
+    tid o = plain_bmm(b, p, fold ? op_copy(b, ve) : ve, b->tokens * m->heads * m->head_dim);
+    llmem_graph_hold(b->g, qs);
+    llmem_graph_hold(b->g, ke);
+    llmem_graph_hold(b->g, mask);
+    o = op_cast(b, o, in_dt);
+    return op_copy(b, o); /* transformers' transpose(1, 2).contiguous() */
+}
+
+/* The backend PyTorch 2.11's SDPA dispatch (sdp_utils.cpp, select_sdp_backend)
+ * picks on an sm80+ GPU for transformers' call: no mask, is_causal, and
+ * enable_gqa = True (torch >= 2.5, mask None). */
+enum sdpa_backend { SDPA_FUSED, SDPA_EFFICIENT, SDPA_MATH };
+
+static int sdpa_backend(const model_shape *m, int dt)
+{
+    int gqa = m->kv_heads != m->heads;
+    /* cuDNN (preferred on sm90/sm100 with the cuDNN torch 2.11 bundles) and
+     * flash take fp16/bf16 with one head size up to 256 and grouped kv heads;
+     * both save the same tensors. */
+    if (dt == 2 && m->head_dim <= 256)
+        return SDPA_FUSED;
+    /* Memory-efficient: fp32 too, head size a multiple of 4 (fp32) or 8; no
+     * grouped kv heads before torch 2.12 (check_batch_size_and_num_heads_dense). */
+    if (!gqa && m->head_dim % (dt == 2 ? 8 : 4) == 0)
+        return SDPA_EFFICIENT;
+    return SDPA_MATH;
+}
+
+/* transformers' sdpa_attention_forward: no repeat_kv (enable_gqa), autocast
+ * casts q, k, v to the compute dtype (scaled_dot_product_attention is on its
+ * lower_precision_fp list). The fused kernels return [B, S, H, D] memory, so
+ * transpose(1, 2).contiguous() copies nothing. */
+static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v)
+{
+    if (b->autocast) {
+        q = op_cast(b, q, b->compute);
+        k = op_cast(b, k, b->compute);
+        v = op_cast(b, v, b->compute);
+    }
+    switch (sdpa_backend(m, op_dt(b, q))) {
+    case SDPA_FUSED: return fused_kernel(b, m, q, k, v);
+    case SDPA_EFFICIENT: return efficient_kernel(b, m, q, k, v);
+    default: return sdpa_math(b, m, q, k, v);
+    }
+}
+
 tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
     uint64_t n_rep = m->heads / m->kv_heads;
     uint64_t scores = b->batch * m->heads * b->seq * b->seq;
     uint64_t out_elems = b->tokens * m->heads * m->head_dim;
-    if (b->flash) {
-        /* FlashAttention-2 takes grouped kv heads natively and the compute dtype. */
+    if (b->attention == LLMEM_ATTENTION_FLASH) {
+        /* FlashAttention-2 (flash-attn) takes grouped kv heads natively and the
+         * compute dtype. */
         tid qc = op_cast(b, q, b->compute), kc = op_cast(b, k, b->compute);
         tid vc = op_cast(b, v, b->compute);
-        return op_flash_attention(b, qc, kc, vc, m->heads);
+        return fused_kernel(b, m, qc, kc, vc);
     }
+    if (b->attention == LLMEM_ATTENTION_SDPA)
+        return sdpa_attention(b, m, q, k, v);
     /* eager_attention_forward */
     tid ks, vs;
     if (m->kv_heads == 1 && n_rep > 1) {

@@ -9,7 +9,7 @@
 /* Elements of one rotary table ([1, seq, head_dim]; 0 without rotary) and of
  * the attention mask: Llama's eager path builds a 4-D additive mask
  * [batch, 1, seq, seq], GPT-2 broadcasts a padding mask [batch, 1, 1, seq],
- * and fused attention takes none. */
+ * and SDPA and FlashAttention-2 take none. */
 static uint64_t rope_elems(const build *b, const model_shape *m)
 {
     return m->positions == LLMEM_POSITIONS_ROTARY ? b->seq * m->head_dim : 0;
@@ -17,7 +17,10 @@ static uint64_t rope_elems(const build *b, const model_shape *m)
 
 static uint64_t mask_elems(const build *b, const model_shape *m)
 {
-    if (b->flash)
+    /* Without padding, transformers passes SDPA no mask (is_causal instead:
+     * _ignore_causal_mask_sdpa, _prepare_4d_attention_mask_for_sdpa), and
+     * flash-attn none. */
+    if (b->attention != LLMEM_ATTENTION_EAGER)
         return 0;
     if (m->traits & TRAIT_CAUSAL_BUFFER)
         return b->batch * b->seq;

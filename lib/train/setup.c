@@ -49,6 +49,12 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     s->optimizer = (int)t->i[LLMEM_TRAIN_OPTIMIZER];
     s->method = (int)t->i[LLMEM_TRAIN_METHOD];
     s->grad_ckpt = (int)t->i[LLMEM_TRAIN_GRAD_CKPT];
+    /* transformers' gradient_checkpointing_enable() passes use_reentrant=False
+     * unless told otherwise (huggingface/transformers PR #43203, transformers 5.x). */
+    if (s->grad_ckpt == LLMEM_GRAD_CKPT_FULL)
+        s->grad_ckpt = LLMEM_GRAD_CKPT_NON_REENTRANT;
+    s->optimizer_impl = (int)t->i[LLMEM_TRAIN_OPTIMIZER_IMPL];
+    s->lora_dropout = t->d[LLMEM_TRAIN_LORA_DROPOUT];
     s->attention = (int)t->i[LLMEM_TRAIN_ATTENTION];
     s->loss = (int)t->i[LLMEM_TRAIN_LOSS];
     s->formula = (int)t->i[LLMEM_TRAIN_FORMULA];

@@ -9,14 +9,16 @@ For every CSV row the CLI is run as
     llmem estimate --family F --hidden H --layers L --heads A --kv-heads K
         --head-dim D --intermediate I --vocab V --max-positions P
         --tie-embeddings 0|1 --attn-bias 0|1 --batch B --seq S
-        --precision PREC --optimizer OPT --grad-ckpt none|full
-        --attention eager --dropout P --method M
-        [--lora-rank R --lora-targets a,b] [--freeze-layers N]
+        --precision PREC --optimizer OPT --optimizer-impl IMPL
+        --grad-ckpt none|reentrant|non-reentrant
+        --attention eager|sdpa --dropout P --method M
+        [--lora-rank R --lora-targets a,b [--lora-dropout P]] [--freeze-layers N]
         [--qk-norm Q --experts E --experts-per-token K --expert-intermediate N
          --shared-expert-intermediate N --shared-expert-gate G] --json
 
 (the bracketed architecture flags only for optional CSV columns that are
-present and nonzero, as in grid_more.csv)
+present and nonzero, as in grid_more.csv; every training field is passed
+explicitly, so a row means what was measured whatever llmem's defaults are)
 
 and its JSON ``peak_allocated_bytes`` and ``peak_phase`` are compared with
 ``measured_peak_bytes`` and ``measured_peak_phase``.  Prints the relative
@@ -43,8 +45,8 @@ import sys
 REQUIRED = (
     "id", "family", "hidden", "layers", "heads", "kv_heads", "head_dim", "intermediate",
     "vocab", "max_positions", "tie_embeddings", "attn_bias", "batch", "seq", "precision",
-    "optimizer", "grad_ckpt", "attention", "dropout", "method", "lora_rank", "lora_targets",
-    "freeze_layers", "measured_peak_bytes", "measured_peak_phase",
+    "optimizer", "optimizer_impl", "grad_ckpt", "attention", "dropout", "method", "lora_rank",
+    "lora_targets", "freeze_layers", "measured_peak_bytes", "measured_peak_phase",
 )
 
 
@@ -80,12 +82,16 @@ def build_command(llmem, row):
            "--seq", row["seq"],
            "--precision", row["precision"],
            "--optimizer", row["optimizer"],
+           "--optimizer-impl", row["optimizer_impl"],
            "--grad-ckpt", row["grad_ckpt"],
            "--attention", row["attention"],
            "--dropout", row["dropout"],
            "--method", row["method"]]
     if row["method"] == "lora":
         cmd += ["--lora-rank", row["lora_rank"], "--lora-targets", row["lora_targets"]]
+        dropout = (row.get("lora_dropout") or "").strip()
+        if dropout:
+            cmd += ["--lora-dropout", dropout]
     if row["method"] == "freeze":
         cmd += ["--freeze-layers", row["freeze_layers"]]
     # optional architecture columns (grid_more.csv): passed only when the
@@ -98,7 +104,9 @@ def build_command(llmem, row):
     return cmd
 
 
-def run_llmem(cmd, timeout):
+def run_llmem(cmd, timeout, want_doc=False):
+    """The allocated peak, its phase and the per-phase peaks of one llmem run
+    (and its whole JSON document when want_doc)."""
     where = " ".join(cmd)
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -138,6 +146,8 @@ def run_llmem(cmd, timeout):
                 c = coarse_phase(k)
                 if c in COARSE:
                     phases[c] = max(phases.get(c, 0.0), float(v))
+    if want_doc:
+        return float(peak), phase, phases, doc
     return float(peak), phase, phases
 
 
