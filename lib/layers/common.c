@@ -58,6 +58,12 @@ tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t
                                    (target & column) != 0);
     tid base = s->nf4 ? nf4_linear(b, x, in_f, out_f)
                       : op_linear(b, x, in_f, out_f, s->weights_trainable, bias);
+    return llmem_seg_lora(b, s, x, base, in_f, out_f, target);
+}
+
+tid llmem_seg_lora(build *b, const seg_spec *s, tid x, tid base, uint64_t in_f, uint64_t out_f,
+                   unsigned target)
+{
     if (!(s->lora_targets & target))
         return base;
     int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
@@ -95,6 +101,11 @@ static tid gemma_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
     tid normed = op_mul(b, xf, op_rsqrt(b, op_add_scalar(b, var)));
     tid w = op_add_scalar(b, op_cast(b, op_param(b, dim, s->norms_trainable), FP32));
     return op_cast(b, op_mul(b, normed, w), in_dt);
+}
+
+tid llmem_seg_nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
+{
+    return nf4_linear(b, x, in_f, out_f);
 }
 
 tid llmem_seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x)
@@ -142,14 +153,27 @@ static tid matmul_operand(build *b, tid x)
 
 tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
+    static const attn_opts eager = { 1, 1, 0, 1 };
+    return llmem_seg_attention_opts(b, m, q, k, v, mask, &eager);
+}
+
+tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                             const attn_opts *opts)
+{
     uint64_t n_rep = m->heads / m->kv_heads;
     uint64_t scores = b->batch * m->heads * b->seq * b->seq;
-    uint64_t out_elems = b->tokens * m->heads * m->head_dim;
+    uint64_t out_elems = b->tokens * m->heads * m->v_head_dim;
     if (b->flash) {
         /* FlashAttention-2 takes grouped kv heads natively and the compute dtype. */
         tid qc = op_cast(b, q, b->compute), kc = op_cast(b, k, b->compute);
         tid vc = op_cast(b, v, b->compute);
-        return op_flash_attention(b, qc, kc, vc, m->heads);
+        if (m->v_head_dim == m->head_dim)
+            return op_flash_attention(b, qc, kc, vc, m->heads);
+        /* Values narrower than the keys (MLA): F.pad to head_dim, then
+         * attn_output[..., :v_head_dim] and reshape(...).contiguous() copy. */
+        vc = op_unary(b, vc, tensor_elems(b, kc), op_dt(b, vc), 0, BIT(0));
+        tid o = op_flash_attention(b, qc, kc, vc, m->heads);
+        return op_unary(b, o, out_elems, op_dt(b, o), 0, 0);
     }
     /* eager_attention_forward */
     tid ks, vs;
@@ -165,7 +189,8 @@ tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid
     if (causal_buffer) {
         w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
     } else {
-        w = op_scale(b, w); /* * scaling */
+        if (opts->scale)
+            w = op_scale(b, w); /* * scaling */
         if (m->traits & TRAIT_SOFTCAP) /* attn_logit_softcapping: / cap, tanh, * cap */
             w = op_scale(b, op_tanh(b, op_scale(b, w)));
     }
@@ -173,9 +198,13 @@ tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid
         w = op_add(b, w, mask);
     /* Llama asks softmax for fp32; GPT-2 gets fp32 only from autocast's fp32 list. */
     int softmax_dt = causal_buffer && !b->autocast ? b->g->t[w].dt : FP32;
+    if (opts->softmax_dt)
+        softmax_dt = opts->softmax_dt;
     tid p = op_softmax(b, w, softmax_dt);
-    p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
-    p = op_dropout(b, p);
+    if (opts->cast_back)
+        p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
+    if (opts->dropout)
+        p = op_dropout(b, p);
     tid o = op_copy(b, op_bmm(b, p, matmul_operand(b, vs), out_elems)); /* transpose(1, 2).contiguous() */
     llmem_graph_hold(b->g, ks);
     llmem_graph_hold(b->g, vs);
@@ -183,3 +212,106 @@ tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid
     return o;
 }
 
+/* LlamaMLP: down(silu(gate(x)) * up(x)). */
+tid llmem_seg_gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t I, int bias)
+{
+    tid gate = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_GATE);
+    tid act = op_silu(b, gate);
+    tid up = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_UP);
+    return llmem_seg_linear(b, s, op_mul(b, act, up), I, H, bias, LLMEM_LORA_DOWN);
+}
+
+/* The experts' projections: one weight per expert, run over the rows routed
+ * to it; in total every token's top-k rows, against all experts' weights. */
+static tid expert_matmul(build *b, tid x, uint64_t in_f, uint64_t out_f, uint64_t experts,
+                         int trainable, int nf4)
+{
+    uint64_t rows = tensor_elems(b, x) / in_f;
+    if (nf4) {
+        tid xc = op_cast(b, x, b->compute);
+        uint64_t dense = in_f * out_f * (uint64_t)b->compute; /* one expert dequantized */
+        return llmem_graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
+    }
+    tid w = op_param(b, experts * in_f * out_f, trainable);
+    tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
+    tid wc = b->autocast ? op_cast(b, w, b->compute) : w;
+    tid in[2] = { xc, wc };
+    unsigned save = (graph_rg(b->g, wc) ? 1u : 0) | (graph_rg(b->g, xc) ? 2u : 0);
+    return llmem_graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, save, 0, 0, 0, 0);
+}
+
+/* An expert projection, with PEFT's LoRA on every expert when its name is
+ * targeted (Qwen2-MoE's and DeepSeek's experts are gate_proj, up_proj,
+ * down_proj; Mixtral's w1, w3, w2): each expert's adapters see its own rows,
+ * so all of them see every token's top-k rows, as the projection does. */
+tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
+                         uint64_t experts, unsigned target)
+{
+    tid base = expert_matmul(b, x, in_f, out_f, experts, s->weights_trainable, s->nf4);
+    if (!(s->lora_targets & target))
+        return base;
+    int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
+    b->param_dt = LORA_DT;
+    tid xl = op_cast(b, x, LORA_DT);
+    tid a = expert_matmul(b, xl, in_f, s->lora_rank, experts, 1, 0);
+    tid up = expert_matmul(b, a, s->lora_rank, out_f, experts, 1, 0);
+    b->param_dt = saved_param_dt;
+    tid out = op_cast(b, op_add(b, base, op_scale(b, up)), result_dt);
+    llmem_graph_hold(b->g, x);
+    llmem_graph_hold(b->g, base);
+    return out;
+}
+
+/* The MLP activation of m (transformers' ACT2FN): ReLU saves its output, the
+ * native GELU and SiLU kernels their input; NewGELUActivation (GPT-2, Phi)
+ * and FastGELUActivation are Python expressions, one op each. */
+tid llmem_seg_activation(build *b, const model_shape *m, tid x)
+{
+    switch (m->activation) {
+    case LLMEM_ACTIVATION_RELU:
+        return op_relu(b, x);
+    case LLMEM_ACTIVATION_GELU_NEW: {
+        /* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))):
+         * Python evaluates 0.5 * x first; pow is on autocast's fp32 list. */
+        tid half = op_scale(b, x);
+        tid inner = op_add(b, x, op_scale(b, op_pow(b, x)));
+        tid t = op_add_scalar(b, op_tanh(b, op_scale(b, inner)));
+        return op_mul(b, half, t);
+    }
+    case LLMEM_ACTIVATION_GELU_FAST: {
+        /* 0.5 * x * (1 + tanh(x * 0.7978845608 * (1 + 0.044715 * x * x))) */
+        tid half = op_scale(b, x);
+        tid a = op_scale(b, x);                              /* x * 0.7978845608 */
+        tid c = op_add_scalar(b, op_mul(b, op_scale(b, x), x)); /* 1 + 0.044715 * x * x */
+        tid t = op_add_scalar(b, op_tanh(b, op_mul(b, a, c)));
+        return op_mul(b, half, t);
+    }
+    default: /* silu, gelu, gelu-tanh: one kernel that saves its input */
+        return op_gelu(b, x);
+    }
+}
+
+/* torch.cat((x, y), dim=-1) of two parts of a head: a new tensor of the
+ * promoted dtype; each input's gradient is a slice of the output's, copied
+ * only to an input of another dtype. */
+tid llmem_seg_cat(build *b, tid x, tid y)
+{
+    int dt = (op_dt(b, x) == FP32 || op_dt(b, y) == FP32) ? FP32 : op_dt(b, x);
+    unsigned alias = (op_dt(b, x) == dt ? BIT(0) : 0) | (op_dt(b, y) == dt ? BIT(1) : 0);
+    tid in[2] = { x, y };
+    return llmem_graph_op(b->g, tensor_elems(b, x) + tensor_elems(b, y), dt, in, 2, 0, alias, 0,
+                          0, 0);
+}
+
+/* Rotary on the first rotary_dim dimensions of each head (GPT-NeoX's
+ * apply_rotary_pos_emb, Phi's query_rot / query_pass): the rotated part and
+ * the untouched rest are views of x, catted back into a new tensor (also
+ * when the rest is empty). */
+tid llmem_seg_partial_rotary(build *b, const model_shape *m, tid x, uint64_t heads, tid cos,
+                             tid sin)
+{
+    uint64_t rows = b->tokens * heads;
+    tid rot = op_view_part(b, x, rows * m->rotary_dim);
+    tid pass = op_view_part(b, x, rows * (m->head_dim - m->rotary_dim));
+    return llmem_seg_cat(b, llmem_seg_rotary(b, rot, cos, sin), pass);
+}
