@@ -143,6 +143,15 @@ SIZES = {
     # Phi with qk_layernorm and grouped kv heads
     "h2": dict(family="phi", hidden=256, layers=2, heads=4, kv_heads=2, intermediate=1024,
                vocab=16000, max_positions=2048, rotary_dim=32, qk_norm=1),
+    # small vocabularies, long sequences: the attention holds the peak
+    "b2": dict(family="bloom", hidden=256, layers=2, heads=8, kv_heads=8, intermediate=1024,
+               vocab=4096, max_positions=2048),
+    # GPT-NeoX-20B-like activation (gelu_fast, Python ops)
+    "n3": dict(family="gpt_neox", hidden=256, layers=2, heads=8, kv_heads=8, intermediate=1024,
+               vocab=4096, max_positions=2048, rotary_dim=8, activation="gelu_fast"),
+    # Falcon2-11B-like: new_decoder_architecture with one LayerNorm
+    "f4": dict(family="falcon", hidden=256, layers=2, heads=8, kv_heads=2, intermediate=1024,
+               vocab=16000, max_positions=2048),
     # StarCoder2: GQA, LayerNorm, c_fc/c_proj GELU, biases, tied
     "s1": dict(family="starcoder2", hidden=256, layers=2, heads=4, kv_heads=2,
                intermediate=1024, vocab=16000, max_positions=4096),
@@ -215,6 +224,21 @@ ROWS = [
     ("d06", "d2", 2, 256, "bf16-mixed", "adamw", "full", 0.0, "lora",
      {"lora_rank": 8, "lora_targets": DS3_T}),
     ("d07", "d2", 1, 512, "bf16", "adamw", "none", 0.0, "full", {}),
+    ("o06", "o1", 2, 256, "bf16-mixed", "adamw", "full", 0.1, "lora",
+     {"lora_rank": 16, "lora_targets": "q_proj,v_proj"}),
+    ("b06", "b2", 2, 1024, "fp32", "sgd", "none", 0.0, "full", {}),
+    ("b07", "b1", 2, 256, "bf16-mixed", "adamw", "full", 0.1, "freeze", {"freeze_layers": 1}),
+    ("n06", "n3", 1, 1024, "bf16-mixed", "adamw", "none", 0.0, "full", {}),
+    ("n07", "n2", 2, 256, "bf16", "lion", "full", 0.0, "full", {}),
+    ("f06", "f4", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "lora",
+     {"lora_rank": 8, "lora_targets": QKV_T}),
+    ("f07", "f2", 2, 256, "fp32", "adamw", "full", 0.1, "freeze", {"freeze_layers": 1}),
+    ("h06", "h1", 1, 1024, "fp32", "sgd-momentum", "none", 0.0, "full", {}),
+    ("h07", "h2", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "lora",
+     {"lora_rank": 8, "lora_targets": PHI_T}),
+    ("s05", "s1", 2, 256, "bf16-mixed", "lion", "none", 0.1, "full", {}),
+    ("d08", "d1", 1, 256, "fp32", "adamw", "none", 0.0, "full", {"n_group": 2}),
+    ("d09", "d2", 2, 256, "bf16", "adamw", "full", 0.0, "freeze", {"freeze_layers": 1}),
 ]
 
 
