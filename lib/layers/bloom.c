@@ -17,13 +17,14 @@ static tid heads_first(build *b, tid x)
 static tid bloom_attention(build *b, const model_shape *m, const seg_spec *s, tid h, tid residual,
                            const shared_tensors *sh)
 {
-    uint64_t H = m->hidden, T = b->tokens;
+    /* heads x head_dim is hidden, or its share under tensor parallelism */
+    uint64_t H = m->hidden, T = b->tokens, W = m->heads * m->head_dim;
     uint64_t scores_elems = b->batch * m->heads * b->seq * b->seq;
-    tid qkv = llmem_seg_linear(b, s, h, H, 3 * H, m->qkv_bias,
+    tid qkv = llmem_seg_linear(b, s, h, H, 3 * W, m->qkv_bias,
                                LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
-    tid q = heads_first(b, op_view_part(b, qkv, T * H));
-    tid k = heads_first(b, op_view_part(b, qkv, T * H));
-    tid v = heads_first(b, op_view_part(b, qkv, T * H));
+    tid q = heads_first(b, op_view_part(b, qkv, T * W));
+    tid k = heads_first(b, op_view_part(b, qkv, T * W));
+    tid v = heads_first(b, op_view_part(b, qkv, T * W));
     tid o, held[3] = { -1, -1, -1 };
     if (b->flash) {
         o = llmem_seg_attention(b, m, q, k, v, -1);
@@ -39,13 +40,13 @@ static tid bloom_attention(build *b, const model_shape *m, const seg_spec *s, ti
         tid w = op_add(b, scores, sh->mask);
         tid p = op_cast(b, op_softmax(b, w, FP32), op_dt(b, q)); /* .to(query_layer.dtype) */
         p = op_dropout(b, p); /* attention_dropout */
-        o = op_bmm(b, p, v, T * H);
+        o = op_bmm(b, p, v, T * W);
         o = op_copy(b, o); /* _merge_heads: view, permute, reshape */
         held[0] = scores;
         held[1] = w;
         held[2] = p;
     }
-    o = llmem_seg_linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
+    o = llmem_seg_linear(b, s, o, W, H, m->out_bias, LLMEM_LORA_O);
     o = op_add(b, residual, op_dropout(b, o)); /* dropout_add */
     for (int i = 0; i < 3; i++)
         llmem_graph_hold(b->g, held[i]);

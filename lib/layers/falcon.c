@@ -14,6 +14,8 @@
 static tid falcon_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
                          int bias, unsigned target)
 {
+    if (b->sp > 1) /* sequence parallelism: Megatron's parallel linears instead */
+        return llmem_seg_linear(b, s, x, in_f, out_f, bias, target);
     tid y = s->nf4 ? llmem_seg_nf4_linear(b, x, in_f, out_f)
                    : op_linear(b, x, in_f, out_f, s->weights_trainable, 0);
     if (bias)
@@ -39,7 +41,7 @@ static tid falcon_attention(build *b, const model_shape *m, const seg_spec *s, t
                             const shared_tensors *sh)
 {
     uint64_t H = m->hidden, T = b->tokens, D = m->head_dim, nh = m->heads, kv = m->kv_heads;
-    uint64_t width = grouped(m) ? (nh + 2 * kv) * D : kv == 1 ? H + 2 * D : 3 * H;
+    uint64_t width = grouped(m) ? (nh + 2 * kv) * D : kv == 1 ? (nh + 2) * D : 3 * nh * D;
     model_shape heads = *m;
     tid fused = falcon_linear(b, s, h, H, width, m->qkv_bias,
                               LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
@@ -63,9 +65,9 @@ static tid falcon_attention(build *b, const model_shape *m, const seg_spec *s, t
         k = copy_out(b, fused, T * D);
         v = copy_out(b, fused, T * D);
     } else {
-        q = op_view_part(b, fused, T * H);
-        k = op_view_part(b, fused, T * H);
-        v = op_view_part(b, fused, T * H);
+        q = op_view_part(b, fused, T * nh * D);
+        k = op_view_part(b, fused, T * nh * D);
+        v = op_view_part(b, fused, T * nh * D);
     }
     tid qr = llmem_seg_rotary(b, q, sh->cos, sh->sin);
     tid kr = llmem_seg_rotary(b, k, sh->cos, sh->sin);
@@ -73,7 +75,7 @@ static tid falcon_attention(build *b, const model_shape *m, const seg_spec *s, t
      * dtype=hidden_states.dtype), the layer norm's output dtype; no dropout */
     attn_opts opts = { 0, 0, op_dt(b, h), 0 };
     tid o = llmem_seg_attention_opts(b, &heads, qr, kr, v, sh->mask, &opts);
-    o = falcon_linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
+    o = falcon_linear(b, s, o, nh * D, H, m->out_bias, LLMEM_LORA_O);
     llmem_graph_hold(b->g, fused);
     llmem_graph_hold(b->g, qr);
     llmem_graph_hold(b->g, kr);

@@ -12,15 +12,16 @@
 static tid neox_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
                           const shared_tensors *sh)
 {
-    uint64_t H = m->hidden, T = b->tokens;
-    tid qkv = llmem_seg_linear(b, s, h, H, 3 * H, m->qkv_bias,
+    /* heads x head_dim is hidden, or its share under tensor parallelism */
+    uint64_t H = m->hidden, T = b->tokens, W = m->heads * m->head_dim;
+    tid qkv = llmem_seg_linear(b, s, h, H, 3 * W, m->qkv_bias,
                                LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V);
-    tid q = op_view_part(b, qkv, T * H), k = op_view_part(b, qkv, T * H);
-    tid v = op_view_part(b, qkv, T * H);
+    tid q = op_view_part(b, qkv, T * W), k = op_view_part(b, qkv, T * W);
+    tid v = op_view_part(b, qkv, T * W);
     q = llmem_seg_partial_rotary(b, m, q, m->heads, sh->cos, sh->sin);
     k = llmem_seg_partial_rotary(b, m, k, m->heads, sh->cos, sh->sin);
     tid o = llmem_seg_attention(b, m, q, k, v, sh->mask);
-    o = llmem_seg_linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
+    o = llmem_seg_linear(b, s, o, W, H, m->out_bias, LLMEM_LORA_O);
     llmem_graph_hold(b->g, qkv);
     llmem_graph_hold(b->g, q);
     llmem_graph_hold(b->g, k);

@@ -13,15 +13,16 @@ static tid opt_attention(build *b, const model_shape *m, const seg_spec *s, tid 
                          const shared_tensors *sh)
 {
     static const attn_opts opts = { 0, 1, 0, 1 }; /* the query was scaled: no * scaling */
-    uint64_t H = m->hidden, T = b->tokens;
-    tid q = op_scale(b, llmem_seg_linear(b, s, h, H, H, m->qkv_bias, LLMEM_LORA_Q));
-    tid k = llmem_seg_linear(b, s, h, H, H, m->qkv_bias, LLMEM_LORA_K);
-    tid v = llmem_seg_linear(b, s, h, H, H, m->qkv_bias, LLMEM_LORA_V);
+    /* heads x head_dim is hidden, or its share under tensor parallelism */
+    uint64_t H = m->hidden, T = b->tokens, W = m->heads * m->head_dim;
+    tid q = op_scale(b, llmem_seg_linear(b, s, h, H, W, m->qkv_bias, LLMEM_LORA_Q));
+    tid k = llmem_seg_linear(b, s, h, H, W, m->qkv_bias, LLMEM_LORA_K);
+    tid v = llmem_seg_linear(b, s, h, H, W, m->qkv_bias, LLMEM_LORA_V);
     /* .view(bsz, -1, heads, head_dim).transpose(1, 2): views the matmuls fold */
-    tid qv = op_view_part(b, q, T * H), kv = op_view_part(b, k, T * H);
-    tid vv = op_view_part(b, v, T * H);
+    tid qv = op_view_part(b, q, T * W), kv = op_view_part(b, k, T * W);
+    tid vv = op_view_part(b, v, T * W);
     tid o = llmem_seg_attention_opts(b, m, qv, kv, vv, sh->mask, &opts);
-    o = llmem_seg_linear(b, s, o, H, H, m->out_bias, LLMEM_LORA_O);
+    o = llmem_seg_linear(b, s, o, W, H, m->out_bias, LLMEM_LORA_O);
     llmem_graph_hold(b->g, q); /* query_states, key_states, value_states locals */
     llmem_graph_hold(b->g, k);
     llmem_graph_hold(b->g, v);
