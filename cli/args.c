@@ -47,6 +47,7 @@ static const cli_flag flags[] = {
     MODEL_INT("mlp-bias", "mlp_bias", LLMEM_MODEL_MLP_BIAS, "0|1", "biases on the MLP projections"),
     MODEL_NAME("norm", "norm", LLMEM_MODEL_NORM, "norm kind"),
     MODEL_NAME("mlp", "mlp", LLMEM_MODEL_MLP, "MLP kind"),
+    MODEL_NAME("positions", "positions", LLMEM_MODEL_POSITIONS, "position encoding"),
     MODEL_INT("experts", "experts", LLMEM_MODEL_EXPERTS, "N",
               "routed experts per layer (mixture of experts); 0 = dense"),
     MODEL_INT("experts-per-token", "experts_per_token", LLMEM_MODEL_EXPERTS_PER_TOKEN, "K",

@@ -37,7 +37,7 @@ void llmem_statics_params(const tensor_list *l, const model_shape *m, const setu
      * DeepSeek's rope dims included). */
     if (m->traits & TRAIT_CAUSAL_BUFFER)
         st->buffers = m->layers * m->max_positions * m->max_positions;
-    else if (m->positions == LLMEM_POSITIONS_ROTARY)
+    else if (m->positions == LLMEM_POSITIONS_ROTARY || (m->traits & TRAIT_ROTARY_TABLES))
         st->buffers = m->rotary_dim / 2 * 4;
     else
         st->buffers = 0;

@@ -144,7 +144,7 @@ static tid materialize_repeat(build *b, tid x, uint64_t n_rep)
  * projection ([B, S, heads, D] transposed) folds without a copy only when
  * batch is 1; otherwise bmm gets, and saves, a contiguous copy, and the
  * fused projection's storage is no longer kept for it. */
-static tid matmul_operand(build *b, tid x)
+tid llmem_seg_matmul_operand(build *b, tid x)
 {
     if (b->g->t[x].role != ROLE_VIEW || b->batch == 1)
         return x;
@@ -184,7 +184,7 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
         ks = op_expand_copy(b, k, n_rep);
         vs = op_expand_copy(b, v, n_rep);
     }
-    tid w = op_bmm(b, matmul_operand(b, q), matmul_operand(b, ks), scores);
+    tid w = op_bmm(b, llmem_seg_matmul_operand(b, q), llmem_seg_matmul_operand(b, ks), scores);
     int causal_buffer = (m->traits & TRAIT_CAUSAL_BUFFER) != 0;
     if (causal_buffer) {
         w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
@@ -205,7 +205,7 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
         p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
     if (opts->dropout)
         p = op_dropout(b, p);
-    tid o = op_copy(b, op_bmm(b, p, matmul_operand(b, vs), out_elems)); /* transpose(1, 2).contiguous() */
+    tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, vs), out_elems)); /* transpose(1, 2).contiguous() */
     llmem_graph_hold(b->g, ks);
     llmem_graph_hold(b->g, vs);
     llmem_graph_hold(b->g, p);

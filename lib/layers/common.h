@@ -41,7 +41,8 @@ enum layer_accept {
     ACCEPT_PARALLEL = 1u << 3,       /* parallel-block */
     ACCEPT_PARTIAL_ROTARY = 1u << 4, /* rotary-dim below head-dim */
     ACCEPT_POST_NORM = 1u << 5,      /* post-norm */
-    ACCEPT_ACTIVATION = 1u << 6      /* activation (the path checks which) */
+    ACCEPT_ACTIVATION = 1u << 6,     /* activation (the path checks which) */
+    ACCEPT_ALIBI = 1u << 7           /* ALiBi positions instead of the family's (Falcon-RW) */
 };
 int llmem_layers_fixed(const model_shape *m, unsigned accept, const char **why);
 
@@ -88,6 +89,8 @@ tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, u
                             uint64_t experts, unsigned target);
 /* The MLP activation of m. */
 tid llmem_seg_activation(build *b, const model_shape *m, tid x);
+/* An operand of torch.matmul folded to 3-D: a head view copied when batch > 1. */
+tid llmem_seg_matmul_operand(build *b, tid x);
 /* torch.cat of two parts of the last dimension. */
 tid llmem_seg_cat(build *b, tid x, tid y);
 /* Rotary on the first rotary_dim dims of each of heads heads of x, the rest catted back. */

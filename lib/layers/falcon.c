@@ -36,6 +36,29 @@ static int grouped(const model_shape *m)
     return m->kv_heads > 1 && m->kv_heads < m->heads;
 }
 
+/* The eager ALiBi branch of FalconAttention.forward (Falcon-RW): q @ k^T,
+ * cast to fp32 when low-precision, + alibi, *= inv_norm_factor in place,
+ * softmax(+ mask, dtype=hidden_states.dtype) with the mask [batch, heads,
+ * seq, seq] that holds ALiBi, attention dropout, @ v, merge of the heads.
+ * Its locals keep the product, its fp32 copy and the logits to the end. */
+static tid alibi_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid h,
+                           const shared_tensors *sh)
+{
+    uint64_t scores = b->batch * m->heads * b->seq * b->seq;
+    uint64_t out_elems = b->tokens * m->heads * m->head_dim;
+    tid prod = op_bmm(b, llmem_seg_matmul_operand(b, q), llmem_seg_matmul_operand(b, k), scores);
+    tid sf = op_cast(b, prod, FP32);
+    tid logits = op_add(b, sf, sh->alibi);
+    tid p = op_softmax(b, op_add(b, logits, sh->mask), op_dt(b, h));
+    p = op_dropout(b, p);
+    tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, v), out_elems)); /* _merge_heads */
+    llmem_graph_hold(b->g, prod);
+    llmem_graph_hold(b->g, sf);
+    llmem_graph_hold(b->g, logits);
+    llmem_graph_hold(b->g, p);
+    return o;
+}
+
 /* FalconAttention.forward; its fused_qkv and q, k, v locals live until it returns. */
 static tid falcon_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
                             const shared_tensors *sh)
@@ -69,12 +92,19 @@ static tid falcon_attention(build *b, const model_shape *m, const seg_spec *s, t
         k = op_view_part(b, fused, T * nh * D);
         v = op_view_part(b, fused, T * nh * D);
     }
-    tid qr = llmem_seg_rotary(b, q, sh->cos, sh->sin);
-    tid kr = llmem_seg_rotary(b, k, sh->cos, sh->sin);
-    /* attention_scores /= sqrt(head_dim) is in place; softmax(scores + mask,
-     * dtype=hidden_states.dtype), the layer norm's output dtype; no dropout */
-    attn_opts opts = { 0, 0, op_dt(b, h), 0 };
-    tid o = llmem_seg_attention_opts(b, &heads, qr, kr, v, sh->mask, &opts);
+    tid qr = q, kr = k, o;
+    if (m->positions == LLMEM_POSITIONS_ALIBI && !b->flash) {
+        o = alibi_attention(b, m, q, k, v, h, sh);
+    } else {
+        if (m->positions != LLMEM_POSITIONS_ALIBI) {
+            qr = llmem_seg_rotary(b, q, sh->cos, sh->sin);
+            kr = llmem_seg_rotary(b, k, sh->cos, sh->sin);
+        }
+        /* attention_scores /= sqrt(head_dim) is in place; softmax(scores + mask,
+         * dtype=hidden_states.dtype), the layer norm's output dtype; no dropout */
+        attn_opts opts = { 0, 0, op_dt(b, h), 0 };
+        o = llmem_seg_attention_opts(b, &heads, qr, kr, v, sh->mask, &opts);
+    }
     o = falcon_linear(b, s, o, nh * D, H, m->out_bias, LLMEM_LORA_O);
     llmem_graph_hold(b->g, fused);
     llmem_graph_hold(b->g, qr);
@@ -127,12 +157,17 @@ static tid falcon_block(build *b, const model_shape *m, const seg_spec *s, tid x
  * grouped. */
 static int falcon_unsupported(const model_shape *m, const char **why)
 {
-    int key = llmem_layers_fixed(m, ACCEPT_PARALLEL | ACCEPT_NORMS | ACCEPT_ACTIVATION, why);
+    int key = llmem_layers_fixed(
+        m, ACCEPT_PARALLEL | ACCEPT_NORMS | ACCEPT_ACTIVATION | ACCEPT_ALIBI, why);
     if (key != 0)
         return key;
     if (m->heads * m->head_dim != m->hidden) {
         *why = "head-dim (Falcon has hidden / heads per head)";
         return LLMEM_MODEL_HEAD_DIM;
+    }
+    if (m->positions == LLMEM_POSITIONS_ALIBI && m->kv_heads != m->heads) {
+        *why = "positions (Falcon's ALiBi with the per-head layout only, as Falcon-RW)";
+        return LLMEM_MODEL_POSITIONS;
     }
     int ok = m->parallel_block ? (m->norms_per_layer == 1 ||
                                   (m->norms_per_layer == 2 && grouped(m)))

@@ -38,6 +38,7 @@ int llmem_layers_fixed(const model_shape *m, unsigned accept, const char **why)
         { LLMEM_MODEL_ROTARY_DIM, ACCEPT_PARTIAL_ROTARY, "rotary-dim (partial rotary)" },
         { LLMEM_MODEL_POST_NORM, ACCEPT_POST_NORM, "post-norm" },
         { LLMEM_MODEL_ACTIVATION, ACCEPT_ACTIVATION, "activation" },
+        { LLMEM_MODEL_POSITIONS, ACCEPT_ALIBI, "positions" },
     };
     int differs[sizeof checks / sizeof checks[0]] = {
         m->norms_per_layer != (uint64_t)f->norms_per_layer,
@@ -49,6 +50,7 @@ int llmem_layers_fixed(const model_shape *m, unsigned accept, const char **why)
         m->rotary_dim != m->head_dim,
         m->post_norm != 0,
         m->activation != f->activation,
+        m->positions != f->positions, /* the other positions are refused before */
     };
     *why = NULL;
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
@@ -79,10 +81,11 @@ int llmem_layers_unsupported(const model_shape *m, const char **why)
         { LLMEM_MODEL_MLP, "mlp" },
         { LLMEM_MODEL_POSITIONS, "positions" },
     };
+    /* ALiBi on a family of other positions is the path's to accept (llmem_layers_fixed) */
     int differs[sizeof checks / sizeof checks[0]] = {
         m->norm != f->norm,
         m->mlp != f->mlp,
-        m->positions != f->positions,
+        m->positions != f->positions && m->positions != LLMEM_POSITIONS_ALIBI,
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         if (differs[i]) {

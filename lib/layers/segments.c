@@ -35,6 +35,9 @@ static uint64_t mask_elems(const build *b, const model_shape *m)
         return 0;
     if (m->traits & TRAIT_CAUSAL_BUFFER)
         return b->batch * b->seq;
+    /* Falcon's _update_causal_mask: masked_fill(alibi / sqrt(head_dim), causal < -1, min) */
+    if ((m->traits & TRAIT_ALIBI_MASK) && m->positions == LLMEM_POSITIONS_ALIBI)
+        return b->batch * m->heads * b->seq * b->seq;
     return b->batch * b->seq * b->seq;
 }
 
@@ -72,6 +75,9 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
     /* position ids (cache_position): int64 [seq] */
     sb.locals = b->seq * INT64 + mask_elems(b, m) * dt;
     sb.locals += alibi_elems(b, m) * dt + position_id_elems(b, m) * INT64;
+    /* FalconModel computes its rotary tables with ALiBi too, for no layer to use */
+    if ((m->traits & TRAIT_ROTARY_TABLES) && m->positions != LLMEM_POSITIONS_ROTARY)
+        sb.locals += 2 * b->seq * m->head_dim * dt;
     return sb;
 }
 

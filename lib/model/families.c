@@ -52,9 +52,10 @@ static const family_desc families[] = {
     { FAMILY(GPT_NEOX, "gpt_neox"), LN, PLAIN, ROTARY,   1,   1,   1,   1,   0,  0,  2,  1,  0,  0,  1,  GELU,
       TRAIT_FUSED_QKV | TRAIT_EMBED_DROPOUT, PATH_NEOX, 0 },
     /* Falcon: bias false, parallel_attn true, one input_layernorm, tied lm_head,
-     * FalconLinear (x @ weight.T), activation gelu. */
+     * FalconLinear (x @ weight.T), activation gelu; with alibi (Falcon-RW) the
+     * rotary tables are still computed and ALiBi is folded into the mask. */
     { FAMILY(FALCON, "falcon"),    LN,  PLAIN, ROTARY,   0,   0,   0,   1,   0,  1,  1,  1,  0,  0,  1,  GELU,
-      TRAIT_FUSED_QKV | TRAIT_UNCACHED_CAST, PATH_FALCON, 0 },
+      TRAIT_FUSED_QKV | TRAIT_UNCACHED_CAST | TRAIT_ROTARY_TABLES | TRAIT_ALIBI_MASK, PATH_FALCON, 0 },
     /* Phi: one input_layernorm feeding attention and MLP, biases everywhere,
      * lm_head with bias, untied, embd_pdrop, hidden_act gelu_new. */
     { FAMILY(PHI, "phi"),          LN,  PLAIN, ROTARY,   1,   1,   1,   1,   1,  0,  1,  1,  0,  0,  1,  GELU_NEW,

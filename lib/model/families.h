@@ -50,7 +50,11 @@ enum family_trait {
     TRAIT_RESID_DROPOUT = 1u << 10,
     /* Linears computed as x @ weight.T (+ bias): autocast casts the transposed
      * view at every use and caches nothing (Falcon's FalconLinear) */
-    TRAIT_UNCACHED_CAST = 1u << 11
+    TRAIT_UNCACHED_CAST = 1u << 11,
+    /* The rotary tables (and inv_freq) exist even with ALiBi positions (Falcon) */
+    TRAIT_ROTARY_TABLES = 1u << 12,
+    /* ALiBi folded into the additive attention mask, [batch, heads, seq, seq] (Falcon) */
+    TRAIT_ALIBI_MASK = 1u << 13
 };
 
 /* Optional fields a phased code path builds (beyond the family's defaults). */

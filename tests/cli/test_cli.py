@@ -577,20 +577,22 @@ def check_config(t, llmem):
             "Mixtral (llama-family MoE) estimates with the phased formula", mixtral["peak_phase"])
 
     # Every family the configs name runs the phased model (latent attention,
-    # shared and routed experts included); a layout its code path does not
-    # build (Falcon-RW's ALiBi) is refused, naming the field and the way out.
+    # shared and routed experts, Falcon-RW's ALiBi included); a layout its code
+    # path does not build is refused, naming the field and the way out.
     deepseek = config_path("DeepSeek-V2-Lite")
     for name in ("DeepSeek-V2-Lite", "DeepSeek-V3", "opt-350m", "bloom-560m", "pythia-160m",
-                 "falcon-7b", "falcon-40b", "phi-2", "starcoder2-3b"):
+                 "falcon-7b", "falcon-40b", "falcon-rw-1b", "phi-2", "starcoder2-3b"):
         d = llmem.json("--config", config_path(name))
         t.check(d["formula"] == "phased" and d["peak_phase"] in PHASES and
                 d["peak_allocated_bytes"] > 4 * d["params_total"],
                 "%s estimates with the phased formula" % name, (d["formula"], d["peak_phase"]))
-    rc, out, err = llmem.run("estimate", "--config", config_path("falcon-rw-1b"))
-    t.check(rc == 1 and out == "", "falcon-rw-1b (ALiBi), phased: exit 1, nothing on stdout",
-            (rc, out[:200]))
-    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: positions:") and
-            "--formula article" in err, "the message names positions and --formula article", err)
+    rc, out, err = llmem.run("estimate", "--config", config_path("falcon-7b"), "--positions",
+                             "alibi")
+    t.check(rc == 1 and out == "", "falcon-7b with ALiBi (multi-query), phased: exit 1, "
+            "nothing on stdout", (rc, out[:200]))
+    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: --positions:") and
+            "--formula article" in err, "the message names --positions and --formula article",
+            err)
     opt350 = llmem.json("--config", config_path("opt-350m"))
     t.check(opt350["architecture"]["post_norm"] == 1 and opt350["architecture"]["final_norm"] == 0
             and opt350["architecture"]["activation"] == "relu",

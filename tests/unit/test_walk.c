@@ -116,6 +116,7 @@ static const family_variant family_variants[] = {
     { "falcon-7b", 0, 0, 0, 0 },                      /* multi-query, one norm */
     { "falcon-40b", 0, 0, 0, 0 },                     /* grouped kv heads, two norms */
     { "falcon-7b", LLMEM_MODEL_PARALLEL_BLOCK, 0, LLMEM_MODEL_NORMS_PER_LAYER, 2 },
+    { "falcon-rw-1b", 0, 0, 0, 0 },                   /* ALiBi in the mask, sequential */
     { "phi-2", 0, 0, 0, 0 },
     { "phi-2", LLMEM_MODEL_QK_NORM, 1, LLMEM_MODEL_KV_HEADS, 8 },
     { "starcoder2-3b", 0, 0, 0, 0 },

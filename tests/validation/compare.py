@@ -121,6 +121,9 @@ def build_command(llmem, row):
         v = (row.get(col) or "").strip()
         if v:
             cmd += [flag, v]
+    pos = (row.get("positions") or "").strip()
+    if pos and pos != "0":
+        cmd += ["--positions", pos]
     act = (row.get("activation") or "").strip()
     if act:
         cmd += ["--activation", ACTIVATIONS.get(act, act)]

@@ -35,7 +35,7 @@ MF.install()
 
 FAMILY_EXTRA = ["rotary_dim", "parallel_block", "norms_per_layer", "post_norm", "embed_dim",
                 "activation", "q_lora_rank", "kv_lora_rank", "v_head_dim", "dense_layers",
-                "router_bias", "final_norm", "out_bias", "mlp_bias", "n_group"]
+                "router_bias", "final_norm", "out_bias", "mlp_bias", "n_group", "positions"]
 ARCH_EXTRA = FAMILY_EXTRA[:11] + ["n_group"]
 EXTRA = GM.EXTRA + FAMILY_EXTRA
 COLUMNS = G.COLUMNS + EXTRA
@@ -75,6 +75,7 @@ class RunConfigFamilies(GM.RunConfigMore):
     # DeepSeek's router groups (harness only; llmem models V2's greedy top-k and
     # V3's group-limited top-k, which runs under no_grad)
     n_group: int = 1
+    positions: str = ""  # "alibi": Falcon-RW's ALiBi instead of rotary
 
     def arch(self):
         base = GM.RunConfigMore.arch(self)
@@ -82,6 +83,7 @@ class RunConfigFamilies(GM.RunConfigMore):
         kw.update({k: getattr(self, k) for k in ARCH_EXTRA})
         # Falcon's new_decoder_architecture: grouped kv heads (1 < kv < heads)
         kw["new_arch"] = int(self.family == "falcon" and 1 < self.kv_heads < self.heads)
+        kw["alibi"] = int(self.positions == "alibi")
         kw["eps"] = 1e-5
         return MF.ArchConfigFamilies(**kw)
 
@@ -152,6 +154,10 @@ SIZES = {
     # Falcon2-11B-like: new_decoder_architecture with one LayerNorm
     "f4": dict(family="falcon", hidden=256, layers=2, heads=8, kv_heads=2, intermediate=1024,
                vocab=16000, max_positions=2048),
+    # Falcon-RW-like: ALiBi folded into the mask, the sequential block, biases
+    "f5": dict(family="falcon", hidden=256, layers=2, heads=4, kv_heads=4, intermediate=1024,
+               vocab=16000, max_positions=2048, parallel_block=0, norms_per_layer=2,
+               attn_bias=1, positions="alibi"),
     # StarCoder2: GQA, LayerNorm, c_fc/c_proj GELU, biases, tied
     "s1": dict(family="starcoder2", hidden=256, layers=2, heads=4, kv_heads=2,
                intermediate=1024, vocab=16000, max_positions=4096),
@@ -239,6 +245,11 @@ ROWS = [
     ("s05", "s1", 2, 256, "bf16-mixed", "lion", "none", 0.1, "full", {}),
     ("d08", "d1", 1, 256, "fp32", "adamw", "none", 0.0, "full", {"n_group": 2}),
     ("d09", "d2", 2, 256, "bf16", "adamw", "full", 0.0, "freeze", {"freeze_layers": 1}),
+    ("f08", "f5", 1, 256, "fp32", "adamw", "none", 0.0, "full", {}),
+    ("f09", "f5", 2, 256, "bf16-mixed", "adamw", "full", 0.1, "lora",
+     {"lora_rank": 8, "lora_targets": QKV_T}),
+    ("f10", "f5", 2, 256, "bf16", "adamw", "none", 0.0, "full", {}),
+    ("f11", "f5", 2, 512, "bf16-mixed", "adamw", "none", 0.0, "full", {}),
 ]
 
 

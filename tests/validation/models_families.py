@@ -48,6 +48,7 @@ class ArchConfigFamilies(MM.ArchConfigMore):
     embed_dim: int = 0             # OPT word_embed_proj_dim (0 = hidden)
     activation: str = ""           # hidden_act ("" = the family's)
     new_arch: int = 0              # Falcon new_decoder_architecture
+    alibi: int = 0                 # Falcon alibi (Falcon-RW)
     q_lora_rank: int = 0           # DeepSeek
     kv_lora_rank: int = 0
     v_head_dim: int = 0
@@ -646,6 +647,8 @@ class FalconAttention(nn.Module):
         self.dense = FalconLinear(H, H, cfg.attn_bias, amp)
         self.num_kv_heads = cfg.kv_heads if (self.new_decoder_architecture or not self.multi_query) \
             else 1
+        self.inv_norm_factor = 1.0 / math.sqrt(self.head_dim)
+        self.p = cfg.dropout
 
     def _split_heads(self, fused_qkv):
         if self.new_decoder_architecture:
@@ -668,7 +671,7 @@ class FalconAttention(nn.Module):
             fused_qkv = fused_qkv.view(batch_size, seq_length, self.num_heads + 2, self.head_dim)
             return fused_qkv[..., :-2, :], fused_qkv[..., [-2], :], fused_qkv[..., [-1], :]
 
-    def forward(self, hidden_states, attention_mask, position_embeddings, amp):
+    def forward(self, hidden_states, alibi, attention_mask, position_embeddings, amp):
         fused_qkv = self.query_key_value(hidden_states)
         num_kv_heads = self.num_heads if self.new_decoder_architecture else self.num_kv_heads
         query_layer, key_layer, value_layer = self._split_heads(fused_qkv)
@@ -679,9 +682,33 @@ class FalconAttention(nn.Module):
                                                       self.head_dim)
         value_layer = value_layer.transpose(1, 2).reshape(batch_size, num_kv_heads, query_length,
                                                           self.head_dim)
-        cos, sin = position_embeddings
-        query_layer, key_layer = M.apply_rotary_pos_emb(query_layer, key_layer, cos, sin)
+        if alibi is None:
+            cos, sin = position_embeddings
+            query_layer, key_layer = M.apply_rotary_pos_emb(query_layer, key_layer, cos, sin)
+        kv_length = key_layer.shape[-2]
         attention_mask = attention_mask[:, :, :, : key_layer.shape[-2]]
+        if alibi is not None:
+            # the eager ALiBi branch (FalconAttention.forward, alibi is not None)
+            matmul_result = M.matmul(amp, query_layer, key_layer.transpose(-1, -2))
+            attention_scores = matmul_result.view(batch_size, self.num_heads, query_length,
+                                                  kv_length)
+            input_dtype = attention_scores.dtype
+            if input_dtype == torch.float16 or input_dtype == torch.bfloat16:
+                attention_scores = attention_scores.to(torch.float32)
+            attention_logits = attention_scores + alibi.view(batch_size, self.num_heads, 1, -1)
+            attention_logits *= self.inv_norm_factor
+            attention_probs = F.softmax(attention_logits + attention_mask, dim=-1,
+                                        dtype=hidden_states.dtype)
+            attention_probs = M.dropout(attention_probs, self.p, self.training)
+            attention_probs_reshaped = attention_probs.view(batch_size, self.num_heads,
+                                                            query_length, kv_length)
+            attn_output = M.matmul(amp, attention_probs_reshaped, value_layer).flatten(0, 1)
+            attn_output = attn_output.view(batch_size, self.num_heads, query_length,
+                                           self.head_dim)
+            attn_output = attn_output.permute(0, 2, 1, 3)
+            attn_output = attn_output.reshape(batch_size, query_length,
+                                              self.num_heads * self.head_dim)
+            return self.dense(attn_output)
         attention_scores = M.matmul(amp, query_layer, key_layer.transpose(-1, -2))
         attention_scores /= math.sqrt(self.head_dim)
         # softmax(..., dtype=hidden_states.dtype): the layer norm's output dtype
@@ -735,7 +762,7 @@ class FalconDecoderLayer(nn.Module):
             mlp_layernorm_out = self.ln_mlp(hidden_states)
         else:
             attention_layernorm_out = self.input_layernorm(hidden_states)
-        attention_output = self.self_attention(attention_layernorm_out, attention_mask,
+        attention_output = self.self_attention(attention_layernorm_out, alibi, attention_mask,
                                                position_embeddings, self._amp[0])
         if not self.new_arch:
             if self.parallel_attn:
@@ -750,6 +777,24 @@ class FalconDecoderLayer(nn.Module):
             mlp_output += attention_output
         output = dropout_add(mlp_output, residual, self.p, self.training)
         return (output,)
+
+
+def falcon_alibi(attention_mask, num_heads, dtype):
+    """modeling_falcon.build_alibi_tensor: BLOOM's, with the slopes in bf16."""
+    batch_size, seq_length = attention_mask.shape
+    closest_power_of_2 = 2 ** math.floor(math.log2(num_heads))
+    base = torch.tensor(2 ** (-(2 ** -(math.log2(closest_power_of_2) - 3))), dtype=torch.float32)
+    powers = torch.arange(1, 1 + closest_power_of_2, dtype=torch.int32)
+    slopes = torch.pow(base, powers)
+    if closest_power_of_2 != num_heads:
+        extra_base = torch.tensor(2 ** (-(2 ** -(math.log2(2 * closest_power_of_2) - 3))),
+                                  dtype=torch.float32)
+        num_remaining_heads = min(closest_power_of_2, num_heads - closest_power_of_2)
+        extra_powers = torch.arange(1, 1 + 2 * num_remaining_heads, 2, dtype=torch.int32)
+        slopes = torch.cat([slopes, torch.pow(extra_base, extra_powers)], dim=0)
+    arange_tensor = ((attention_mask.cumsum(dim=-1) - 1) * attention_mask)[:, None, :]
+    alibi = slopes[..., None].bfloat16() * arange_tensor
+    return alibi.reshape(batch_size * num_heads, 1, seq_length).to(dtype)
 
 
 class FalconForCausalLM(FamilyLM):
@@ -775,14 +820,27 @@ class FalconForCausalLM(FamilyLM):
         return self.word_embeddings.weight if self.lm_head is None else self.lm_head.weight
 
     def model(self, input_ids, attention_mask):
+        """FalconModel.forward: with alibi, build_alibi_tensor (bf16 slopes times
+        positions, cast to the embedding dtype) and _update_causal_mask's
+        masked_fill(alibi / sqrt(head_dim), causal_mask < -1, min): a
+        [B, heads, S, S] mask; the rotary tables are computed either way."""
         inputs_embeds = self.word_embeddings(input_ids)
+        batch_size, seq_length, _ = inputs_embeds.shape
+        alibi = None
+        if self.cfg.alibi:
+            alibi = falcon_alibi(attention_mask, self.cfg.heads, inputs_embeds.dtype)
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
         causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
+        if alibi is not None:
+            min_dtype = torch.finfo(inputs_embeds.dtype).min
+            a = alibi.reshape(batch_size, -1, *alibi.shape[1:])
+            causal_mask = torch.masked_fill(a / math.sqrt(self.cfg.hidden // self.cfg.heads),
+                                            causal_mask < -1, min_dtype)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for block in self.h:
-            hidden_states = self.run_layer(block, hidden_states, None, causal_mask, position_ids,
+            hidden_states = self.run_layer(block, hidden_states, alibi, causal_mask, position_ids,
                                            None, None, False, False, cache_position,
                                            position_embeddings)[0]
         return self.ln_f(hidden_states)
