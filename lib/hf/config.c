@@ -274,9 +274,12 @@ static const struct {
     const char *name;
     int value;
 } activations[] = {
-    { "silu", LLMEM_ACTIVATION_SILU },           { "swish", LLMEM_ACTIVATION_SILU },
-    { "gelu", LLMEM_ACTIVATION_GELU },           { "gelu_pytorch_tanh", LLMEM_ACTIVATION_GELU_TANH },
-    { "gelu_new", LLMEM_ACTIVATION_GELU_NEW },   { "gelu_fast", LLMEM_ACTIVATION_GELU_FAST },
+    { "silu", LLMEM_ACTIVATION_SILU },
+    { "swish", LLMEM_ACTIVATION_SILU },
+    { "gelu", LLMEM_ACTIVATION_GELU },
+    { "gelu_pytorch_tanh", LLMEM_ACTIVATION_GELU_TANH },
+    { "gelu_new", LLMEM_ACTIVATION_GELU_NEW },
+    { "gelu_fast", LLMEM_ACTIVATION_GELU_FAST },
     { "relu", LLMEM_ACTIVATION_RELU },
 };
 

@@ -205,7 +205,8 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
         p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
     if (opts->dropout)
         p = op_dropout(b, p);
-    tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, vs), out_elems)); /* transpose(1, 2).contiguous() */
+    /* transpose(1, 2).contiguous() */
+    tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, vs), out_elems));
     llmem_graph_hold(b->g, ks);
     llmem_graph_hold(b->g, vs);
     llmem_graph_hold(b->g, p);

@@ -63,12 +63,11 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
      * all, kept by the index ops that gather with it */
     tid where = llmem_graph_op(b->g, T * k * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
     tid rows = llmem_graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, 2u, 0, 0, 0, 0);
-    uint64_t held = E / b->ep; /* the experts this rank holds (expert parallelism) */
-    tid gate = llmem_seg_expert_linear(b, s, rows, H, m->expert_intermediate, held, LLMEM_LORA_GATE);
+    uint64_t held = E / b->ep, I = m->expert_intermediate; /* the experts this rank holds */
+    tid gate = llmem_seg_expert_linear(b, s, rows, H, I, held, LLMEM_LORA_GATE);
     tid act = op_silu(b, gate);
-    tid up = llmem_seg_expert_linear(b, s, rows, H, m->expert_intermediate, held, LLMEM_LORA_UP);
-    tid y = llmem_seg_expert_linear(b, s, op_mul(b, act, up), m->expert_intermediate, H, held,
-                          LLMEM_LORA_DOWN);
+    tid up = llmem_seg_expert_linear(b, s, rows, H, I, held, LLMEM_LORA_UP);
+    tid y = llmem_seg_expert_linear(b, s, op_mul(b, act, up), I, H, held, LLMEM_LORA_DOWN);
     tid row_weights = llmem_graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
     tid scaled = op_cast(b, op_mul(b, y, row_weights), h_dt);
     /* index_add_ into zeros; IndexAddBackward keeps the added source */
