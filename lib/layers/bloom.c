@@ -75,10 +75,14 @@ static tid bloom_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                        const shared_tensors *sh)
 {
     uint64_t H = m->hidden, I = m->intermediate;
+    llmem_region(b, "norm");
     tid h1 = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
     tid a = bloom_attention(b, m, s, h1, x, sh);
+    llmem_region(b, "norm");
     tid h2 = llmem_seg_norm(b, m, s, a);
     llmem_graph_hold(b->g, h1); /* layernorm_output, until reassigned */
+    llmem_region(b, "mlp");
     tid f = llmem_seg_linear(b, s, h2, H, I, m->mlp_bias, LLMEM_LORA_UP);
     tid g = bloom_gelu(b, f);
     f = llmem_seg_linear(b, s, g, I, H, m->mlp_bias, LLMEM_LORA_DOWN);

@@ -132,15 +132,19 @@ static tid falcon_block(build *b, const model_shape *m, const seg_spec *s, tid x
 {
     uint64_t H = m->hidden, I = m->intermediate;
     tid residual = x;
+    llmem_region(b, "norm");
     tid attn_in = llmem_seg_norm(b, m, s, x); /* ln_attn or input_layernorm */
     tid mlp_in = attn_in;
     if (m->parallel_block && m->norms_per_layer == 2)
         mlp_in = llmem_seg_norm(b, m, s, x); /* ln_mlp */
+    llmem_region(b, "attention");
     tid a = falcon_attention(b, m, s, attn_in, sh);
     if (!m->parallel_block) {
+        llmem_region(b, "norm");
         residual = op_add(b, x, op_dropout(b, a)); /* dropout_add(attention_output, residual) */
         mlp_in = llmem_seg_norm(b, m, s, residual); /* post_attention_layernorm */
     }
+    llmem_region(b, "mlp");
     tid f = falcon_linear(b, s, mlp_in, H, I, m->mlp_bias, LLMEM_LORA_UP);
     f = falcon_linear(b, s, llmem_seg_activation(b, m, f), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
     if (m->parallel_block)

@@ -200,11 +200,15 @@ static tid latent_moe(build *b, const model_shape *m, const seg_spec *s, tid h)
 static tid latent_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                         const shared_tensors *sh)
 {
+    llmem_region(b, "norm");
     tid h = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
     tid a = latent_attention(b, m, s, h, sh);
     llmem_graph_hold(b->g, h);
+    llmem_region(b, "norm");
     tid mid = op_add(b, x, a);
     h = llmem_seg_norm(b, m, s, mid);
+    llmem_region(b, "mlp");
     tid f = s->moe ? latent_moe(b, m, s, h)
                    : llmem_seg_gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
     llmem_graph_hold(b->g, h);

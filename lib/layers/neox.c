@@ -68,13 +68,17 @@ static tid plain_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 static tid neox_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                       const shared_tensors *sh)
 {
+    llmem_region(b, "norm");
     tid h = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
     tid a = neox_attention(b, m, s, h, sh);
     llmem_graph_hold(b->g, h);
     a = op_dropout(b, a); /* post_attention_dropout */
+    llmem_region(b, "norm");
     if (!m->parallel_block)
         a = op_add(b, a, x);
     h = llmem_seg_norm(b, m, s, m->parallel_block ? x : a);
+    llmem_region(b, "mlp");
     tid f = plain_mlp(b, m, s, h);
     llmem_graph_hold(b->g, h);
     f = op_dropout(b, f); /* post_mlp_dropout */
@@ -88,8 +92,11 @@ static tid neox_block(build *b, const model_shape *m, const seg_spec *s, tid x,
 static tid phi_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                      const shared_tensors *sh)
 {
+    llmem_region(b, "norm");
     tid h = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
     tid a = op_dropout(b, phi_attention(b, m, s, h, sh)); /* resid_dropout */
+    llmem_region(b, "mlp");
     tid f = op_dropout(b, plain_mlp(b, m, s, h));
     tid out = op_add(b, op_add(b, a, f), x);
     llmem_graph_hold(b->g, h);

@@ -43,17 +43,24 @@ static tid opt_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 static tid opt_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                      const shared_tensors *sh)
 {
+    llmem_region(b, "norm");
     tid h = m->post_norm ? x : llmem_seg_norm(b, m, s, x); /* self_attn_layer_norm */
+    llmem_region(b, "attention");
     tid a = op_dropout(b, opt_attention(b, m, s, h, sh));
     llmem_graph_hold(b->g, h);
+    llmem_region(b, "norm");
     tid mid = op_add(b, x, a);
     if (m->post_norm)
         mid = llmem_seg_norm(b, m, s, mid);
     h = m->post_norm ? mid : llmem_seg_norm(b, m, s, mid); /* final_layer_norm */
+    llmem_region(b, "mlp");
     tid f = opt_mlp(b, m, s, h);
     llmem_graph_hold(b->g, h);
     tid out = op_add(b, mid, f);
-    return m->post_norm ? llmem_seg_norm(b, m, s, out) : out;
+    if (!m->post_norm)
+        return out;
+    llmem_region(b, "norm");
+    return llmem_seg_norm(b, m, s, out);
 }
 
 static int opt_unsupported(const model_shape *m, const char **why)
