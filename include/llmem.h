@@ -217,7 +217,16 @@ enum llmem_model_key {
     /** Bytes per element of the checkpoint's torch_dtype (4 float32, 2 bfloat16/float16,
      * 1 float8); 0 = unknown. Informative: the estimate follows the training precision.
      * @since 0.1.0 */
-    LLMEM_MODEL_DTYPE_BYTES = 37
+    LLMEM_MODEL_DTYPE_BYTES = 37,
+    /** #llmem_activation of the MLP ("silu", "gelu", "gelu-tanh", "gelu-new",
+     * "gelu-fast", "relu"), as the config's hidden_act (activation_function,
+     * activation) names it; setting the family sets its default. What autograd
+     * keeps depends on it: relu saves its output, the native kernels their input,
+     * gelu-new and gelu-fast are Python expressions of several ops. @since 0.2.0 */
+    LLMEM_MODEL_ACTIVATION = 38,
+    /** 0/1: the layer norms come after the residual additions instead of before
+     * attention and MLP (OPT do_layer_norm_before false, OPT-350m). @since 0.2.0 */
+    LLMEM_MODEL_POST_NORM = 39
 };
 
 /** Code-path families: which operations a layer runs. @since 0.1.0 */
@@ -252,6 +261,15 @@ enum llmem_family {
 enum llmem_norm { LLMEM_NORM_LAYERNORM = 1, LLMEM_NORM_RMSNORM = 2 };
 /** MLP kinds. @since 0.1.0 */
 enum llmem_mlp { LLMEM_MLP_PLAIN = 1, LLMEM_MLP_GATED = 2 };
+/** MLP activations (#LLMEM_MODEL_ACTIVATION). @since 0.2.0 */
+enum llmem_activation {
+    LLMEM_ACTIVATION_SILU = 1,      /**< SiLU (Llama's gated MLP) */
+    LLMEM_ACTIVATION_GELU = 2,      /**< exact GELU, one kernel (GPT-NeoX, Falcon) */
+    LLMEM_ACTIVATION_GELU_TANH = 3, /**< tanh-approximated GELU, one kernel (StarCoder2, Gemma) */
+    LLMEM_ACTIVATION_GELU_NEW = 4,  /**< NewGELUActivation, Python ops (GPT-2, Phi) */
+    LLMEM_ACTIVATION_GELU_FAST = 5, /**< FastGELUActivation, Python ops (GPT-NeoX-20B) */
+    LLMEM_ACTIVATION_RELU = 6       /**< ReLU (OPT) */
+};
 /** Position encodings. @since 0.1.0 */
 enum llmem_positions {
     LLMEM_POSITIONS_LEARNED = 1, LLMEM_POSITIONS_ROTARY = 2, LLMEM_POSITIONS_ALIBI = 3

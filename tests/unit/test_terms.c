@@ -866,6 +866,8 @@ static int refuse_or_consistent(llmem_model *m, const char *name)
     return rc;
 }
 
+/* Every family runs the phased model: its presets, and a small model of each
+ * family at its defaults, estimate with every invariant holding. */
 Test(terms, other_families, .init = setup_est, .fini = teardown_est)
 {
     static const char *const others[] = { "facebook/opt-125m", "facebook/opt-350m",
@@ -873,7 +875,33 @@ Test(terms, other_families, .init = setup_est, .fini = teardown_est)
                                           "microsoft/Phi-3-mini-4k-instruct" };
     for (size_t i = 0; i < N_OF(others); i++) {
         llmem_model *m = preset(others[i]);
-        (void)refuse_or_consistent(m, others[i]);
+        cr_expect_eq(refuse_or_consistent(m, others[i]), LLMEM_OK, "%s is refused", others[i]);
+        llmem_model_free(m);
+    }
+    for (int family = 1; family <= LLMEM_FAMILY_DEEPSEEK; family++) {
+        llmem_model *m = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "family %d", family);
+        cr_assert_eq(llmem_model_new(ctx, family, &m), LLMEM_OK);
+        llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 128);
+        llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 3);
+        llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4);
+        llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 256);
+        llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 1000);
+        llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 512);
+        if (family == LLMEM_FAMILY_DEEPSEEK) { /* latent attention and experts */
+            llmem_model_set_int(m, LLMEM_MODEL_HEAD_DIM, 48);
+            llmem_model_set_int(m, LLMEM_MODEL_ROTARY_DIM, 16);
+            llmem_model_set_int(m, LLMEM_MODEL_V_HEAD_DIM, 32);
+            llmem_model_set_int(m, LLMEM_MODEL_KV_LORA_RANK, 64);
+            llmem_model_set_int(m, LLMEM_MODEL_Q_LORA_RANK, 96);
+            llmem_model_set_int(m, LLMEM_MODEL_EXPERTS, 8);
+            llmem_model_set_int(m, LLMEM_MODEL_EXPERTS_PER_TOKEN, 2);
+            llmem_model_set_int(m, LLMEM_MODEL_EXPERT_INTERMEDIATE, 64);
+            llmem_model_set_int(m, LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, 128);
+            llmem_model_set_int(m, LLMEM_MODEL_DENSE_LAYERS, 1);
+        }
+        cr_expect_eq(refuse_or_consistent(m, name), LLMEM_OK, "%s is refused", name);
         llmem_model_free(m);
     }
 }
