@@ -42,8 +42,12 @@ const field_table llmem_pack_fields = FIELD_TABLE(LLMEM_OBJECT_PACK, "pack", pac
 
 uint64_t llmem_pack_required(uint64_t need, double margin)
 {
-    /* need + ceil(need x margin), the product in long double; 0 beyond 64 bits. */
-    long double extra = ceill((long double)need * (long double)margin);
+    /* need + ceil(need x margin), the product in long double; 0 beyond 64 bits.
+     * A product that is an integer in decimal (20e9 x 0.05) but not quite in
+     * binary (0.05 is not exact) is taken as that integer, not one more. */
+    long double product = (long double)need * (long double)margin;
+    long double nearest = roundl(product);
+    long double extra = fabsl(product - nearest) <= product * 1e-12L ? nearest : ceill(product);
     if (extra >= 18446744073709551616.0L || (uint64_t)extra > UINT64_MAX - need)
         return 0;
     return need + (uint64_t)extra;

@@ -469,8 +469,7 @@ Test(pack, jobs_that_fit_nowhere_or_find_no_room)
     uint64_t profiles;
     llmem_gpu_get_u64(a100, LLMEM_GPU_MIG_PROFILES, &profiles);
     cr_expect_eq(job(0, LLMEM_PACK_JOB_LARGEST_PROFILE), profiles, "the whole GPU is largest");
-    /* need + ceil(need x margin), the product in long double as the library does it. */
-    uint64_t required = 200 * GIB + (uint64_t)ceill((long double)(200 * GIB) * 0.05);
+    uint64_t required = 200 * GIB + 10 * GIB; /* need x 1.05, exactly */
     cr_expect_eq(job(0, LLMEM_PACK_JOB_SHORTFALL_BYTES), required - usable);
     uint64_t v;
     cr_expect_eq(llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_GPU, &v), LLMEM_ENOTFOUND);
