@@ -60,7 +60,7 @@ static int fill(llmem_ctx *ctx, llmem_pack *pack, const scenario *s, size_t jobs
         uint64_t bytes = (1 + rnd(s->max_gib)) * (UINT64_C(1) << 30) - rnd(1024) * (UINT64_C(1) << 20);
         int64_t compute = s->compute && rnd(5) == 0 ? (int64_t)rnd(4) : 0;
         snprintf(id, sizeof id, "job-%zu", j);
-        if (llmem_pack_add_job(pack, id, bytes, LLMEM_BYTES_DEVICE, compute) != LLMEM_OK)
+        if (llmem_pack_add_job(pack, id, bytes, LLMEM_LEVEL_DEVICE, compute) != LLMEM_OK)
             return 0;
     }
     return 1;

@@ -66,6 +66,13 @@ static int add_fleet(llmem_ctx *ctx, llmem_pack *pack, const char *spec, uint64_
     return 1;
 }
 
+/* The estimate flags a job may give: its model and training (a job is one
+ * process on one slice: no layout, no planner or output flags). */
+#define PACK_ACCEPTS                                                                         \
+    (CLI_ACCEPTS(CLI_TARGET_PRESET) | CLI_ACCEPTS(CLI_TARGET_CONFIG) |                       \
+     CLI_ACCEPTS(CLI_TARGET_WEIGHTS) | CLI_ACCEPTS(CLI_TARGET_MODEL) |                       \
+     CLI_ACCEPTS(CLI_TARGET_TRAIN))
+
 /* The fields a job may have besides the estimate flags. */
 static int own_field(const char *key)
 {
@@ -83,7 +90,7 @@ static const cli_flag *field_flag(const char *key)
     for (size_t i = 0; i <= n; i++)
         name[i] = key[i] == '_' ? '-' : key[i];
     const cli_flag *f = cli_flag_find(name, n);
-    if (f == NULL || f->target == CLI_TARGET_JSON || f->target == CLI_TARGET_HELP)
+    if (f == NULL || !(PACK_ACCEPTS & CLI_ACCEPTS(f->target)))
         return NULL;
     return f;
 }
@@ -125,7 +132,7 @@ static int estimate_bytes(job_env *env, const jobs_spec *job, uint64_t *bytes)
         argc += 2;
     }
     cli_request req;
-    int status = cli_configure(env->ctx, argc, argv, &req);
+    int status = cli_configure(env->ctx, argc, argv, PACK_ACCEPTS, "pack", &req);
     if (status != CLI_EXIT_OK)
         return status;
     int rc = llmem_estimate_run(env->est, req.model, req.train);
@@ -149,7 +156,7 @@ static int add_job(job_env *env, const char *path, const jobs_file *file, size_t
     const jobs_field *compute = cli_jobs_get(job, "min_compute");
     int estimate_fields = 0;
     uint64_t bytes = 0, min_compute = 0;
-    int lvl = LLMEM_BYTES_DEVICE;
+    int lvl = LLMEM_LEVEL_DEVICE;
     if (id == NULL || id->kind != JOBS_STRING || id->text[0] == '\0') {
         cli_error("%s:%d: job #%zu: field 'id': a non-empty string is required", path, job->line,
                   index + 1);
@@ -477,11 +484,11 @@ static int parse_format(const cli_opt *opts, out_format *fmt)
 
 static int settings(llmem_ctx *ctx, llmem_pack *pack, const cli_opt *opts)
 {
-    double margin;
+    int64_t margin;
     if (opts[OPT_MARGIN].value) {
         if (!cli_opt_margin("margin", opts[OPT_MARGIN].value, &margin))
             return 0;
-        if (llmem_pack_set_double(pack, LLMEM_PACK_MARGIN, margin) != LLMEM_OK) {
+        if (llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, margin) != LLMEM_OK) {
             cli_error("--margin '%s': %s", opts[OPT_MARGIN].value,
                       cli_message_tail(llmem_ctx_error(ctx)));
             return 0;

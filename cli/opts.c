@@ -7,7 +7,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,22 +75,19 @@ int cli_opt_u64(const char *name, const char *value, uint64_t min, uint64_t max,
     return 1;
 }
 
-int cli_opt_margin(const char *name, const char *value, double *out)
+int cli_opt_margin(const char *name, const char *value, int64_t *permille)
 {
     char *end = NULL;
     errno = 0;
     double v = strtod(value, &end);
-    if (end == value || errno != 0 || !isfinite(v)) {
-        cli_error("--%s '%s': not a number (a fraction such as 0.05, or 5%%)", name, value);
+    if (end != value && *end == '%')
+        end++;
+    /* As `llmem plan` and `llmem estimate --max` read it. */
+    if (end == value || *end != '\0' || errno != 0 || !(v >= 0 && v < 90)) {
+        cli_error("--%s '%s': a percentage in [0, 90)", name, value);
         return 0;
     }
-    if (*end == '%' && end[1] == '\0')
-        v /= 100;
-    else if (*end != '\0') {
-        cli_error("--%s '%s': not a number (a fraction such as 0.05, or 5%%)", name, value);
-        return 0;
-    }
-    *out = v; /* the library checks the bounds */
+    *permille = (int64_t)(v * 10.0 + 0.5);
     return 1;
 }
 
@@ -105,9 +101,9 @@ const char *cli_message_tail(const char *message)
 int cli_parse_level(const char *value, int *level)
 {
     if (strcmp(value, "device") == 0)
-        *level = LLMEM_BYTES_DEVICE;
+        *level = LLMEM_LEVEL_DEVICE;
     else if (strcmp(value, "reserved") == 0)
-        *level = LLMEM_BYTES_RESERVED;
+        *level = LLMEM_LEVEL_RESERVED;
     else
         return 0;
     return 1;

@@ -23,12 +23,13 @@ int cli_opts_take(int *argc, char **argv, cli_opt *opts, size_t n);
 /* Parsers for option values; each prints "--name 'value': why" and returns
  * 0 on a bad value, 1 when *out is set. */
 int cli_opt_u64(const char *name, const char *value, uint64_t min, uint64_t max, uint64_t *out);
-/* A fraction ("0.05") or a percentage ("5%"); the library checks its bounds. */
-int cli_opt_margin(const char *name, const char *value, double *out);
+/* --margin P: a percentage in [0, 90) ("5" or "5%"), as `llmem plan` reads
+ * it, into thousandths. */
+int cli_opt_margin(const char *name, const char *value, int64_t *permille);
 
 /* A library message without its leading "<object>: " ("gpu: ..."). */
 const char *cli_message_tail(const char *message);
-/* "device" or "reserved" into an llmem_bytes_level; 0 for another word. */
+/* "device" or "reserved" into an llmem_level; 0 for another word. */
 int cli_parse_level(const char *value, int *level);
 /* The catalog index of GPU name; prints "--flag 'name': why" and returns 0
  * when the library knows no such GPU. */

@@ -91,11 +91,11 @@ int main(void)
         /* The device level is what must fit in a MIG slice: each instance
          * runs its own process with its own CUDA context. */
         CHECK(llmem_estimate_get_u64(est, LLMEM_EST_PEAK_DEVICE, &peak[i]));
-        CHECK(llmem_fit_run(fit, a100, peak[i], LLMEM_BYTES_DEVICE));
+        CHECK(llmem_fit_run(fit, a100, peak[i], LLMEM_LEVEL_DEVICE));
         int found = llmem_fit_best(fit, &option) == LLMEM_OK;
         printf("%-20s %-34s %6.2f GiB  %s\n", j->id, j->preset, gib(peak[i]),
                found ? llmem_fit_name(fit, option) : "none");
-        CHECK(llmem_pack_add_job(pack, j->id, peak[i], LLMEM_BYTES_DEVICE, 0));
+        CHECK(llmem_pack_add_job(pack, j->id, peak[i], LLMEM_LEVEL_DEVICE, 0));
         llmem_train_free(train);
         llmem_model_free(model);
         train = NULL;

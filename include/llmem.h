@@ -931,29 +931,25 @@ LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *nam
  * Which MIG profiles of a GPU, and whether the whole GPU, hold a job's
  * memory with a safety margin: every plain profile and the whole GPU, smallest
  * usable memory first, each with its headroom or shortfall. The job is a byte
- * count: either its device-level peak (llmem_estimate_get_u64() with
- * #LLMEM_EST_PEAK_DEVICE, which counts the CUDA context), or a count without
- * the context (a reserved-level peak, from PyTorch or a scheduler), to which
- * the GPU's context is added: every MIG instance runs its own process with its
- * own context.
+ * count of a #llmem_level: either its device-level peak (#LLMEM_LEVEL_DEVICE,
+ * llmem_estimate_get_u64() with #LLMEM_EST_PEAK_DEVICE, which counts the CUDA
+ * context), or a count without the context (#LLMEM_LEVEL_RESERVED: a
+ * reserved-level peak, from PyTorch or a scheduler), to which the GPU's
+ * context is added: every MIG instance runs its own process with its own
+ * context. The margin is the planner's: a share of the option's memory kept
+ * free, so an option of U usable bytes holds a need N when
+ * N <= U / 1000 x (1000 - margin) (integer division).
  * @{
  */
 /** Opaque fit: settings and the options of the last run. @since 0.2.0 */
 typedef struct llmem_fit llmem_fit;
 
-/** What a byte count includes. @since 0.2.0 */
-enum llmem_bytes_level {
-    /** Device level: the CUDA context is in the count (#LLMEM_EST_PEAK_DEVICE). */
-    LLMEM_BYTES_DEVICE = 1,
-    /** Without the context (reserved level): the GPU's #LLMEM_GPU_CONTEXT_BYTES is added. */
-    LLMEM_BYTES_RESERVED = 2
-};
 
 /** Keys of fit settings. Values are never reused. @since 0.2.0 */
 enum llmem_fit_key {
-    /** Safety margin, a fraction in [0, 10] (real): an option holds the job when
-     * need x (1 + margin) <= its usable bytes. Default 0.05 (docs/mig.md says why). */
-    LLMEM_FIT_MARGIN = 1,
+    /** Safety margin kept free of an option's usable bytes, in thousandths
+     * (0-900; default 50 = 5 %, docs/mig.md says why), as #LLMEM_PLAN_MARGIN_PERMILLE. */
+    LLMEM_FIT_MARGIN_PERMILLE = 1,
     /** Minimum compute slices the job asks for (0-7, int); the whole GPU
      * satisfies any. Default 0. */
     LLMEM_FIT_MIN_COMPUTE = 2
@@ -968,7 +964,9 @@ enum llmem_fit_result {
     LLMEM_FIT_FITS = 3,           /**< 1 when the option holds the job with the margin */
     LLMEM_FIT_USABLE_BYTES = 4,   /**< the option's usable bytes */
     LLMEM_FIT_NEED_BYTES = 5,     /**< the job's device-level bytes (context included) */
-    LLMEM_FIT_REQUIRED_BYTES = 6, /**< need x (1 + margin), rounded up */
+    /** The least usable bytes that hold the need with the margin:
+     * 1000 x ceil(need / (1000 - margin)). */
+    LLMEM_FIT_REQUIRED_BYTES = 6,
     /** usable - need when usable >= need, else 0. */
     LLMEM_FIT_HEADROOM_BYTES = 7,
     /** required - usable when the option does not hold the job, else 0. */
@@ -980,26 +978,24 @@ enum llmem_fit_result {
 LLMEM_API int llmem_fit_new(llmem_ctx *ctx, llmem_fit **out);
 /** Free a fit; NULL is allowed. @since 0.2.0 */
 LLMEM_API void llmem_fit_free(llmem_fit *fit);
-/** Set an integer setting (#llmem_fit_key). @since 0.2.0 */
+/** Set a setting (#llmem_fit_key). @return #LLMEM_ERANGE out of bounds. @since 0.2.0 */
 LLMEM_API int llmem_fit_set_int(llmem_fit *fit, int key, int64_t value);
-/** Set a real setting (the margin); NaN and infinities are rejected. @since 0.2.0 */
-LLMEM_API int llmem_fit_set_double(llmem_fit *fit, int key, double value);
-/** Set a setting from text ("0.05", "2"). @since 0.2.0 */
+/** Set a setting from text ("50"). @since 0.2.0 */
 LLMEM_API int llmem_fit_set_str(llmem_fit *fit, int key, const char *value);
-/** Read a setting as a real (integer settings too). @since 0.2.0 */
-LLMEM_API int llmem_fit_get_double(const llmem_fit *fit, int key, double *out);
+/** Read a setting. @since 0.2.0 */
+LLMEM_API int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out);
 /**
- * Describe a fit setting: its name ("margin"), bounds and whether it is real.
- * Any pointer may be NULL. @return #LLMEM_EINVAL for an unknown key. @since 0.2.0
+ * Describe a fit setting: its name ("margin-permille") and bounds. Any pointer
+ * may be NULL. @return #LLMEM_EINVAL for an unknown key. @since 0.2.0
  */
-LLMEM_API int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max,
-                                   int *is_real);
+LLMEM_API int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max);
 /**
- * Fit @p bytes (#llmem_bytes_level @p level) to GPU @p gpu: every plain MIG
- * profile and the whole GPU, ordered by usable bytes (then compute slices).
- * Allocates nothing. @return #LLMEM_ERANGE for a bad GPU index or zero bytes,
- * #LLMEM_EINVAL for a bad level, #LLMEM_EOVERFLOW when the need overflows 64
- * bits. On failure the previous result is kept. @since 0.2.0
+ * Fit @p bytes at @p level (#LLMEM_LEVEL_DEVICE, or #LLMEM_LEVEL_RESERVED to
+ * add the GPU's CUDA context) to GPU @p gpu: every plain MIG profile and the
+ * whole GPU, ordered by usable bytes (then compute slices). Allocates nothing.
+ * @return #LLMEM_ERANGE for a bad GPU index or zero bytes, #LLMEM_EINVAL for
+ * another level, #LLMEM_EOVERFLOW when the need overflows 64 bits. On failure
+ * the previous result is kept. @since 0.2.0
  */
 LLMEM_API int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level);
 /** Number of options of the last run (0 before any). @since 0.2.0 */
@@ -1033,8 +1029,9 @@ typedef struct llmem_pack llmem_pack;
 
 /** Keys of pack settings. Values are never reused. @since 0.2.0 */
 enum llmem_pack_key {
-    /** Safety margin, as #LLMEM_FIT_MARGIN (real, default 0.05). */
-    LLMEM_PACK_MARGIN = 1,
+    /** Safety margin kept free of a slice, in thousandths, as
+     * #LLMEM_FIT_MARGIN_PERMILLE (default 50 = 5 %). */
+    LLMEM_PACK_MARGIN_PERMILLE = 1,
     /** GPUs per node in the mig-parted output: one config per node, devices
      * numbered within the node; 0 (default) = one config for all GPUs. */
     LLMEM_PACK_GPUS_PER_NODE = 2,
@@ -1083,8 +1080,9 @@ enum llmem_pack_job_key {
     LLMEM_PACK_JOB_NEED_BYTES = 5, /**< device-level need on its GPU type (context included) */
     LLMEM_PACK_JOB_USABLE_BYTES = 6, /**< usable bytes of its slice */
     LLMEM_PACK_JOB_HEADROOM_BYTES = 7, /**< usable - need */
-    /** For a job that fits nowhere: need x (1 + margin) minus the usable bytes
-     * of the largest option (see #LLMEM_PACK_JOB_LARGEST_GPU). */
+    /** For a job that fits nowhere: the usable bytes it would need with the
+     * margin (as #LLMEM_FIT_REQUIRED_BYTES) minus those of the largest option
+     * (see #LLMEM_PACK_JOB_LARGEST_GPU). */
     LLMEM_PACK_JOB_SHORTFALL_BYTES = 8,
     /** For a job that fits nowhere: the catalog index of the GPU type whose
      * largest option (MIG profile or whole GPU) comes closest. */
@@ -1107,17 +1105,14 @@ enum llmem_pack_gpu_key {
 LLMEM_API int llmem_pack_new(llmem_ctx *ctx, llmem_pack **out);
 /** Free a pack; NULL is allowed. @since 0.2.0 */
 LLMEM_API void llmem_pack_free(llmem_pack *pack);
-/** Set an integer setting (#llmem_pack_key). @since 0.2.0 */
+/** Set a setting (#llmem_pack_key). @return #LLMEM_ERANGE out of bounds. @since 0.2.0 */
 LLMEM_API int llmem_pack_set_int(llmem_pack *pack, int key, int64_t value);
-/** Set a real setting (the margin). @since 0.2.0 */
-LLMEM_API int llmem_pack_set_double(llmem_pack *pack, int key, double value);
 /** Set a setting from text. @since 0.2.0 */
 LLMEM_API int llmem_pack_set_str(llmem_pack *pack, int key, const char *value);
-/** Read a setting as a real (integer settings too). @since 0.2.0 */
-LLMEM_API int llmem_pack_get_double(const llmem_pack *pack, int key, double *out);
+/** Read a setting. @since 0.2.0 */
+LLMEM_API int llmem_pack_get_int(const llmem_pack *pack, int key, int64_t *out);
 /** Describe a pack setting, as llmem_fit_field_info(). @since 0.2.0 */
-LLMEM_API int llmem_pack_field_info(int key, const char **name, int64_t *min, int64_t *max,
-                                    int *is_real);
+LLMEM_API int llmem_pack_field_info(int key, const char **name, int64_t *min, int64_t *max);
 /**
  * Add @p count GPUs of type @p gpu (a catalog index) to the fleet; @p count 0
  * means as many as needed. Types are tried in the order added; adding a type
@@ -1125,8 +1120,9 @@ LLMEM_API int llmem_pack_field_info(int key, const char **name, int64_t *min, in
  */
 LLMEM_API int llmem_pack_add_gpu(llmem_pack *pack, size_t gpu, uint64_t count);
 /**
- * Add a job: its @p id (copied; any text), its memory @p bytes of level
- * @p level (#llmem_bytes_level) and the compute slices it needs at least
+ * Add a job: its @p id (copied; any text), its memory @p bytes at @p level
+ * (#LLMEM_LEVEL_DEVICE, or #LLMEM_LEVEL_RESERVED to add each GPU type's CUDA
+ * context) and the compute slices it needs at least
  * (@p min_compute, 0 for any). @return #LLMEM_ERANGE for zero bytes or a
  * negative or too large @p min_compute, #LLMEM_EINVAL for a NULL id or a bad
  * level; the message names the job. @since 0.2.0

@@ -74,7 +74,7 @@ int llmem_pack_assign(pack_run *r, const pack_plan *plan)
                 uint32_t c = g->unit[u].cls;
                 pack_job *j = &p->jobs[r->order[next[c]++]];
                 const pack_kind *kd = &r->types[t].kind[g->unit[u].kind];
-                uint64_t need = j->bytes + (j->level == LLMEM_BYTES_RESERVED
+                uint64_t need = j->bytes + (j->level == LLMEM_LEVEL_RESERVED
                                                 ? r->types[t].context
                                                 : 0);
                 j->status = LLMEM_PACK_PLACED;

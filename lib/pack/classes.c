@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * From jobs to classes. On each type a job needs its bytes, plus the type's
- * CUDA context when the bytes exclude it, times (1 + margin); the kinds that
- * hold it are those with that much usable memory and the compute slices it
- * asks for (the whole GPU satisfies any). Jobs with the same kinds on every
+ * CUDA context when the bytes exclude it; the kinds that hold it are those
+ * with at least the usable bytes that hold that need with the margin
+ * (llmem_pack_required) and the compute slices it asks for (the whole GPU
+ * satisfies any). Jobs with the same kinds on every
  * type are interchangeable for packing: one class. Classes are ordered large
  * first (first fit decreasing), by their smallest share of a GPU's memory
  * slices, then of its compute slices.
@@ -40,7 +41,7 @@ static int keyed_cmp(const void *a, const void *b)
 static uint64_t job_need(const pack_type *t, const pack_job *j, int *overflow)
 {
     *overflow = 0;
-    if (j->level == LLMEM_BYTES_DEVICE)
+    if (j->level == LLMEM_LEVEL_DEVICE)
         return j->bytes;
     if (j->bytes > UINT64_MAX - t->context) {
         *overflow = 1;
@@ -50,7 +51,7 @@ static uint64_t job_need(const pack_type *t, const pack_job *j, int *overflow)
 }
 
 /* The kinds of t that hold j (bit k), with its requirement on t. */
-static uint8_t holding_kinds(const pack_type *t, const pack_job *j, double margin,
+static uint8_t holding_kinds(const pack_type *t, const pack_job *j, int64_t margin,
                              uint64_t *required)
 {
     int overflow;
@@ -70,7 +71,7 @@ static uint8_t holding_kinds(const pack_type *t, const pack_job *j, double margi
 
 /* A job no option holds: the largest option over the types (the whole GPU
  * or its largest profile), and how much it lacks. */
-static void fits_nowhere(const pack_run *r, pack_job *j, double margin)
+static void fits_nowhere(const pack_run *r, pack_job *j, int64_t margin)
 {
     uint64_t best_usable = 0, best_req = 0;
     j->status = LLMEM_PACK_FITS_NOWHERE;
@@ -99,7 +100,7 @@ static void fits_nowhere(const pack_run *r, pack_job *j, double margin)
 int llmem_pack_classify(pack_run *r)
 {
     llmem_pack *p = r->p;
-    double margin = p->d[LLMEM_PACK_MARGIN];
+    int64_t margin = p->i[LLMEM_PACK_MARGIN_PERMILLE];
     keyed *keys = NULL;
     uint32_t n = 0;
     if (p->njobs > 0) {

@@ -2,7 +2,8 @@
 /*
  * The fit handle: every plain MIG profile of a GPU and the whole GPU, by
  * usable bytes, each with whether it holds a job's device-level need with the
- * margin, its headroom or its shortfall.
+ * margin (usable >= the least bytes that hold it, llmem_pack_required), its
+ * headroom or its shortfall.
  */
 #include "pack/pack.h"
 
@@ -55,33 +56,26 @@ int llmem_fit_set_int(llmem_fit *fit, int key, int64_t value)
 {
     if (fit == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_int(fit->ctx, &llmem_fit_fields, fit->i, fit->d, key, value);
-}
-
-int llmem_fit_set_double(llmem_fit *fit, int key, double value)
-{
-    if (fit == NULL)
-        return LLMEM_EINVAL;
-    return llmem_pack_setting_real(fit->ctx, &llmem_fit_fields, fit->d, key, value);
+    return llmem_pack_setting_int(fit->ctx, &llmem_fit_fields, fit->i, key, value);
 }
 
 int llmem_fit_set_str(llmem_fit *fit, int key, const char *value)
 {
     if (fit == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_str(fit->ctx, &llmem_fit_fields, fit->i, fit->d, key, value);
+    return llmem_pack_setting_str(fit->ctx, &llmem_fit_fields, fit->i, key, value);
 }
 
-int llmem_fit_get_double(const llmem_fit *fit, int key, double *out)
+int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out)
 {
     if (fit == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_get(fit->ctx, &llmem_fit_fields, fit->i, fit->d, key, out);
+    return llmem_pack_setting_get(fit->ctx, &llmem_fit_fields, fit->i, key, out);
 }
 
-int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max, int *is_real)
+int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max)
 {
-    return llmem_fields_info(&llmem_fit_fields, key, name, min, max, is_real);
+    return llmem_fields_info(&llmem_fit_fields, key, name, min, max, NULL);
 }
 
 /* Smaller usable bytes first, then fewer compute slices; the whole GPU after
@@ -123,16 +117,17 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
         return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: no GPU of index %zu", gpu);
     if (bytes == 0)
         return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: bytes must be positive");
-    if (level != LLMEM_BYTES_DEVICE && level != LLMEM_BYTES_RESERVED)
-        return llmem__fail(fit->ctx, LLMEM_EINVAL, "fit: unknown bytes level %d", level);
+    if (level != LLMEM_LEVEL_DEVICE && level != LLMEM_LEVEL_RESERVED)
+        return llmem__fail(fit->ctx, LLMEM_EINVAL,
+                           "fit: level %d: the device or the reserved level expected", level);
     uint64_t context = llmem_gpu_arch_row(g->arch)->context;
     uint64_t need = bytes;
-    if (level == LLMEM_BYTES_RESERVED) {
+    if (level == LLMEM_LEVEL_RESERVED) {
         if (bytes > UINT64_MAX - context)
             return llmem__fail(fit->ctx, LLMEM_EOVERFLOW, "fit: bytes plus context overflow");
         need += context;
     }
-    uint64_t required = llmem_pack_required(need, fit->d[LLMEM_FIT_MARGIN]);
+    uint64_t required = llmem_pack_required(need, fit->i[LLMEM_FIT_MARGIN_PERMILLE]);
     if (required == 0)
         return llmem__fail(fit->ctx, LLMEM_EOVERFLOW, "fit: need with margin overflows");
     uint64_t min_compute = (uint64_t)fit->i[LLMEM_FIT_MIN_COMPUTE];

@@ -62,33 +62,26 @@ int llmem_pack_set_int(llmem_pack *p, int key, int64_t value)
 {
     if (p == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_int(p->ctx, &llmem_pack_fields, p->i, p->d, key, value);
-}
-
-int llmem_pack_set_double(llmem_pack *p, int key, double value)
-{
-    if (p == NULL)
-        return LLMEM_EINVAL;
-    return llmem_pack_setting_real(p->ctx, &llmem_pack_fields, p->d, key, value);
+    return llmem_pack_setting_int(p->ctx, &llmem_pack_fields, p->i, key, value);
 }
 
 int llmem_pack_set_str(llmem_pack *p, int key, const char *value)
 {
     if (p == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_str(p->ctx, &llmem_pack_fields, p->i, p->d, key, value);
+    return llmem_pack_setting_str(p->ctx, &llmem_pack_fields, p->i, key, value);
 }
 
-int llmem_pack_get_double(const llmem_pack *p, int key, double *out)
+int llmem_pack_get_int(const llmem_pack *p, int key, int64_t *out)
 {
     if (p == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_get(p->ctx, &llmem_pack_fields, p->i, p->d, key, out);
+    return llmem_pack_setting_get(p->ctx, &llmem_pack_fields, p->i, key, out);
 }
 
-int llmem_pack_field_info(int key, const char **name, int64_t *min, int64_t *max, int *is_real)
+int llmem_pack_field_info(int key, const char **name, int64_t *min, int64_t *max)
 {
-    return llmem_fields_info(&llmem_pack_fields, key, name, min, max, is_real);
+    return llmem_fields_info(&llmem_pack_fields, key, name, min, max, NULL);
 }
 
 int llmem_pack_add_gpu(llmem_pack *p, size_t gpu, uint64_t count)
@@ -126,9 +119,10 @@ int llmem_pack_add_job(llmem_pack *p, const char *id, uint64_t bytes, int level,
     if (bytes == 0)
         return llmem__fail(p->ctx, LLMEM_ERANGE, "pack: job '%.60s': bytes must be positive",
                            id);
-    if (level != LLMEM_BYTES_DEVICE && level != LLMEM_BYTES_RESERVED)
-        return llmem__fail(p->ctx, LLMEM_EINVAL, "pack: job '%.60s': unknown bytes level %d",
-                           id, level);
+    if (level != LLMEM_LEVEL_DEVICE && level != LLMEM_LEVEL_RESERVED)
+        return llmem__fail(p->ctx, LLMEM_EINVAL,
+                           "pack: job '%.60s': level %d: the device or the reserved level "
+                           "expected", id, level);
     /* The most compute slices of any MIG grid. */
     if (min_compute < 0 || min_compute > 7)
         return llmem__fail(p->ctx, LLMEM_ERANGE,

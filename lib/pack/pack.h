@@ -72,24 +72,22 @@ void llmem_pack_layout_stats(const pack_type *t, unsigned kind_mask, layout_stat
 #define PACK_KEY_END (LLMEM_PACK_EXACT_LIMIT + 1)
 extern const field_table llmem_fit_fields, llmem_pack_fields;
 
-/* Setters and getter over a handle's ints[] and reals[] (the message names the field). */
-int llmem_pack_setting_int(llmem_ctx *ctx, const field_table *t, int64_t *ints, double *reals,
-                           int key, int64_t value);
-int llmem_pack_setting_real(llmem_ctx *ctx, const field_table *t, double *reals, int key,
-                            double value);
-int llmem_pack_setting_str(llmem_ctx *ctx, const field_table *t, int64_t *ints, double *reals,
-                           int key, const char *value);
-int llmem_pack_setting_get(llmem_ctx *ctx, const field_table *t, const int64_t *ints,
-                           const double *reals, int key, double *out);
+/* Setters and getter over a handle's ints[] (the message names the field). */
+int llmem_pack_setting_int(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
+                           int64_t value);
+int llmem_pack_setting_str(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
+                           const char *value);
+int llmem_pack_setting_get(llmem_ctx *ctx, const field_table *t, const int64_t *ints, int key,
+                           int64_t *out);
 
-/* need x (1 + margin), rounded up; 0 on overflow. */
-uint64_t llmem_pack_required(uint64_t need, double margin);
+/* The least usable bytes that hold need with the margin (fields.c); 0 beyond 64 bits. */
+uint64_t llmem_pack_required(uint64_t need, int64_t margin_permille);
 
 /* --- the packing problem --- */
 typedef struct pack_job {
     char *id;
     uint64_t bytes;
-    int level;            /* llmem_bytes_level */
+    int level;            /* LLMEM_LEVEL_DEVICE or LLMEM_LEVEL_RESERVED */
     uint8_t min_compute;
     uint32_t cls;         /* class index (run) */
     /* result */

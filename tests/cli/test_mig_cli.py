@@ -148,10 +148,13 @@ def check_fit(t, llmem):
     usable = [o["usable_bytes"] for o in d["options"]]
     t.check(usable == sorted(usable) and d["options"][-1]["name"] == "whole", "fit: smallest first, whole GPU listed")
     t.check(d["options"][0]["headroom_bytes"] == 9728 * MIB - 7 * GIB, "fit: headroom of the slice")
-    t.check(d["required_bytes"] == 7 * GIB + (7 * GIB * 5 + 99) // 100 and d["margin"] == 0.05,
-            "fit: the default 5% margin", d["required_bytes"])
+    # The planner's margin: a slice of U bytes holds N when U // 1000 * (1000 - 50) >= N.
+    t.check(d["required_bytes"] == -(-7 * GIB // 950) * 1000 and d["margin_permille"] == 50,
+            "fit: the default 5% margin, kept free as `llmem plan` keeps it", d["required_bytes"])
     pct = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "5%", "--json")
-    t.check(pct["required_bytes"] == d["required_bytes"], "fit: --margin 5% is 0.05")
+    t.check(pct["required_bytes"] == d["required_bytes"], "fit: --margin 5% is --margin 5")
+    ten = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "10", "--json")
+    t.check(ten["required_bytes"] == -(-7 * GIB // 900) * 1000, "fit: --margin 10")
     r = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(9 * GIB + 300 * MIB), "--margin", "0",
                    "--bytes-level", "reserved", "--json")
     t.check(r["need_bytes"] == 9 * GIB + 300 * MIB + 287 * MIB and r["best"] == "1g.20gb",
@@ -163,6 +166,15 @@ def check_fit(t, llmem):
     e = llmem.json("fit", "--gpu", "A100-40GB", *est_args, "--json")
     t.check(e["need_bytes"] == peak and e["model"] == "openai-community/gpt2",
             "fit with estimate flags: the estimate's device-level peak", (e["need_bytes"], peak))
+    pp = ["--model", "Llama-3.2-3B", "--method", "lora", "--pp", "4", "--micro-batches", "8",
+          "--batch", "2", "--seq", "1024", "--attention", "flash"]
+    ranks = llmem.json("estimate", *pp, "--json")["ranks"]
+    f = llmem.json("fit", "--gpu", "H100", *pp, "--json")
+    needs = [r["need_bytes"] for r in f["ranks"]]
+    t.check(len(ranks) > 1 and needs == [r["peak_device_bytes"] for r in ranks] and
+            f["need_bytes"] == max(needs) and all(r["best"] for r in f["ranks"]),
+            "fit with a pipeline layout: every rank fitted, the slice for the most loaded",
+            (needs, [r["peak_device_bytes"] for r in ranks], f["best"]))
     rc, out, _ = llmem.run("fit", "--gpu", "A100-40GB", *est_args)
     t.check(rc == 0 and "Smallest" in out and "1g.5gb" in out, "fit: the table", out)
     big = llmem.json("fit", "--gpu", "L4", "--bytes", str(40 * GIB), "--json")
@@ -179,7 +191,7 @@ def check_fit(t, llmem):
     expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--model", "gpt2"], 2,
                    ["--bytes", "--model"], "fit: --bytes and estimate flags")
     expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--margin", "-1"], 2,
-                   ["--margin '-1'", "out of range"], "fit: a negative margin")
+                   ["--margin '-1'", "[0, 90)"], "fit: a negative margin")
     expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--margin", "abc"], 2,
                    ["--margin 'abc'"], "fit: a margin that is no number")
     expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--min-compute", "9"], 2,
@@ -188,6 +200,8 @@ def check_fit(t, llmem):
                    ["--bytes-level 'host'"], "fit: an unknown bytes level")
     expect_failure(t, llmem, ["fit", "--gpu", "H100", "--batch", "x"], 2, ["--batch 'x'"],
                    "fit: the estimate flags are checked")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--model", "gpt2", "--gpus", "4"], 2,
+                   ["--gpus", "llmem fit"], "fit: planner flags refused")
 
 
 ARTICLE = [
@@ -277,7 +291,7 @@ def check_pack(t, llmem):
                 and status[-1] == "fits-nowhere", "pack: a limited fleet, jobs without room", status)
         huge = f["jobs"][-1]
         t.check(huge["largest_gpu"] == "A100-80GB" and huge["largest_option"] == "whole" and
-                huge["shortfall_bytes"] == 315 * GIB - cat["A100-80GB"]["usable_bytes"],
+                huge["shortfall_bytes"] == -(-300 * GIB // 950) * 1000 - cat["A100-80GB"]["usable_bytes"],
                 "pack: a job that fits nowhere, with the largest slice and its shortfall", huge)
         rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB:3", "--jobs", mpath)
         t.check(rc == 0 and "fits nowhere" in out and "no room" in out, "pack: the table lists unplaced jobs")
@@ -340,8 +354,8 @@ def check_pack_errors(t, llmem):
                        ["--format 'yaml'"], "pack: an unknown format")
         expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--model", "gpt2"], 2,
                        ["--model"], "pack: estimate flags belong in the file")
-        expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--margin", "20"], 2,
-                       ["--margin '20'", "out of range"], "pack: a margin beyond the bound")
+        expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--margin", "95"], 2,
+                       ["--margin '95'", "[0, 90)"], "pack: a margin beyond the bound")
         d = llmem.json("pack", "--gpu", "H100", "--jobs", write_jobs(tmp, "empty.json", "[]"), "--json")
         t.check(d["gpus_used"] == 0 and d["jobs"] == [], "pack: no jobs, no GPUs")
 

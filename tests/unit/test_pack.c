@@ -80,13 +80,20 @@ static uint64_t rnd(uint64_t n)
 
 /* --- checking a result ------------------------------------------------- */
 
+/* Whether usable bytes hold need with a margin kept free, as the planner
+ * counts it: usable / 1000 x (1000 - margin) >= need. */
+static int holds(uint64_t usable, uint64_t need, uint64_t permille)
+{
+    return usable / 1000 * (1000 - permille) >= need;
+}
+
 typedef struct placed {
     size_t gpu, profile;
     uint64_t start;
 } placed;
 
 /* Every placed job sits in a valid layout; returns the jobs placed. */
-static size_t check_valid(double margin, const uint64_t *bytes, const int *level,
+static size_t check_valid(uint64_t permille, const uint64_t *bytes, const int *level,
                           const int *min_compute, size_t n)
 {
     uint64_t used = result(LLMEM_PACK_GPUS_USED);
@@ -110,13 +117,12 @@ static size_t check_valid(double margin, const uint64_t *bytes, const int *level
                 continue;
             seen++;
             uint64_t p = job(j, LLMEM_PACK_JOB_PROFILE), start = job(j, LLMEM_PACK_JOB_START);
-            uint64_t need = bytes[j] + (level[j] == LLMEM_BYTES_RESERVED ? context : 0);
+            uint64_t need = bytes[j] + (level[j] == LLMEM_LEVEL_RESERVED ? context : 0);
             cr_expect_eq(job(j, LLMEM_PACK_JOB_NEED_BYTES), need);
-            long double required = (long double)need * (1.0L + margin);
             if (p == profiles) {
                 cr_expect_eq(mig_on, 0);
                 cr_expect_eq(jobs, 1, "a whole GPU holds one job");
-                cr_expect((long double)usable >= required - 1, "job %zu on a whole GPU", j);
+                cr_expect(holds(usable, need, permille), "job %zu on a whole GPU", j);
                 cr_expect_str_eq(llmem_pack_job_resource(pack, j), "nvidia.com/gpu");
                 continue;
             }
@@ -133,7 +139,7 @@ static size_t check_valid(double margin, const uint64_t *bytes, const int *level
             compute_used += c;
             per_profile[p]++;
             cr_expect_leq(per_profile[p], mig(type, p, LLMEM_MIG_MAX_COUNT));
-            cr_expect((long double)mig(type, p, LLMEM_MIG_USABLE_BYTES) >= required - 1,
+            cr_expect(holds(mig(type, p, LLMEM_MIG_USABLE_BYTES), need, permille),
                       "job %zu: %llu bytes in %s", j, (unsigned long long)bytes[j],
                       llmem_mig_profile_name(type, p));
             cr_expect_geq(c, (uint64_t)min_compute[j], "job %zu compute", j);
@@ -214,9 +220,10 @@ static void load_type(type_options *t, size_t g)
     w->usable = usable;
 }
 
-static int holds(const search *s, const option *o, int j)
+static int option_holds(const search *s, const option *o, int j)
 {
-    return o->usable >= s->need[j] && (o->whole || o->compute >= (uint64_t)s->min_compute[j]);
+    return holds(o->usable, s->need[j], 0) &&
+           (o->whole || o->compute >= (uint64_t)s->min_compute[j]);
 }
 
 /* Try every placement of job j in box b; recurse. */
@@ -229,7 +236,7 @@ static void try_box(search *s, int j, box *b)
         return;
     for (int k = 0; k < t->n; k++) {
         const option *o = &t->o[k];
-        if (!holds(s, o, j))
+        if (!option_holds(s, o, j))
             continue;
         if (o->whole) {
             if (b->jobs > 0)
@@ -301,7 +308,7 @@ static void compare_with_search(const char *const *types, int ntypes, int instan
         int level[MAX_JOBS], minc[MAX_JOBS];
         memset(&s, 0, sizeof s);
         llmem_pack_clear(pack);
-        cr_assert_eq(llmem_pack_set_double(pack, LLMEM_PACK_MARGIN, 0), LLMEM_OK);
+        cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
         s.ntypes = ntypes;
         for (int t = 0; t < ntypes; t++) {
             load_type(&s.t[t], gpu(types[t]));
@@ -311,7 +318,7 @@ static void compare_with_search(const char *const *types, int ntypes, int instan
         for (int j = 0; j < s.njobs; j++) {
             char id[16];
             bytes[j] = sizes_gib[rnd(sizeof sizes_gib / sizeof sizes_gib[0])] * GIB - rnd(512) * MIB;
-            level[j] = LLMEM_BYTES_DEVICE;
+            level[j] = LLMEM_LEVEL_DEVICE;
             minc[j] = rnd(3) == 0 ? (int)rnd(8) : 0;
             s.need[j] = bytes[j];
             s.min_compute[j] = minc[j];
@@ -386,7 +393,7 @@ static void add_random_jobs(size_t n, uint64_t seed, uint64_t max_gib, int compu
         snprintf(id, sizeof id, "job-%zu", j);
         uint64_t bytes = (1 + rnd(max_gib)) * GIB - rnd(1024) * MIB;
         int minc = compute && rnd(5) == 0 ? (int)rnd(4) : 0;
-        cr_assert_eq(llmem_pack_add_job(pack, id, bytes, LLMEM_BYTES_DEVICE, minc), LLMEM_OK);
+        cr_assert_eq(llmem_pack_add_job(pack, id, bytes, LLMEM_LEVEL_DEVICE, minc), LLMEM_OK);
     }
 }
 
@@ -426,12 +433,12 @@ Test(pack, large_results_are_valid_layouts, .timeout = 120)
         char id[24];
         snprintf(id, sizeof id, "j%zu", j);
         bytes[j] = (1 + rnd(50)) * GIB;
-        level[j] = rnd(2) ? LLMEM_BYTES_DEVICE : LLMEM_BYTES_RESERVED;
+        level[j] = rnd(2) ? LLMEM_LEVEL_DEVICE : LLMEM_LEVEL_RESERVED;
         minc[j] = rnd(6) == 0 ? (int)rnd(5) : 0;
         cr_assert_eq(llmem_pack_add_job(pack, id, bytes[j], level[j], minc[j]), LLMEM_OK);
     }
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
-    cr_expect_eq(check_valid(0.05, bytes, level, minc, N), N);
+    cr_expect_eq(check_valid(50, bytes, level, minc, N), N);
 }
 
 Test(pack, deterministic)
@@ -455,11 +462,11 @@ Test(pack, jobs_that_fit_nowhere_or_find_no_room)
 {
     size_t a100 = gpu("A100-80GB");
     cr_assert_eq(llmem_pack_add_gpu(pack, a100, 1), LLMEM_OK);
-    cr_assert_eq(llmem_pack_add_job(pack, "huge", 200 * GIB, LLMEM_BYTES_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "huge", 200 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
     for (int j = 0; j < 9; j++) {
         char id[8];
         snprintf(id, sizeof id, "s%d", j);
-        cr_assert_eq(llmem_pack_add_job(pack, id, 8 * GIB, LLMEM_BYTES_DEVICE, 0), LLMEM_OK);
+        cr_assert_eq(llmem_pack_add_job(pack, id, 8 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
     }
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
     cr_expect_eq(job(0, LLMEM_PACK_JOB_STATUS), LLMEM_PACK_FITS_NOWHERE);
@@ -469,7 +476,7 @@ Test(pack, jobs_that_fit_nowhere_or_find_no_room)
     uint64_t profiles;
     llmem_gpu_get_u64(a100, LLMEM_GPU_MIG_PROFILES, &profiles);
     cr_expect_eq(job(0, LLMEM_PACK_JOB_LARGEST_PROFILE), profiles, "the whole GPU is largest");
-    uint64_t required = 200 * GIB + 10 * GIB; /* need x 1.05, exactly */
+    uint64_t required = (200 * GIB + 949) / 950 * 1000; /* 5 % of it kept free */
     cr_expect_eq(job(0, LLMEM_PACK_JOB_SHORTFALL_BYTES), required - usable);
     uint64_t v;
     cr_expect_eq(llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_GPU, &v), LLMEM_ENOTFOUND);
@@ -489,8 +496,8 @@ Test(pack, outputs)
 {
     size_t a100 = gpu("A100-80GB");
     cr_assert_eq(llmem_pack_add_gpu(pack, a100, 0), LLMEM_OK);
-    cr_assert_eq(llmem_pack_add_job(pack, "a", 35 * GIB, LLMEM_BYTES_DEVICE, 0), LLMEM_OK);
-    cr_assert_eq(llmem_pack_add_job(pack, "b", 30 * GIB, LLMEM_BYTES_DEVICE, 4), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "a", 35 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "b", 30 * GIB, LLMEM_LEVEL_DEVICE, 4), LLMEM_OK);
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
     cr_expect_eq(result(LLMEM_PACK_GPUS_USED), 1, "4g.40gb + 3g.40gb share a GPU");
     size_t len = 0;
@@ -526,7 +533,7 @@ Test(pack, nodes_in_the_mig_parted_config)
     cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
     cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_GPUS_PER_NODE, 2), LLMEM_OK);
     for (int j = 0; j < 5; j++)
-        cr_assert_eq(llmem_pack_add_job(pack, "big", 70 * GIB, LLMEM_BYTES_DEVICE, 0), LLMEM_OK);
+        cr_assert_eq(llmem_pack_add_job(pack, "big", 70 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
     char buf[2048];
     cr_assert_eq(llmem_pack_mig_parted(pack, NULL, buf, sizeof buf, NULL), LLMEM_OK);
@@ -545,11 +552,11 @@ Test(pack, reserved_jobs_count_the_context)
 {
     size_t h100 = gpu("H100");
     cr_assert_eq(llmem_pack_add_gpu(pack, h100, 0), LLMEM_OK);
-    cr_assert_eq(llmem_pack_set_double(pack, LLMEM_PACK_MARGIN, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
     /* 9.5 GiB fits a 1g.10gb (9856 MiB) alone, not with the 287 MiB context. */
-    cr_assert_eq(llmem_pack_add_job(pack, "d", 9 * GIB + 512 * MIB, LLMEM_BYTES_DEVICE, 0),
+    cr_assert_eq(llmem_pack_add_job(pack, "d", 9 * GIB + 512 * MIB, LLMEM_LEVEL_DEVICE, 0),
                  LLMEM_OK);
-    cr_assert_eq(llmem_pack_add_job(pack, "r", 9 * GIB + 512 * MIB, LLMEM_BYTES_RESERVED, 0),
+    cr_assert_eq(llmem_pack_add_job(pack, "r", 9 * GIB + 512 * MIB, LLMEM_LEVEL_RESERVED, 0),
                  LLMEM_OK);
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
     cr_expect_str_eq(llmem_pack_job_resource(pack, 0), "nvidia.com/mig-1g.10gb");
@@ -563,13 +570,14 @@ Test(pack, bad_input)
     uint64_t v;
     cr_expect_eq(llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, &v), LLMEM_EINCONSISTENT);
     cr_expect_eq(llmem_pack_add_gpu(pack, llmem_gpu_count(), 1), LLMEM_ERANGE);
-    cr_expect_eq(llmem_pack_add_job(pack, "zero", 0, LLMEM_BYTES_DEVICE, 0), LLMEM_ERANGE);
+    cr_expect_eq(llmem_pack_add_job(pack, "zero", 0, LLMEM_LEVEL_DEVICE, 0), LLMEM_ERANGE);
     cr_expect(strstr(llmem_ctx_error(ctx), "job 'zero'"), "%s", llmem_ctx_error(ctx));
-    cr_expect_eq(llmem_pack_add_job(pack, NULL, GIB, LLMEM_BYTES_DEVICE, 0), LLMEM_EINVAL);
+    cr_expect_eq(llmem_pack_add_job(pack, NULL, GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_EINVAL);
     cr_expect_eq(llmem_pack_add_job(pack, "lvl", GIB, 0, 0), LLMEM_EINVAL);
-    cr_expect_eq(llmem_pack_add_job(pack, "cmp", GIB, LLMEM_BYTES_DEVICE, 8), LLMEM_ERANGE);
+    cr_expect_eq(llmem_pack_add_job(pack, "lvl", GIB, LLMEM_LEVEL_ALLOCATED, 0), LLMEM_EINVAL);
+    cr_expect_eq(llmem_pack_add_job(pack, "cmp", GIB, LLMEM_LEVEL_DEVICE, 8), LLMEM_ERANGE);
     cr_expect(strstr(llmem_ctx_error(ctx), "job 'cmp'"), "%s", llmem_ctx_error(ctx));
-    cr_expect_eq(llmem_pack_add_job(pack, "neg", GIB, LLMEM_BYTES_DEVICE, -1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_pack_add_job(pack, "neg", GIB, LLMEM_LEVEL_DEVICE, -1), LLMEM_ERANGE);
     cr_expect_eq(llmem_pack_job_count(pack), 0, "refused jobs are not added");
     for (size_t g = 0; g < 8; g++)
         cr_expect_eq(llmem_pack_add_gpu(pack, g, 1), LLMEM_OK);
@@ -580,7 +588,10 @@ Test(pack, bad_input)
     cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
     cr_expect_eq(object, LLMEM_OBJECT_PACK);
     cr_expect_eq(key, LLMEM_PACK_GPUS_PER_NODE);
-    cr_expect_eq(llmem_pack_set_str(pack, LLMEM_PACK_MARGIN, "x"), LLMEM_EINVAL);
+    cr_expect_eq(llmem_pack_set_str(pack, LLMEM_PACK_MARGIN_PERMILLE, "x"), LLMEM_EINVAL);
+    int64_t margin;
+    cr_expect_eq(llmem_pack_get_int(pack, LLMEM_PACK_MARGIN_PERMILLE, &margin), LLMEM_OK);
+    cr_expect_eq(margin, 50);
     cr_expect_eq(llmem_pack_run(pack), LLMEM_OK, "no jobs: an empty layout");
     cr_expect_eq(result(LLMEM_PACK_GPUS_USED), 0);
     cr_expect_eq(result(LLMEM_PACK_LOWER_BOUND), 0);
