@@ -28,6 +28,15 @@ typedef struct keyed {
     uint32_t index;
 } keyed;
 
+static int keyed_cmp(const void *a, const void *b);
+
+/* qsort, which takes no NULL array even of no elements. */
+static void sort_keyed(keyed *k, size_t n)
+{
+    if (n > 1)
+        qsort(k, n, sizeof *k, keyed_cmp);
+}
+
 static int keyed_cmp(const void *a, const void *b)
 {
     const keyed *x = a, *y = b;
@@ -124,7 +133,7 @@ int llmem_pack_classify(pack_run *r)
         keys[n].index = (uint32_t)jx;
         n++;
     }
-    qsort(keys, n, sizeof *keys, keyed_cmp);
+    sort_keyed(keys, n);
     uint32_t nc = 0;
     for (uint32_t i = 0; i < n; i++)
         nc += i == 0 || keys[i].key != keys[i - 1].key;
@@ -172,7 +181,7 @@ int llmem_pack_classify(pack_run *r)
         cl->count++;
         p->jobs[keys[i].index].cls = c;
     }
-    qsort(ranks, nc, sizeof *ranks, keyed_cmp);
+    sort_keyed(ranks, nc);
     pack_class *sorted = nc ? llmem__alloc(p->ctx, nc * sizeof *sorted) : NULL;
     if (nc && sorted == NULL) {
         llmem__free(p->ctx, keys);
@@ -194,7 +203,7 @@ int llmem_pack_classify(pack_run *r)
         keys[i].key = j->cls;
         keys[i].tie = keys[i].index;
     }
-    qsort(keys, n, sizeof *keys, keyed_cmp);
+    sort_keyed(keys, n);
     for (uint32_t i = 0; i < n; i++)
         r->order[i] = keys[i].index;
     llmem__free(p->ctx, keys);
