@@ -317,14 +317,14 @@ static void check_segments(const char *name, llmem_model *mm)
     for (size_t k = 0; k < N(specs); k++) {
         if (specs[k].moe && m.experts == 0)
             continue;
-        static const int attentions[] = { LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA,
+        static const int kernels[] = { LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA,
                                           LLMEM_ATTENTION_FLASH };
-        for (int run = 0; run < 2 * (int)N(attentions); run++) {
+        for (int run = 0; run < 2 * (int)N(kernels); run++) {
             int hold = run & 1;
-            if (attentions[run / 2] == LLMEM_ATTENTION_SDPA && (m.traits & TRAIT_NO_SDPA))
+            if (kernels[run / 2] == LLMEM_ATTENTION_SDPA && (m.traits & TRAIT_NO_SDPA))
                 continue; /* setup runs eager there (llmem_setup_resolve) */
             build b = { .g = &g, .batch = 2, .seq = 128, .tokens = 256, .autocast = 1, .sp = 1,
-                        .attention = attentions[run / 2], .ep = 1, .compute = 2, .param_dt = 4,
+                        .attention = kernels[run / 2], .ep = 1, .compute = 2, .param_dt = 4,
                         .dropout = 0.1, .hold_input = hold };
             seg_cost c;
             llmem_graph_reset(&g, 1);
