@@ -16,7 +16,6 @@
 #include "model/families.h"
 
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,21 +37,10 @@ typedef struct walk_case {
     int dropout, accum;
 } walk_case;
 
-ParameterizedTestParameters(walk, backward_releases_everything)
-{
-    static walk_case cases[N(presets) * N(precisions) * N(methods) * N(ckpts) * N(losses) * 2];
-    size_t n = 0;
-    for (size_t a = 0; a < N(presets); a++)
-        for (size_t b = 0; b < N(precisions); b++)
-            for (size_t c = 0; c < N(methods); c++)
-                for (size_t d = 0; d < N(ckpts); d++)
-                    for (size_t f = 0; f < N(losses); f++)
-                        for (int g = 0; g < 2; g++)
-                            cases[n++] = (walk_case){ a, b, c, d, d, f, g, g };
-    return cr_make_param_array(walk_case, cases, n);
-}
-
-ParameterizedTest(walk_case *c, walk, backward_releases_everything)
+/* The tables run in one test each, not one forked process per case: under
+ * AddressSanitizer 1,900 forks cost minutes on a 2-core machine. Every
+ * message names its case. */
+static void check_walk_case(const walk_case *c)
 {
     llmem_ctx *ctx;
     llmem_model *m;
@@ -99,6 +87,17 @@ ParameterizedTest(walk_case *c, walk, backward_releases_everything)
     llmem_ctx_free(ctx);
 }
 
+Test(walk, backward_releases_everything)
+{
+    for (size_t a = 0; a < N(presets); a++)
+        for (size_t b = 0; b < N(precisions); b++)
+            for (size_t c = 0; c < N(methods); c++)
+                for (size_t d = 0; d < N(ckpts); d++)
+                    for (size_t f = 0; f < N(losses); f++)
+                        for (int g = 0; g < 2; g++)
+                            check_walk_case(&(walk_case){ a, b, c, d, d, f, g, g });
+}
+
 #ifdef LLMEM_TEST_HF_CONFIGS
 /* Every family's code path, from the real configs, and the layouts the
  * configs leave out: the same balance, over precision x method x
@@ -130,20 +129,7 @@ typedef struct family_case {
     int extras; /* 1: dropout and accumulation; 0: flash attention and chunked loss */
 } family_case;
 
-ParameterizedTestParameters(walk, every_family_releases_everything)
-{
-    static family_case cases[N(family_variants) * N(precisions) * N(methods) * N(ckpts) * 2];
-    size_t n = 0;
-    for (size_t a = 0; a < N(family_variants); a++)
-        for (size_t b = 0; b < N(precisions); b++)
-            for (size_t c = 0; c < N(methods); c++)
-                for (size_t d = 0; d < N(ckpts); d++)
-                    for (int e = 0; e < 2; e++)
-                        cases[n++] = (family_case){ a, b, c, d, e };
-    return cr_make_param_array(family_case, cases, n);
-}
-
-ParameterizedTest(family_case *c, walk, every_family_releases_everything)
+static void check_family_case(const family_case *c)
 {
     const family_variant *v = &family_variants[c->variant];
     char path[1024];
@@ -200,6 +186,16 @@ ParameterizedTest(family_case *c, walk, every_family_releases_everything)
     llmem_train_free(t);
     llmem_model_free(m);
     llmem_ctx_free(ctx);
+}
+
+Test(walk, every_family_releases_everything)
+{
+    for (size_t a = 0; a < N(family_variants); a++)
+        for (size_t b = 0; b < N(precisions); b++)
+            for (size_t c = 0; c < N(methods); c++)
+                for (size_t d = 0; d < N(ckpts); d++)
+                    for (int e = 0; e < 2; e++)
+                        check_family_case(&(family_case){ a, b, c, d, e });
 }
 #endif
 
