@@ -34,6 +34,14 @@ are built as ../compare.py builds them; the layout flags by engine:
           What remains is llmem's own error on the model, as in the DDP
           rows.  **Gated** like the DDP rows.
 
+``tp``    (tp.py, world = tp) ``--tp W``.  Rows whose loss is the HF loss on
+          the rank's vocabulary shard (``tp_loss`` hf-shard: the ops llmem's
+          walk runs under --tp) are **gated** like the DDP rows.  Rows with
+          Megatron's vocab-parallel cross entropy are printed, not gated, with
+          llmem's excess in units of S (one fp32 logits shard, batch x seq x
+          vocab/tp x 4 bytes) and, where the same configuration was measured
+          with the HF loss, the measured difference between the two losses.
+
 Self-checks of the measurement (exit 1 when they fail): on DDP and ZeRO rows
 the engine's bytes equal DDP's logged bucket sizes and the trainable
 parameters' bytes.
@@ -117,7 +125,7 @@ def load(path):
     need = compare.REQUIRED + ("engine", "world", "rank", "view", "engine_bytes",
                                "ddp_bucket_bytes_logged", "optimizer_state_bytes",
                                "trainable_bytes", "trainable_numel",
-                               "local_step_bucket_bytes")
+                               "local_step_bucket_bytes", "tp_loss")
     missing = [c for c in need if c not in rows[0]]
     if missing:
         raise ValueError("%s lacks column(s): %s" % (path, ", ".join(missing)))
@@ -132,12 +140,20 @@ def main(argv=None):
                     help="fail if a gated phase of a rank is off by more than PCT percent")
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--quiet", action="store_true", help="print the summary only")
+    ap.add_argument("--scale-measured", type=float, default=1.0, metavar="F",
+                    help="multiply every measured byte count by F before comparing "
+                         "(a check that the gate fails; default 1)")
     a = ap.parse_args(argv)
     try:
         rows = load(a.csv)
     except (OSError, ValueError) as e:
         print("compare_dist.py: %s" % e, file=sys.stderr)
         return 2
+    if a.scale_measured != 1.0:
+        for r in rows:
+            for c in ("measured_peak_bytes",) + tuple("measured_%s_peak_bytes" % ph
+                                                      for ph in PHASES):
+                r[c] = str(int(round(int(r[c]) * a.scale_measured)))
 
     say = (lambda *x: None) if a.quiet else print
     gated, failures = [], []
