@@ -132,10 +132,6 @@ def _key(t):
     return t._storage()._cdata
 
 
-def _nbytes(ts):
-    return sum(t._storage().nbytes() for t in ts)
-
-
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
