@@ -42,8 +42,12 @@ static const cli_flag flags[] = {
               "output head shares the input embedding"),
     MODEL_INT("attn-bias", "attn_bias", LLMEM_MODEL_QKV_BIAS, "0|1",
               "biases on the q, k, v projections"),
+    MODEL_INT("out-bias", "out_bias", LLMEM_MODEL_OUT_BIAS, "0|1",
+              "bias on the attention output projection"),
+    MODEL_INT("mlp-bias", "mlp_bias", LLMEM_MODEL_MLP_BIAS, "0|1", "biases on the MLP projections"),
     MODEL_NAME("norm", "norm", LLMEM_MODEL_NORM, "norm kind"),
     MODEL_NAME("mlp", "mlp", LLMEM_MODEL_MLP, "MLP kind"),
+    MODEL_NAME("positions", "positions", LLMEM_MODEL_POSITIONS, "position encoding"),
     MODEL_INT("experts", "experts", LLMEM_MODEL_EXPERTS, "N",
               "routed experts per layer (mixture of experts); 0 = dense"),
     MODEL_INT("experts-per-token", "experts_per_token", LLMEM_MODEL_EXPERTS_PER_TOKEN, "K",
@@ -80,13 +84,19 @@ static const cli_flag flags[] = {
               "embedding width projected to hidden (OPT-350m); 0 = hidden"),
     MODEL_INT("position-offset", "position_offset", LLMEM_MODEL_POSITION_OFFSET, "N",
               "extra learned position rows (OPT: 2)"),
+    MODEL_NAME("activation", "activation", LLMEM_MODEL_ACTIVATION, "MLP activation"),
+    MODEL_INT("post-norm", "post_norm", LLMEM_MODEL_POST_NORM, "0|1",
+              "norms after the residual additions (OPT-350m)"),
 
     TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, "N", "micro-batch size"),
     TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, "N", "sequence length in tokens"),
     TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, NULL,
           "precision recipe"),
     TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, NULL,
-          "optimizer"),
+          "optimizer, ours or the Trainer's optim name (adamw_torch sets --optimizer-impl "
+          "foreach, adamw_torch_fused fused)"),
+    TRAIN("optimizer-impl", "optimizer_impl", LLMEM_TRAIN_OPTIMIZER_IMPL, CLI_KIND_NAME, NULL,
+          "how a torch optimizer steps: one fused kernel, foreach, or a loop over tensors"),
     TRAIN("grad-ckpt", "grad_ckpt", LLMEM_TRAIN_GRAD_CKPT, CLI_KIND_NAME, NULL,
           "gradient checkpointing"),
     TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, NULL,
@@ -99,6 +109,8 @@ static const cli_flag flags[] = {
           "LoRA rank, for --method lora or qlora"),
     TRAIN("lora-targets", "lora_targets", LLMEM_TRAIN_LORA_TARGETS, CLI_KIND_NAMES,
           "M[,M...]", "LoRA target modules"),
+    TRAIN("lora-dropout", "lora_dropout", LLMEM_TRAIN_LORA_DROPOUT, CLI_KIND_REAL, "P",
+          "PEFT's lora_dropout in [0, 1): each adapter's own dropout on its input"),
     TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, "N",
           "first N decoder layers frozen, for --method freeze"),
     TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, NULL,
@@ -257,7 +269,7 @@ void cli_flag_choices(const cli_flag *flag, char *buf, size_t cap)
 
 void cli_flag_values(const cli_flag *flag, char *buf, size_t cap)
 {
-    char choices[200];
+    char choices[CLI_CHOICES_CAP];
     cli_flag_choices(flag, choices, sizeof choices);
     if (flag->kind == CLI_KIND_NAMES)
         snprintf(buf, cap, "%s with M in %s", flag->metavar, choices);
@@ -316,7 +328,7 @@ int cli_args_next(cli_arg_iter *it, const cli_flag **flag, const char **value)
     } else if (it->next < it->argc && !looks_like_flag(it->argv[it->next])) {
         *value = it->argv[it->next++];
     } else {
-        char values[240];
+        char values[CLI_CHOICES_CAP + 40];
         cli_flag_values(f, values, sizeof values);
         cli_error("--%s: missing value (expected %s)", f->name, values);
         return -1;

@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Room for a flag's choices joined with '|' (the optimizers with the
+ * Trainer's names are the longest list). */
+#define CLI_CHOICES_CAP 600
+
 /* What a flag sets. */
 typedef enum cli_target {
     CLI_TARGET_PRESET,  /* --model: the built-in preset to start from */

@@ -279,16 +279,30 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
     return CLI_EXIT_OK;
 }
 
-/* Apply the flags in order; family ones only, or all but those. */
-static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, int family)
+/* Which pass applies a flag: the family first (setting it resets the layout
+ * fields that later flags may set), then the optimizer (a Trainer optim name
+ * sets the implementation too, which an explicit --optimizer-impl then
+ * overrides wherever it stands), then the rest. */
+enum { PASS_FAMILY, PASS_OPTIMIZER, PASS_REST, PASSES };
+
+static int pass_of(const cli_flag *f)
+{
+    if (f->target == CLI_TARGET_MODEL && f->key == LLMEM_MODEL_FAMILY)
+        return PASS_FAMILY;
+    if (f->target == CLI_TARGET_TRAIN && f->key == LLMEM_TRAIN_OPTIMIZER)
+        return PASS_OPTIMIZER;
+    return PASS_REST;
+}
+
+/* Apply the flags of one pass, in order. */
+static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, int pass)
 {
     cli_arg_iter it;
     const cli_flag *f;
     const char *v;
     cli_args_begin(&it, argc, argv, 0);
     while (cli_args_next(&it, &f, &v) > 0) {
-        int is_family = f->target == CLI_TARGET_MODEL && f->key == LLMEM_MODEL_FAMILY;
-        if (is_family != family)
+        if (pass_of(f) != pass)
             continue;
         int status = apply(ctx, req, f, v);
         if (status != CLI_EXIT_OK)
@@ -316,12 +330,8 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, unsigned accepted, cons
         cli_error("%s", llmem_ctx_error(ctx));
         status = CLI_EXIT_ESTIMATE;
     }
-    /* The family first: setting it resets the layout fields (norm, MLP, biases)
-     * that later flags may set. */
-    if (status == CLI_EXIT_OK)
-        status = apply_pass(ctx, argc, argv, req, 1);
-    if (status == CLI_EXIT_OK)
-        status = apply_pass(ctx, argc, argv, req, 0);
+    for (int pass = PASS_FAMILY; pass < PASSES && status == CLI_EXIT_OK; pass++)
+        status = apply_pass(ctx, argc, argv, req, pass);
     /* Last: a bad flag is reported before a file is read. */
     if (status == CLI_EXIT_OK)
         status = open_weights(ctx, &mc, req);

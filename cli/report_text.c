@@ -21,10 +21,10 @@ typedef struct text_settings {
     cli_setting family, hidden, layers, heads, kv_heads, head_dim, intermediate, vocab,
         tie_embeddings, attn_bias, norm, mlp, experts, experts_per_token, expert_intermediate,
         shared_expert_intermediate, shared_expert_gate, dense_layers, router_bias, qk_norm,
-        rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block;
-    cli_setting batch, seq, precision, optimizer, grad_ckpt, attention, dropout, method,
-        lora_rank, lora_targets, freeze_layers, loss, grad_accum, formula, article_tmp_factor,
-        article_param_bytes;
+        rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block, activation, post_norm;
+    cli_setting batch, seq, precision, optimizer, optimizer_impl, grad_ckpt, attention, dropout,
+        method, lora_rank, lora_targets, lora_dropout, freeze_layers, loss, grad_accum, formula,
+        article_tmp_factor, article_param_bytes;
 } text_settings;
 
 static int read_settings(const cli_request *req, text_settings *s)
@@ -58,16 +58,20 @@ static int read_settings(const cli_request *req, text_settings *s)
         { "q-lora-rank", &s->q_lora_rank },
         { "kv-lora-rank", &s->kv_lora_rank },
         { "parallel-block", &s->parallel_block },
+        { "activation", &s->activation },
+        { "post-norm", &s->post_norm },
         { "batch", &s->batch },
         { "seq", &s->seq },
         { "precision", &s->precision },
         { "optimizer", &s->optimizer },
+        { "optimizer-impl", &s->optimizer_impl },
         { "grad-ckpt", &s->grad_ckpt },
         { "attention", &s->attention },
         { "dropout", &s->dropout },
         { "method", &s->method },
         { "lora-rank", &s->lora_rank },
         { "lora-targets", &s->lora_targets },
+        { "lora-dropout", &s->lora_dropout },
         { "freeze-layers", &s->freeze_layers },
         { "loss", &s->loss },
         { "grad-accum", &s->grad_accum },
@@ -118,6 +122,8 @@ static void print_attention(FILE *out, const text_settings *s)
         append(line, sizeof line, "qk-norm");
     if (s->parallel_block.i)
         append(line, sizeof line, "attention and MLP in parallel");
+    if (s->post_norm.i)
+        append(line, sizeof line, "norms after the residual additions");
     if (line[0] != '\0')
         fprintf(out, "%-*s%s\n", LABEL_WIDTH, "", line);
 }
@@ -160,8 +166,8 @@ static void print_model(FILE *out, const cli_request *req, const cli_report *r,
             LABEL_WIDTH, "Architecture", s->family.text, (long long)s->hidden.i,
             (long long)s->layers.i, (long long)s->heads.i, (long long)s->kv_heads.i,
             (long long)s->head_dim.i);
-    fprintf(out, "%-*s%s MLP %lld, vocab %lld, %s%s%s\n", LABEL_WIDTH, "", s->mlp.text,
-            (long long)s->intermediate.i, (long long)s->vocab.i, s->norm.text,
+    fprintf(out, "%-*s%s %s MLP %lld, vocab %lld, %s%s%s\n", LABEL_WIDTH, "", s->mlp.text,
+            s->activation.text, (long long)s->intermediate.i, (long long)s->vocab.i, s->norm.text,
             s->attn_bias.i ? ", qkv biases" : "", s->tie_embeddings.i ? ", tied embeddings" : "");
     print_attention(out, s);
     if (s->experts.i > 0)
@@ -179,20 +185,41 @@ static void print_model(FILE *out, const cli_request *req, const cli_report *r,
     fputc('\n', out);
 }
 
+/* The torch.optim optimizers, whose step the implementation decides
+ * (LLMEM_TRAIN_OPTIMIZER_IMPL); the others run kernels of their own. */
+static int torch_optimizer(const char *name)
+{
+    static const char *const torch_optim[] = { "adamw", "adam", "sgd", "sgd-momentum" };
+    for (size_t i = 0; i < sizeof torch_optim / sizeof torch_optim[0]; i++)
+        if (strcmp(name, torch_optim[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static void print_setup(FILE *out, const cli_request *req, const text_settings *s, int article)
 {
-    fprintf(out, "%-*s%s, %s, ", LABEL_WIDTH, "Setup", s->precision.text, s->optimizer.text);
-    if (strcmp(s->method.text, "lora") == 0 || strcmp(s->method.text, "qlora") == 0)
-        fprintf(out, "%s (rank %lld on %s)", s->method.text, (long long)s->lora_rank.i,
+    fprintf(out, "%-*s%s, %s", LABEL_WIDTH, "Setup", s->precision.text, s->optimizer.text);
+    if (torch_optimizer(s->optimizer.text))
+        fprintf(out, " (%s step)", s->optimizer_impl.text);
+    fputs(", ", out);
+    if (strcmp(s->method.text, "lora") == 0 || strcmp(s->method.text, "qlora") == 0) {
+        fprintf(out, "%s (rank %lld on %s", s->method.text, (long long)s->lora_rank.i,
                 s->lora_targets.text);
-    else if (strcmp(s->method.text, "freeze") == 0)
+        if (s->lora_dropout.d > 0)
+            fprintf(out, ", dropout %g", s->lora_dropout.d);
+        fputc(')', out);
+    } else if (strcmp(s->method.text, "freeze") == 0) {
         fprintf(out, "freeze (first %lld layers frozen)", (long long)s->freeze_layers.i);
-    else
+    } else {
         fprintf(out, "%s fine-tuning", s->method.text);
-    fprintf(out, "%s\n", req->train_flags ? "" : " (the library's defaults)");
-    fprintf(out, "%-*sbatch %lld x seq %lld, grad-ckpt %s, attention %s, loss %s", LABEL_WIDTH,
+    }
+    fprintf(out, "%s\n",
+            req->train_flags ? "" : " (the defaults: what " CLI_DEFAULTS_SOURCE " does)");
+    /* "full" is transformers' default variant, non-reentrant (LLMEM_GRAD_CKPT_FULL). */
+    fprintf(out, "%-*sbatch %lld x seq %lld, grad-ckpt %s%s, attention %s, loss %s", LABEL_WIDTH,
             "", (long long)s->batch.i, (long long)s->seq.i, s->grad_ckpt.text,
-            s->attention.text, s->loss.text);
+            strcmp(s->grad_ckpt.text, "full") == 0 ? " (non-reentrant)" : "", s->attention.text,
+            s->loss.text);
     if (s->dropout.d > 0)
         fprintf(out, ", dropout %g", s->dropout.d);
     if (s->grad_accum.i > 1)

@@ -83,7 +83,7 @@ int llmem_fields_accept_real(llmem_ctx *ctx, const field_table *t, int key, doub
 static int unknown_name(llmem_ctx *ctx, const field_table *t, const field_desc *f,
                         const char *what, const char *name)
 {
-    char list[240];
+    char list[512];
     llmem_names_list(f->values, list, sizeof list);
     return llmem__fail_field(ctx, t->object, f->key, LLMEM_ENOTFOUND,
                              "%s: unknown %s '%s' (expected %s)", f->name, what, name, list);
@@ -192,7 +192,7 @@ const char *llmem_fields_value_name(const field_table *t, int key, int64_t value
 const char *llmem_fields_choice(const field_table *t, int key, size_t index, int64_t *value)
 {
     const field_desc *f = llmem_fields_find(t, key);
-    if (f == NULL || f->values == NULL || index >= f->values->count)
+    if (f == NULL || f->values == NULL || index >= llmem_names_count(f->values))
         return NULL;
     const name_value *nv = llmem_names_at(f->values, index);
     if (value)

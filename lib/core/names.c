@@ -12,10 +12,21 @@ static const name_value mlp[] = { { "plain", LLMEM_MLP_PLAIN }, { "gated", LLMEM
 static const name_value positions[] = { { "learned", LLMEM_POSITIONS_LEARNED },
                                         { "rotary", LLMEM_POSITIONS_ROTARY },
                                         { "alibi", LLMEM_POSITIONS_ALIBI } };
+static const name_value activation[] = {
+    { "silu", LLMEM_ACTIVATION_SILU },           { "gelu", LLMEM_ACTIVATION_GELU },
+    { "gelu-tanh", LLMEM_ACTIVATION_GELU_TANH }, { "gelu-new", LLMEM_ACTIVATION_GELU_NEW },
+    { "gelu-fast", LLMEM_ACTIVATION_GELU_FAST }, { "relu", LLMEM_ACTIVATION_RELU },
+};
 static const name_value grad_ckpt[] = { { "none", LLMEM_GRAD_CKPT_NONE },
-                                        { "full", LLMEM_GRAD_CKPT_FULL } };
+                                        { "full", LLMEM_GRAD_CKPT_FULL },
+                                        { "reentrant", LLMEM_GRAD_CKPT_REENTRANT },
+                                        { "non-reentrant", LLMEM_GRAD_CKPT_NON_REENTRANT } };
 static const name_value attention[] = { { "eager", LLMEM_ATTENTION_EAGER },
-                                        { "flash", LLMEM_ATTENTION_FLASH } };
+                                        { "flash", LLMEM_ATTENTION_FLASH },
+                                        { "sdpa", LLMEM_ATTENTION_SDPA } };
+static const name_value optimizer_impl[] = { { "fused", LLMEM_OPTIMIZER_IMPL_FUSED },
+                                             { "foreach", LLMEM_OPTIMIZER_IMPL_FOREACH },
+                                             { "forloop", LLMEM_OPTIMIZER_IMPL_FORLOOP } };
 static const name_value method[] = {
     { "full", LLMEM_METHOD_FULL }, { "lora", LLMEM_METHOD_LORA },
     { "qlora", LLMEM_METHOD_QLORA }, { "freeze", LLMEM_METHOD_FREEZE },
@@ -42,6 +53,15 @@ static const name_value lora_target[] = {
     { "w1", LLMEM_LORA_GATE },
     { "w3", LLMEM_LORA_UP },
     { "w2", LLMEM_LORA_DOWN },
+    /* The attention output and MLP projections of OPT (out_proj, fc1, fc2),
+     * Phi (dense, fc1, fc2), BLOOM, GPT-NeoX and Falcon (dense, dense_h_to_4h,
+     * dense_4h_to_h); multi-head latent attention's compressions (DeepSeek). */
+    { "out_proj", LLMEM_LORA_O },       { "dense", LLMEM_LORA_O },
+    { "fc1", LLMEM_LORA_UP },           { "fc2", LLMEM_LORA_DOWN },
+    { "dense_h_to_4h", LLMEM_LORA_UP }, { "dense_4h_to_h", LLMEM_LORA_DOWN },
+    { "q_a_proj", LLMEM_LORA_Q },       { "q_b_proj", LLMEM_LORA_Q },
+    { "kv_a_proj_with_mqa", LLMEM_LORA_K | LLMEM_LORA_V },
+    { "kv_b_proj", LLMEM_LORA_K | LLMEM_LORA_V },
 };
 static const name_value phase[] = {
     { "forward", LLMEM_PHASE_FORWARD },
@@ -59,15 +79,25 @@ const name_table llmem_names_mlp = NAME_TABLE(mlp);
 const name_table llmem_names_positions = NAME_TABLE(positions);
 const name_table llmem_names_grad_ckpt = NAME_TABLE(grad_ckpt);
 const name_table llmem_names_attention = NAME_TABLE(attention);
+const name_table llmem_names_optimizer_impl = NAME_TABLE(optimizer_impl);
 const name_table llmem_names_method = NAME_TABLE(method);
 const name_table llmem_names_loss = NAME_TABLE(loss);
 const name_table llmem_names_formula = NAME_TABLE(formula);
 const name_table llmem_names_lora_target = NAME_TABLE(lora_target);
 const name_table llmem_names_phase = NAME_TABLE(phase);
 const name_table llmem_names_term = NAME_TABLE(term);
+const name_table llmem_names_activation = NAME_TABLE(activation);
+
+size_t llmem_names_count(const name_table *t)
+{
+    return t->count + (t->more != NULL ? t->more_count : 0);
+}
 
 const name_value *llmem_names_at(const name_table *t, size_t i)
 {
+    if (i >= t->count)
+        return (const name_value *)(const void *)((const char *)t->more +
+                                                  (i - t->count) * t->more_stride);
     return (const name_value *)(const void *)((const char *)t->first + i * t->stride);
 }
 
@@ -75,7 +105,7 @@ int llmem_names_lookup(const name_table *t, const char *name)
 {
     if (name == NULL)
         return 0;
-    for (size_t i = 0; i < t->count; i++)
+    for (size_t i = 0; i < llmem_names_count(t); i++)
         if (strcmp(llmem_names_at(t, i)->name, name) == 0)
             return llmem_names_at(t, i)->value;
     return 0;
@@ -95,7 +125,7 @@ void llmem_names_list(const name_table *t, char *buf, size_t cap)
     if (cap == 0)
         return;
     buf[0] = '\0';
-    for (size_t i = 0; i < t->count && used < cap; i++) {
+    for (size_t i = 0; i < llmem_names_count(t) && used < cap; i++) {
         int n = snprintf(buf + used, cap - used, "%s%s", i ? "|" : "", llmem_names_at(t, i)->name);
         if (n < 0)
             break;

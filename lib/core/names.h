@@ -17,18 +17,29 @@ typedef struct name_table {
     const void *first; /* the first row's name_value */
     size_t count;
     size_t stride;     /* bytes from one row to the next */
+    /* Other spellings of the same values (aliases), listed after the rows:
+     * a second array of rows, each starting with a name_value; NULL: none. */
+    const void *more;
+    size_t more_count;
+    size_t more_stride;
 } name_table;
 
 /* A table over an array of name_value. */
-#define NAME_TABLE(arr) { &(arr)[0], sizeof(arr) / sizeof((arr)[0]), sizeof((arr)[0]) }
+#define NAME_TABLE(arr) { &(arr)[0], sizeof(arr) / sizeof((arr)[0]), sizeof((arr)[0]), NULL, 0, 0 }
 /* A table over an array of rows whose first member is a name_value. */
-#define NAME_TABLE_OF_ROWS(rows, count) { &(rows)[0], (count), sizeof((rows)[0]) }
+#define NAME_TABLE_OF_ROWS(rows, count) { &(rows)[0], (count), sizeof((rows)[0]), NULL, 0, 0 }
+/* The same, followed by an array of alias rows (each starting with a name_value). */
+#define NAME_TABLE_OF_ROWS_AND_ALIASES(rows, count, aliases) \
+    { &(rows)[0], (count), sizeof((rows)[0]), &(aliases)[0], \
+      sizeof(aliases) / sizeof((aliases)[0]), sizeof((aliases)[0]) }
 
-/* Row i (i < t->count). */
+/* Names in the table, aliases included. */
+size_t llmem_names_count(const name_table *t);
+/* Row i (i < llmem_names_count(t)): the rows, then the aliases. */
 const name_value *llmem_names_at(const name_table *t, size_t i);
-/* Value of name, or 0 when unknown (no enumeration uses 0). */
+/* Value of name (or of an alias), or 0 when unknown (no enumeration uses 0). */
 int llmem_names_lookup(const name_table *t, const char *name);
-/* Name of value, or NULL. */
+/* Name of value (the row's, never an alias), or NULL. */
 const char *llmem_names_name(const name_table *t, int value);
 /* "a|b|c" into buf, for messages. */
 void llmem_names_list(const name_table *t, char *buf, size_t cap);
@@ -36,6 +47,7 @@ void llmem_names_list(const name_table *t, char *buf, size_t cap);
 /* The enumerations without richer tables of their own. */
 extern const name_table llmem_names_norm, llmem_names_mlp, llmem_names_positions,
     llmem_names_grad_ckpt, llmem_names_attention, llmem_names_method, llmem_names_loss,
-    llmem_names_formula, llmem_names_lora_target, llmem_names_phase, llmem_names_term;
+    llmem_names_formula, llmem_names_lora_target, llmem_names_phase, llmem_names_term,
+    llmem_names_optimizer_impl, llmem_names_activation;
 
 #endif

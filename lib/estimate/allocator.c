@@ -44,6 +44,9 @@ uint64_t llmem_allocator_overhead(const tensor_list *l, const setup *s)
         uint64_t bytes = c->dt != DT_NF4 ? class_elems(c) * (uint64_t)c->dt : (class_elems(c) + 1) / 2;
         uint64_t copies = 1 + (c->trainable ? 1 + states : 0);
         waste += (block_size(bytes) - bytes) * copies * c->count;
+        /* The fused step's 4-byte step counters take a 512-byte block each. */
+        if (c->trainable && o->step_counter && s->optimizer_impl == LLMEM_OPTIMIZER_IMPL_FUSED)
+            waste += (block_size(STEP_COUNTER_BYTES) - STEP_COUNTER_BYTES) * c->count;
     }
     return waste + CUBLAS_WORKSPACE;
 }

@@ -128,7 +128,7 @@ static uint64_t query_tag(uint64_t context, const seg_query *q)
     uint64_t h = context * 0x9e3779b97f4a7c15u;
     h ^= (uint64_t)(uintptr_t)q->fn + 0x632be59bd9b4e019u + (h << 6) + (h >> 2);
     h ^= (uint64_t)q->regime << 8 | (uint64_t)q->grad_enabled << 4 |
-         (uint64_t)q->hold_output << 2 | (uint64_t)q->hold_input;
+         (uint64_t)q->mode << 2 | (uint64_t)q->hold_input;
     h ^= q->piece * 0xbf58476d1ce4e5b9u;
     return h;
 }
@@ -137,7 +137,7 @@ static int matches(const seg_entry *x, uint64_t tag, uint64_t context, const seg
 {
     return x->tag == tag && x->context == context && x->fn == q->fn && x->regime == q->regime &&
            x->piece == q->piece && x->grad_enabled == q->grad_enabled &&
-           x->hold_output == q->hold_output && x->hold_input == q->hold_input &&
+           x->mode == q->mode && x->hold_input == q->hold_input &&
            same_bytes(&x->spec, q->spec, sizeof x->spec);
 }
 
@@ -373,7 +373,7 @@ static seg_entry *add_entry(seg_cache *c, const seg_query *q)
     x->fn = q->fn;
     memcpy(&x->spec, q->spec, sizeof x->spec);
     x->grad_enabled = q->grad_enabled;
-    x->hold_output = q->hold_output;
+    x->mode = q->mode;
     x->hold_input = q->hold_input;
     x->regime = q->regime;
     x->piece = q->piece;

@@ -11,7 +11,8 @@
  *
  * The key: the model shape the walk runs and the build's settings (the
  * context, looked up once per walk), then the builder, its seg_spec, the
- * grad mode, what it holds, the regime of (batch, seq) and the builder's
+ * grad mode, the sim_mode (how a checkpoint recomputes it), what it holds,
+ * the regime of (batch, seq) and the builder's
  * piece (layers.h). Everything lives in the handle: nothing is allocated,
  * and a full arena starts over.
  */
@@ -42,7 +43,7 @@ typedef struct seg_context {
 typedef struct seg_query {
     segment_builder fn;
     const seg_spec *spec;
-    int grad_enabled, hold_output, hold_input, regime;
+    int grad_enabled, mode, hold_input, regime; /* mode: sim_mode */
     uint64_t piece;
 } seg_query;
 
@@ -56,7 +57,7 @@ typedef struct seg_entry {
     uint64_t context;  /* its context's serial; 0: free */
     segment_builder fn;
     seg_spec spec;
-    int grad_enabled, hold_output, hold_input, regime;
+    int grad_enabled, mode, hold_input, regime;
     uint64_t piece;
     uint64_t used;
     int nfwd, nbwd;    /* steps logged forward and backward (the same at every sample) */

@@ -70,11 +70,11 @@ static int check_covered(llmem_ctx *ctx, const model_shape *m)
                                  "family: the phased estimate does not build %s models yet (it "
                                  "builds %s); use --formula article for this model",
                                  family, covered);
+    /* Every family has a code path: name the field, not the (long) list. */
     return llmem__fail_field(ctx, LLMEM_OBJECT_MODEL, key, LLMEM_ENOTSUP,
-                             "%s: this %s model differs from what the phased estimate builds "
-                             "(the families %s, as transformers does); use --formula article "
-                             "for this model",
-                             why, family, covered);
+                             "%s: the phased estimate does not build this layout of a %s model "
+                             "as transformers runs it; use --formula article for this model",
+                             why, family);
 }
 
 /* The model resolved: kept while its fields stay the same, so a run with

@@ -7,6 +7,10 @@
 
 #include "estimate/tensors.h"
 
+/* torch Adam(W) with fused=True: state['step'] = torch.zeros((), dtype=float32,
+ * device=p.device) per parameter (torch/optim/adam.py, _init_group). */
+#define STEP_COUNTER_BYTES 4
+
 typedef struct step_static {
     uint64_t weights, quant_constants, adapters, buffers;
     uint64_t grads, states, batch;

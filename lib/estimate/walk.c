@@ -8,6 +8,8 @@
  */
 #include "estimate/walk.h"
 
+#include "model/families.h"
+
 #include <string.h>
 
 /* Runs of identical layers: frozen, first trainable, the rest, plus one
@@ -74,22 +76,22 @@ static void finish(const walk *w, uint64_t stash, walk_result *r)
 }
 
 static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
-                         const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
+                         const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
 {
     llmem_graph_reset(&e->graph, grad_enabled);
     b->g = &e->graph;
     fn(b, m, spec);
-    llmem_graph_simulate(&e->graph, hold_output, c);
+    llmem_graph_simulate(&e->graph, mode, c);
     e->graph_overflow |= e->graph.overflow;
 }
 
 /* A segment's cost: from the handle's cache of segments when it knows this
  * one (estimate/cache.h), else simulated, the simulation teaching the cache. */
 static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
-                     const seg_spec *spec, int grad_enabled, int hold_output, seg_cost *c)
+                     const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
 {
     seg_cache *cache = &e->cache;
-    seg_query q = { fn, spec, grad_enabled, hold_output, b->hold_input,
+    seg_query q = { fn, spec, grad_enabled, mode, b->hold_input,
                     llmem_regime(b->batch, b->seq), llmem_layers_piece(b, m, spec) };
     if (llmem_segcache_lookup(cache, m, b, &q, c))
         return;
@@ -97,7 +99,7 @@ static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_
     e->graph.event_ops = NULL;
     e->graph.event_grads = NULL;
     e->graph.events_cap = SEG_LOG;
-    simulate_now(e, b, fn, m, spec, grad_enabled, hold_output, c);
+    simulate_now(e, b, fn, m, spec, grad_enabled, mode, c);
     e->graph.events = NULL;
     if (!e->graph.overflow && e->graph.nevents <= SEG_LOG)
         llmem_segcache_learn(cache, &q, b->batch, b->seq, c, e->graph.nevents_forward,
@@ -116,10 +118,12 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
         return 0;
     int n = llmem_model_layer_linears(m, lin);
     uint64_t attention = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O;
+    /* FalconLinear's weight.T is a view, not a leaf: cast at every use, never cached. */
+    int cached = !(m->traits & TRAIT_UNCACHED_CAST);
     for (int i = 0; i < n; i++) {
         if (spec->moe && !(lin[i].lora_target & attention))
             continue; /* the experts replace the dense MLP */
-        if (spec->weights_trainable && !spec->nf4)
+        if (spec->weights_trainable && !spec->nf4 && cached)
             bytes += lin[i].in * lin[i].out * cdt;
         if (spec->lora_targets & lin[i].lora_target)
             bytes += spec->lora_rank * (lin[i].in + lin[i].out) * cdt;
@@ -140,18 +144,29 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     return bytes + projections * spec->lora_rank * adapted * cdt;
 }
 
+/* How a checkpointed layer is recomputed in backward (SIM_PLAIN: not checkpointed). */
+static int recompute_mode(const setup *s)
+{
+    if (s->grad_ckpt == LLMEM_GRAD_CKPT_NONE)
+        return SIM_PLAIN;
+    return s->grad_ckpt == LLMEM_GRAD_CKPT_REENTRANT ? SIM_HOLD_OUTPUT : SIM_EARLY_STOP;
+}
+
 static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const setup *s,
                          uint64_t x_bytes, layer_group *grp)
 {
     seg_cost c;
-    if (s->grad_ckpt == LLMEM_GRAD_CKPT_FULL) {
-        /* torch.utils.checkpoint (reentrant, transformers' default): the layer runs
-         * under no_grad keeping only its input, and is recomputed in backward. */
+    if (s->grad_ckpt != LLMEM_GRAD_CKPT_NONE) {
+        /* torch.utils.checkpoint: the layer keeps only its input (reentrant: run
+         * under no_grad; non-reentrant: saved-tensor hooks pack placeholders) and
+         * is recomputed in backward, whole and holding its output and incoming
+         * gradient (reentrant), or up to its last saved tensor (non-reentrant). */
         seg_cost again;
         uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b->ep);
-        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 0, 0, &c);
+        int mode = recompute_mode(s);
+        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN, &c);
         b->hold_input = 1; /* the checkpoint keeps its saved input while recomputing */
-        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, 1, &again);
+        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, mode, &again);
         b->hold_input = 0;
         grp->fwd_peak = c.fwd_peak + cache;
         grp->fwd_growth = c.out_bytes + cache;
@@ -169,7 +184,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         grp->param_grads_wide = again.param_grads_wide;
         return;
     }
-    simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, 0, &c);
+    simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, SIM_PLAIN, &c);
     grp->fwd_peak = c.fwd_peak;
     grp->fwd_growth = c.persist + c.out_bytes - x_bytes;
     grp->bwd_start = c.bwd_start;
@@ -207,7 +222,7 @@ static int split_at_experts(const model_shape *m, layer_group *g, int n)
 /* The runs of identical layers a method produces. */
 static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
 {
-    int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL, n = 0;
+    int ckpt = s->grad_ckpt != LLMEM_GRAD_CKPT_NONE, n = 0;
     int lora = s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA;
     seg_spec trainable = { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 };
     seg_spec adapters = { .input_rg = 1, .lora_targets = s->lora_targets,
@@ -251,14 +266,14 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
 /* Simulate a segment again with its events logged, for the timeline. */
 static void trace_simulate(walk_scratch *e, walk_trace *t, build *b, segment_builder fn,
                            const model_shape *m, const seg_spec *spec, int grad_enabled,
-                           int hold_output)
+                           int mode)
 {
     seg_cost c;
     e->graph.events = t->events;
     e->graph.event_ops = t->ops;
     e->graph.event_grads = t->grads;
     e->graph.events_cap = TRACE_EVENTS;
-    simulate_now(e, b, fn, m, spec, grad_enabled, hold_output, &c);
+    simulate_now(e, b, fn, m, spec, grad_enabled, mode, &c);
     e->graph.events = NULL;
     e->graph.event_ops = NULL;
     e->graph.event_grads = NULL;
@@ -271,7 +286,7 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
                           const layer_group *g, uint64_t first, uint64_t live, uint64_t growth,
                           uint64_t x_bytes, uint64_t gathered, uint64_t grads, int ckpt)
 {
-    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, 0);
+    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, SIM_PLAIN);
     for (uint64_t k = 0; k < g->count; k++) {
         uint64_t before = live + k * growth;
         if (t->expand || k + 1 == g->count)
@@ -286,15 +301,16 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
 
 /* Backward through a run of identical layers, the top one first, from
  * `live` bytes: the layer holding the run's peak op by op (its
- * recomputation first, under checkpointing), the others by the live bytes
- * after each. */
+ * recomputation first, under checkpointing: mode, as recompute_mode), the
+ * others by the live bytes after each. */
 static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
                            const layer_group *g, uint64_t first, uint64_t live, int64_t delta,
-                           uint64_t grads, uint64_t kept, uint64_t gathered, int ckpt)
+                           uint64_t grads, uint64_t kept, uint64_t gathered, int mode)
 {
     uint64_t shown = delta >= 0 ? g->count - 1 : 0;
+    int ckpt = mode != SIM_PLAIN;
     b->hold_input = ckpt;
-    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, ckpt);
+    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, mode);
     b->hold_input = 0;
     int nf = e->graph.nevents_forward, n = e->graph.nevents;
     for (uint64_t k = 0; k < g->count; k++) {
@@ -368,7 +384,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     seg_cost emb, head;
     walk w;
     build b;
-    int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL;
+    int ckpt = s->grad_ckpt != LLMEM_GRAD_CKPT_NONE;
     int full = s->method == LLMEM_METHOD_FULL;
     int accumulating = in->grads_persist;
 
@@ -384,7 +400,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     b.compute = s->compute_dt;
     b.param_dt = s->param_dt;
     b.dropout = s->dropout;
-    b.flash = s->attention == LLMEM_ATTENTION_FLASH;
+    b.lora_dropout = s->lora_dropout;
+    b.attention = s->attention;
     b.sp = in->sp;
     b.ep = in->ep;
     /* The residual stream between layers (split over sp ranks under sequence parallelism). */
@@ -398,15 +415,17 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
     seg_spec emb_spec = { .input_rg = all[0].spec.input_rg && !embed_trains,
-                          .weights_trainable = embed_trains, .norms_trainable = embed_trains };
+                          .weights_trainable = embed_trains, .norms_trainable = embed_trains,
+                          .projections_trainable = embed_trains };
     seg_spec head_spec = { .input_rg = output_rg(&all[nall - 1].spec),
                            .weights_trainable = head_trains,
                            .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
+                           .projections_trainable = embed_trains,
                            .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
     if (in->embedding)
-        simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, 0, &emb);
+        simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);
     if (in->head)
-        simulate(e, &b, llmem_layers_head, m, &head_spec, 1, 0, &head);
+        simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
 
     shared_bytes sb = llmem_layers_shared_bytes(&b, m);
     uint64_t shared = sb.rope + sb.locals, rope = sb.rope, mask = sb.locals;
@@ -425,7 +444,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     if (in->embedding) {
         candidate(&w, LLMEM_PHASE_FORWARD, w.live + emb.fwd_peak + gather->embedding, w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "embedding", -1, w.live + gather->embedding, w.grads);
         }
@@ -454,7 +473,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         candidate(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + head.fwd_peak + gather->head,
                   w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "head", -1, w.live - x_bytes + gather->head, w.grads);
         }
@@ -475,7 +494,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t kept = accumulating ? 0 : kept_of(keep, head.param_grads, head.param_grads_wide);
         candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak + gather->head, w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
                                LLMEM_PHASE_LOSS_BACKWARD, "loss", -1, before + gather->head,
                                w.grads);
@@ -500,7 +519,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
                   w.grads + (g->count - 1) * kept);
         if (t != NULL)
             trace_backward(e, t, &b, m, g, first, w.live, delta, w.grads, kept,
-                           gather->layer_bwd, ckpt);
+                           gather->layer_bwd, recompute_mode(s));
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;
     }
@@ -514,7 +533,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t before = w.live - emb.bwd_start;
         candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + gather->embedding, w.grads);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, 0);
+            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
                                LLMEM_PHASE_BACKWARD, "embedding", -1,
                                before + gather->embedding, w.grads);

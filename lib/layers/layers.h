@@ -22,6 +22,7 @@ typedef struct seg_spec {
     int nf4;               /* QLoRA: frozen linears are 4-bit, dequantized per use */
     int chunked_loss;
     int moe;               /* the layer's MLP is routed experts (not one of the dense layers) */
+    int projections_trainable; /* OPT's project_in / project_out (they train with the embedding) */
 } seg_spec;
 
 void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s);

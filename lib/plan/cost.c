@@ -41,7 +41,7 @@ void llmem_plan_cost(const plan_cost_input *in, plan_result *out)
     const layout *l = in->l;
     const model_shape *m = in->m;
     const setup *s = in->s;
-    int ckpt = s->grad_ckpt == LLMEM_GRAD_CKPT_FULL;
+    int ckpt = s->grad_ckpt != LLMEM_GRAD_CKPT_NONE; /* either variant recomputes the forward */
     uint64_t gpus = l->dp * l->tp * l->pp * l->cp, mb = out->micro_batches;
     double b = (double)in->micro_batch, seq = (double)s->seq, h = (double)m->hidden;
     double tokens_step = b * seq * (double)mb * (double)l->dp;

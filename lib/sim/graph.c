@@ -145,11 +145,21 @@ static int input_count(const graph *g)
     return g->ninputs <= GRAPH_MAX_INPUTS ? g->ninputs : g->nt;
 }
 
-static void simulate_forward(graph *g, seg_cost *c)
+/* The op whose save ends a recomputation that stops early, or -1. */
+static int last_save(const graph *g)
+{
+    for (int i = g->nop - 1; i >= 0; i--)
+        if (g->op[i].save != 0)
+            return i;
+    return -1;
+}
+
+static void simulate_forward(graph *g, int early_stop, seg_cost *c)
 {
     /* drop[i]: tensors whose last reference goes after op i, as a linked list. */
     int16_t head[GRAPH_MAX_OPS], next[GRAPH_MAX_TENSORS];
     uint64_t live = 0, peak = 0, persist = 0;
+    int stop = early_stop ? last_save(g) : -1;
     memset(head, 0xff, (size_t)g->nop * sizeof head[0]);
     /* One pass: what stays saved for backward, and when the rest goes. */
     for (int t = 0; t < g->nt; t++) {
@@ -175,11 +185,16 @@ static void simulate_forward(graph *g, seg_cost *c)
     record(g, live, -1, 0);
     for (int i = 0; i < g->nop; i++) {
         const g_op *op = &g->op[i];
+        int saves_output = (op->save & (SAVE_OUT | SAVE_AUX)) != 0;
+        if (i == stop && !saves_output)
+            break; /* its inputs are packed before the kernel runs */
         live += storage_bytes(&g->t[op->out]) + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
         uint64_t now = live + op->fwd_extra;
         if (now > peak)
             peak = now;
         record(g, now, i, 0);
+        if (i == stop)
+            break; /* its output is packed once computed */
         for (int16_t t = head[i]; t >= 0; t = next[t])
             live -= g->t[t].bytes;
     }
@@ -319,11 +334,11 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
     }
 }
 
-void llmem_graph_simulate(graph *g, int hold_output_in_backward, seg_cost *c)
+void llmem_graph_simulate(graph *g, int mode, seg_cost *c)
 {
     memset(c, 0, sizeof *c);
-    simulate_forward(g, c);
+    simulate_forward(g, mode == SIM_EARLY_STOP, c);
     g->nevents_forward = g->nevents;
     if (g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
-        simulate_backward(g, hold_output_in_backward, c);
+        simulate_backward(g, mode == SIM_HOLD_OUTPUT, c);
 }

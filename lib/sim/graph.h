@@ -110,10 +110,24 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 void llmem_graph_hold(graph *g, tid t);
-/* Simulate forward and backward, once per recording (backward counts the
- * tensors' state down). hold_output_in_backward: the output stays
- * referenced during backward (reentrant checkpoint's recomputed output). */
-void llmem_graph_simulate(graph *g, int hold_output_in_backward, seg_cost *cost);
+
+/* How a segment runs (torch.utils.checkpoint, torch/utils/checkpoint.py). */
+enum sim_mode {
+    SIM_PLAIN = 0,       /* forward, then backward */
+    /* Reentrant checkpoint's recomputation (CheckpointFunction.backward): the
+     * recomputed output and the incoming gradient stay referenced in backward,
+     * so sums into that gradient go out of place. */
+    SIM_HOLD_OUTPUT = 1,
+    /* Non-reentrant checkpoint's recomputation (_checkpoint_hook's unpack): the
+     * forward stops once the last tensor the first forward packed is saved
+     * again (_StopRecomputationError: before the op runs when it saves an input,
+     * after it when it saves its output), and nothing else is held. */
+    SIM_EARLY_STOP = 2
+};
+
+/* Simulate forward and backward in one of the sim_mode ways, once per
+ * recording (backward counts the tensors' saved state down). */
+void llmem_graph_simulate(graph *g, int mode, seg_cost *cost);
 
 static inline int graph_rg(const graph *g, tid t)
 {

@@ -19,7 +19,8 @@ typedef struct build {
     int compute;      /* bytes of the compute dtype */
     int param_dt;     /* bytes of the parameters' storage dtype */
     double dropout;   /* dropout probability of the model's dropout layers */
-    int flash;        /* fused attention kernel */
+    double lora_dropout; /* PEFT's lora_dropout: each adapter's own nn.Dropout */
+    int attention;    /* the llmem_attention value: the kernel lib/layers builds */
     int hold_input;   /* the segment's input stays referenced (checkpoint recompute) */
     uint64_t sp;      /* sequence parallelism: residual-stream tokens split over sp ranks */
     uint64_t ep;      /* expert parallelism: experts of a layer split over ep ranks */
@@ -229,13 +230,19 @@ static inline tid op_softmax(build *b, tid x, int dt)
     return out;
 }
 
-/* native_dropout: bool mask saved (identity at p = 0) */
-static inline tid op_dropout(build *b, tid x)
+/* native_dropout with probability p: bool mask saved (identity at p = 0) */
+static inline tid op_dropout_p(build *b, tid x, double p)
 {
-    if (b->dropout <= 0.0)
+    if (p <= 0.0)
         return x; /* F.dropout with p = 0 returns its input */
     uint64_t elems = tensor_elems(b, x);
     return llmem_graph_op(b->g, elems, op_dt(b, x), &x, 1, SAVE_AUX, 0, elems, 0, 0);
+}
+
+/* The model's dropout layers. */
+static inline tid op_dropout(build *b, tid x)
+{
+    return op_dropout_p(b, x, b->dropout);
 }
 
 /* Batched matmul of two activations (attention). */
@@ -278,16 +285,17 @@ static inline tid op_embedding(build *b, uint64_t rows, uint64_t dim, int traina
     return llmem_graph_op(b->g, b->tokens / b->sp * dim, b->param_dt, &w, 1, 0, 0, 0, whole, 0);
 }
 
-/* Fused attention (FlashAttention-2 / SDPA): saves q, k, v, out and the
- * fp32 log-sum-exp per row. */
-static inline tid op_flash_attention(build *b, tid q, tid k, tid v, uint64_t heads)
+/* A fused attention kernel (FlashAttention-2, cuDNN, memory-efficient): the
+ * output in the inputs' dtype and an fp32 row statistic of lse_bytes; saves
+ * q, k, v, the output and the statistic; its backward holds bwd_workspace
+ * besides the input gradients. */
+static inline tid op_fused_attention(build *b, tid q, tid k, tid v, uint64_t out_elems,
+                                     uint64_t lse_bytes, uint64_t bwd_workspace)
 {
     tid in[3] = { q, k, v };
-    uint64_t lse = b->batch * heads * b->seq * FP32;
-    /* Backward accumulates dq in fp32 (FlashAttention-2's dq_accum). */
-    uint64_t dq_accum = tensor_elems(b, q) * FP32;
-    return llmem_graph_op(b->g, tensor_elems(b, q), op_dt(b, q), in, 3,
-                    BIT(0) | BIT(1) | BIT(2) | SAVE_OUT | SAVE_AUX, 0, lse, 0, dq_accum);
+    return llmem_graph_op(b->g, out_elems, op_dt(b, q), in, 3,
+                          BIT(0) | BIT(1) | BIT(2) | SAVE_OUT | SAVE_AUX, 0, lse_bytes, 0,
+                          bwd_workspace);
 }
 
 /* A view of part of x (split of a fused projection): no storage of its own,

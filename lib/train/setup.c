@@ -3,6 +3,7 @@
 
 #include "core/checked.h"
 #include "core/ctx.h"
+#include "model/families.h"
 #include "train/precisions.h"
 #include "train/train.h"
 
@@ -32,7 +33,8 @@ static int step_overflows(const model_shape *m, const setup *s)
     checked c = { 0 };
     uint64_t widest = ck_add(&c, m->hidden + m->intermediate + m->heads * m->head_dim,
                              ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
-    uint64_t scores = s->attention == LLMEM_ATTENTION_EAGER ? ck_mul(&c, m->heads, s->seq) : 0;
+    /* SDPA's math fallback materializes them too */
+    uint64_t scores = s->attention != LLMEM_ATTENTION_FLASH ? ck_mul(&c, m->heads, s->seq) : 0;
     uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
     uint64_t tokens = ck_mul(&c, s->batch, s->seq);
     uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));
@@ -49,7 +51,17 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     s->optimizer = (int)t->i[LLMEM_TRAIN_OPTIMIZER];
     s->method = (int)t->i[LLMEM_TRAIN_METHOD];
     s->grad_ckpt = (int)t->i[LLMEM_TRAIN_GRAD_CKPT];
+    /* transformers' gradient_checkpointing_enable() passes use_reentrant=False
+     * unless told otherwise (huggingface/transformers PR #43203, transformers 5.x). */
+    if (s->grad_ckpt == LLMEM_GRAD_CKPT_FULL)
+        s->grad_ckpt = LLMEM_GRAD_CKPT_NON_REENTRANT;
+    s->optimizer_impl = (int)t->i[LLMEM_TRAIN_OPTIMIZER_IMPL];
+    s->lora_dropout = t->d[LLMEM_TRAIN_LORA_DROPOUT];
     s->attention = (int)t->i[LLMEM_TRAIN_ATTENTION];
+    /* transformers runs eager attention by default where a model has no SDPA
+     * (BLOOM: no _supports_sdpa). */
+    if (s->attention == LLMEM_ATTENTION_SDPA && (m->traits & TRAIT_NO_SDPA))
+        s->attention = LLMEM_ATTENTION_EAGER;
     s->loss = (int)t->i[LLMEM_TRAIN_LOSS];
     s->formula = (int)t->i[LLMEM_TRAIN_FORMULA];
     s->dropout = t->d[LLMEM_TRAIN_DROPOUT];
@@ -83,6 +95,15 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
         return FAIL(ctx, SEQ, LLMEM_EINCONSISTENT,
                     "seq: %llu exceeds the model's %llu learned positions (max-positions)",
                     (unsigned long long)s->seq, (unsigned long long)m->max_positions);
+    /* Falcon-RW hands SDPA its ALiBi as a float mask: the memory-efficient
+     * kernel runs for head sizes it takes, the math path otherwise (not
+     * modelled). */
+    if (s->attention == LLMEM_ATTENTION_SDPA && m->positions == LLMEM_POSITIONS_ALIBI &&
+        (m->traits & TRAIT_ALIBI_MASK) && m->head_dim % (s->compute_dt == 4 ? 4 : 8) != 0)
+        return FAIL(ctx, ATTENTION, LLMEM_ENOTSUP,
+                    "attention: sdpa with Falcon's ALiBi and head-dim %llu (SDPA's math path "
+                    "with a mask) is not modelled; use --attention eager or flash",
+                    (unsigned long long)m->head_dim);
     if (s->loss == LLMEM_LOSS_CHUNKED && m->head_bias)
         return FAIL(ctx, LOSS, LLMEM_EINCONSISTENT,
                     "loss: the chunked cross-entropy with an output-head bias (head-bias) is not "

@@ -10,8 +10,11 @@
 
 typedef struct setup {
     uint64_t batch, seq;
-    int precision, optimizer, method, grad_ckpt, attention, loss, formula;
-    double dropout;
+    int precision, optimizer, method, attention, loss, formula;
+    int grad_ckpt;      /* NONE, REENTRANT or NON_REENTRANT: "full" resolved to what
+                         * transformers does by default (non-reentrant) */
+    int optimizer_impl; /* llmem_optimizer_impl */
+    double dropout, lora_dropout;
     uint64_t lora_rank, frozen_layers, grad_accum;
     unsigned lora_targets;
     int param_dt, compute_dt, autocast; /* from the precision's row */

@@ -3,6 +3,7 @@
 #include "train/train.h"
 
 #include "core/ctx.h"
+#include "train/optimizers.h"
 
 int llmem_train_new(llmem_ctx *ctx, llmem_train **out)
 {
@@ -70,6 +71,9 @@ int llmem_train_set_str(llmem_train *t, int key, const char *value)
         t->d[key] = d;
     else
         t->i[key] = i;
+    /* A Trainer optim name ("adamw_torch") says which implementation it runs. */
+    if (key == LLMEM_TRAIN_OPTIMIZER && llmem_optimizer_implied_impl(value) != 0)
+        t->i[LLMEM_TRAIN_OPTIMIZER_IMPL] = llmem_optimizer_implied_impl(value);
     llmem__ok(t->ctx);
     return LLMEM_OK;
 }

@@ -16,10 +16,14 @@ static const field_desc rows[] = {
     INT(SEQ, "seq", 1, 1 << 28, 512),
     NAMED(PRECISION, "precision", LLMEM_PRECISION_BF16, LLMEM_PRECISION_BF16_MIXED,
           &llmem_names_precision),
-    NAMED(OPTIMIZER, "optimizer", LLMEM_OPTIMIZER_PAGED_ADAMW, LLMEM_OPTIMIZER_ADAMW,
+    NAMED(OPTIMIZER, "optimizer", LLMEM_OPTIMIZER_PAGED_LION, LLMEM_OPTIMIZER_ADAMW,
           &llmem_names_optimizer),
-    NAMED(GRAD_CKPT, "grad-ckpt", 2, LLMEM_GRAD_CKPT_NONE, &llmem_names_grad_ckpt),
-    NAMED(ATTENTION, "attention", 2, LLMEM_ATTENTION_EAGER, &llmem_names_attention),
+    /* The Trainer's gradient_checkpointing defaults to False. */
+    NAMED(GRAD_CKPT, "grad-ckpt", LLMEM_GRAD_CKPT_NON_REENTRANT, LLMEM_GRAD_CKPT_NONE,
+          &llmem_names_grad_ckpt),
+    /* transformers 5.x loads models with attn_implementation "sdpa" by default. */
+    NAMED(ATTENTION, "attention", LLMEM_ATTENTION_SDPA, LLMEM_ATTENTION_SDPA,
+          &llmem_names_attention),
     /* p = 1 zeroes everything and divides by zero: the bound is open. */
     { LLMEM_TRAIN_DROPOUT, "dropout", FIELD_REAL, 0, 1, 1, 0, NULL },
     NAMED(METHOD, "method", 4, LLMEM_METHOD_FULL, &llmem_names_method),
@@ -34,6 +38,12 @@ static const field_desc rows[] = {
     { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "article-tmp-factor", FIELD_REAL, 0, 1000, 0, 0, NULL },
     /* The article's example stores parameters in fp32: 4 bytes each. */
     INT(ARTICLE_PARAM_BYTES, "article-param-bytes", 1, 8, 4),
+    /* The Trainer's default optim is "adamw_torch_fused" with torch >= 2.8
+     * (transformers training_args.py, default_optim). */
+    NAMED(OPTIMIZER_IMPL, "optimizer-impl", LLMEM_OPTIMIZER_IMPL_FORLOOP,
+          LLMEM_OPTIMIZER_IMPL_FUSED, &llmem_names_optimizer_impl),
+    /* PEFT's LoraConfig.lora_dropout defaults to 0.0; p = 1 is open, as for dropout. */
+    { LLMEM_TRAIN_LORA_DROPOUT, "lora-dropout", FIELD_REAL, 0, 1, 1, 0, NULL },
 };
 
 /* The handle's arrays have one slot a key: a new key needs its row here. */

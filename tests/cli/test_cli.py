@@ -176,12 +176,26 @@ def check_defaults(t, llmem):
     t.check(rc == 0 and err == "", "llmem estimate with no flags succeeds", err)
     t.check(LLAMA_32_1B in out, "it names the model it used", out)
     t.check("default" in out, "it says the model is the default", out)
-    t.check("library's defaults" in out, "it says the setup is the library's default", out)
+    t.check("the defaults: what transformers 5.x with PyTorch 2.11 does" in out,
+            "the Setup line says whose defaults these are", out)
+    t.check("adamw (fused step)" in out and "attention sdpa" in out,
+            "the table shows the fused step and SDPA", out)
     d = llmem.json()
     t.check(d["model"] == LLAMA_32_1B and d["model_source"] == "default",
             "--json alone: the default model, marked default", d["model"])
     t.check((d["batch"], d["seq"], d["precision"], d["optimizer"], d["method"]) ==
             (1, 512, "bf16-mixed", "adamw", "full"), "--json alone: the library's defaults")
+    t.check((d["optimizer_impl"], d["attention"], d["grad_ckpt"], d["lora_dropout"]) ==
+            ("fused", "sdpa", "none", 0), "--json alone: transformers 5.x's defaults",
+            (d["optimizer_impl"], d["attention"], d["grad_ckpt"], d["lora_dropout"]))
+    # The defaults, spelled out, give the same estimate.
+    e = llmem.json("--attention", "sdpa", "--optimizer", "adamw_torch_fused",
+                   "--grad-ckpt", "none", "--lora-dropout", "0")
+    t.check(e["peak_allocated_bytes"] == d["peak_allocated_bytes"],
+            "the defaults spelled out give the same peak", (e["peak_allocated_bytes"],
+                                                            d["peak_allocated_bytes"]))
+    rc, out, err = llmem.run("estimate", "--batch", "2")
+    t.check("the defaults:" not in out, "with a training flag the note is gone", out)
 
 
 def check_text(t, llmem):
@@ -251,7 +265,7 @@ def check_article(t, llmem):
             "article table labels the terms m_p, m_os, m_data, m_tmp", out)
     t.check("sums the terms" in out and "no phase" in out,
             "article table says the formula sums the terms, with no phase", out)
-    # Families without a phased code path still estimate with the article's formula.
+    # Every family also estimates with the article's formula.
     d = llmem.json("--model", "opt-125m", "--formula", "article")
     t.check(d["terms"]["parameters"] == 4 * d["params_total"], "article works for OPT")
 
@@ -331,8 +345,10 @@ ERRORS = [
     (["--model", "gpt2", "--experts", "4"], 1, "--experts-per-token"),
     # The preset's own family is no flag the user typed: the message names the
     # field and the way out, not --family.
-    (["--model", "opt-125m"], 1, "family: the phased estimate does not build opt"),
-    (["--model", "gpt2", "--family", "opt"], 1, "--family: the phased estimate"),
+    (["--model", "opt-125m", "--post-norm", "2"], 2, "--post-norm"),
+    (["--model", "opt-125m", "--activation", "tanh"], 2, "--activation"),
+    (["--model", "gpt2", "--activation", "relu"], 1, "--activation"),
+    (["--model", "gpt2", "--post-norm", "1"], 1, "--post-norm"),
     # The architecture flags of the newer model fields.
     (["--model", "gpt2", "--qk-norm", "2"], 2, "--qk-norm"),
     (["--model", "gpt2", "--shared-expert-gate", "-1"], 2, "--shared-expert-gate"),
@@ -399,9 +415,12 @@ def check_equals(t, llmem):
 # Every value the usage lists is accepted by the library and echoed back.
 CHOICES = {
     "precision": ["fp32", "bf16-mixed", "fp16-mixed", "bf16"],
-    "optimizer": ["adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit", "lion"],
-    "grad-ckpt": ["none", "full"],
-    "attention": ["eager", "flash"],
+    "optimizer": ["adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit", "lion",
+                  "paged-adamw-8bit", "paged-adamw", "lion-8bit", "lion-32bit",
+                  "paged-lion-8bit", "paged-lion"],
+    "optimizer-impl": ["fused", "foreach", "forloop"],
+    "grad-ckpt": ["none", "full", "reentrant", "non-reentrant"],
+    "attention": ["eager", "flash", "sdpa"],
     "method": ["full", "lora", "qlora", "freeze"],
     "loss": ["upcast", "chunked"],
     "formula": ["phased", "article"],
@@ -414,7 +433,37 @@ MODEL_CHOICES = {
 }
 
 
+# The Hugging Face Trainer's optim names: the optimizer each maps to, and the
+# implementation it sets (None: it leaves the default, fused).
+TRAINER_OPTIM = {
+    "adamw_torch": ("adamw", "foreach"),
+    "adamw_torch_fused": ("adamw", "fused"),
+    "adamw_bnb_8bit": ("adamw-8bit", None),
+    "adamw_8bit": ("adamw-8bit", None),
+    "paged_adamw_8bit": ("paged-adamw-8bit", None),
+    "paged_adamw_32bit": ("paged-adamw", None),
+    "lion_8bit": ("lion-8bit", None),
+    "lion_32bit": ("lion-32bit", None),
+    "paged_lion_8bit": ("paged-lion-8bit", None),
+    "paged_lion_32bit": ("paged-lion", None),
+}
+
+
 def check_choices(t, llmem):
+    for name, (ours, impl) in TRAINER_OPTIM.items():
+        d = llmem.json("--optimizer", name)
+        t.check((d["optimizer"], d["optimizer_impl"]) == (ours, impl or "fused"),
+                "--optimizer %s is %s with the %s step" % (name, ours, impl or "fused"),
+                (d["optimizer"], d["optimizer_impl"]))
+    # An explicit --optimizer-impl wins wherever it stands.
+    for args in (["--optimizer-impl", "forloop", "--optimizer", "adamw_torch"],
+                 ["--optimizer", "adamw_torch", "--optimizer-impl", "forloop"]):
+        d = llmem.json(*args)
+        t.check(d["optimizer_impl"] == "forloop", "%s: the explicit implementation wins"
+                % " ".join(args), d["optimizer_impl"])
+    rc, out, err = llmem.run("help")
+    t.check("|paged-lion|adamw_torch|adamw_torch_fused|" in out,
+            "the usage lists the Trainer's optim names after ours", out)
     for flag, values in CHOICES.items():
         for v in values:
             d = llmem.json("--" + flag, v)
@@ -432,7 +481,8 @@ def check_choices(t, llmem):
     rc, out, err = llmem.run("help")
     for flag in list(CHOICES) + list(MODEL_CHOICES):
         values = CHOICES.get(flag) or MODEL_CHOICES[flag]
-        t.check("--%s %s" % (flag, "|".join(values)) in out,
+        listed = "|".join(values) + ("|" if flag == "optimizer" else "")
+        t.check("--%s %s" % (flag, listed) in out,
                 "the usage lists --%s with its values" % flag)
 
 
@@ -442,8 +492,8 @@ FLAGS = ["model", "family", "hidden", "layers", "heads", "kv-heads", "head-dim",
          "shared-expert-gate", "dense-layers", "router-bias", "qk-norm", "rotary-dim",
          "v-head-dim", "q-lora-rank", "kv-lora-rank", "parallel-block", "head-bias",
          "norms-per-layer", "final-norm", "embed-dim", "position-offset", "config", "weights",
-         "batch", "seq", "precision", "optimizer",
-         "grad-ckpt", "attention", "dropout", "method", "lora-rank", "lora-targets",
+         "batch", "seq", "precision", "optimizer", "optimizer-impl",
+         "grad-ckpt", "attention", "dropout", "method", "lora-rank", "lora-targets", "lora-dropout",
          "freeze-layers", "loss", "grad-accum", "formula", "article-tmp-factor",
          "article-param-bytes", "json"]
 
@@ -574,12 +624,27 @@ def check_config(t, llmem):
             mixtral["architecture"]["experts"] == 8,
             "Mixtral (llama-family MoE) estimates with the phased formula", mixtral["peak_phase"])
 
+    # Every family the configs name runs the phased model (latent attention,
+    # shared and routed experts, Falcon-RW's ALiBi included); a layout its code
+    # path does not build is refused, naming the field and the way out.
     deepseek = config_path("DeepSeek-V2-Lite")
-    rc, out, err = llmem.run("estimate", "--config", deepseek)
-    t.check(rc == 1 and out == "", "DeepSeek-V2-Lite, phased: exit 1, nothing on stdout",
-            (rc, out[:200]))
-    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: ") and
-            "--formula article" in err, "the message points to --formula article", err)
+    for name in ("DeepSeek-V2-Lite", "DeepSeek-V3", "opt-350m", "bloom-560m", "pythia-160m",
+                 "falcon-7b", "falcon-40b", "falcon-rw-1b", "phi-2", "starcoder2-3b"):
+        d = llmem.json("--config", config_path(name))
+        t.check(d["formula"] == "phased" and d["peak_phase"] in PHASES and
+                d["peak_allocated_bytes"] > 4 * d["params_total"],
+                "%s estimates with the phased formula" % name, (d["formula"], d["peak_phase"]))
+    rc, out, err = llmem.run("estimate", "--config", config_path("falcon-7b"), "--positions",
+                             "alibi")
+    t.check(rc == 1 and out == "", "falcon-7b with ALiBi (multi-query), phased: exit 1, "
+            "nothing on stdout", (rc, out[:200]))
+    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: --positions:") and
+            "--formula article" in err, "the message names --positions and --formula article",
+            err)
+    opt350 = llmem.json("--config", config_path("opt-350m"))
+    t.check(opt350["architecture"]["post_norm"] == 1 and opt350["architecture"]["final_norm"] == 0
+            and opt350["architecture"]["activation"] == "relu",
+            "opt-350m: do_layer_norm_before false, no final norm, ReLU", opt350["architecture"])
     d = llmem.json("--config", deepseek, "--formula", "article")
     t.check(d["params_total"] == 15706484224 and d["params_active"] == 2661150208,
             "DeepSeek-V2-Lite with --formula article: 15,706,484,224 total, 2,661,150,208 active",

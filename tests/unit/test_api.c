@@ -844,9 +844,21 @@ API_TEST(choices, list_what_set_str_accepts)
     }
     cr_expect_geq(n, 7, "the seven single modules at least");
     cr_expect(saw_c_attn, "c_attn is listed as q | k | v");
-    for (n = 0; (name = llmem_train_choice(LLMEM_TRAIN_OPTIMIZER, n, &value)) != NULL; n++)
-        cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_OPTIMIZER, value), name);
-    cr_expect_eq(n, LLMEM_OPTIMIZER_PAGED_ADAMW, "one name per optimizer");
+    /* Our names first, one per optimizer in value order, then the Trainer's
+     * optim names: each reads back as its value. */
+    int saw_adamw_torch = 0;
+    for (n = 0; (name = llmem_train_choice(LLMEM_TRAIN_OPTIMIZER, n, &value)) != NULL; n++) {
+        if (n < LLMEM_OPTIMIZER_PAGED_LION) {
+            cr_expect_eq(value, (int64_t)n + 1, "%s", name);
+            cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_OPTIMIZER, value), name);
+        }
+        cr_expect_eq(llmem_train_set_str(t, LLMEM_TRAIN_OPTIMIZER, name), LLMEM_OK, "%s", name);
+        cr_expect_eq(llmem_train_get_int(t, LLMEM_TRAIN_OPTIMIZER, &got), LLMEM_OK);
+        cr_expect_eq(got, value, "%s reads back as its value", name);
+        saw_adamw_torch |= strcmp(name, "adamw_torch") == 0 && value == LLMEM_OPTIMIZER_ADAMW;
+    }
+    cr_expect_geq(n, LLMEM_OPTIMIZER_PAGED_LION + 10, "our names and the Trainer's");
+    cr_expect(saw_adamw_torch, "adamw_torch is listed as adamw");
     for (n = 0; (name = llmem_model_choice(LLMEM_MODEL_FAMILY, n, &value)) != NULL; n++) {
         cr_expect_eq(llmem_model_set_str(m, LLMEM_MODEL_FAMILY, name), LLMEM_OK, "%s", name);
         cr_expect_eq(llmem_model_get_int(m, LLMEM_MODEL_FAMILY, &got), LLMEM_OK);

@@ -15,8 +15,8 @@
 
 static const char *const precisions[] = { "fp32", "bf16-mixed", "bf16" };
 static const char *const methods[] = { "full", "lora", "qlora", "freeze" };
-static const char *const ckpts[] = { "none", "full" };
-static const char *const attentions[] = { "eager", "flash" };
+static const char *const ckpts[] = { "none", "reentrant", "full" };
+static const char *const attentions[] = { "eager", "flash", "sdpa" };
 static const uint64_t points[][2] = { { 1, 512 }, { 2, 256 },  { 4, 1024 }, { 3, 777 },
                                       { 8, 2048 }, { 2, 5 },   { 16, 4096 }, { 5, 300 },
                                       { 1, 1 },   { 1, 3 },   { 2, 2 },     { 7, 1 } };
@@ -112,8 +112,10 @@ Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 600)
                             llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS, 2);
                         llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, ckpts[c]);
                         llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, attentions[d]);
-                        if ((a + b + c + d) % 2)
+                        if ((a + b + c + d) % 2) {
                             llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, 0.1);
+                            llmem_train_set_double(t, LLMEM_TRAIN_LORA_DROPOUT, 0.05);
+                        }
                         for (size_t k = 0; k < N(points); k++) {
                             char what[256];
                             set_point(t, points[k][0], points[k][1]);

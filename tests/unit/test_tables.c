@@ -65,19 +65,38 @@ Test(tables, every_family_has_a_row)
 
 Test(tables, every_optimizer_and_precision_has_a_row)
 {
-    for (int v = 1; v <= LLMEM_OPTIMIZER_PAGED_ADAMW; v++) {
+    for (int v = 1; v <= LLMEM_OPTIMIZER_PAGED_LION; v++) {
         const optimizer_desc *o = llmem_optimizer(v);
         cr_assert_not_null(o, "optimizer %d has no row", v);
         cr_expect_eq(o->id.value, v);
         cr_expect(o->state_rule >= STATES_LIKE_PARAM && o->state_rule <= STATES_FP32, "%s: state rule",
                   o->id.name);
-        cr_expect(o->step_rule >= STEP_IN_PLACE && o->step_rule <= STEP_FACTORED_FP32, "%s: step rule",
+        for (int impl = LLMEM_OPTIMIZER_IMPL_FUSED; impl <= LLMEM_OPTIMIZER_IMPL_FORLOOP; impl++)
+            cr_expect(o->step_rule[impl] >= STEP_IN_PLACE && o->step_rule[impl] <= STEP_FORLOOP_DENOM,
+                      "%s: step rule of implementation %d", o->id.name, impl);
+        /* A fused kernel holds no temporaries; a step counter only torch's Adam keeps. */
+        cr_expect(o->step_rule[LLMEM_OPTIMIZER_IMPL_FUSED] != STEP_FOREACH_SQRT &&
+                      o->step_rule[LLMEM_OPTIMIZER_IMPL_FUSED] != STEP_FORLOOP_DENOM,
+                  "%s: fused step", o->id.name);
+        cr_expect(!o->step_counter || o->state_rule == STATES_LIKE_PARAM, "%s: step counter",
                   o->id.name);
         cr_expect(o->states >= 0 && o->states <= 2, "%s: states", o->id.name);
         cr_expect(o->article_multiple >= 0 && o->article_bytes >= 0, "%s: article", o->id.name);
     }
     cr_expect_null(llmem_optimizer(0));
-    cr_expect_null(llmem_optimizer(LLMEM_OPTIMIZER_PAGED_ADAMW + 1));
+    cr_expect_null(llmem_optimizer(LLMEM_OPTIMIZER_PAGED_LION + 1));
+    /* Every Trainer optim name maps to a row, and only torch AdamW's imply an
+     * implementation. */
+    for (size_t i = 0; i < llmem_names_count(&llmem_names_optimizer); i++) {
+        const name_value *nv = llmem_names_at(&llmem_names_optimizer, i);
+        cr_expect_not_null(llmem_optimizer(nv->value), "%s", nv->name);
+        int impl = llmem_optimizer_implied_impl(nv->name);
+        cr_expect(impl == 0 || nv->value == LLMEM_OPTIMIZER_ADAMW, "%s implies %d", nv->name, impl);
+    }
+    cr_expect_eq(llmem_optimizer_implied_impl("adamw_torch"), LLMEM_OPTIMIZER_IMPL_FOREACH);
+    cr_expect_eq(llmem_optimizer_implied_impl("adamw_torch_fused"), LLMEM_OPTIMIZER_IMPL_FUSED);
+    cr_expect_eq(llmem_optimizer_implied_impl("adamw"), 0);
+    cr_expect_eq(llmem_optimizer_implied_impl(NULL), 0);
     for (int v = 1; v <= LLMEM_PRECISION_BF16; v++) {
         const precision_desc *p = llmem_precision(v);
         cr_assert_not_null(p, "precision %d has no row", v);

@@ -24,6 +24,10 @@ static const setup_case cases[] = {
     { "freeze", "none", "flash", 1, 1, 1, "none" },
     { "full", "none", "flash", 2, 2, 2, "zero1" },
     { "full", "full", "flash", 1, 1, 4, "fsdp-full" },
+    /* Each checkpointing variant's recomputation, and SDPA's kernels. */
+    { "full", "reentrant", "sdpa", 1, 1, 1, "none" },
+    { "lora", "non-reentrant", "sdpa", 1, 1, 1, "none" },
+    { "full", "none", "sdpa", 1, 1, 1, "none" },
 };
 
 static void check(llmem_ctx *ctx, const char *preset, const setup_case *c, int expand)

@@ -72,8 +72,14 @@ Test(train, defaults, .init = setup_train, .fini = teardown_train)
     cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER), LLMEM_OPTIMIZER_ADAMW);
     cr_expect_eq(get_int(LLMEM_TRAIN_METHOD), LLMEM_METHOD_FULL);
     cr_expect_eq(get_int(LLMEM_TRAIN_GRAD_CKPT), LLMEM_GRAD_CKPT_NONE);
-    cr_expect_eq(get_int(LLMEM_TRAIN_ATTENTION), LLMEM_ATTENTION_EAGER);
+    /* transformers 5.x: SDPA attention; the Trainer with torch >= 2.8:
+     * adamw_torch_fused. */
+    cr_expect_eq(get_int(LLMEM_TRAIN_ATTENTION), LLMEM_ATTENTION_SDPA);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FUSED);
     cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.0, "dropout %g", get_double(LLMEM_TRAIN_DROPOUT));
+    /* PEFT's LoraConfig.lora_dropout. */
+    cr_expect(get_double(LLMEM_TRAIN_LORA_DROPOUT) == 0.0, "lora dropout %g",
+              get_double(LLMEM_TRAIN_LORA_DROPOUT));
     /* PEFT's LoraConfig defaults: r = 8, q_proj and v_proj for Llama. */
     cr_expect_eq(get_int(LLMEM_TRAIN_LORA_RANK), 8);
     cr_expect_eq(get_int(LLMEM_TRAIN_LORA_TARGETS), LLMEM_LORA_Q | LLMEM_LORA_V);
@@ -97,7 +103,8 @@ Test(train, getter_kinds, .init = setup_train, .fini = teardown_train)
     cr_expect_eq(llmem_train_get_double(train, LLMEM_TRAIN_BATCH, &d), LLMEM_EINVAL);
     cr_expect(d == 77.0);
     cr_expect_eq(llmem_train_get_int(train, 0, &i), LLMEM_EINVAL);
-    cr_expect_eq(llmem_train_get_int(train, 17, &i), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_int(train, 19, &i), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_LORA_DROPOUT, &i), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_double(train, -3, &d), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_BATCH, NULL), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_double(train, LLMEM_TRAIN_DROPOUT, NULL), LLMEM_EINVAL);
@@ -128,10 +135,31 @@ static const named_value named[] = {
     { LLMEM_TRAIN_OPTIMIZER, "lion", LLMEM_OPTIMIZER_LION },
     { LLMEM_TRAIN_OPTIMIZER, "paged-adamw-8bit", LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT },
     { LLMEM_TRAIN_OPTIMIZER, "paged-adamw", LLMEM_OPTIMIZER_PAGED_ADAMW },
+    { LLMEM_TRAIN_OPTIMIZER, "lion-8bit", LLMEM_OPTIMIZER_LION_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "lion-32bit", LLMEM_OPTIMIZER_LION_32BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "paged-lion-8bit", LLMEM_OPTIMIZER_PAGED_LION_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "paged-lion", LLMEM_OPTIMIZER_PAGED_LION },
+    /* the Hugging Face Trainer's optim names */
+    { LLMEM_TRAIN_OPTIMIZER, "adamw_torch", LLMEM_OPTIMIZER_ADAMW },
+    { LLMEM_TRAIN_OPTIMIZER, "adamw_torch_fused", LLMEM_OPTIMIZER_ADAMW },
+    { LLMEM_TRAIN_OPTIMIZER, "adamw_bnb_8bit", LLMEM_OPTIMIZER_ADAMW_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "adamw_8bit", LLMEM_OPTIMIZER_ADAMW_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "paged_adamw_8bit", LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "paged_adamw_32bit", LLMEM_OPTIMIZER_PAGED_ADAMW },
+    { LLMEM_TRAIN_OPTIMIZER, "lion_8bit", LLMEM_OPTIMIZER_LION_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "lion_32bit", LLMEM_OPTIMIZER_LION_32BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "paged_lion_8bit", LLMEM_OPTIMIZER_PAGED_LION_8BIT },
+    { LLMEM_TRAIN_OPTIMIZER, "paged_lion_32bit", LLMEM_OPTIMIZER_PAGED_LION },
+    { LLMEM_TRAIN_OPTIMIZER_IMPL, "fused", LLMEM_OPTIMIZER_IMPL_FUSED },
+    { LLMEM_TRAIN_OPTIMIZER_IMPL, "foreach", LLMEM_OPTIMIZER_IMPL_FOREACH },
+    { LLMEM_TRAIN_OPTIMIZER_IMPL, "forloop", LLMEM_OPTIMIZER_IMPL_FORLOOP },
     { LLMEM_TRAIN_GRAD_CKPT, "none", LLMEM_GRAD_CKPT_NONE },
     { LLMEM_TRAIN_GRAD_CKPT, "full", LLMEM_GRAD_CKPT_FULL },
+    { LLMEM_TRAIN_GRAD_CKPT, "reentrant", LLMEM_GRAD_CKPT_REENTRANT },
+    { LLMEM_TRAIN_GRAD_CKPT, "non-reentrant", LLMEM_GRAD_CKPT_NON_REENTRANT },
     { LLMEM_TRAIN_ATTENTION, "eager", LLMEM_ATTENTION_EAGER },
     { LLMEM_TRAIN_ATTENTION, "flash", LLMEM_ATTENTION_FLASH },
+    { LLMEM_TRAIN_ATTENTION, "sdpa", LLMEM_ATTENTION_SDPA },
     { LLMEM_TRAIN_METHOD, "full", LLMEM_METHOD_FULL },
     { LLMEM_TRAIN_METHOD, "lora", LLMEM_METHOD_LORA },
     { LLMEM_TRAIN_METHOD, "qlora", LLMEM_METHOD_QLORA },
@@ -230,8 +258,12 @@ static const bad_str bad_strings[] = {
     { LLMEM_TRAIN_PRECISION, "2", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_OPTIMIZER, "adamax", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_OPTIMIZER, "adamw ", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_OPTIMIZER, "adamw_hf", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_OPTIMIZER, "rmsprop", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_OPTIMIZER_IMPL, "apex", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_GRAD_CKPT, "selective", LLMEM_ENOTFOUND },
-    { LLMEM_TRAIN_ATTENTION, "sdpa", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_GRAD_CKPT, "non_reentrant", LLMEM_ENOTFOUND },
+    { LLMEM_TRAIN_ATTENTION, "flash_attention_2", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_METHOD, "dora", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_LOSS, "fused", LLMEM_ENOTFOUND },
     { LLMEM_TRAIN_FORMULA, "sum", LLMEM_ENOTFOUND },
@@ -278,6 +310,9 @@ static const bad_str bad_strings[] = {
     { LLMEM_TRAIN_DROPOUT, "1.5", LLMEM_ERANGE },
     { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "-1", LLMEM_ERANGE },
     { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "nan", 0 },
+    { LLMEM_TRAIN_LORA_DROPOUT, "1", LLMEM_ERANGE },
+    { LLMEM_TRAIN_LORA_DROPOUT, "-0.05", LLMEM_ERANGE },
+    { LLMEM_TRAIN_LORA_DROPOUT, "0.1p", LLMEM_EINVAL },
 };
 #define BAD_STRINGS (sizeof bad_strings / sizeof bad_strings[0])
 
@@ -286,8 +321,10 @@ static const int int_keys[] = {
     LLMEM_TRAIN_GRAD_CKPT, LLMEM_TRAIN_ATTENTION, LLMEM_TRAIN_METHOD, LLMEM_TRAIN_LORA_RANK,
     LLMEM_TRAIN_LORA_TARGETS, LLMEM_TRAIN_FROZEN_LAYERS, LLMEM_TRAIN_LOSS,
     LLMEM_TRAIN_GRAD_ACCUM, LLMEM_TRAIN_FORMULA, LLMEM_TRAIN_ARTICLE_PARAM_BYTES,
+    LLMEM_TRAIN_OPTIMIZER_IMPL,
 };
-static const int real_keys[] = { LLMEM_TRAIN_DROPOUT, LLMEM_TRAIN_ARTICLE_TMP_FACTOR };
+static const int real_keys[] = { LLMEM_TRAIN_DROPOUT, LLMEM_TRAIN_ARTICLE_TMP_FACTOR,
+                                 LLMEM_TRAIN_LORA_DROPOUT };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
 #define N_REAL_KEYS (sizeof real_keys / sizeof real_keys[0])
 
@@ -330,6 +367,8 @@ static void set_non_defaults(void)
     cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_LORA_RANK, 5), LLMEM_OK);
     cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_GRAD_ACCUM, 6), LLMEM_OK);
     cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_ARTICLE_PARAM_BYTES, 3), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER_IMPL, "forloop"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_LORA_DROPOUT, 0.05), LLMEM_OK);
 }
 
 ParameterizedTestParameters(train, set_str_rejects)
@@ -369,6 +408,9 @@ static const bad_real bad_reals[] = {
     { LLMEM_TRAIN_DROPOUT, 1.0000001 },
     { LLMEM_TRAIN_DROPOUT, 2.0 },
     { LLMEM_TRAIN_DROPOUT, 1e300 },
+    { LLMEM_TRAIN_LORA_DROPOUT, 1.0 },
+    { LLMEM_TRAIN_LORA_DROPOUT, -0.5 },
+    { LLMEM_TRAIN_LORA_DROPOUT, NAN },
     { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, NAN },
     { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, INFINITY },
     { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, -0.5 },
@@ -391,8 +433,9 @@ ParameterizedTest(size_t *index, train, set_double_rejects, .init = setup_train,
     snprintf(what, sizeof what, "key %d = %g", c->key, c->value);
     int rc = llmem_train_set_double(train, c->key, c->value);
     cr_expect_eq(rc, LLMEM_ERANGE, "%s: %d", what, rc);
-    cr_expect_not_null(strstr(llmem_ctx_error(ctx), c->key == LLMEM_TRAIN_DROPOUT
-                                                        ? "dropout"
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), c->key == LLMEM_TRAIN_DROPOUT ? "dropout"
+                                                    : c->key == LLMEM_TRAIN_LORA_DROPOUT
+                                                        ? "lora-dropout"
                                                         : "article-tmp-factor"),
                        "%s: message '%s' does not name the field", what, llmem_ctx_error(ctx));
     expect_unchanged(&before, what);
@@ -427,9 +470,12 @@ static const bad_int bad_ints[] = {
     { LLMEM_TRAIN_PRECISION, 0, "precision" },
     { LLMEM_TRAIN_PRECISION, 5, "precision" },
     { LLMEM_TRAIN_OPTIMIZER, 0, "optimizer" },
-    { LLMEM_TRAIN_OPTIMIZER, 10, "optimizer" },
-    { LLMEM_TRAIN_GRAD_CKPT, 3, "grad-ckpt" },
+    { LLMEM_TRAIN_OPTIMIZER, 14, "optimizer" },
+    { LLMEM_TRAIN_OPTIMIZER_IMPL, 0, "optimizer-impl" },
+    { LLMEM_TRAIN_OPTIMIZER_IMPL, 4, "optimizer-impl" },
+    { LLMEM_TRAIN_GRAD_CKPT, 5, "grad-ckpt" },
     { LLMEM_TRAIN_ATTENTION, 0, "attention" },
+    { LLMEM_TRAIN_ATTENTION, 4, "attention" },
     { LLMEM_TRAIN_METHOD, 5, "method" },
     { LLMEM_TRAIN_LORA_RANK, 0, "lora-rank" },
     { LLMEM_TRAIN_LORA_TARGETS, 0, "lora-targets" },
@@ -464,7 +510,7 @@ ParameterizedTest(size_t *index, train, set_int_rejects, .init = setup_train,
 
 Test(train, unknown_keys_and_wrong_kinds, .init = setup_train, .fini = teardown_train)
 {
-    static const int bad_keys[] = { 0, -1, 17, 18, 1000 };
+    static const int bad_keys[] = { 0, -1, 19, 20, 1000 };
     snapshot before;
     set_non_defaults();
     take(&before);
@@ -559,4 +605,31 @@ Test(train, field_info_and_value_names, .init = setup_train, .fini = teardown_tr
                      "bf16-mixed");
     cr_expect_null(llmem_train_value_name(LLMEM_TRAIN_BATCH, 4), "batch is not enumerated");
     cr_expect_null(llmem_train_value_name(LLMEM_TRAIN_LORA_TARGETS, 1), "a bitmask, not a name");
+}
+
+/* A Trainer optim name sets the implementation it runs; our names and the
+ * Trainer names that imply none leave it; set by number, nothing changes it. */
+Test(train, trainer_names_imply_the_implementation, .init = setup_train, .fini = teardown_train)
+{
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "adamw_torch"), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER), LLMEM_OPTIMIZER_ADAMW);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FOREACH);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "adamw"), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FOREACH);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "adamw_torch_fused"), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FUSED);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER_IMPL, "forloop"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "paged_adamw_8bit"), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER), LLMEM_OPTIMIZER_PAGED_ADAMW_8BIT);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FORLOOP);
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_OPTIMIZER, LLMEM_OPTIMIZER_ADAMW), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FORLOOP);
+    /* a rejected name changes neither field */
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "adamw_torch_npu_fused"),
+                 LLMEM_ENOTFOUND);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER), LLMEM_OPTIMIZER_ADAMW);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FORLOOP);
+    /* the value's name stays ours */
+    cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_OPTIMIZER, LLMEM_OPTIMIZER_LION_32BIT),
+                     "lion-32bit");
 }

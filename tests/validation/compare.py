@@ -9,14 +9,16 @@ For every CSV row the CLI is run as
     llmem estimate --family F --hidden H --layers L --heads A --kv-heads K
         --head-dim D --intermediate I --vocab V --max-positions P
         --tie-embeddings 0|1 --attn-bias 0|1 --batch B --seq S
-        --precision PREC --optimizer OPT --grad-ckpt none|full
-        --attention eager --dropout P --method M
-        [--lora-rank R --lora-targets a,b] [--freeze-layers N]
+        --precision PREC --optimizer OPT --optimizer-impl IMPL
+        --grad-ckpt none|reentrant|non-reentrant
+        --attention eager|sdpa --dropout P --method M
+        [--lora-rank R --lora-targets a,b [--lora-dropout P]] [--freeze-layers N]
         [--qk-norm Q --experts E --experts-per-token K --expert-intermediate N
          --shared-expert-intermediate N --shared-expert-gate G] --json
 
 (the bracketed architecture flags only for optional CSV columns that are
-present and nonzero, as in grid_more.csv)
+present and nonzero, as in grid_more.csv; every training field is passed
+explicitly, so a row means what was measured whatever llmem's defaults are)
 
 and its JSON ``peak_allocated_bytes`` and ``peak_phase`` are compared with
 ``measured_peak_bytes`` and ``measured_peak_phase``.  Prints the relative
@@ -43,8 +45,8 @@ import sys
 REQUIRED = (
     "id", "family", "hidden", "layers", "heads", "kv_heads", "head_dim", "intermediate",
     "vocab", "max_positions", "tie_embeddings", "attn_bias", "batch", "seq", "precision",
-    "optimizer", "grad_ckpt", "attention", "dropout", "method", "lora_rank", "lora_targets",
-    "freeze_layers", "measured_peak_bytes", "measured_peak_phase",
+    "optimizer", "optimizer_impl", "grad_ckpt", "attention", "dropout", "method", "lora_rank",
+    "lora_targets", "freeze_layers", "measured_peak_bytes", "measured_peak_phase",
 )
 
 
@@ -56,7 +58,30 @@ OPTIONAL_FLAGS = (
     ("expert_intermediate", "--expert-intermediate"),
     ("shared_expert_intermediate", "--shared-expert-intermediate"),
     ("shared_expert_gate", "--shared-expert-gate"),
+    # grid_families.csv: the layouts of OPT, GPT-NeoX, Falcon, Phi, DeepSeek
+    ("rotary_dim", "--rotary-dim"),
+    ("post_norm", "--post-norm"),
+    ("embed_dim", "--embed-dim"),
+    ("q_lora_rank", "--q-lora-rank"),
+    ("kv_lora_rank", "--kv-lora-rank"),
+    ("v_head_dim", "--v-head-dim"),
+    ("dense_layers", "--dense-layers"),
+    ("router_bias", "--router-bias"),
 )
+
+# columns passed whenever present, zero included (a family's default may be 1)
+LAYOUT_FLAGS = (
+    ("parallel_block", "--parallel-block"),
+    ("norms_per_layer", "--norms-per-layer"),
+    ("final_norm", "--final-norm"),
+    ("out_bias", "--out-bias"),
+    ("mlp_bias", "--mlp-bias"),
+)
+
+# the harness's hidden_act names -> llmem activation names
+ACTIVATIONS = {"silu": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu-tanh",
+               "gelu_tanh": "gelu-tanh", "gelu_new": "gelu-new", "gelu_fast": "gelu-fast",
+               "relu": "relu"}
 
 
 class LlmemError(Exception):
@@ -80,12 +105,16 @@ def build_command(llmem, row):
            "--seq", row["seq"],
            "--precision", row["precision"],
            "--optimizer", row["optimizer"],
+           "--optimizer-impl", row["optimizer_impl"],
            "--grad-ckpt", row["grad_ckpt"],
            "--attention", row["attention"],
            "--dropout", row["dropout"],
            "--method", row["method"]]
     if row["method"] == "lora":
         cmd += ["--lora-rank", row["lora_rank"], "--lora-targets", row["lora_targets"]]
+        dropout = (row.get("lora_dropout") or "").strip()
+        if dropout:
+            cmd += ["--lora-dropout", dropout]
     if row["method"] == "freeze":
         cmd += ["--freeze-layers", row["freeze_layers"]]
     # optional architecture columns (grid_more.csv): passed only when the
@@ -94,11 +123,23 @@ def build_command(llmem, row):
         v = (row.get(col) or "").strip()
         if v and v not in ("0", "0.0"):
             cmd += [flag, v]
+    for col, flag in LAYOUT_FLAGS:
+        v = (row.get(col) or "").strip()
+        if v:
+            cmd += [flag, v]
+    pos = (row.get("positions") or "").strip()
+    if pos and pos != "0":
+        cmd += ["--positions", pos]
+    act = (row.get("activation") or "").strip()
+    if act:
+        cmd += ["--activation", ACTIVATIONS.get(act, act)]
     cmd.append("--json")
     return cmd
 
 
-def run_llmem(cmd, timeout):
+def run_llmem(cmd, timeout, want_doc=False):
+    """The allocated peak, its phase and the per-phase peaks of one llmem run
+    (and its whole JSON document when want_doc)."""
     where = " ".join(cmd)
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -138,6 +179,8 @@ def run_llmem(cmd, timeout):
                 c = coarse_phase(k)
                 if c in COARSE:
                     phases[c] = max(phases.get(c, 0.0), float(v))
+    if want_doc:
+        return float(peak), phase, phases, doc
     return float(peak), phase, phases
 
 

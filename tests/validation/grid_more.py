@@ -33,7 +33,7 @@ MM.install()
 
 EXTRA = ["qk_norm", "experts", "experts_per_token", "expert_intermediate",
          "shared_expert_intermediate", "shared_expert_gate"]
-COLUMNS = G.COLUMNS + EXTRA
+COLUMNS = G.COLUMNS + EXTRA + ["lora_dropout"]
 
 
 @dataclasses.dataclass
@@ -83,28 +83,42 @@ SIZES = {
 ROWS = [
     ("q01", "q1", 1, 256, "fp32", "adamw", "none", 0.0, "full", {}),
     ("q02", "q1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full", {}),
-    ("q03", "q1", 2, 256, "bf16-mixed", "adamw", "full", 0.0, "lora", {"lora_rank": 8}),
-    ("q04", "q1", 1, 512, "bf16", "adamw", "full", 0.0, "full", {}),
+    ("q03", "q1", 2, 256, "bf16-mixed", "adamw", "reentrant", 0.0, "lora", {"lora_rank": 8}),
+    ("q04", "q1", 1, 512, "bf16", "adamw", "reentrant", 0.0, "full", {}),
     ("m01", "m1", 1, 256, "fp32", "adamw", "none", 0.0, "full", {}),
     ("m02", "m1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full", {}),
-    ("m03", "m1", 2, 256, "bf16-mixed", "adamw", "full", 0.0, "full", {}),
+    ("m03", "m1", 2, 256, "bf16-mixed", "adamw", "reentrant", 0.0, "full", {}),
     ("m04", "m1", 2, 256, "bf16", "adamw", "none", 0.0, "lora",
      {"lora_rank": 8, "lora_targets": ATTN}),
     ("m05", "m2", 1, 256, "fp32", "adamw", "none", 0.0, "full", {}),
-    ("m06", "m2", 2, 256, "bf16-mixed", "adamw", "full", 0.0, "lora",
+    ("m06", "m2", 2, 256, "bf16-mixed", "adamw", "reentrant", 0.0, "lora",
      {"lora_rank": 8, "lora_targets": ATTN}),
     ("p01", "p1", 1, 256, "fp32", "adamw", "none", 0.0, "full", {}),
     ("p02", "p1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full", {}),
-    ("p03", "p1", 2, 256, "bf16-mixed", "adamw", "full", 0.0, "lora",
+    ("p03", "p1", 2, 256, "bf16-mixed", "adamw", "reentrant", 0.0, "lora",
      {"lora_rank": 8, "lora_targets": PHI3_TARGETS}),
     ("p04", "p1", 1, 512, "bf16", "adamw", "none", 0.0, "lora",
      {"lora_rank": 16, "lora_targets": PHI3_TARGETS}),
     ("p05", "p2", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full", {}),
     ("e01", "e1", 1, 256, "fp32", "adamw", "none", 0.0, "full", {}),
     ("e02", "e1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full", {}),
-    ("e03", "e1", 2, 256, "bf16-mixed", "adamw", "full", 0.0, "lora", {"lora_rank": 8}),
+    ("e03", "e1", 2, 256, "bf16-mixed", "adamw", "reentrant", 0.0, "lora", {"lora_rank": 8}),
     ("e04", "e1", 1, 512, "bf16", "adamw", "none", 0.0, "full", {}),
-    ("e05", "e1", 1, 256, "fp32", "adamw", "full", 0.0, "lora", {"lora_rank": 8}),
+    ("e05", "e1", 1, 256, "fp32", "adamw", "reentrant", 0.0, "lora", {"lora_rank": 8}),
+    # what current defaults run (SDPA, the fused step, non-reentrant
+    # checkpointing): the fused kernel saves Phi-3's v, a view of qkv_proj's
+    # output, and so keeps that output alive
+    ("q05", "q1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "fused"}),
+    ("m07", "m1", 2, 256, "bf16-mixed", "adamw", "non-reentrant", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "fused"}),
+    ("p06", "p1", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "fused"}),
+    ("p07", "p2", 2, 256, "bf16-mixed", "adamw", "non-reentrant", 0.0, "lora",
+     {"attention": "sdpa", "optimizer_impl": "fused", "lora_rank": 8,
+      "lora_targets": PHI3_TARGETS, "lora_dropout": 0.05}),
+    ("p08", "p1", 1, 256, "fp32", "adamw", "none", 0.0, "full",
+     {"attention": "sdpa", "optimizer_impl": "forloop"}),
 ]
 
 
@@ -116,6 +130,7 @@ def csv_row(rid, rc, res):
     r = G.csv_row(rid, rc, res)
     for k in EXTRA:
         r[k] = int(getattr(rc, k))
+    r["lora_dropout"] = rc.lora_dropout
     return r
 
 

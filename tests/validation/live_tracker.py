@@ -52,6 +52,9 @@ _expired = torch.UntypedStorage._expired
 _free_weak_ref = torch.UntypedStorage._free_weak_ref
 
 _ATEN = torch.ops.aten
+
+# The trackers whose mode is active, innermost last (see kernel_internal).
+_ACTIVE = []
 _LN_OPS = {_ATEN.native_layer_norm.default}
 _ADD = _ATEN.add.Tensor
 _LOW = (torch.bfloat16, torch.float16)
@@ -168,6 +171,15 @@ class LiveTracker(TorchDispatchMode):
         self.inplace_saved_bytes = 0
         self.accumulations_kept_out_of_place = 0
         self._pending = None
+        self.suspended = 0
+
+    def __enter__(self):
+        _ACTIVE.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _ACTIVE.remove(self)
+        return super().__exit__(*exc)
 
     # -- bookkeeping -----------------------------------------------------
     def _add(self, t, op, category, nbytes=None):
@@ -297,6 +309,8 @@ class LiveTracker(TorchDispatchMode):
     # -- dispatch --------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.suspended:  # inside one emulated CUDA kernel (kernel_internal)
+            return func(*args, **kwargs)
         self.poll()
         out = func(*args, **kwargs)
         self.seq += 1
@@ -377,6 +391,28 @@ class LiveTracker(TorchDispatchMode):
         for e in self.entries.values():
             _free_weak_ref(e.wref)
         self.entries.clear()
+
+
+@contextlib.contextmanager
+def kernel_internal():
+    """Run code that stands for the inside of one CUDA kernel without tracking.
+
+    A fused CUDA kernel (FlashAttention's, cuDNN's, the fused AdamW step)
+    computes in registers and shared memory: it allocates nothing but its
+    outputs and the workspace its host code asks the caching allocator for.
+    The CPU emulations in models.py and optimizers.py allocate those outputs
+    and workspaces with tracked ops, then compute the values with ordinary
+    (temporary-allocating) torch ops inside this context, which the active
+    tracker does not see.  Nothing allocated here may outlive the context
+    unless it is copied into a tracked tensor."""
+    tr = _ACTIVE[-1] if _ACTIVE else None
+    if tr is not None:
+        tr.suspended += 1
+    try:
+        yield
+    finally:
+        if tr is not None:
+            tr.suspended -= 1
 
 
 # ---------------------------------------------------------------------------

@@ -49,12 +49,14 @@ class RunConfig:
     seq: int = 128
     precision: str = "fp32"
     optimizer: str = "adamw"
-    grad_ckpt: str = "none"
-    attention: str = "eager"
+    optimizer_impl: str = "foreach"  # foreach | fused | forloop (optimizers.py)
+    grad_ckpt: str = "none"          # none | reentrant | non-reentrant
+    attention: str = "eager"         # eager | sdpa (sdpa.py)
     dropout: float = 0.0
     method: str = "full"
     lora_rank: int = 0
     lora_targets: str = ""
+    lora_dropout: float = 0.0
     freeze_layers: int = 0
     seed: int = 0
     device: str = "cpu"
@@ -87,10 +89,13 @@ class RunConfig:
         else:
             c.lora_rank = 0
             c.lora_targets = ""
+            c.lora_dropout = 0.0
         if c.method != "freeze":
             c.freeze_layers = 0
-        if c.attention != "eager":
-            raise ValueError("only eager attention is measured")
+        if c.attention not in ("eager", "sdpa"):
+            raise ValueError("attention must be eager or sdpa (flash-attn is not measured)")
+        if c.grad_ckpt not in ("none", "reentrant", "non-reentrant"):
+            raise ValueError("grad_ckpt must be none, reentrant or non-reentrant")
         return c
 
     def arch(self):
@@ -99,7 +104,8 @@ class RunConfig:
             kv_heads=self.kv_heads, head_dim=self.head_dim, intermediate=self.intermediate,
             vocab=self.vocab, max_positions=self.max_positions,
             tie_embeddings=bool(self.tie_embeddings), attn_bias=bool(self.attn_bias),
-            dropout=self.dropout, eps=1e-5 if self.family == "gpt2" else 1e-6)
+            dropout=self.dropout, eps=1e-5 if self.family == "gpt2" else 1e-6,
+            attention=self.attention)
 
 
 # ---------------------------------------------------------------------------
@@ -140,19 +146,18 @@ def build(rc):
     M.set_precision(model, rc.precision)
     lora_names = []
     if rc.method == "lora":
-        lora_names = M.apply_lora(model, rc.lora_rank, tuple(rc.lora_targets.split(",")))
+        lora_names = M.apply_lora(model, rc.lora_rank, tuple(rc.lora_targets.split(",")),
+                                  lora_dropout=rc.lora_dropout)
     elif rc.method == "freeze":
         M.apply_freeze(model, rc.freeze_layers)
     elif rc.method != "full":
         raise ValueError("unknown method %r" % rc.method)
     if rc.device != "cpu":
         model.to(rc.device)
-    if rc.grad_ckpt == "full":
-        M.enable_gradient_checkpointing(model)
-    elif rc.grad_ckpt != "none":
-        raise ValueError("grad_ckpt must be none or full")
+    if rc.grad_ckpt != "none":
+        M.enable_gradient_checkpointing(model, rc.grad_ckpt)
     model.train()
-    opt = make_optimizer(rc.optimizer, trainer_param_groups(model))
+    opt = make_optimizer(rc.optimizer, rc.optimizer_impl, trainer_param_groups(model))
     batch = make_batch(rc, rc.device)
     return model, opt, batch, lora_names
 
@@ -224,7 +229,12 @@ def measure(rc, snapshot=False, cross_checks=False, timeline=False):
     model, opt, batch, lora_names = build(rc)
     # Warm-up step so that the optimizer states exist.  It runs on a short
     # batch (states depend on the parameters only) to halve the CPU time.
+    # Mixture-of-experts rows warm up on the whole batch: AdamW creates an
+    # expert's states only once it has had a gradient, and 16 tokens leave
+    # some experts without any (in training, every expert has states).
     wb = {k: v[:1, :min(rc.seq, 16)].contiguous() for k, v in batch.items()}
+    if getattr(rc, "experts", 0) > 0:
+        wb = batch
     train_step(model, opt, wb)
     del wb
     torch.manual_seed(rc.seed + 7)

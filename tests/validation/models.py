@@ -29,6 +29,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils.checkpoint
+import weakref
+
+from sdpa import sdpa_attention_forward
 
 LLAMA_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                       "up_proj", "down_proj")
@@ -174,6 +177,7 @@ class ArchConfig:
     attn_bias: bool             # gpt2: always True (Conv1D biases); llama: q/k/v bias (Qwen2)
     dropout: float = 0.0        # gpt2: embd/attn/resid pdrop; llama: attention_dropout
     eps: float = 1e-5
+    attention: str = "eager"    # "eager" | "sdpa" (sdpa.py)
     rope_theta: float = 10000.0
     init_std: float = 0.02
 
@@ -223,13 +227,16 @@ class LoraLinear(nn.Module):
 
     ``result = base(x); x = x.to(lora_A.dtype);
     result = result + lora_B(lora_A(dropout(x))) * scaling;
-    result = result.to(result_dtype)``.  lora_dropout = 0 -> nn.Identity.
-    lora_A (r x in) kaiming-uniform, lora_B (out x r) zeros, both fp32."""
+    result = result.to(result_dtype)``.  lora_dropout = 0 -> nn.Identity;
+    p > 0 -> the module's own nn.Dropout (F.dropout, native_dropout on CUDA:
+    ``dropout`` above).  lora_A (r x in) kaiming-uniform, lora_B (out x r)
+    zeros, both fp32."""
 
-    def __init__(self, base, r, alpha, amp):
+    def __init__(self, base, r, alpha, amp, lora_dropout=0.0):
         super().__init__()
         self.base_layer = base
         self.r = r
+        self.lora_dropout = lora_dropout
         self.scaling = alpha / r
         self.lora_A = nn.Parameter(torch.empty(r, base.in_features, dtype=torch.float32))
         nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
@@ -242,6 +249,7 @@ class LoraLinear(nn.Module):
         torch_result_dtype = result.dtype
         if x.dtype != self.lora_A.dtype:  # PEFT _cast_input_dtype
             x = x.to(self.lora_A.dtype)
+        x = dropout(x, self.lora_dropout, self.training)
         result = result + linear(amp, linear(amp, x, self.lora_A), self.lora_B) * self.scaling
         result = result.to(torch_result_dtype)
         return result
@@ -276,10 +284,11 @@ class CausalLMBase(nn.Module):
         return torch.float32
 
     def _ckpt(self, layer, *args):
-        """HF ``_gradient_checkpointing_func`` = torch.utils.checkpoint with
-        use_reentrant=True.  The recomputation in backward runs inside a
-        fresh autocast region with the forward's autocast state, as
-        CheckpointFunction.backward re-enters ``torch.cuda.amp.autocast``."""
+        """HF ``_gradient_checkpointing_func``: torch.utils.checkpoint with
+        use_reentrant=True (``gradient_checkpointing = "reentrant"``) or False
+        (``"non-reentrant"``, transformers 5.x's default).  The recomputation
+        in backward runs inside a fresh autocast region with the forward's
+        autocast state, as both variants re-enter ``torch.autocast``."""
         amp = self.amp
         was_active = amp.active
 
@@ -289,6 +298,8 @@ class CausalLMBase(nn.Module):
             with amp.region(enabled=was_active):  # recomputation in backward
                 return layer(*a)
 
+        if self.gradient_checkpointing == "non-reentrant":
+            return checkpoint_non_reentrant(run, *args)
         return torch.utils.checkpoint.checkpoint(run, *args, use_reentrant=True)
 
 
@@ -319,6 +330,7 @@ class GPT2Attention(nn.Module):
         self.c_proj = Conv1D(cfg.hidden, cfg.hidden, amp,
                              std=cfg.init_std / math.sqrt(2 * cfg.layers))
         self.p = cfg.dropout
+        self.attention = cfg.attention
         self._amp = [amp]
 
     def _eager(self, query, key, value, attention_mask):
@@ -355,8 +367,14 @@ class GPT2Attention(nn.Module):
         query_states = query_states.view(shape_q).transpose(1, 2)
         key_states = key_states.view(shape_kv).transpose(1, 2)
         value_states = value_states.view(shape_kv).transpose(1, 2)
-        attn_output, attn_weights = self._eager(query_states, key_states, value_states,
-                                                attention_mask)
+        if self.attention == "sdpa":
+            attn_output = sdpa_attention_forward(
+                self._amp[0], query_states, key_states, value_states,
+                self.p if self.training else 0.0, self.head_dim ** -0.5, gqa_module=False)
+            attn_weights = None
+        else:
+            attn_output, attn_weights = self._eager(query_states, key_states, value_states,
+                                                    attention_mask)
         attn_output = attn_output.reshape(*attn_output.shape[:-2], -1).contiguous()
         attn_output = self.c_proj(attn_output)
         attn_output = dropout(attn_output, self.p, self.training)
@@ -453,8 +471,13 @@ class GPT2LMHeadModel(CausalLMBase):
         inputs_embeds = self.wte(input_ids)
         position_embeds = self.wpe(position_ids)
         hidden_states = inputs_embeds + position_embeds
-        # eager: 2-D padding mask -> additive [B, 1, 1, S] in the model dtype
+        # eager: 2-D padding mask -> additive [B, 1, 1, S] in the model dtype;
+        # sdpa: none when there is no padding (_prepare_4d_attention_mask_for_sdpa
+        # tests torch.all(mask == 1) and returns None)
         attention_mask = attention_mask.view(batch_size, -1) if attention_mask is not None else None
+        if attention_mask is not None and cfg.attention == "sdpa":
+            if bool(torch.all(attention_mask == 1)):
+                attention_mask = None
         if attention_mask is not None:
             attention_mask = attention_mask[:, None, None, :]
             attention_mask = attention_mask.to(dtype=self.dtype)
@@ -567,6 +590,7 @@ class LlamaAttention(nn.Module):
         self.k_proj = Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, cfg.attn_bias, amp)
         self.v_proj = Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, cfg.attn_bias, amp)
         self.o_proj = Linear(cfg.heads * cfg.head_dim, cfg.hidden, False, amp)
+        self.attention = cfg.attention
         self._amp = [amp]
 
     def _eager(self, query, key, value, attention_mask, scaling, p):
@@ -584,6 +608,15 @@ class LlamaAttention(nn.Module):
         attn_output = attn_output.transpose(1, 2).contiguous()
         return attn_output, attn_weights
 
+    def _attend(self, query, key, value, attention_mask):
+        """The attention interface the model was built with: eager, or
+        transformers' sdpa_attention_forward (sdpa.py); [B, S, H, D] out."""
+        p = 0.0 if not self.training else self.attention_dropout
+        if self.attention == "sdpa":
+            return sdpa_attention_forward(self._amp[0], query, key, value, p, self.scaling,
+                                          gqa_module=True), None
+        return self._eager(query, key, value, attention_mask, self.scaling, p)
+
     def forward(self, hidden_states, position_embeddings, attention_mask):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
@@ -592,9 +625,8 @@ class LlamaAttention(nn.Module):
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
-        attn_output, attn_weights = self._eager(
-            query_states, key_states, value_states, attention_mask, self.scaling,
-            0.0 if not self.training else self.attention_dropout)
+        attn_output, attn_weights = self._attend(query_states, key_states, value_states,
+                                                 attention_mask)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         attn_output = self.o_proj(attn_output)
         return attn_output, attn_weights
@@ -679,7 +711,13 @@ class LlamaForCausalLM(CausalLMBase):
         return causal_mask
 
     def _update_causal_mask(self, attention_mask, input_tensor, cache_position):
-        """LlamaModel._update_causal_mask for eager attention, no cache."""
+        """LlamaModel._update_causal_mask for eager attention, no cache; for
+        sdpa without padding no mask at all (transformers 5.x create_causal_mask
+        -> sdpa_mask, whose causal skip tests padding_mask.all())."""
+        if self.cfg.attention == "sdpa":
+            if attention_mask is None or bool(attention_mask.bool().all()):
+                return None
+            raise ValueError("padded batches are not measured with sdpa")
         dtype, device = input_tensor.dtype, input_tensor.device
         sequence_length = input_tensor.shape[1]
         target_length = (attention_mask.shape[-1] if isinstance(attention_mask, torch.Tensor)
@@ -774,7 +812,7 @@ def _replace_module(root, name, new):
     setattr(parent, child, new)
 
 
-def apply_lora(model, r, targets, alpha=None):
+def apply_lora(model, r, targets, alpha=None, lora_dropout=0.0):
     """PEFT get_peft_model: freeze everything, wrap modules whose name ends
     with one of ``targets``; adapters are fp32 (autocast_adapter_dtype)."""
     alpha = 2 * r if alpha is None else alpha
@@ -789,7 +827,7 @@ def apply_lora(model, r, targets, alpha=None):
         raise ValueError("no LoRA target matched %r" % (targets,))
     for name in names:
         base = model.get_submodule(name)
-        _replace_module(model, name, LoraLinear(base, r, alpha, model.amp))
+        _replace_module(model, name, LoraLinear(base, r, alpha, model.amp, lora_dropout))
     return names
 
 
@@ -804,10 +842,14 @@ def apply_freeze(model, n):
             p.requires_grad_(False)
 
 
-def enable_gradient_checkpointing(model):
-    """HF gradient_checkpointing_enable() (use_reentrant=True) plus PEFT's
-    enable_input_require_grads() when the input embedding is frozen."""
-    model.gradient_checkpointing = True
+def enable_gradient_checkpointing(model, kind="reentrant"):
+    """HF gradient_checkpointing_enable() (``kind``: "reentrant" for
+    use_reentrant=True, the default of transformers 4.35 to 4.57;
+    "non-reentrant" for use_reentrant=False, transformers 5.x's default) plus
+    PEFT's enable_input_require_grads() when the input embedding is frozen."""
+    if kind not in ("reentrant", "non-reentrant"):
+        raise ValueError("checkpointing must be reentrant or non-reentrant, not %r" % kind)
+    model.gradient_checkpointing = kind
     emb = model.get_input_embeddings()
     if not emb.weight.requires_grad:
         def make_inputs_require_grads(module, input, output):
@@ -827,3 +869,107 @@ def forward_like_trainer(model, batch):
     low = (torch.bfloat16, torch.float16)
     return {k: (v.float() if isinstance(v, torch.Tensor) and v.dtype in low else v)
             for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------
+# Non-reentrant checkpointing as torch 2.x implements it
+# ---------------------------------------------------------------------------
+
+class _StopRecomputation(Exception):
+    pass
+
+
+class _Holder:
+    """What the forward packs in place of a saved tensor."""
+    __slots__ = ("handle", "__weakref__")
+
+    def __init__(self):
+        self.handle = None
+
+
+class _Handle:
+    __slots__ = ("__weakref__",)
+
+
+def _plain_scalar(x):
+    from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode_temporarily
+    if _get_current_dispatch_mode() is None:
+        return x.clone()
+    with _pop_mode_temporarily():
+        return x.clone()
+
+
+def checkpoint_non_reentrant(fn, *args):
+    """torch.utils.checkpoint(fn, *args, use_reentrant=False) of torch 2.x
+    (torch/utils/checkpoint.py: _checkpoint_without_reentrant_generator,
+    _checkpoint_hook, _recomputation_hook), for one graph task.
+
+    torch 1.13's own non-reentrant variant differs in memory: it recomputes
+    the whole function and keeps each recomputed tensor until its holder
+    dies.  torch 2.x, written out here with the same saved-tensor hooks:
+
+    * forward: ``fn`` runs with grad enabled; every tensor autograd saves is
+      packed as an empty holder (nothing kept); the inputs are kept (2.x:
+      ``_NoopSaveInputs`` saves them; here the closure holds them);
+    * the first unpack in backward recomputes ``fn`` on the kept inputs under
+      hooks that store each packed tensor (detached) for its holder, and stop
+      the recomputation (_StopRecomputationError) as soon as the last holder
+      of the forward is filled -- before the op that packs it runs when it
+      packs an input, after it when it packs its output;
+    * each unpack hands its tensor over and drops the frame's reference
+      (``holder.handles[gid] = None``), so a recomputed tensor lives only
+      until the node that saved it has run.
+    """
+    weak_holders = []
+    recomputed = weakref.WeakKeyDictionary()
+    state = {"done": False}
+
+    def pack(x):
+        holder = _Holder()
+        weak_holders.append(weakref.ref(holder))
+        return holder
+
+    def unpack(holder):
+        if not state["done"]:
+            counter = [0]
+
+            def recompute_pack(x):
+                x = x.detach() if x.requires_grad else x
+                if x.dim() == 0:
+                    # A Python scalar autograd saved as a 0-dim "wrapped
+                    # number" reaches torch 1.13's dispatch modes as a float
+                    # (and the engine detaches it on unpack): keep a plain
+                    # copy made outside the mode (a host scalar on a GPU).
+                    x = _plain_scalar(x)
+                idx = counter[0]
+                counter[0] += 1
+                target = weak_holders[idx]() if idx < len(weak_holders) else None
+                if target is not None:
+                    target.handle = _Handle()
+                    recomputed[target.handle] = x
+                if counter[0] == len(weak_holders):
+                    raise _StopRecomputation()
+                return x
+
+            def recompute_unpack(x):
+                return x
+
+            try:
+                with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(
+                        recompute_pack, recompute_unpack):
+                    fn(*args)
+            except (_StopRecomputation, RuntimeError) as e:
+                # torch 1.13 hands an exception raised in a saved-tensor hook
+                # back as a RuntimeError naming it
+                if not isinstance(e, _StopRecomputation) and \
+                        "_StopRecomputation" not in str(e):
+                    raise
+            state["done"] = True
+        handle = holder.handle
+        ret = recomputed[handle]
+        holder.handle = None
+        del handle
+        return ret
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        return fn(*args)

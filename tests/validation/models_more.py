@@ -90,9 +90,8 @@ class Qwen3Attention(M.LlamaAttention):
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = M.apply_rotary_pos_emb(query_states, key_states, cos, sin)
-        attn_output, attn_weights = self._eager(
-            query_states, key_states, value_states, attention_mask, self.scaling,
-            0.0 if not self.training else self.attention_dropout)
+        attn_output, attn_weights = self._attend(query_states, key_states, value_states,
+                                                 attention_mask)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         attn_output = self.o_proj(attn_output)
         return attn_output, attn_weights
@@ -112,6 +111,7 @@ class Phi3Attention(M.LlamaAttention):
         op_size = cfg.heads * cfg.head_dim + 2 * (cfg.kv_heads * cfg.head_dim)
         self.qkv_proj = M.Linear(cfg.hidden, op_size, False, amp)
         self.o_proj = M.Linear(cfg.heads * cfg.head_dim, cfg.hidden, False, amp)
+        self.attention = cfg.attention
         self._amp = [amp]
 
     def forward(self, hidden_states, position_embeddings, attention_mask):
@@ -127,9 +127,8 @@ class Phi3Attention(M.LlamaAttention):
         value_states = value_states.view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = M.apply_rotary_pos_emb(query_states, key_states, cos, sin)
-        attn_output, attn_weights = self._eager(
-            query_states, key_states, value_states, attention_mask, self.scaling,
-            0.0 if not self.training else self.attention_dropout)
+        attn_output, attn_weights = self._attend(query_states, key_states, value_states,
+                                                 attention_mask)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         attn_output = self.o_proj(attn_output)
         return attn_output, attn_weights
@@ -365,6 +364,9 @@ class MoreForCausalLM(M.LlamaForCausalLM):
         M.CausalLMBase.__init__(self, cfg)
         amp = self.amp
         self.is_gemma2 = cfg.family == "gemma2"
+        if self.is_gemma2 and cfg.attention != "eager":
+            # transformers' SDPA has no attention soft-capping: not measured
+            raise ValueError("gemma2 is measured with eager attention only")
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
         nn.init.normal_(self.embed_tokens.weight, 0.0, cfg.init_std)
         layer_cls = Gemma2DecoderLayer if self.is_gemma2 else MoreDecoderLayer

@@ -28,6 +28,28 @@ lion           per parameter, sequentially: ``exp_avg.clone()`` and the
 Step counters are Python numbers: torch 2.x keeps ``state['step']`` as a
 0-dim CPU tensor unless ``capturable``/``fused``, i.e. host memory, not GPU
 memory.  ``zero_grad`` sets gradients to None (torch 2.x default).
+
+AdamW and Adam also come in torch 2.x's two other implementations
+(``make_optimizer(name, impl, groups)``; foreach is the one above):
+
+=============  ===========================================================
+implementation transient during step() (AdamW, Adam)
+=============  ===========================================================
+fused          none: ``torch._fused_adamw_`` is one multi-tensor kernel
+               that updates in registers.  torch 1.13 has no fused Adam on
+               the CPU, so ``AdamWFused`` does the same arithmetic in place
+               inside ``kernel_internal()`` (live_tracker.py), which the
+               tracker does not see, standing for the kernel's registers.
+               ``state['step']`` is a 0-dim fp32 tensor on the parameter's
+               device (``_get_scalar_dtype(is_fused=True)``): 4 GPU bytes a
+               parameter, counted as state here too, and incremented in
+               place by ``_foreach_add_``.
+forloop        ``_single_tensor_adam`` (foreach=False), op for op: per
+               parameter ``denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)``
+               while ``denom`` still holds the previous parameter's: the
+               largest previous + 2 x current of a group.  Same ops in
+               torch 1.13 (lerp_ included), so nothing is substituted.
+=============  ===========================================================
 """
 
 from __future__ import annotations
@@ -35,6 +57,8 @@ from __future__ import annotations
 import math
 
 import torch
+
+from live_tracker import kernel_internal
 
 
 class _Foreach:
@@ -183,6 +207,108 @@ class Adam(AdamW):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
 
+class AdamWForloop(AdamW):
+    """torch.optim.AdamW(foreach=False): torch 2.x ``_single_tensor_adam``
+    (decoupled weight decay ``param.mul_(1 - lr*wd)``, ``exp_avg.lerp_``,
+    ``exp_avg_sq.mul_().addcmul_()``, then ``denom = (exp_avg_sq.sqrt() /
+    bias_correction2_sqrt).add_(eps)`` and ``param.addcdiv_``), one call per
+    parameter group, parameters in the group's order."""
+
+    name = "adamw"
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                self._single_tensor(group, params)
+
+    def _single_tensor(self, group, params):
+        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+        beta1, beta2 = group["betas"]
+        for param in params:
+            grad = param.grad
+            st = self.state.setdefault(param, {})
+            if not st:
+                st["step"] = 0
+                st["exp_avg"] = torch.zeros_like(param, memory_format=torch.preserve_format)
+                st["exp_avg_sq"] = torch.zeros_like(param, memory_format=torch.preserve_format)
+            exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
+            st["step"] += 1
+            step = st["step"]
+            if wd != 0:
+                if self.decoupled:
+                    param.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(param, alpha=wd)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            step_size = lr / bias_correction1
+            bias_correction2_sqrt = math.sqrt(bias_correction2)
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            param.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+class AdamForloop(AdamWForloop):
+    """torch.optim.Adam(foreach=False): as AdamWForloop with L2 weight decay."""
+
+    name = "adam"
+    decoupled = False
+
+
+class AdamWFused(AdamW):
+    """torch.optim.AdamW(fused=True): ``_fused_adam``: per (device, dtype)
+    bucket ``torch._foreach_add_(state_steps, 1)`` then one
+    ``torch._fused_adamw_`` kernel.  The kernel's arithmetic is done in place
+    per tensor inside ``kernel_internal()`` (see the module docstring)."""
+
+    name = "adamw"
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            params_all = [p for p in group["params"] if p.grad is not None]
+            if not params_all:
+                continue
+            lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+            beta1, beta2 = group["betas"]
+            for p in params_all:
+                st = self.state.setdefault(p, {})
+                if not st:
+                    st["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
+                    st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            for idx in _group_by_dtype(params_all):
+                params = [params_all[i] for i in idx]
+                steps = [self.state[p]["step"] for p in params]
+                _fe.add_(steps, 1)
+                with kernel_internal():
+                    for p, step_t in zip(params, steps):
+                        st = self.state[p]
+                        grad = p.grad
+                        step = float(step_t)
+                        if self.decoupled:
+                            p.mul_(1 - lr * wd)
+                        elif wd != 0:
+                            grad = grad.add(p, alpha=wd)
+                        st["exp_avg"].lerp_(grad, 1 - beta1)
+                        st["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                        bc1 = 1 - beta1 ** step
+                        bc2_sqrt = math.sqrt(1 - beta2 ** step)
+                        denom = (st["exp_avg_sq"].sqrt() / bc2_sqrt).add_(eps)
+                        p.addcdiv_(st["exp_avg"], denom, value=-lr / bc1)
+                        del denom, grad
+
+
+class AdamFused(AdamWFused):
+    """torch.optim.Adam(fused=True): as AdamWFused with L2 weight decay."""
+
+    name = "adam"
+    decoupled = False
+
+
 class SGD(_Base):
     """torch.optim.SGD(foreach=True), torch 2.x ``_multi_tensor_sgd``
     (dampening=0, nesterov=False, weight_decay=0)."""
@@ -250,17 +376,26 @@ class Lion(_Base):
                 del update
 
 
+# (name, implementation) -> constructor.  SGD updates in place in all three
+# implementations of torch 2.x (_fused_sgd_, _foreach_add_, param.add_), and
+# Lion (lion-pytorch) has one: they run the same code whatever is asked.
 OPTIMIZERS = {
-    "adamw": lambda groups: AdamW(groups, lr=1e-4, weight_decay=0.0),
-    "adam": lambda groups: Adam(groups, lr=1e-4),
-    "sgd": lambda groups: SGD(groups, lr=1e-3, momentum=0.0),
-    "sgd-momentum": lambda groups: SGD(groups, lr=1e-3, momentum=0.9),
-    "lion": lambda groups: Lion(groups, lr=1e-4),
+    ("adamw", "foreach"): lambda groups: AdamW(groups, lr=1e-4, weight_decay=0.0),
+    ("adamw", "fused"): lambda groups: AdamWFused(groups, lr=1e-4, weight_decay=0.0),
+    ("adamw", "forloop"): lambda groups: AdamWForloop(groups, lr=1e-4, weight_decay=0.0),
+    ("adam", "foreach"): lambda groups: Adam(groups, lr=1e-4),
+    ("adam", "fused"): lambda groups: AdamFused(groups, lr=1e-4),
+    ("adam", "forloop"): lambda groups: AdamForloop(groups, lr=1e-4),
 }
+for _impl in ("foreach", "fused", "forloop"):
+    OPTIMIZERS[("sgd", _impl)] = lambda groups: SGD(groups, lr=1e-3, momentum=0.0)
+    OPTIMIZERS[("sgd-momentum", _impl)] = lambda groups: SGD(groups, lr=1e-3, momentum=0.9)
+    OPTIMIZERS[("lion", _impl)] = lambda groups: Lion(groups, lr=1e-4)
 
 
-def make_optimizer(name, groups):
+def make_optimizer(name, impl, groups):
     try:
-        return OPTIMIZERS[name](groups)
+        return OPTIMIZERS[(name, impl)](groups)
     except KeyError:
-        raise ValueError("unknown optimizer %r (have %s)" % (name, ", ".join(OPTIMIZERS)))
+        raise ValueError("unknown optimizer %r with implementation %r (have %s)" % (
+            name, impl, ", ".join(sorted({"%s/%s" % k for k in OPTIMIZERS}))))

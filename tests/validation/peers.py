@@ -270,7 +270,7 @@ def eleuther(c, exact=False, P=None):
     grads = P * 4
     opt = P * 12
     s, b, h, L, a = c["seq"], c["batch"], c["hidden"], c["layers"], c["heads"]
-    if c["grad_ckpt"] == "full":
+    if c["grad_ckpt"] != "none":  # reentrant or not: the layers recompute
         act = s * b * h * L * (16 * low + 2)
     else:
         act = s * b * h * L * ((16 * low + 2) + (2 * low + 1) * (a * s / h))
@@ -325,7 +325,7 @@ def gpu_poor(c, overhead=True, exact=False):
     ffn = h * s * fB + h * s * fB + fB * 5 * s * I + I * s * fB
     norm = s * 4 * 2 + s * h * fB * 6
     act_mb = (attn + ffn + norm) * L * b / MiB
-    if c["grad_ckpt"] == "full":
+    if c["grad_ckpt"] != "none":  # reentrant or not: the layers recompute
         act_mb *= 0.15
     total_mb = model_mb + gradopt / MiB + act_mb + (650 if overhead else 0)
     return total_mb * MiB
