@@ -45,11 +45,13 @@ static int kind_of(mode_t mode)
 int llmem_hf_path_kind(llmem_ctx *ctx, const char *path, int *kind)
 {
     struct stat st;
+    *kind = HF_PATH_MISSING;
+    if (path[0] == '\0')
+        return llmem__fail(ctx, LLMEM_EIO, "the path is empty");
     if (stat(path, &st) == 0) {
         *kind = kind_of(st.st_mode);
         return LLMEM_OK;
     }
-    *kind = HF_PATH_MISSING;
     if (errno == ENOENT)
         return LLMEM_OK;
     return llmem__fail(ctx, LLMEM_EIO, "%s: %s", path, describe(errno));
@@ -201,9 +203,17 @@ int llmem_hf_read_st_header(llmem_ctx *ctx, const char *path, char **header, siz
     if (rc != LLMEM_OK)
         return rc;
     if (size < sizeof n_le) {
-        rc = llmem__fail(ctx, LLMEM_EPARSE,
-                         "%s: %llu bytes is shorter than the 8-byte header length", path,
-                         (unsigned long long)size);
+        /* A /proc or /sys file reports a size of 0 and holds data. */
+        size_t got = fread(n_le, 1, sizeof n_le, f);
+        if (got > size)
+            rc = llmem__fail(ctx, LLMEM_EPARSE,
+                             "%s: reports a size of %llu bytes but holds more (a /proc or /sys "
+                             "file?), so its data region cannot be checked", path,
+                             (unsigned long long)size);
+        else
+            rc = llmem__fail(ctx, LLMEM_EPARSE,
+                             "%s: %llu bytes is shorter than the 8-byte header length", path,
+                             (unsigned long long)size);
         goto out;
     }
     if (fread(n_le, 1, sizeof n_le, f) != sizeof n_le) {

@@ -375,17 +375,23 @@ static void sort(hf_st_tensor *t, size_t n, int (*cmp)(const void *, const void 
         qsort(t, n, sizeof *t, cmp);
 }
 
-/* A name given twice keeps its last entry (serde's map in tensor.rs, json-c,
- * Python's json): the earlier ones are dropped. Sorted by name on return. */
+/* A name given twice keeps its last entry, at the place of its first (as
+ * json-c and Python's dict have it; serde's map in tensor.rs keeps the last
+ * too): the earlier entries are dropped. Sorted by name on return. */
 static void drop_repeated(walk *w)
 {
-    size_t kept = 0;
+    size_t kept = 0, first = 0;
     sort(w->t, w->n, by_name);
     for (size_t i = 0; i < w->n; i++) {
         hf_str a = name_of(&w->t[i]), b;
         if (i + 1 < w->n && (b = name_of(&w->t[i + 1]), llmem_hf_str_cmp(&a, &b) == 0))
             continue;
-        w->t[kept++] = w->t[i];
+        hf_st_tensor r = w->t[i];
+        r.name = w->t[first].name; /* the same name, maybe spelled otherwise */
+        r.name_len = w->t[first].name_len;
+        r.name_escaped = w->t[first].name_escaped;
+        w->t[kept++] = r;
+        first = i + 1;
     }
     w->n = kept;
 }
