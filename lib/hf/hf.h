@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Hugging Face readers: internals shared by config.c, safetensors.c,
- * weights.c and files.c, and the entry points the white-box tests and fuzzers
- * call. */
+ * st_set.c, index.c, weights.c and files.c, and the entry points the
+ * white-box tests and fuzzers call. */
 #ifndef LLMEM_HF_HF_H
 #define LLMEM_HF_HF_H
 
 #include "llmem.h"
+
+#include "hf/scan.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +63,9 @@ typedef struct hf_st_tensors {
     size_t n;
 } hf_st_tensors;
 
+/* Tensor names and strings in messages are cut to this many bytes. */
+#define HF_NAME_SHOWN 80
+
 /* Parse and validate one safetensors header (the JSON after the length),
  * whose file holds data_len bytes after it, and add its tensors to *totals.
  * name names the file in messages. The header is walked token by token
@@ -72,6 +77,21 @@ typedef struct hf_st_tensors {
  * *totals is then unchanged. */
 int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
                        uint64_t data_len, hf_totals *totals, hf_st_tensors *keep);
+
+/* The tensors of one header together (st_set.c). */
+hf_str llmem_hf_st_name(const hf_st_tensor *t);
+/* Drop the earlier entries of a name given twice (the last is kept, at the
+ * place of the first); t is sorted by name on return. */
+void llmem_hf_st_drop_repeated(hf_st_tensor *t, size_t *n);
+/* Sorted by offsets, the tensors cover [0, data_len) exactly (file names the
+ * file in messages); t is sorted by offsets on return. */
+int llmem_hf_st_check_coverage(llmem_ctx *ctx, const char *file, uint64_t data_len,
+                               hf_st_tensor *t, size_t n);
+/* Totals of t, dtypes in order of first appearance in the header. */
+void llmem_hf_st_count(const hf_st_tensor *t, size_t n, hf_totals *add);
+void llmem_hf_st_sort_by_name(hf_st_tensor *t, size_t n);
+/* Add totals (sums checked by the caller). */
+void llmem_hf_st_merge(hf_totals *into, const hf_totals *add);
 
 /* Check a header length n read from a file of file_size bytes; sets the data
  * length that follows the header. */

@@ -33,7 +33,7 @@ typedef struct index_read {
     int have_map; /* the last weight_map member is an object */
 } index_read;
 
-#define SHOWN(s) llmem_hf_str_shown((s), 80), (s)->raw
+#define SHOWN(s) llmem_hf_str_shown((s), HF_NAME_SHOWN), (s)->raw
 
 static hf_str tensor_of(const mapped *m)
 {
@@ -200,9 +200,7 @@ static int check_shard(index_read *r, const mapped *m, size_t n, const hf_st_ten
         hf_str want = tensor_of(&m[i]), have;
         int c = -1;
         for (; k < keep->n; k++) {
-            have.raw = keep->t[k].name;
-            have.len = keep->t[k].name_len;
-            have.escaped = keep->t[k].name_escaped;
+            have = llmem_hf_st_name(&keep->t[k]);
             if ((c = llmem_hf_str_cmp(&have, &want)) >= 0)
                 break;
         }

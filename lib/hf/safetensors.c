@@ -10,7 +10,6 @@
 #include "hf/scan.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Dtype and its bitsize() in tensor.rs. */
@@ -21,8 +20,6 @@ const hf_dtype llmem_hf_dtypes[HF_DTYPE_COUNT] = {
     { "F32", 32 },     { "C64", 64 },     { "F64", 64 },    { "I64", 64 },    { "U64", 64 },
 };
 
-/* Tensor names and strings in messages are cut to this many bytes. */
-#define NAME_SHOWN 80
 
 static int find_dtype(const char *name)
 {
@@ -80,7 +77,7 @@ typedef struct walk {
     size_t n, cap;
 } walk;
 
-#define SHOWN(s) llmem_hf_str_shown((s), NAME_SHOWN), (s)->raw
+#define SHOWN(s) llmem_hf_str_shown((s), HF_NAME_SHOWN), (s)->raw
 
 /* The scanner's token; a syntax error fails with its message. */
 static int next(walk *w, hf_tok *t)
@@ -340,142 +337,6 @@ static int walk_header(walk *w)
     return next(w, &t); /* only whitespace may follow */
 }
 
-/* ---- the tensors together ------------------------------------------------- */
-
-static hf_str name_of(const hf_st_tensor *t)
-{
-    hf_str s = { t->name, t->name_len, t->name_escaped };
-    return s;
-}
-
-/* By name, then by place in the header (names point into it). */
-static int by_name(const void *a, const void *b)
-{
-    const hf_st_tensor *x = a, *y = b;
-    hf_str p = name_of(x), q = name_of(y);
-    int c = llmem_hf_str_cmp(&p, &q);
-    if (c != 0)
-        return c;
-    return x->name < y->name ? -1 : x->name > y->name;
-}
-
-static int by_offsets(const void *a, const void *b)
-{
-    const hf_st_tensor *x = a, *y = b;
-    if (x->begin != y->begin)
-        return x->begin < y->begin ? -1 : 1;
-    if (x->end != y->end)
-        return x->end < y->end ? -1 : 1;
-    return x->name < y->name ? -1 : x->name > y->name; /* the same message everywhere */
-}
-
-static void sort(hf_st_tensor *t, size_t n, int (*cmp)(const void *, const void *))
-{
-    if (n > 1)
-        qsort(t, n, sizeof *t, cmp);
-}
-
-/* A name given twice keeps its last entry, at the place of its first (as
- * json-c and Python's dict have it; serde's map in tensor.rs keeps the last
- * too): the earlier entries are dropped. Sorted by name on return. */
-static void drop_repeated(walk *w)
-{
-    size_t kept = 0, first = 0;
-    sort(w->t, w->n, by_name);
-    for (size_t i = 0; i < w->n; i++) {
-        hf_str a = name_of(&w->t[i]), b;
-        if (i + 1 < w->n && (b = name_of(&w->t[i + 1]), llmem_hf_str_cmp(&a, &b) == 0))
-            continue;
-        hf_st_tensor r = w->t[i];
-        r.name = w->t[first].name; /* the same name, maybe spelled otherwise */
-        r.name_len = w->t[first].name_len;
-        r.name_escaped = w->t[first].name_escaped;
-        w->t[kept++] = r;
-        first = i + 1;
-    }
-    w->n = kept;
-}
-
-/* Totals of the tensors kept, dtypes in order of first appearance in the
- * header (names point into it, so the first is the lowest address). */
-static void count(const walk *w, hf_totals *add)
-{
-    const char *first[HF_DTYPE_COUNT] = { NULL };
-    memset(add, 0, sizeof *add);
-    for (size_t i = 0; i < w->n; i++) {
-        const hf_st_tensor *r = &w->t[i];
-        int dt = r->dtype;
-        uint64_t bytes = r->end - r->begin, bits = llmem_hf_dtypes[dt].bits;
-        /* bytes x 8 / bits, exact (check_tensor) and without overflow. */
-        uint64_t elems = bytes / bits * 8 + bytes % bits * 8 / bits;
-        if (first[dt] == NULL || r->name < first[dt])
-            first[dt] = r->name;
-        add->dtype_params[dt] += elems;
-        add->dtype_bytes[dt] += bytes;
-        add->params += elems;
-        add->bytes += bytes;
-        add->tensors++;
-    }
-    for (int dt = 0; dt < HF_DTYPE_COUNT; dt++) {
-        if (first[dt] == NULL)
-            continue;
-        size_t k = add->ndtypes++;
-        for (; k > 0 && first[add->order[k - 1]] > first[dt]; k--)
-            add->order[k] = add->order[k - 1];
-        add->order[k] = (unsigned char)dt;
-    }
-}
-
-/* The data region must be covered exactly: sorted by offsets, each tensor
- * starts where the previous one ended, the first at 0, the last at the end. */
-static int check_coverage(walk *w)
-{
-    uint64_t at = 0;
-    sort(w->t, w->n, by_offsets);
-    for (size_t i = 0; i < w->n; i++) {
-        const hf_st_tensor *r = &w->t[i];
-        hf_str name = name_of(r);
-        if (r->begin < at) {
-            hf_str prev = name_of(&w->t[i - 1]);
-            return llmem__fail(w->ctx, LLMEM_EPARSE,
-                               "%s: tensor '%.*s' at [%llu, %llu] overlaps tensor '%.*s'",
-                               w->file, SHOWN(&name), (unsigned long long)r->begin,
-                               (unsigned long long)r->end, SHOWN(&prev));
-        }
-        if (r->begin > at)
-            return llmem__fail(w->ctx, LLMEM_EPARSE,
-                               "%s: tensor '%.*s' at [%llu, %llu] leaves bytes [%llu, %llu) "
-                               "of the data region unused",
-                               w->file, SHOWN(&name), (unsigned long long)r->begin,
-                               (unsigned long long)r->end, (unsigned long long)at,
-                               (unsigned long long)r->begin);
-        at = r->end;
-    }
-    if (at != w->data_len)
-        return llmem__fail(w->ctx, LLMEM_EPARSE,
-                           "%s: tensors cover %llu bytes but the data region holds %llu",
-                           w->file, (unsigned long long)at, (unsigned long long)w->data_len);
-    return LLMEM_OK;
-}
-
-static void merge(hf_totals *into, const hf_totals *add)
-{
-    for (size_t i = 0; i < add->ndtypes; i++) {
-        int dt = add->order[i], seen = 0;
-        for (size_t k = 0; k < into->ndtypes; k++)
-            seen |= into->order[k] == dt;
-        if (!seen)
-            into->order[into->ndtypes++] = (unsigned char)dt;
-    }
-    for (int dt = 0; dt < HF_DTYPE_COUNT; dt++) {
-        into->dtype_params[dt] += add->dtype_params[dt];
-        into->dtype_bytes[dt] += add->dtype_bytes[dt];
-    }
-    into->params += add->params;
-    into->bytes += add->bytes;
-    into->tensors += add->tensors;
-}
-
 int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
                        uint64_t data_len, hf_totals *totals, hf_st_tensors *keep)
 {
@@ -495,15 +356,15 @@ int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, siz
     llmem_hf_scan_begin(&w.scan, header, header_len);
     rc = walk_header(&w);
     if (rc == LLMEM_OK) {
-        drop_repeated(&w);
-        rc = check_coverage(&w);
+        llmem_hf_st_drop_repeated(w.t, &w.n);
+        rc = llmem_hf_st_check_coverage(ctx, name, data_len, w.t, w.n);
     }
     if (rc == LLMEM_OK) {
         /* The tensors cover the data region without overlap, and a data
          * region (of a file, or an object in memory) is below 2^63 bytes: the
          * bytes, and the elements (at most two a byte, F4), add up below
          * 2^64. Sums with other shards are checked. */
-        count(&w, &add);
+        llmem_hf_st_count(w.t, w.n, &add);
         checked c = { 0 };
         ck_add(&c, totals->params, add.params);
         ck_add(&c, totals->bytes, add.bytes);
@@ -514,9 +375,9 @@ int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, siz
         llmem__free(ctx, w.t);
         return rc;
     }
-    merge(totals, &add);
+    llmem_hf_st_merge(totals, &add);
     if (keep != NULL) {
-        sort(w.t, w.n, by_name);
+        llmem_hf_st_sort_by_name(w.t, w.n);
         keep->t = w.t;
         keep->n = w.n;
     } else {
