@@ -71,19 +71,6 @@ int llmem_hf_json_type(const hf_jv *v)
     }
 }
 
-const char *llmem_hf_json_type_name(int type)
-{
-    switch (type) {
-    case HF_JBOOL: return "a boolean";
-    case HF_JINT: return "an integer";
-    case HF_JDOUBLE: return "a fractional number";
-    case HF_JSTRING: return "a string";
-    case HF_JARRAY: return "an array";
-    case HF_JOBJECT: return "an object";
-    default: return "null";
-    }
-}
-
 int llmem_hf_json_member(const hf_jv *obj, const char *key, const hf_jv **out)
 {
     struct json_object *v = NULL;

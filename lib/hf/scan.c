@@ -383,6 +383,19 @@ int llmem_hf_scan_skip(hf_scan *s, const hf_tok *t)
     return 0;
 }
 
+const char *llmem_hf_json_type_name(int type)
+{
+    switch (type) {
+    case HF_JBOOL: return "a boolean";
+    case HF_JINT: return "an integer";
+    case HF_JDOUBLE: return "a fractional number";
+    case HF_JSTRING: return "a string";
+    case HF_JARRAY: return "an array";
+    case HF_JOBJECT: return "an object";
+    default: return "null";
+    }
+}
+
 const char *llmem_hf_tok_type_name(const hf_tok *t)
 {
     switch (t->kind) {

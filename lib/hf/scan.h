@@ -11,10 +11,27 @@
 #ifndef LLMEM_HF_SCAN_H
 #define LLMEM_HF_SCAN_H
 
-#include "hf/json.h"
-
 #include <stddef.h>
 #include <stdint.h>
+
+/* The types of JSON values, as the scanner (llmem_hf_tok_type_name) and the
+ * trees of hf/json.h name them. */
+enum hf_jtype {
+    HF_JNULL = 1,
+    HF_JBOOL,
+    HF_JINT,    /* a number written without fraction or exponent */
+    HF_JDOUBLE, /* any other number */
+    HF_JSTRING,
+    HF_JARRAY,
+    HF_JOBJECT
+};
+
+/* Nesting deeper than this is an error (safetensors headers need 3 levels,
+ * config.json files fewer than 8). */
+#define HF_JSON_MAX_DEPTH 32
+
+/* Name of a type, for messages ("an integer", "a string", ...). */
+const char *llmem_hf_json_type_name(int type);
 
 /* A string as it stands in the text, between its quotes. */
 typedef struct hf_str {
