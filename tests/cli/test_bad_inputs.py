@@ -11,11 +11,13 @@ The table (bad_inputs.json, described in its "about" member) has
             unreadable files, copies of tests/hf/configs;
   cases     llmem invocations ({dir} is that directory) with the exit status
             and a substring of the message they must give;
-  flags and bad_values
-            every flag of `llmem estimate` by the kind of its value, and the
-            bad values of each kind: each flag is run with each bad value.
+  flag_groups and bad_values
+            the flags of each command (estimate, plan) by the kind of their
+            value, and the bad values of each kind: each flag is run with each
+            bad value.
 Each row is one TAP check, so the next flag or file input is covered by adding
-a row. Every flag `llmem help` lists must be in "flags".
+a row. Every flag `llmem help` lists must be in "flag_groups" (or in
+"not_generated", covered by cases).
 
 A run that does not end within TIMEOUT seconds fails (a FIFO opened for
 reading blocks forever). Rows marked "needs": "unreadable" are skipped where
@@ -166,26 +168,29 @@ def help_flags(command):
 
 
 def check_flags(t, command, table):
-    flags = table["flags"]
-    listed = {f for names in flags.values() for f in names}
+    groups = table["flag_groups"]
+    listed = {f for g in groups for names in g["flags"].values() for f in names}
     missing = sorted(help_flags(command) - listed - set(table["not_generated"]))
-    t.check(not missing, "every flag in `llmem help` has a row in \"flags\"",
+    t.check(not missing, "every flag in `llmem help` has a row in \"flag_groups\"",
             "add these to bad_inputs.json: %s" % ", ".join(missing))
-    base = table["flag_base"]
-    for kind, names in sorted(flags.items()):
-        for flag in names:
-            for bad in table["bad_values"][kind]:
-                value = bad["value"]
-                rc, out, err = run(command, ["estimate"] + base + ["--" + flag, value])
+    for group in groups:
+        base = group["command"]
+        for kind, names in sorted(group["flags"].items()):
+            for flag in names:
+                for bad in table["bad_values"][kind]:
+                    value = bad["value"]
+                    rc, out, err = run(command, base + ["--" + flag, value])
+                    text = err.decode("utf-8", "replace")
+                    quoted = "--%s '%s'" % (flag, value)
+                    t.check(rc == 2 and out == b"" and quoted in text and bad["stderr"] in text,
+                            "%s --%s %r: exit 2, quotes the value, says %r"
+                            % (base[0], flag, value, bad["stderr"]),
+                            "exit %s, stderr: %s" % (rc, text.strip()))
+                rc, out, err = run(command, base + ["--" + flag])
                 text = err.decode("utf-8", "replace")
-                quoted = "--%s '%s'" % (flag, value)
-                t.check(rc == 2 and out == b"" and quoted in text and bad["stderr"] in text,
-                        "--%s %r: exit 2, quotes the value, says %r" % (flag, value, bad["stderr"]),
-                        "exit %s, stderr: %s" % (rc, text.strip()))
-            rc, out, err = run(command, ["estimate"] + base + ["--" + flag])
-            text = err.decode("utf-8", "replace")
-            t.check(rc == 2 and "--%s: missing value" % flag in text,
-                    "--%s without its value: exit 2" % flag, "exit %s, stderr: %s" % (rc, text))
+                t.check(rc == 2 and "--%s: missing value" % flag in text,
+                        "%s --%s without its value: exit 2" % (base[0], flag),
+                        "exit %s, stderr: %s" % (rc, text))
 
 
 def main(argv):
