@@ -35,6 +35,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 TIMEOUT = 60
 HF_CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "hf", "configs")
@@ -124,7 +125,7 @@ def chmod_denies_reading(root):
         os.remove(probe)
 
 
-def run(command, args):
+def run_once(command, args):
     try:
         proc = subprocess.run(command + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               timeout=TIMEOUT)
@@ -133,17 +134,41 @@ def run(command, args):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+class Runner:
+    """Runs llmem; prefetch() runs many argument lists on every CPU at once (a
+    sanitizer build starts slowly, and the matrix runs it hundreds of times),
+    and later calls with the same arguments take the stored result."""
+
+    def __init__(self, command):
+        self.command = command
+        self.done = {}
+
+    def prefetch(self, arg_lists):
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            results = pool.map(lambda args: run_once(self.command, args), arg_lists)
+            for args, result in zip(arg_lists, results):
+                self.done[tuple(args)] = result
+
+    def __call__(self, args):
+        key = tuple(args)
+        return self.done[key] if key in self.done else run_once(self.command, args)
+
+
 def expand(arg, root):
     return fs(arg).replace(b"{dir}", root)
 
 
-def check_case(t, command, root, case, can_deny):
+def case_args(case, root):
+    return [expand(a, root) for a in case["args"]]
+
+
+def check_case(t, run, root, case, can_deny):
     label = case["name"]
     if case.get("needs") == "unreadable" and not can_deny:
         t.skip(label, "chmod 000 does not deny reading here (root or CAP_DAC_OVERRIDE)")
         return
-    args = [expand(a, root) for a in case["args"]]
-    rc, out, err = run(command, args)
+    args = case_args(case, root)
+    rc, out, err = run(args)
     text = err.decode("utf-8", "replace")
     detail = "llmem %s\nexit %s, stderr: %s" % (
         " ".join(a.decode("utf-8", "replace") for a in args), rc, text.strip())
@@ -162,42 +187,52 @@ def check_case(t, command, root, case, can_deny):
     t.check(ok, label, detail)
 
 
-def help_flags(command):
-    _, out, _ = run(command, ["help"])
+def help_flags(run):
+    _, out, _ = run(["help"])
     return set(re.findall(r"^  --([a-z0-9-]+)", out.decode(), re.M))
 
 
-def check_flags(t, command, table):
-    groups = table["flag_groups"]
-    listed = {f for g in groups for names in g["flags"].values() for f in names}
-    missing = sorted(help_flags(command) - listed - set(table["not_generated"]))
-    t.check(not missing, "every flag in `llmem help` has a row in \"flag_groups\"",
-            "add these to bad_inputs.json: %s" % ", ".join(missing))
-    for group in groups:
+def flag_runs(table):
+    """(command and flag, value or None, the bad value's row) of every flag check."""
+    for group in table["flag_groups"]:
         base = group["command"]
         for kind, names in sorted(group["flags"].items()):
             for flag in names:
                 for bad in table["bad_values"][kind]:
-                    value = bad["value"]
-                    rc, out, err = run(command, base + ["--" + flag, value])
-                    text = err.decode("utf-8", "replace")
-                    quoted = "--%s '%s'" % (flag, value)
-                    t.check(rc == 2 and out == b"" and quoted in text and bad["stderr"] in text,
-                            "%s --%s %r: exit 2, quotes the value, says %r"
-                            % (base[0], flag, value, bad["stderr"]),
-                            "exit %s, stderr: %s" % (rc, text.strip()))
-                rc, out, err = run(command, base + ["--" + flag])
-                text = err.decode("utf-8", "replace")
-                t.check(rc == 2 and "--%s: missing value" % flag in text,
-                        "%s --%s without its value: exit 2" % (base[0], flag),
-                        "exit %s, stderr: %s" % (rc, text))
+                    yield base, flag, bad
+                yield base, flag, None
+
+
+def flag_args(base, flag, bad):
+    return base + ["--" + flag] + ([bad["value"]] if bad is not None else [])
+
+
+def check_flags(t, run, table):
+    groups = table["flag_groups"]
+    listed = {f for g in groups for names in g["flags"].values() for f in names}
+    missing = sorted(help_flags(run) - listed - set(table["not_generated"]))
+    t.check(not missing, "every flag in `llmem help` has a row in \"flag_groups\"",
+            "add these to bad_inputs.json: %s" % ", ".join(missing))
+    for base, flag, bad in flag_runs(table):
+        rc, out, err = run(flag_args(base, flag, bad))
+        text = err.decode("utf-8", "replace")
+        if bad is None:
+            t.check(rc == 2 and "--%s: missing value" % flag in text,
+                    "%s --%s without its value: exit 2" % (base[0], flag),
+                    "exit %s, stderr: %s" % (rc, text))
+            continue
+        quoted = "--%s '%s'" % (flag, bad["value"])
+        t.check(rc == 2 and out == b"" and quoted in text and bad["stderr"] in text,
+                "%s --%s %r: exit 2, quotes the value, says %r"
+                % (base[0], flag, bad["value"], bad["stderr"]),
+                "exit %s, stderr: %s" % (rc, text.strip()))
 
 
 def main(argv):
     if len(argv) != 3:
         sys.stderr.write(__doc__)
         return 2
-    command = shlex.split(os.environ.get("LLMEM_TEST_WRAPPER", "")) + [argv[1]]
+    run = Runner(shlex.split(os.environ.get("LLMEM_TEST_WRAPPER", "")) + [argv[1]])
     with open(argv[2], encoding="utf-8") as f:
         table = json.load(f)
     t = Tap()
@@ -206,9 +241,12 @@ def main(argv):
         can_deny = chmod_denies_reading(root)
         for name, spec in table["files"].items():
             make_file(root, name, spec)
+        run.prefetch([case_args(c, root) for c in table["cases"]
+                      if can_deny or c.get("needs") != "unreadable"] +
+                     [flag_args(*f) for f in flag_runs(table)])
         for case in table["cases"]:
-            check_case(t, command, root, case, can_deny)
-        check_flags(t, command, table)
+            check_case(t, run, root, case, can_deny)
+        check_flags(t, run, table)
     finally:
         for dirpath, dirnames, _ in os.walk(root):
             for d in dirnames:
