@@ -789,7 +789,8 @@ LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const 
  * that holds that run's peak), the others by one point each, unless
  * @p expand is 1. Allocates room for @p capacity points a rank once, here
  * (runs allocate nothing); @p capacity 0 turns the timeline off and frees it.
- * A step with more points keeps the first @p capacity. The article's formula
+ * A step with more points keeps the first @p capacity: a count equal to
+ * @p capacity means the room filled, so record again with more. The article's formula
  * has no timeline. @return #LLMEM_ENOMEM. @since 0.2.0
  */
 LLMEM_API int llmem_estimate_timeline(llmem_estimate *est, size_t capacity, int expand);
