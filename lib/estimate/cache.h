@@ -88,7 +88,7 @@ typedef struct seg_cache {
     seg_entry entry[SEG_ENTRIES];
     size_t top;
     uint64_t log[SEG_LOG];
-    int64_t fit_coef[5 * (COST_FIELDS + SEG_LOG)]; /* a fit's room before it is kept */
+    int64_t fit_coef[6 * (COST_FIELDS + SEG_LOG)]; /* a fit's room (6: a full form's terms) */
     int16_t fit_front[SEG_LOG];
     uint64_t arena[SEG_ARENA];
 } seg_cache;

@@ -5,7 +5,7 @@
 
 int llmem_form_terms(int kind)
 {
-    return kind == FORM_ROW ? 2 : kind == FORM_COL ? 3 : 5;
+    return kind == FORM_ROW ? 2 : kind == FORM_COL ? 3 : 6;
 }
 
 /* ---- exact division by a divisor shared by every value of a fit ---------- */
@@ -53,11 +53,6 @@ static int exact_div(const divisor *v, int64_t x, int64_t *q)
 
 /* Wrapping arithmetic: exact whenever the true value fits, which the checks
  * at the samples confirm. */
-static int64_t wadd(int64_t a, int64_t b)
-{
-    return (int64_t)((uint64_t)a + (uint64_t)b);
-}
-
 static int64_t wsub(int64_t a, int64_t b)
 {
     return (int64_t)((uint64_t)a - (uint64_t)b);
@@ -70,7 +65,7 @@ static int64_t wmul(int64_t a, uint64_t b)
 
 /* ---- monomials and evaluation -------------------------------------------- */
 
-static void monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[5])
+static void monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[6])
 {
     switch (kind) {
     case FORM_ROW:
@@ -88,6 +83,7 @@ static void monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[5])
         m[2] = batch;
         m[3] = batch * seq;
         m[4] = batch * seq * seq;
+        m[5] = seq * seq;
         break;
     }
 }
@@ -126,13 +122,13 @@ static int shift_to_corner(int kind, const int64_t *c, int64_t *t)
         t[2] = c[2];
         t[3] = t[4] = t[5] = 0;
         break;
-    default: /* B = 2 + x, S = 4 + y: 1, y, x, xy, y^2 (2 c4), xy^2 */
-        t[0] = c[0] + 4 * c[1] + 2 * c[2] + 8 * c[3] + 32 * c[4];
-        t[1] = c[1] + 2 * c[3] + 16 * c[4];
+    default: /* B = 2 + x, S = 4 + y: 1, y, x, xy, y^2, xy^2 */
+        t[0] = c[0] + 4 * c[1] + 2 * c[2] + 8 * c[3] + 32 * c[4] + 16 * c[5];
+        t[1] = c[1] + 2 * c[3] + 16 * c[4] + 8 * c[5];
         t[2] = c[2] + 4 * c[3] + 16 * c[4];
         t[3] = c[3] + 8 * c[4];
-        t[4] = c[4];
-        t[5] = 0;
+        t[4] = 2 * c[4] + c[5];
+        t[5] = c[4];
         break;
     }
     return 1;
@@ -192,7 +188,7 @@ typedef struct fit {
     frontier fwd, bwd;
     const sample_view *checks;
     int nchecks;
-    uint64_t check_m[8][5]; /* the checks' monomials (the first 8 checks) */
+    uint64_t check_m[8][6]; /* the checks' monomials (the first 8 checks) */
 } fit;
 
 static void fit_begin(fit *f, compiled_form *out, int kind, uint64_t at, int nfwd, int nbwd,
@@ -335,8 +331,8 @@ static void sort_forms(const compiled_form **p, int n)
         }
 }
 
-/* Three rows alpha_k + beta_k B at seqs s_k: alpha(S) = c0 + c1 S (the third
- * row checks it), beta(S) = c2 + c3 S + c4 S^2. */
+/* Three rows alpha_k + beta_k B at seqs s_k: alpha(S) = c0 + c1 S + c5 S^2,
+ * beta(S) = c2 + c3 S + c4 S^2 (the samples off the rows check both). */
 int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int nchecks,
                    int nfwd, int nbwd, compiled_form *out)
 {
@@ -350,14 +346,13 @@ int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int 
     quadratic_begin(&q, r[0]->at, r[1]->at, r[2]->at);
     for (int i = 0; i < f.n; i++) {
         const int64_t *a = r[0]->coef + 2 * i, *b = r[1]->coef + 2 * i, *c = r[2]->coef + 2 * i;
-        int64_t beta[3], k[5];
-        if (!exact_div(&q.d01, b[0] - a[0], &k[1]))
+        int64_t alpha[3], beta[3], k[6];
+        if (!quadratic_fit(&q, a[0], b[0], c[0], alpha) ||
+            !quadratic_fit(&q, a[1], b[1], c[1], beta))
             return 0;
-        k[0] = wsub(a[0], wmul(k[1], r[0]->at));
-        if (wadd(k[0], wmul(k[1], r[2]->at)) != c[0])
-            return 0;
-        if (!quadratic_fit(&q, a[1], b[1], c[1], beta))
-            return 0;
+        k[0] = alpha[0];
+        k[1] = alpha[1];
+        k[5] = alpha[2];
         k[2] = beta[0];
         k[3] = beta[1];
         k[4] = beta[2];
@@ -368,8 +363,7 @@ int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int 
 }
 
 /* Two columns q_b(S) at batches b0 < b1: q_b = A + b C, so C = (q_b1 - q_b0)
- * / (b1 - b0) gives c2, c3, c4 and A = q_b0 - b0 C gives c0, c1 (its S^2
- * term must vanish). */
+ * / (b1 - b0) gives c2, c3, c4 and A = q_b0 - b0 C gives c0, c1, c5. */
 int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int nchecks,
                    int nfwd, int nbwd, compiled_form *out)
 {
@@ -382,16 +376,15 @@ int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int 
     divisor d = make_divisor(c[1]->at - c[0]->at);
     for (int i = 0; i < f.n; i++) {
         const int64_t *q0 = c[0]->coef + 3 * i, *q1 = c[1]->coef + 3 * i;
-        int64_t k[5], a[3];
+        int64_t k[6], a[3];
         for (int j = 0; j < 3; j++) {
             if (!exact_div(&d, q1[j] - q0[j], &k[2 + j]))
                 return 0;
             a[j] = wsub(q0[j], wmul(k[2 + j], c[0]->at));
         }
-        if (a[2] != 0)
-            return 0;
         k[0] = a[0];
         k[1] = a[1];
+        k[5] = a[2];
         if (!fit_value(&f, FORM_FULL, i, k))
             return 0;
     }
@@ -400,14 +393,13 @@ int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int 
 
 /* ---- evaluation ------------------------------------------------------------ */
 
-/* One loop per kind, so the compiler unrolls each polynomial. */
 /* One loop per kind, so the compiler unrolls each polynomial; the frontier
  * split in two loops (forward, backward). */
 #define EVAL_ROW(c) ((uint64_t)(c)[0] + (uint64_t)(c)[1] * batch)
 #define EVAL_COL(c) ((uint64_t)(c)[0] + (uint64_t)(c)[1] * seq + (uint64_t)(c)[2] * ss)
 #define EVAL_FULL(c)                                                                   \
     ((uint64_t)(c)[0] + (uint64_t)(c)[1] * seq + (uint64_t)(c)[2] * batch +             \
-     (uint64_t)(c)[3] * bs + (uint64_t)(c)[4] * bss)
+     (uint64_t)(c)[3] * bs + (uint64_t)(c)[4] * bss + (uint64_t)(c)[5] * ss)
 #define EVAL_FORM(TERMS, EVAL)                                                          \
     do {                                                                                \
         for (int i = 0; i < COST_FIELDS; i++)                                           \
@@ -434,7 +426,7 @@ void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_c
         EVAL_FORM(3, EVAL_COL);
         break;
     default:
-        EVAL_FORM(5, EVAL_FULL);
+        EVAL_FORM(6, EVAL_FULL);
         break;
     }
     out->persist = v[0];

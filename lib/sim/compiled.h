@@ -7,8 +7,9 @@
  * segment's tape records the same tensors and operations whatever B and S:
  * builders branch on B = 1 only, and two sizes can only coincide (a
  * broadcast operand as large as the output) below S = 4. Every size is a sum
- * of the monomials 1, S, B, B*S and B*S^2 with nonnegative integer
- * coefficients (weights, rotary tables, activations, attention scores), so
+ * of the monomials 1, S, S^2, B, B*S and B*S^2 with nonnegative integer
+ * coefficients (weights, rotary tables, SDPA's math path's causal mask,
+ * activations, attention scores), so
  * the live bytes at every step of the simulation are too, and so is every
  * field of its seg_cost. Each step's polynomial is then found exactly from a
  * few samples:
@@ -35,7 +36,7 @@
 
 /* Regimes: where the tape's structure is fixed (see above). */
 enum regime {
-    REGIME_GENERAL = 0,  /* B >= 2, S >= 4: polynomials in 1, S, B, BS, BS^2 */
+    REGIME_GENERAL = 0,  /* B >= 2, S >= 4: polynomials in 1, S, S^2, B, BS, BS^2 */
     REGIME_SEQ1 = 1,     /* B >= 2, S = 1, 2, 3 (REGIME_SEQ1 - 1 + S): lines in B */
     REGIME_BATCH1 = 4,   /* B = 1, S >= 4: quadratics in S */
     REGIME_POINT1 = 5    /* B = 1, S = 1, 2, 3 (REGIME_POINT1 - 1 + S): one value each */
@@ -60,7 +61,7 @@ enum form_kind {
     FORM_NONE = 0,
     FORM_ROW,  /* S = at: c0 + c1 B */
     FORM_COL,  /* B = at: c0 + c1 S + c2 S^2 */
-    FORM_FULL  /* c0 + c1 S + c2 B + c3 BS + c4 BS^2 */
+    FORM_FULL  /* c0 + c1 S + c2 B + c3 BS + c4 BS^2 + c5 S^2 */
 };
 
 /* A compiled form of a segment with n = COST_FIELDS + nfwd + nbwd values. */
@@ -72,7 +73,7 @@ typedef struct compiled_form {
     int nf, nb;
 } compiled_form;
 
-/* Coefficients per value of a form kind (2, 3 or 5). */
+/* Coefficients per value of a form kind (2, 3 or 6). */
 int llmem_form_terms(int kind);
 
 /* Fit a form into out, whose coef (n x terms) and front (nfwd + nbwd) the

@@ -9,6 +9,7 @@
  * phase, term and component, and the same status.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <llmem.h>
 #include <stdio.h>
 #include <string.h>
@@ -222,6 +223,59 @@ Test(cache, grids_in_every_regime_equal_fresh_handles, .timeout = 600)
         }
     llmem_ctx_free(ctx);
 }
+
+#ifdef LLMEM_TEST_HF_CONFIGS
+/* Every family from the real configs (the presets hold no GPT-NeoX, Falcon,
+ * Phi, StarCoder2, DeepSeek or mixture of experts): each attention kernel
+ * (SDPA's fused, memory-efficient and math paths among them: fp32 and
+ * Falcon's own call send grouped kv heads to the math path, Falcon-RW's ALiBi
+ * to the masked kernel) under each checkpointing, the rest of the setup
+ * rotating. */
+static const char *const family_attentions[] = { "sdpa", "eager", "flash" };
+static const char *const family_ckpts[] = { "none", "reentrant", "non-reentrant" };
+
+Test(cache, families_from_configs_equal_fresh_handles, .timeout = 600)
+{
+    llmem_ctx *ctx;
+    size_t seen = 0;
+    DIR *dir = opendir(LLMEM_TEST_HF_CONFIGS);
+    cr_assert_not_null(dir, "%s", LLMEM_TEST_HF_CONFIGS);
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    for (struct dirent *d; (d = readdir(dir)) != NULL;) {
+        char path[1024];
+        llmem_model *m;
+        if (strstr(d->d_name, ".json") == NULL)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", LLMEM_TEST_HF_CONFIGS, d->d_name);
+        cr_assert_eq(llmem_model_new_hf_config(ctx, path, &m), LLMEM_OK, "%s: %s", path,
+                     llmem_ctx_error(ctx));
+        for (size_t a = 0; a < N(family_attentions); a++)
+            for (size_t c = 0; c < N(family_ckpts); c++) {
+                size_t si = (seen + 3 * a + c) % N(grid_setups);
+                size_t pr = (seen + a + 2 * c) % N(precisions); /* each under each attention */
+                llmem_train *t;
+                llmem_estimate *e;
+                char label[1200];
+                cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+                cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+                apply_setup(t, si);
+                llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, precisions[pr]);
+                llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, family_attentions[a]);
+                llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, family_ckpts[c]);
+                snprintf(label, sizeof label, "%s setup %zu %s %s %s", d->d_name, si,
+                         precisions[pr], family_attentions[a], family_ckpts[c]);
+                walk_grid(ctx, e, m, t, NULL, label);
+                llmem_estimate_free(e);
+                llmem_train_free(t);
+            }
+        llmem_model_free(m);
+        seen++;
+    }
+    closedir(dir);
+    cr_expect_geq(seen, 20, "only %zu configs read", seen);
+    llmem_ctx_free(ctx);
+}
+#endif
 
 /* Layouts: each rank's walk uses the cache (pipeline stages, sharding,
  * tensor and sequence parallelism, context parallelism, experts). */

@@ -18,7 +18,7 @@
 #define NV (COST_FIELDS + NF + NB)
 
 typedef struct truth {
-    uint64_t c[NV][5]; /* 1, S, B, BS, BS^2 */
+    uint64_t c[NV][6]; /* 1, S, B, BS, BS^2, S^2 */
 } truth;
 
 static uint64_t rng = 88172645463325252u;
@@ -32,12 +32,13 @@ static uint64_t next(uint64_t n)
 }
 
 /* Sizes like a segment's: weights (constants), rotary tables (S),
- * activations (BS), attention scores (BS^2), and their sums. */
+ * activations (BS), attention scores (BS^2), SDPA's math path's causal mask
+ * (S^2), and their sums. */
 static void random_truth(truth *t)
 {
     for (int i = 0; i < NV; i++)
-        for (int k = 0; k < 5; k++)
-            t->c[i][k] = next(3) == 0 ? 0 : next(k == 4 ? 1000 : 1u << 20);
+        for (int k = 0; k < 6; k++)
+            t->c[i][k] = next(3) == 0 ? 0 : next(k >= 4 ? 1000 : 1u << 20);
     memset(t->c[6], 0, sizeof t->c[6]); /* input_saved: 0 or 1 */
     t->c[6][0] = next(2);
 }
@@ -45,7 +46,7 @@ static void random_truth(truth *t)
 static uint64_t value(const truth *t, int i, uint64_t b, uint64_t s)
 {
     return t->c[i][0] + t->c[i][1] * s + t->c[i][2] * b + t->c[i][3] * b * s +
-           t->c[i][4] * b * s * s;
+           t->c[i][4] * b * s * s + t->c[i][5] * s * s;
 }
 
 typedef struct sample {
@@ -63,7 +64,7 @@ static void make_sample(const truth *t, uint64_t b, uint64_t s, sample *out)
 }
 
 typedef struct room {
-    int64_t coef[5 * NV];
+    int64_t coef[6 * NV];
     int16_t front[NF + NB];
     compiled_form f;
 } room;
@@ -206,8 +207,9 @@ Test(compiled, the_frontier_keeps_every_step_that_can_peak)
         t.c[i][0] = (uint64_t)(NV - i) << 30;  /* weights-like: large, constant */
         t.c[i][3] = (uint64_t)i << 12;         /* activations */
         t.c[i][4] = (uint64_t)(i % 5) << 4;    /* scores */
+        t.c[i][5] = (uint64_t)(i % 3) << 6;    /* a causal mask */
         if (i % 2 == 1 && i > COST_FIELDS)     /* half of the last step: never the peak */
-            for (int k = 0; k < 5; k++)
+            for (int k = 0; k < 6; k++)
                 t.c[i][k] = t.c[i - 1][k] / 2;
     }
     sample s[9];
@@ -229,4 +231,29 @@ Test(compiled, the_frontier_keeps_every_step_that_can_peak)
     for (uint64_t b = 2; b <= 64; b *= 2)
         for (uint64_t q = 4; q <= 32768; q *= 2)
             expect_truth(&full.f, &t, b, q);
+}
+
+/* Three rows fix a quadratic in S through their seqs whatever the truth:
+ * a term beyond the monomials (S^3 here) still gives rows, and the sample
+ * off them must refuse the full form. */
+Test(compiled, a_full_form_beyond_the_monomials_is_refused_off_its_rows)
+{
+    truth t;
+    sample s[10];
+    room rows[3], full;
+    uint64_t seqs[4] = { 8, 64, 512, 100 };
+    random_truth(&t);
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < 3; k++) {
+            make_sample(&t, 2 + 3 * (uint64_t)k, seqs[r], &s[3 * r + k]);
+            s[3 * r + k].y[COST_FIELDS + 2] += seqs[r] * seqs[r] * seqs[r];
+        }
+        cr_assert(llmem_fit_row(&s[3 * r].v, &s[3 * r + 1].v, &s[3 * r + 2].v, NF, NB,
+                                empty_form(&rows[r])));
+    }
+    make_sample(&t, 3, seqs[3], &s[9]);
+    s[9].y[COST_FIELDS + 2] += seqs[3] * seqs[3] * seqs[3];
+    const compiled_form *r3[3] = { &rows[0].f, &rows[1].f, &rows[2].f };
+    cr_expect_not(llmem_fit_rows(r3, &s[9].v, 1, NF, NB, empty_form(&full)));
+    cr_expect_eq(full.f.kind, FORM_NONE);
 }
