@@ -11,23 +11,12 @@
 
 #include <string.h>
 
-int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
+void llmem_estimate_forget(llmem_estimate *e)
 {
-    if (out == NULL)
-        return llmem__fail(ctx, LLMEM_EINVAL, "estimate: NULL argument");
-    *out = NULL;
-    if (ctx == NULL)
-        return LLMEM_EINVAL;
     /* Most of the handle is scratch and cache, written before it is read:
      * only what says "empty" is set, so a new handle costs no clearing. */
-    llmem_estimate *e = llmem__alloc(ctx, sizeof *e);
-    if (e == NULL)
-        return llmem__fail(ctx, LLMEM_ENOMEM, "estimate: out of memory");
-    e->ctx = ctx;
     e->valid = 0;
     e->nranks = e->peak_rank = 0;
-    e->trace = NULL;
-    e->trace_room = NULL;
     memset(e->trace_count, 0, sizeof e->trace_count);
     e->model_valid = e->model_checked = 0;
     e->model_serial = e->clock = 0;
@@ -42,6 +31,22 @@ int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
     e->walk.same_context = 0;
     e->last_config = NULL;
     llmem_segcache_init(&e->walk.cache);
+}
+
+int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
+{
+    if (out == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, "estimate: NULL argument");
+    *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
+    llmem_estimate *e = llmem__alloc(ctx, sizeof *e);
+    if (e == NULL)
+        return llmem__fail(ctx, LLMEM_ENOMEM, "estimate: out of memory");
+    e->ctx = ctx;
+    e->trace = NULL;
+    e->trace_room = NULL;
+    llmem_estimate_forget(e);
     *out = e;
     llmem__ok(ctx);
     return LLMEM_OK;

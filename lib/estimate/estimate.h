@@ -59,4 +59,9 @@ struct llmem_estimate {
     walk_scratch walk;                /* reused by every run: no allocation */
 };
 
+/* Back to what a new handle is (no results, nothing cached; the timeline's
+ * room stays): llmem_estimate_new's initialization, and the white-box tests'
+ * fresh handle without a new allocation. */
+void llmem_estimate_forget(llmem_estimate *e);
+
 #endif

@@ -7,7 +7,14 @@
  * sweep over batch and seq on one handle must give, to the byte, what a fresh
  * handle (which simulates) gives for each point: every result of every rank,
  * phase, term and component, and the same status.
+ *
+ * A fresh handle is one allocation forgotten before each run
+ * (llmem_estimate_forget, what llmem_estimate_new does after allocating):
+ * under ASan a new 530 KiB allocation costs milliseconds. The test that walks
+ * one handle through many setups takes really new handles.
  */
+#include "estimate/estimate.h"
+
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <llmem.h>
@@ -71,16 +78,32 @@ static void describe(llmem_estimate *e, int rc, char *buf, size_t cap)
     }
 }
 
+/* The handle playing the fresh one, and whether to take a new one each time. */
+static llmem_estimate *reference;
+static int really_new;
+
+static void reference_done(void)
+{
+    llmem_estimate_free(reference);
+    reference = NULL;
+}
+
 /* The reused handle's run against a fresh handle's, at the train's batch and seq. */
 static int same_as_fresh(llmem_ctx *ctx, llmem_estimate *reused, llmem_model *m, llmem_train *t,
-                         const llmem_parallel *layout, const char *what)
+                         const llmem_parallel *par, const char *what)
 {
     static char a[8192], b[8192];
-    llmem_estimate *fresh;
-    cr_assert_eq(llmem_estimate_new(ctx, &fresh), LLMEM_OK);
-    describe(reused, llmem_estimate_run_parallel(reused, m, t, layout), a, sizeof a);
-    describe(fresh, llmem_estimate_run_parallel(fresh, m, t, layout), b, sizeof b);
-    llmem_estimate_free(fresh);
+    llmem_estimate *fresh = reference;
+    if (really_new || fresh == NULL)
+        cr_assert_eq(llmem_estimate_new(ctx, &fresh), LLMEM_OK);
+    else
+        llmem_estimate_forget(fresh);
+    if (!really_new)
+        reference = fresh;
+    describe(reused, llmem_estimate_run_parallel(reused, m, t, par), a, sizeof a);
+    describe(fresh, llmem_estimate_run_parallel(fresh, m, t, par), b, sizeof b);
+    if (really_new)
+        llmem_estimate_free(fresh);
     cr_expect_str_eq(a, b, "%s:\n reused: %s\n fresh:  %s", what, a, b);
     return strcmp(a, b) == 0;
 }
@@ -91,10 +114,15 @@ static void set_point(llmem_train *t, uint64_t batch, uint64_t seq)
     llmem_train_set_int(t, LLMEM_TRAIN_SEQ, (int64_t)seq);
 }
 
+static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
+                     const llmem_parallel *par, const char *label);
+
 Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 600)
 {
     llmem_ctx *ctx;
+    llmem_estimate *sweep;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &sweep), LLMEM_OK);
     for (size_t pi = 0; pi < llmem_preset_count(); pi++)
         for (size_t a = 0; a < N(precisions); a++)
             for (size_t b = 0; b < N(methods); b++)
@@ -102,11 +130,10 @@ Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 600)
                     for (size_t d = 0; d < N(attentions); d++) {
                         llmem_model *m;
                         llmem_train *t;
-                        llmem_estimate *sweep;
                         cr_assert_eq(llmem_model_new_preset(ctx, llmem_preset_name(pi), &m),
                                      LLMEM_OK);
                         cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
-                        cr_assert_eq(llmem_estimate_new(ctx, &sweep), LLMEM_OK);
+                        llmem_estimate_forget(sweep); /* a new handle per setup */
                         llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, precisions[a]);
                         llmem_train_set_str(t, LLMEM_TRAIN_METHOD, methods[b]);
                         if (b == 3)
@@ -126,10 +153,20 @@ Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 600)
                                      (unsigned long long)points[k][1]);
                             same_as_fresh(ctx, sweep, m, t, NULL, what);
                         }
-                        llmem_estimate_free(sweep);
+                        /* Then rows, columns and full forms, the precision rotating
+                         * (the whole cross takes minutes under ASan). */
+                        if ((pi + b + c + d) % N(precisions) == a) {
+                            char label[256];
+                            snprintf(label, sizeof label, "%s %s %s ckpt=%s %s",
+                                     llmem_preset_name(pi), precisions[a], methods[b], ckpts[c],
+                                     attentions[d]);
+                            walk_grid(ctx, sweep, m, t, NULL, label);
+                        }
                         llmem_train_free(t);
                         llmem_model_free(m);
                     }
+    llmem_estimate_free(sweep);
+    reference_done();
     llmem_ctx_free(ctx);
 }
 
@@ -140,7 +177,7 @@ static const uint64_t grid_batch[] = { 1, 2, 3, 5, 8, 13 };
 static const uint64_t grid_seq[] = { 1, 2, 3, 4, 7, 64, 300, 1024, 2000 };
 
 static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
-                     const llmem_parallel *layout, const char *label)
+                     const llmem_parallel *par, const char *label)
 {
     size_t nb = N(grid_batch), ns = N(grid_seq), n = nb * ns;
     unsigned rnd = 12345;
@@ -164,7 +201,7 @@ static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_tr
             set_point(t, grid_batch[bi], grid_seq[si]);
             snprintf(what, sizeof what, "%s order %d b%llu s%llu", label, order,
                      (unsigned long long)grid_batch[bi], (unsigned long long)grid_seq[si]);
-            ok &= same_as_fresh(ctx, e, m, t, layout, what);
+            ok &= same_as_fresh(ctx, e, m, t, par, what);
             if (!ok)
                 return 0; /* one mismatch says enough */
         }
@@ -221,6 +258,7 @@ Test(cache, grids_in_every_regime_equal_fresh_handles, .timeout = 600)
             llmem_train_free(t);
             llmem_model_free(m);
         }
+    reference_done();
     llmem_ctx_free(ctx);
 }
 
@@ -229,7 +267,7 @@ Test(cache, grids_in_every_regime_equal_fresh_handles, .timeout = 600)
  * Phi, StarCoder2, DeepSeek or mixture of experts): each attention kernel
  * (SDPA's fused, memory-efficient and math paths among them: fp32 and
  * Falcon's own call send grouped kv heads to the math path, Falcon-RW's ALiBi
- * to the masked kernel) under each checkpointing, the rest of the setup
+ * to the masked kernel), the checkpointing and the rest of the setup
  * rotating. */
 static const char *const family_attentions[] = { "sdpa", "eager", "flash" };
 static const char *const family_ckpts[] = { "none", "reentrant", "non-reentrant" };
@@ -249,30 +287,30 @@ Test(cache, families_from_configs_equal_fresh_handles, .timeout = 600)
         snprintf(path, sizeof path, "%s/%s", LLMEM_TEST_HF_CONFIGS, d->d_name);
         cr_assert_eq(llmem_model_new_hf_config(ctx, path, &m), LLMEM_OK, "%s: %s", path,
                      llmem_ctx_error(ctx));
-        for (size_t a = 0; a < N(family_attentions); a++)
-            for (size_t c = 0; c < N(family_ckpts); c++) {
-                size_t si = (seen + 3 * a + c) % N(grid_setups);
-                size_t pr = (seen + a + 2 * c) % N(precisions); /* each under each attention */
-                llmem_train *t;
-                llmem_estimate *e;
-                char label[1200];
-                cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
-                cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
-                apply_setup(t, si);
-                llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, precisions[pr]);
-                llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, family_attentions[a]);
-                llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, family_ckpts[c]);
-                snprintf(label, sizeof label, "%s setup %zu %s %s %s", d->d_name, si,
-                         precisions[pr], family_attentions[a], family_ckpts[c]);
-                walk_grid(ctx, e, m, t, NULL, label);
-                llmem_estimate_free(e);
-                llmem_train_free(t);
-            }
+        for (size_t a = 0; a < N(family_attentions); a++) {
+            size_t c = (seen + a) % N(family_ckpts), si = (seen + 3 * a) % N(grid_setups);
+            size_t pr = (seen / 3 + 2 * a) % N(precisions);
+            llmem_train *t;
+            llmem_estimate *e;
+            char label[1200];
+            cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+            apply_setup(t, si);
+            llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, precisions[pr]);
+            llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, family_attentions[a]);
+            llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, family_ckpts[c]);
+            snprintf(label, sizeof label, "%s setup %zu %s %s %s", d->d_name, si, precisions[pr],
+                     family_attentions[a], family_ckpts[c]);
+            walk_grid(ctx, e, m, t, NULL, label);
+            llmem_estimate_free(e);
+            llmem_train_free(t);
+        }
         llmem_model_free(m);
         seen++;
     }
     closedir(dir);
     cr_expect_geq(seen, 20, "only %zu configs read", seen);
+    reference_done();
     llmem_ctx_free(ctx);
 }
 #endif
@@ -334,6 +372,7 @@ Test(cache, layouts_equal_fresh_handles, .timeout = 600)
                 llmem_train_free(t);
                 llmem_model_free(m);
             }
+    reference_done();
     llmem_ctx_free(ctx);
 }
 
@@ -343,6 +382,7 @@ Test(cache, layouts_equal_fresh_handles, .timeout = 600)
 Test(cache, one_handle_through_many_setups_equals_fresh_handles, .timeout = 600)
 {
     llmem_ctx *ctx;
+    really_new = 1;
     llmem_estimate *e;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
     cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
@@ -372,5 +412,6 @@ Test(cache, one_handle_through_many_setups_equals_fresh_handles, .timeout = 600)
         llmem_model_free(m);
     }
     llmem_estimate_free(e);
+    reference_done();
     llmem_ctx_free(ctx);
 }
