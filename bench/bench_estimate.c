@@ -256,6 +256,7 @@ typedef struct config {
 } config;
 
 static const config configs[] = {
+    { "same setup: sdpa (default)", "sdpa", "none", "full", "phased", "upcast", run_same },
     { "same setup: eager", "eager", "none", "full", "phased", "upcast", run_same },
     { "same setup: flash", "flash", "none", "full", "phased", "upcast", run_same },
     { "same setup: flash+ckpt", "flash", "full", "full", "phased", "upcast", run_same },
@@ -263,6 +264,7 @@ static const config configs[] = {
     { "same setup: qlora q,v", "flash", "none", "qlora", "phased", "upcast", run_same },
     { "same setup: article", "eager", "none", "full", "article", "upcast", run_same },
     { "sweep batch x seq", "eager", "none", "full", "phased", "upcast", run_sweep },
+    { "sweep batch x seq, sdpa", "sdpa", "none", "full", "phased", "upcast", run_sweep },
     { "sweep batch 1 x seq", "eager", "none", "full", "phased", "upcast", run_sweep_batch1 },
     { "sweep seq 1..3 x batch", "eager", "none", "full", "phased", "upcast", run_sweep_short },
     { "sweep, chunked loss", "flash", "none", "full", "phased", "chunked", run_sweep },
@@ -315,8 +317,8 @@ typedef struct draw {
 
 static const char *const d_precision[] = { "fp32", "bf16-mixed", "bf16", "fp16-mixed" };
 static const char *const d_method[] = { "full", "lora", "qlora", "freeze" };
-static const char *const d_ckpt[] = { "none", "full" };
-static const char *const d_attention[] = { "eager", "flash" };
+static const char *const d_ckpt[] = { "none", "reentrant", "full" };
+static const char *const d_attention[] = { "eager", "sdpa", "flash" };
 static const char *const d_loss[] = { "upcast", "chunked" };
 static const char *const d_optimizer[] = { "adamw", "adamw-8bit", "sgd", "adafactor" };
 #define PICK(a) (a[rnd(sizeof a / sizeof a[0])])
@@ -540,7 +542,7 @@ int main(int argc, char **argv)
 
     printf("libllmem %s, %s, bf16-mixed, AdamW, batch 4 x seq 2048 unless swept\n",
            llmem_version_string(), PRESET);
-    printf("1. Throughput: best of %d batches of ~%.2f s, one thread\n", reps, seconds);
+    printf("1. Throughput: best of %d batches of ~%.3f s, one thread\n", reps, seconds);
     configure(&b, &configs[0]);
     double base = time_per_call(&b, run_param_count, seconds, reps);
     printf("%-28s %12s %12s\n", "configuration", "ns/estimate", "estimates/s");
@@ -560,8 +562,9 @@ int main(int argc, char **argv)
         printf("   not run (python3 or the script is missing)\n");
     } else {
         static const char *const rows[] = { "uncached: never-seen setup",
-                                            "planner: new setup+layout", "same setup: eager",
-                                            "sweep batch x seq" };
+                                            "planner: new setup+layout",
+                                            "same setup: sdpa (default)",
+                                            "sweep batch x seq, sdpa" };
         uint64_t ours = 0;
         configure(&b, &configs[0]);
         run_checked(&b, NULL);

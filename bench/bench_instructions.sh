@@ -22,8 +22,8 @@ count() { # count LABEL CALLS [PRESET]: instructions of the whole run
         awk '/Collected :/ { print $4 }'
 }
 labels=(
-    "same setup: eager" "same setup: flash+ckpt" "same setup: lora q,v"
-    "sweep batch x seq" "sweep batch 1 x seq" "sweep seq 1..3 x batch" "sweep, chunked loss"
+    "same setup: sdpa (default)" "same setup: eager" "same setup: flash+ckpt"
+    "same setup: lora q,v" "sweep batch x seq" "sweep batch x seq, sdpa" "sweep batch 1 x seq" "sweep seq 1..3 x batch" "sweep, chunked loss"
     "sweep, flash+ckpt" "planner: new setup+layout" "uncached: never-seen setup"
     "new handle: first run" "new handle: first two runs" "fresh ctx+handle+estimate"
     "fresh ctx+handle, no run"
