@@ -725,10 +725,13 @@ enum llmem_term_kind {
 LLMEM_API const char *llmem_term_name(int kind);
 
 /**
- * Create an empty estimate: one allocation of about 130 KiB, holding the
- * simulator's scratch and a cache. A handle run again with the same model and
- * setup, but for batch and seq, reuses what does not depend on them, so keep
- * one handle per model and setup in a loop. @since 0.1.0
+ * Create an empty estimate: one allocation of about 530 KiB, holding the
+ * simulator's scratch and its caches, not cleared (memory is touched as the
+ * caches fill, so a new handle costs well under a microsecond). A handle
+ * remembers the segments it simulated, keyed by what they depend on but batch
+ * and seq, and soon evaluates polynomials of batch and seq instead of
+ * simulating; it keeps recent models, setups and layouts too, so reuse one
+ * handle in a loop (docs/benchmarks.md). @since 0.1.0
  */
 LLMEM_API int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out);
 /** Free an estimate and its terms; NULL is allowed. @since 0.1.0 */

@@ -11,6 +11,28 @@
 
 #include <string.h>
 
+void llmem_estimate_forget(llmem_estimate *e)
+{
+    /* Most of the handle is scratch and cache, written before it is read:
+     * only what says "empty" is set, so a new handle costs no clearing. */
+    e->valid = 0;
+    e->nranks = e->peak_rank = 0;
+    memset(e->trace_count, 0, sizeof e->trace_count);
+    e->model_valid = e->model_checked = 0;
+    e->model_serial = e->clock = 0;
+    e->tensors_valid = 0;
+    for (int i = 0; i < ESTIMATE_CONFIGS; i++)
+        e->config[i].used = 0;
+    e->walk.graph.events = NULL; /* the graph's tables are written before they are read */
+    e->walk.graph.event_ops = NULL;
+    e->walk.graph.event_grads = NULL;
+    e->walk.graph.events_cap = 0;
+    e->walk.graph_overflow = 0;
+    e->walk.same_context = 0;
+    e->last_config = NULL;
+    llmem_segcache_init(&e->walk.cache);
+}
+
 int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
 {
     if (out == NULL)
@@ -18,10 +40,13 @@ int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out)
     *out = NULL;
     if (ctx == NULL)
         return LLMEM_EINVAL;
-    llmem_estimate *e = llmem__calloc(ctx, sizeof *e);
+    llmem_estimate *e = llmem__alloc(ctx, sizeof *e);
     if (e == NULL)
         return llmem__fail(ctx, LLMEM_ENOMEM, "estimate: out of memory");
     e->ctx = ctx;
+    e->trace = NULL;
+    e->trace_room = NULL;
+    llmem_estimate_forget(e);
     *out = e;
     llmem__ok(ctx);
     return LLMEM_OK;
@@ -57,57 +82,103 @@ static int check_covered(llmem_ctx *ctx, const model_shape *m)
                              why, family);
 }
 
-/* The handle's caches are keyed by the model, the setup but batch and seq,
- * and the layout (each struct is zeroed before it is filled, so memcmp is
- * exact). Returns whether this run repeats the key. */
-static int remember_key(llmem_estimate *e, const model_shape *m, const setup *s, const layout *l)
+/* The model resolved: kept while its fields stay the same, so a run with
+ * the same model skips resolving it. */
+static int resolve_model(llmem_estimate *e, llmem_model *model)
 {
-    setup key = *s;
-    key.batch = key.seq = 0;
-    seg_cache *cache = &e->walk.cache;
-    if (cache->runs > 0 && memcmp(&e->key_shape, m, sizeof *m) == 0 &&
-        memcmp(&e->key_setup, &key, sizeof key) == 0 &&
-        memcmp(&e->key_layout, l, sizeof *l) == 0) {
-        if (cache->runs < 2)
-            cache->runs++;
-        return 1;
+    if (e->model_valid && memcmp(e->model_field, model->field, sizeof e->model_field) == 0)
+        return LLMEM_OK;
+    e->model_valid = e->model_checked = 0;
+    int rc = llmem_model_resolve(model, &e->model, &e->params);
+    if (rc != LLMEM_OK) {
+        if (model->ctx != e->ctx)
+            llmem__fail(e->ctx, rc, "%s", llmem_ctx_error(model->ctx));
+        return rc;
     }
-    e->key_shape = *m;
-    e->key_setup = key;
-    e->key_layout = *l;
-    e->key_shares_valid = 0;
-    cache->runs = 1;
-    for (int i = 0; i < SEG_CACHE; i++)
-        cache->entry[i].used = 0;
-    return 0;
+    memcpy(e->model_field, model->field, sizeof e->model_field);
+    e->model_valid = 1;
+    e->model_serial++;
+    return LLMEM_OK;
 }
 
-/* What each rank holds of the parameters, optimizer and buffers: from the
- * cache when the key repeats, else from the tensor list. */
-static int rank_shares(llmem_estimate *e, const model_shape *m, const model_params *p,
-                       const rank_recipe *rc, const layout *l, const rank_class *classes, int n,
-                       int repeated)
+/* What the phased estimate needs of the model: a covered family, and byte
+ * counts within 64 bits. Every static byte count is at most 32 bytes per
+ * parameter (weights, gradients, states, rounding): bound it once here. */
+static int check_model(llmem_estimate *e, const setup *s)
 {
-    tensor_list tensors;
-    if (repeated && e->key_shares_valid)
+    if (e->model_checked)
         return LLMEM_OK;
-    llmem_tensors_list(m, p, &rc->run, &tensors);
-    if (tensors.overflow)
-        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                           "estimate: this model has more kinds of parameter tensors than "
-                           "the estimator lists (TENSOR_CLASSES_MAX); please report it");
-    step_static whole;
-    memset(&whole, 0, sizeof whole);
-    llmem_statics_params(&tensors, m, &rc->run, &whole);
-    e->key_trainable = whole.trainable;
-    for (int i = 0; i < n; i++) {
-        if (llmem_rank_share(&tensors, m, rc, l, &classes[i], &e->key_share[i]) != LLMEM_OK)
+    int rc;
+    if (s->formula == LLMEM_FORMULA_PHASED && (rc = check_covered(e->ctx, &e->model)) != LLMEM_OK)
+        return rc;
+    checked c = { 0 };
+    if (ck_mul(&c, e->params.total, 32) > (UINT64_C(1) << 62) || c.overflow)
+        return llmem__fail(e->ctx, LLMEM_EOVERFLOW,
+                           "model: %llu parameters overflow the 64-bit byte counts",
+                           (unsigned long long)e->params.total);
+    e->model_checked = s->formula == LLMEM_FORMULA_PHASED;
+    return LLMEM_OK;
+}
+
+/* The configuration of (model, setup but batch and seq, layout): found, or
+ * computed into the least recently used slot. Each struct is zeroed before
+ * it is filled, so memcmp is exact. */
+static int find_config(llmem_estimate *e, const setup *s, const layout *l, const rank_recipe *rc,
+                       est_config **out)
+{
+    setup key;
+    memcpy(&key, s, sizeof key); /* with its padding: keys compare with memcmp */
+    key.batch = key.seq = 0;
+    est_config *x = NULL;
+    for (int i = 0; i < ESTIMATE_CONFIGS; i++) {
+        est_config *c = &e->config[i];
+        if (c->used && c->model == e->model_serial && memcmp(&c->setup, &key, sizeof key) == 0 &&
+            memcmp(&c->layout, l, sizeof *l) == 0) {
+            c->used = ++e->clock;
+            *out = c;
+            return LLMEM_OK;
+        }
+        if (x == NULL || c->used < x->used)
+            x = c;
+    }
+    const model_shape *m = &e->model;
+    x->used = 0;
+    x->nranks = llmem_layout_ranks(l, m, x->classes);
+    llmem_rank_shape(m, l, &x->shape);
+    /* The tensor list depends on the rank's setup, which many layouts share
+     * (a planner's): the last one is kept. */
+    setup run;
+    memcpy(&run, &rc->run, sizeof run);
+    run.batch = run.seq = 0;
+    if (!e->tensors_valid || e->tensors_model != e->model_serial ||
+        memcmp(&e->tensors_setup, &run, sizeof run) != 0) {
+        e->tensors_valid = 0;
+        llmem_tensors_list(m, &e->params, &rc->run, &e->tensors);
+        if (e->tensors.overflow)
+            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                               "estimate: this model has more kinds of parameter tensors than "
+                               "the estimator lists (TENSOR_CLASSES_MAX); please report it");
+        step_static whole;
+        memset(&whole, 0, sizeof whole);
+        llmem_statics_params(&e->tensors, m, &rc->run, &whole);
+        e->tensors_trainable = whole.trainable;
+        e->tensors_model = e->model_serial;
+        memcpy(&e->tensors_setup, &run, sizeof run);
+        e->tensors_valid = 1;
+    }
+    const tensor_list *tensors = &e->tensors;
+    x->trainable = e->tensors_trainable;
+    for (int i = 0; i < x->nranks; i++)
+        if (llmem_rank_share(tensors, m, rc, l, &x->classes[i], &x->share[i]) != LLMEM_OK)
             return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                                "estimate: a rank holds more kinds of parameter tensors than the "
                                "estimator lists (TENSOR_CLASSES_MAX); please report it");
-        e->key_overhead[i] = e->key_share[i].overhead;
-    }
-    e->key_shares_valid = 1;
+    x->model = e->model_serial;
+    memcpy(&x->setup, &key, sizeof key);
+    memcpy(&x->layout, l, sizeof *l);
+    x->used = ++e->clock;
+    x->serial = e->clock;
+    *out = x;
     return LLMEM_OK;
 }
 
@@ -181,80 +252,71 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
 int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llmem_train *train,
                                 const llmem_parallel *parallel)
 {
-    model_shape m, shape;
-    model_params p;
     setup s;
     layout l;
     rank_recipe rc;
-    rank_class classes[RANKS_MAX];
+    est_config *cf = NULL;
     est_results results[RANKS_MAX];
     uint64_t ends[RANKS_MAX];
     if (e == NULL)
         return LLMEM_EINVAL;
     if (model == NULL || train == NULL)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: model or train is NULL");
-    int rc_ = llmem_model_resolve(model, &m, &p);
-    if (rc_ != LLMEM_OK) {
-        if (model->ctx != e->ctx)
-            llmem__fail(e->ctx, rc_, "%s", llmem_ctx_error(model->ctx));
+    int rc_ = resolve_model(e, model);
+    if (rc_ != LLMEM_OK)
         return rc_;
-    }
-    if ((rc_ = llmem_setup_resolve(train, &m, e->ctx, &s)) != LLMEM_OK)
-        return rc_;
-    if (s.formula == LLMEM_FORMULA_PHASED && (rc_ = check_covered(e->ctx, &m)) != LLMEM_OK)
-        return rc_;
-    {
-        /* Every static byte count is at most 32 bytes per parameter (weights,
-         * gradients, states, rounding): bound it once here. */
-        checked c = { 0 };
-        if (ck_mul(&c, p.total, 32) > (UINT64_C(1) << 62) || c.overflow)
-            return llmem__fail(e->ctx, LLMEM_EOVERFLOW,
-                               "model: %llu parameters overflow the 64-bit byte counts",
-                               (unsigned long long)p.total);
-    }
-    if ((rc_ = llmem_layout_resolve(e->ctx, parallel, &m, &s, &l)) != LLMEM_OK)
+    const model_shape *m = &e->model;
+    const model_params *p = &e->params;
+    if ((rc_ = llmem_setup_resolve(train, m, e->ctx, &s)) != LLMEM_OK ||
+        (rc_ = check_model(e, &s)) != LLMEM_OK ||
+        (rc_ = llmem_layout_resolve(e->ctx, parallel, m, &s, &l)) != LLMEM_OK)
         return rc_;
     if (s.formula == LLMEM_FORMULA_ARTICLE && llmem_parallel_gpus(parallel) > 1)
         return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_FORMULA, LLMEM_ENOTSUP,
                                  "formula: the article's sum is for one GPU; use the phased "
                                  "formula with a layout");
-    int n = llmem_layout_ranks(&l, &m, classes);
     llmem_rank_recipe(&s, &l, &rc);
-    llmem_rank_shape(&m, &l, &shape);
-    int repeated = remember_key(e, &m, &s, &l);
-    if ((rc_ = rank_shares(e, &m, &p, &rc, &l, classes, n, repeated)) != LLMEM_OK)
+    if ((rc_ = find_config(e, &s, &l, &rc, &cf)) != LLMEM_OK) {
+        e->last_config = NULL;
         return rc_;
+    }
+    int n = cf->nranks;
+    /* The walks of one configuration share the model shape and the setup (but
+     * batch and seq): the segment cache then need not look them up again. */
+    e->walk.same_context = cf == e->last_config && cf->serial == e->last_serial;
+    e->last_config = cf;
+    e->last_serial = cf->serial;
 
     /* Results are written only on success, so a failed run keeps the last one. */
     size_t peak = 0;
     for (int i = 0; i < n; i++) {
-        rank_share share = e->key_share[i];
+        rank_share share = cf->share[i];
         share.st.batch = llmem_statics_data(&rc.run);
-        memset(&results[i], 0, sizeof results[i]);
         if (s.formula == LLMEM_FORMULA_ARTICLE) {
-            if ((rc_ = llmem_article_estimate(e->ctx, &results[i], &p, train, &s)) != LLMEM_OK)
+            memset(&results[i], 0, sizeof results[i]);
+            if ((rc_ = llmem_article_estimate(e->ctx, &results[i], p, train, &s)) != LLMEM_OK)
                 return rc_;
-            results[i].peak_reserved = results[i].peak_allocated + e->key_overhead[i];
+            results[i].peak_reserved = results[i].peak_allocated + share.overhead;
             /* The article's m_os already holds any paged states. */
             results[i].peak_device = llmem_allocator_device(results[i].peak_reserved, 0);
             ends[i] = 0;
-        } else if ((rc_ = run_rank(e, (size_t)i, &shape, &rc, &l, &classes[i], &share,
-                                   e->key_overhead[i], &results[i], &ends[i])) != LLMEM_OK) {
+        } else if ((rc_ = run_rank(e, (size_t)i, &cf->shape, &rc, &l, &cf->classes[i], &share,
+                                   share.overhead, &results[i], &ends[i])) != LLMEM_OK) {
             return rc_;
         }
         e->rank_static[i] = share.st;
         if (s.formula == LLMEM_FORMULA_ARTICLE)
             e->trace_count[i] = 0;
-        results[i].params_total = p.total;
-        results[i].params_active = p.active;
-        results[i].params_trainable = e->key_trainable;
+        results[i].params_total = p->total;
+        results[i].params_active = p->active;
+        results[i].params_trainable = cf->trainable;
         if (results[i].peak_device > results[peak].peak_device)
             peak = (size_t)i;
     }
     memcpy(e->rank, results, (size_t)n * sizeof results[0]);
-    memcpy(e->rank_class, classes, (size_t)n * sizeof classes[0]);
+    memcpy(e->rank_class, cf->classes, (size_t)n * sizeof cf->classes[0]);
     for (int i = 0; i < n; i++)
-        e->rank_host[i] = e->key_share[i].host;
+        e->rank_host[i] = cf->share[i].host;
     e->nranks = (size_t)n;
     e->peak_rank = peak;
     e->r = results[peak];

@@ -12,6 +12,23 @@
 #include "model/model.h"
 #include "train/setup.h"
 
+/* What a run computes once for a model, a setup but batch and seq, and a
+ * layout: its ranks, their shape and what each holds. */
+#define ESTIMATE_CONFIGS 8
+
+typedef struct est_config {
+    uint64_t used;                    /* 0: free */
+    uint64_t serial;                  /* when it was computed (a slot is reused) */
+    uint64_t model;                   /* the key: the model's serial, */
+    setup setup;                      /* the setup but batch and seq, */
+    layout layout;                    /* and the layout */
+    int nranks;
+    rank_class classes[RANKS_MAX];
+    model_shape shape;                /* a rank's model (divided by tensor parallelism) */
+    rank_share share[RANKS_MAX];
+    uint64_t trainable;
+} est_config;
+
 struct llmem_estimate {
     llmem_ctx *ctx;
     int valid;
@@ -25,14 +42,26 @@ struct llmem_estimate {
     trace_point *trace_room;          /* RANKS_MAX x trace->cap points */
     size_t trace_count[RANKS_MAX], trace_peak[RANKS_MAX];
     uint64_t end_of_backward;         /* live bytes the walk ends backward with (white-box check) */
+    /* The model last resolved, kept while its fields stay the same. */
+    int model_valid, model_checked;   /* model_checked: covered and within 64-bit bounds */
+    uint64_t model_serial, clock;
+    int64_t model_field[MODEL_KEY_END];
+    model_shape model;
+    model_params params;
+    est_config config[ESTIMATE_CONFIGS];
+    /* The parameter tensors under the last rank setup (but batch and seq). */
+    int tensors_valid;
+    uint64_t tensors_model, tensors_trainable;
+    setup tensors_setup;
+    tensor_list tensors;
+    const est_config *last_config;    /* the configuration of the last walks, and its serial */
+    uint64_t last_serial;
     walk_scratch walk;                /* reused by every run: no allocation */
-    model_shape key_shape;            /* the cache's key: model, setup but batch and seq, layout */
-    setup key_setup;
-    layout key_layout;
-    int key_shares_valid;             /* the key's ranks' shares are below */
-    rank_share key_share[RANKS_MAX];
-    uint64_t key_overhead[RANKS_MAX];
-    uint64_t key_trainable;
 };
+
+/* Back to what a new handle is (no results, nothing cached; the timeline's
+ * room stays): llmem_estimate_new's initialization, and the white-box tests'
+ * fresh handle without a new allocation. */
+void llmem_estimate_forget(llmem_estimate *e);
 
 #endif

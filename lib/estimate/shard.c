@@ -100,7 +100,9 @@ static int rank_classes(const tensor_list *all, const model_shape *m, const layo
 /* The same classes with the trainable non-adapter ones in dt bytes. */
 static void retype(const tensor_list *in, int dt, tensor_list *out)
 {
-    *out = *in;
+    out->n = in->n; /* the classes in use only: a list is kilobytes */
+    out->overflow = in->overflow;
+    memcpy(out->c, in->c, (size_t)in->n * sizeof in->c[0]);
     for (int i = 0; i < out->n; i++)
         if (out->c[i].trainable && out->c[i].role != PARAM_ADAPTER && out->c[i].dt != DT_NF4)
             out->c[i].dt = dt;
@@ -140,7 +142,7 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
                      const layout *l, const rank_class *r, rank_share *out)
 {
     static const tensor_list empty;
-    tensor_list mine = empty, master = empty;
+    tensor_list mine, master; /* filled by rank_classes and retype */
     step_static st16, stm;
     const sharding_desc *sh = l->sharding;
     uint64_t n = l->shard;

@@ -85,73 +85,25 @@ static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const mo
     e->graph_overflow |= e->graph.overflow;
 }
 
-/* Simulate the segment at the compile points and fit its polynomials. */
-static int compile(walk_scratch *e, build *b, seg_cache_entry *entry, const model_shape *m)
-{
-    uint64_t batch[COMPILE_POINTS], seq[COMPILE_POINTS];
-    build at = *b;
-    llmem_compile_points(batch, seq);
-    for (int p = 0; p < COMPILE_POINTS; p++) {
-        sample *smp = &e->cache.samples[p];
-        at.batch = smp->b = batch[p];
-        at.seq = smp->s = seq[p];
-        at.tokens = batch[p] * seq[p];
-        e->graph.events = smp->log;
-        e->graph.events_cap = COMPILE_LOG;
-        simulate_now(e, &at, entry->fn, m, &entry->spec, entry->grad_enabled, entry->mode,
-                     &smp->cost);
-        smp->nlog = e->graph.nevents;
-        smp->nfwd = e->graph.nevents_forward;
-        e->graph.events = NULL;
-        if (e->graph.overflow || smp->nlog > COMPILE_LOG)
-            return 0;
-    }
-    return llmem_compile_segment(e->cache.samples, &entry->seg, e->cache.scratch);
-}
-
-/* A segment's cost: from the cache when this model and setup were seen
- * before (compiled polynomials evaluated at this batch and seq), else by
- * simulation. Small batch or seq (where sizes can coincide and change what
- * autograd does) and the chunked loss (chunk size is a power of two) are
- * always simulated. */
+/* A segment's cost: from the handle's cache of segments when it knows this
+ * one (estimate/cache.h), else simulated, the simulation teaching the cache. */
 static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
                      const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
 {
     seg_cache *cache = &e->cache;
-    if (cache->runs >= 2 && b->batch >= 2 && b->seq >= 4 && !spec->chunked_loss) {
-        seg_cache_entry *free_slot = NULL;
-        for (int i = 0; i < SEG_CACHE; i++) {
-            seg_cache_entry *x = &cache->entry[i];
-            if (!x->used) {
-                if (free_slot == NULL)
-                    free_slot = x;
-                continue;
-            }
-            if (x->fn == fn && x->grad_enabled == grad_enabled && x->mode == mode &&
-                x->hold_input == b->hold_input && memcmp(&x->spec, spec, sizeof *spec) == 0) {
-                if (!x->failed) {
-                    llmem_compiled_eval(&x->seg, b->batch, b->seq, c);
-                    return;
-                }
-                free_slot = NULL;
-                break;
-            }
-        }
-        if (free_slot != NULL) {
-            free_slot->used = 1;
-            free_slot->fn = fn;
-            free_slot->spec = *spec;
-            free_slot->grad_enabled = grad_enabled;
-            free_slot->mode = mode;
-            free_slot->hold_input = b->hold_input;
-            free_slot->failed = !compile(e, b, free_slot, m);
-            if (!free_slot->failed) {
-                llmem_compiled_eval(&free_slot->seg, b->batch, b->seq, c);
-                return;
-            }
-        }
-    }
+    seg_query q = { fn, spec, grad_enabled, mode, b->hold_input,
+                    llmem_regime(b->batch, b->seq), llmem_layers_piece(b, m, spec) };
+    if (llmem_segcache_lookup(cache, m, b, &q, c))
+        return;
+    e->graph.events = cache->log;
+    e->graph.event_ops = NULL;
+    e->graph.event_grads = NULL;
+    e->graph.events_cap = SEG_LOG;
     simulate_now(e, b, fn, m, spec, grad_enabled, mode, c);
+    e->graph.events = NULL;
+    if (!e->graph.overflow && e->graph.nevents <= SEG_LOG)
+        llmem_segcache_learn(cache, &q, b->batch, b->seq, c, e->graph.nevents_forward,
+                             e->graph.nevents);
 }
 
 /* Autocast caches the low-precision copy of each trainable leaf weight until
@@ -440,6 +392,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     memset(&emb, 0, sizeof emb);
     memset(&head, 0, sizeof head);
     e->graph_overflow = 0;
+    llmem_segcache_begin(&e->cache, e->same_context);
     b.batch = s->batch;
     b.seq = s->seq;
     b.tokens = s->batch * s->seq;

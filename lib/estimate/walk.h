@@ -64,6 +64,8 @@ typedef struct walk_scratch {
     graph graph;
     seg_cache cache;
     int graph_overflow; /* a segment did not fit the graph: a bug, reported as such */
+    int same_context;   /* set by the caller: this walk's model shape and setup are the
+                           last walk's, but batch and seq (the cache skips looking them up) */
 } walk_scratch;
 
 /* The whole model on one GPU. */

@@ -38,6 +38,15 @@ typedef struct shared_bytes {
 
 shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m);
 
+/* What batch and seq change in a segment's tape beyond its sizes (the
+ * estimate compiles a segment into polynomials of them, sim/compiled.h): a
+ * builder may branch on batch == 1, and sizes may coincide only below seq 4;
+ * every other size must be a polynomial in 1, S, B, B*S and B*S^2 with
+ * nonnegative integer coefficients, or its choice be told here. Today: the
+ * fused loss's chunk (a power of two), 0 when the chunk is all the tokens or
+ * the segment has none. */
+uint64_t llmem_layers_piece(const build *b, const model_shape *m, const seg_spec *s);
+
 /* The model key of a field the phased model does not build for m, with a
  * short reason in *why; 0 when m is covered. */
 int llmem_layers_unsupported(const model_shape *m, const char **why);

@@ -154,15 +154,27 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
  * head's weight (zeros_like(weight)) are computed in forward and saved until
  * backward hands them over. No full logits exist.
  */
-static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s, tid x)
+static uint64_t loss_chunk(const build *b, const model_shape *m)
 {
     uint64_t E = m->embed_dim;
     uint64_t inc = (m->vocab + E - 1) / E, rows = (b->tokens + inc - 1) / inc;
     uint64_t chunk = 1;
     while (chunk < rows)
         chunk <<= 1;
-    if (chunk > b->tokens)
-        chunk = b->tokens;
+    return chunk > b->tokens ? b->tokens : chunk;
+}
+
+uint64_t llmem_layers_piece(const build *b, const model_shape *m, const seg_spec *s)
+{
+    if (!s->chunked_loss)
+        return 0;
+    uint64_t chunk = loss_chunk(b, m);
+    return chunk < b->tokens ? chunk : 0; /* a fixed chunk, or all the tokens */
+}
+
+static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s, tid x)
+{
+    uint64_t E = m->embed_dim, chunk = loss_chunk(b, m);
     tid w = op_param(b, m->vocab * E, s->weights_trainable);
     tid xc = op_cast(b, x, b->compute);
     uint64_t grad_in = graph_rg(b->g, xc) ? b->g->t[xc].bytes : 0;

@@ -1,206 +1,455 @@
 /* SPDX-License-Identifier: MIT */
 #include "sim/compiled.h"
 
-#include <math.h>
 #include <string.h>
 
-/* Points away from the small values where two different sizes could meet
- * (a broadcast operand as large as the output at S = 1, say). */
-static const uint64_t point_b[COMPILE_POINTS] = { 3, 3, 3, 5, 5, 4 };
-static const uint64_t point_s[COMPILE_POINTS] = { 7, 11, 13, 7, 11, 17 };
-
-void llmem_compile_points(uint64_t *batch, uint64_t *seq)
+int llmem_form_terms(int kind)
 {
-    memcpy(batch, point_b, sizeof point_b);
-    memcpy(seq, point_s, sizeof point_s);
+    return kind == FORM_ROW ? 2 : kind == FORM_COL ? 3 : 6;
 }
 
-static void monomials(uint64_t b, uint64_t s, uint64_t m[MONOMIALS])
-{
-    m[0] = 1;
-    m[1] = s;
-    m[2] = b;
-    m[3] = b * s;
-    m[4] = b * s * s;
-}
+/* ---- exact division by a divisor shared by every value of a fit ---------- */
 
-static uint64_t eval(const poly *p, const uint64_t m[MONOMIALS])
+/* d = 2^shift x odd: x / d is exact iff x has shift low zero bits and
+ * (x >> shift) x odd^-1 (mod 2^64) lies within +-INT64_MAX / odd (Granlund
+ * and Montgomery, "Division by invariant integers using multiplication",
+ * 1994, section 9): a multiply instead of a hardware division per value. */
+typedef struct divisor {
+    uint64_t inv;
+    int64_t lim;
+    unsigned shift;
+} divisor;
+
+static divisor make_divisor(uint64_t d)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < MONOMIALS; i++)
-        v += (uint64_t)p->c[i] * m[i];
+    divisor v;
+    v.shift = 0;
+    while ((d & 1) == 0) {
+        d >>= 1;
+        v.shift++;
+    }
+    uint64_t x = d; /* Newton's iteration for the inverse mod 2^64: 3, 6, ..., 96 bits */
+    for (int i = 0; i < 5; i++)
+        x *= 2 - d * x;
+    v.inv = x;
+    v.lim = (int64_t)(INT64_MAX / d);
     return v;
 }
 
-/* Solve M c = y for the five solving points by Gaussian elimination (the
- * values are small integers, exact in doubles), and round. */
-static int solve(const double y[MONOMIALS], poly *out)
+/* Values are byte counts below 2^62 (setup.c bounds every step) and their
+ * differences; anything else fails. */
+static int exact_div(const divisor *v, int64_t x, int64_t *q)
 {
-    double a[MONOMIALS][MONOMIALS + 1];
-    for (int r = 0; r < MONOMIALS; r++) {
-        uint64_t m[MONOMIALS];
-        monomials(point_b[r], point_s[r], m);
-        for (int k = 0; k < MONOMIALS; k++)
-            a[r][k] = (double)m[k];
-        a[r][MONOMIALS] = y[r];
-    }
-    for (int col = 0; col < MONOMIALS; col++) {
-        int pivot = col;
-        for (int r = col + 1; r < MONOMIALS; r++)
-            if (fabs(a[r][col]) > fabs(a[pivot][col]))
-                pivot = r;
-        if (fabs(a[pivot][col]) < 1e-9)
-            return 0;
-        for (int k = 0; k <= MONOMIALS; k++) {
-            double t = a[col][k];
-            a[col][k] = a[pivot][k];
-            a[pivot][k] = t;
-        }
-        for (int r = 0; r < MONOMIALS; r++) {
-            if (r == col)
-                continue;
-            double f = a[r][col] / a[col][col];
-            for (int k = col; k <= MONOMIALS; k++)
-                a[r][k] -= f * a[col][k];
-        }
-    }
-    for (int k = 0; k < MONOMIALS; k++) {
-        double c = a[k][MONOMIALS] / a[k][k];
-        if (c < -0.5 || c > 9.0e15)
-            return 0; /* sizes never have negative terms */
-        out->c[k] = (int64_t)llround(c);
-    }
-    return 1;
-}
-
-/* The polynomial through the five solving points, checked at the sixth. */
-static int fit(const sample *samples, int index_of(const sample *, int), int i, poly *out)
-{
-    double y[MONOMIALS];
-    for (int p = 0; p < MONOMIALS; p++)
-        y[p] = (double)samples[p].log[index_of(&samples[p], i)];
-    if (!solve(y, out))
+    uint64_t mag = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+    if (mag >> 62 || (mag & (((uint64_t)1 << v->shift) - 1)) != 0)
         return 0;
-    uint64_t m[MONOMIALS];
-    const sample *check = &samples[COMPILE_POINTS - 1];
-    monomials(check->b, check->s, m);
-    return eval(out, m) == check->log[index_of(check, i)];
+    mag >>= v->shift;
+    int64_t r = (int64_t)(mag * v->inv);
+    if (r > v->lim || r < -v->lim)
+        return 0;
+    *q = x < 0 ? -r : r;
+    return 1;
 }
 
-static int forward_index(const sample *s, int i)
+/* Wrapping arithmetic: exact whenever the true value fits, which the checks
+ * at the samples confirm. */
+static int64_t wsub(int64_t a, int64_t b)
 {
-    (void)s;
-    return i;
+    return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
-static int backward_index(const sample *s, int i)
+static int64_t wmul(int64_t a, uint64_t b)
 {
-    return s->nfwd + i;
+    return (int64_t)((uint64_t)a * b);
 }
 
-static uint64_t field_of(const seg_cost *c, int k)
+/* ---- monomials and evaluation -------------------------------------------- */
+
+static void monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[6])
 {
-    switch (k) {
-    case 0: return c->persist;
-    case 1: return c->out_bytes;
-    case 2: return c->bwd_start;
-    case 3: return c->param_grads;
-    case 4: return c->input_grad;
-    case 5: return c->bwd_end;
-    case 6: return (uint64_t)c->input_saved;
-    default: return c->param_grads_wide;
+    switch (kind) {
+    case FORM_ROW:
+        m[0] = 1;
+        m[1] = batch;
+        break;
+    case FORM_COL:
+        m[0] = 1;
+        m[1] = seq;
+        m[2] = seq * seq;
+        break;
+    default:
+        m[0] = 1;
+        m[1] = seq;
+        m[2] = batch;
+        m[3] = batch * seq;
+        m[4] = batch * seq * seq;
+        m[5] = seq * seq;
+        break;
     }
 }
 
-static int dominated(const poly *p, const poly *q)
+static uint64_t eval_terms(const int64_t *c, const uint64_t *m, int terms)
 {
-    for (int k = 0; k < MONOMIALS; k++)
-        if (p->c[k] > q->c[k])
+    uint64_t v = (uint64_t)c[0];
+    for (int k = 1; k < terms; k++)
+        v += (uint64_t)c[k] * m[k];
+    return v;
+}
+
+/* ---- the frontier of steps that can hold a phase's peak ------------------ */
+
+/* A polynomial written around the corner of its domain (B >= 2, S >= 4): a
+ * step never holds the peak when another's coefficients there are all at
+ * least its own. */
+#define SHIFTED 6
+#define SHIFT_BOUND ((int64_t)1 << 56) /* no overflow below this */
+
+static int shift_to_corner(int kind, const int64_t *c, int64_t *t)
+{
+    int terms = llmem_form_terms(kind);
+    for (int k = 0; k < terms; k++)
+        if (c[k] > SHIFT_BOUND)
+            return 0;
+    switch (kind) {
+    case FORM_ROW: /* B = 2 + x */
+        t[0] = c[0] + 2 * c[1];
+        t[1] = c[1];
+        t[2] = t[3] = t[4] = t[5] = 0;
+        break;
+    case FORM_COL: /* S = 4 + y */
+        t[0] = c[0] + 4 * c[1] + 16 * c[2];
+        t[1] = c[1] + 8 * c[2];
+        t[2] = c[2];
+        t[3] = t[4] = t[5] = 0;
+        break;
+    default: /* B = 2 + x, S = 4 + y: 1, y, x, xy, y^2, xy^2 */
+        t[0] = c[0] + 4 * c[1] + 2 * c[2] + 8 * c[3] + 32 * c[4] + 16 * c[5];
+        t[1] = c[1] + 2 * c[3] + 16 * c[4] + 8 * c[5];
+        t[2] = c[2] + 4 * c[3] + 16 * c[4];
+        t[3] = c[3] + 8 * c[4];
+        t[4] = 2 * c[4] + c[5];
+        t[5] = c[4];
+        break;
+    }
+    return 1;
+}
+
+static int at_most(const int64_t *p, const int64_t *q)
+{
+    for (int k = 0; k < SHIFTED; k++)
+        if (p[k] > q[k])
             return 0;
     return 1;
 }
 
-/* Keep only the steps that can hold the phase's peak for some B and S: a
- * step whose every coefficient is at most another's never does. */
-static int prune(poly *events, int n)
+typedef struct frontier {
+    int16_t *index;
+    int n;
+    int64_t shifted[FORM_FRONTIER][SHIFTED];
+    int bounded[FORM_FRONTIER]; /* shifted is valid (coefficients under SHIFT_BOUND) */
+} frontier;
+
+/* Add value i with coefficients c; 0 when the frontier overflows. */
+static int frontier_add(frontier *f, int kind, int16_t i, const int64_t *c)
 {
+    int64_t t[SHIFTED];
+    int ok = shift_to_corner(kind, c, t);
+    if (ok)
+        for (int j = 0; j < f->n; j++)
+            if (f->bounded[j] && at_most(t, f->shifted[j]))
+                return 1; /* never above step j */
     int kept = 0;
-    for (int i = 0; i < n; i++) {
-        int drop = 0;
-        for (int j = 0; j < n && !drop; j++)
-            if (j != i && dominated(&events[i], &events[j]) &&
-                (memcmp(&events[i], &events[j], sizeof events[i]) != 0 || j < i))
-                drop = 1;
-        if (!drop)
-            events[kept++] = events[i];
+    for (int j = 0; j < f->n; j++) {
+        if (ok && f->bounded[j] && at_most(f->shifted[j], t))
+            continue;
+        if (kept != j) {
+            f->index[kept] = f->index[j];
+            f->bounded[kept] = f->bounded[j];
+            memcpy(f->shifted[kept], f->shifted[j], sizeof t);
+        }
+        kept++;
     }
-    return kept;
-}
-
-int llmem_compile_segment(const sample *samples, compiled_seg *out, poly *steps)
-{
-    const int max_steps = COMPILE_LOG;
-    int nfwd = samples[0].nfwd, nbwd = samples[0].nlog - samples[0].nfwd;
-    for (int p = 0; p < COMPILE_POINTS; p++)
-        if (samples[p].nfwd != nfwd || samples[p].nlog != samples[0].nlog ||
-            samples[p].nlog > max_steps)
-            return 0; /* the structure changed with B or S */
-
-    for (int i = 0; i < nfwd; i++)
-        if (!fit(samples, forward_index, i, &steps[i]))
-            return 0;
-    nfwd = prune(steps, nfwd);
-    if (nfwd > COMPILED_EVENTS)
+    if (kept == FORM_FRONTIER)
         return 0;
-    memcpy(out->fwd, steps, (size_t)nfwd * sizeof steps[0]);
-    out->nfwd = nfwd;
-
-    for (int i = 0; i < nbwd; i++)
-        if (!fit(samples, backward_index, i, &steps[i]))
-            return 0;
-    nbwd = prune(steps, nbwd);
-    if (nbwd > COMPILED_EVENTS)
-        return 0;
-    memcpy(out->bwd, steps, (size_t)nbwd * sizeof steps[0]);
-    out->nbwd = nbwd;
-
-    for (int k = 0; k < COMPILED_FIELDS; k++) {
-        double y[MONOMIALS];
-        uint64_t m[MONOMIALS];
-        for (int p = 0; p < MONOMIALS; p++)
-            y[p] = (double)field_of(&samples[p].cost, k);
-        if (!solve(y, &out->field[k]))
-            return 0;
-        monomials(samples[COMPILE_POINTS - 1].b, samples[COMPILE_POINTS - 1].s, m);
-        if (eval(&out->field[k], m) != field_of(&samples[COMPILE_POINTS - 1].cost, k))
-            return 0;
-    }
+    f->index[kept] = i;
+    f->bounded[kept] = ok;
+    memcpy(f->shifted[kept], t, sizeof t);
+    f->n = kept + 1;
     return 1;
 }
 
-static uint64_t max_of(const poly *events, int n, const uint64_t m[MONOMIALS])
+/* ---- fitting --------------------------------------------------------------- */
+
+/* What every fit shares: the values it walks through, the frontiers it
+ * builds, the samples it is checked at. */
+typedef struct fit {
+    compiled_form *out;
+    int n, nfwd, terms;
+    frontier fwd, bwd;
+    const sample_view *checks;
+    int nchecks;
+    uint64_t check_m[8][6]; /* the checks' monomials (the first 8 checks) */
+} fit;
+
+static void fit_begin(fit *f, compiled_form *out, int kind, uint64_t at, int nfwd, int nbwd,
+                      const sample_view *checks, int nchecks)
 {
-    uint64_t best = 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t v = eval(&events[i], m);
-        if (v > best)
-            best = v;
-    }
-    return best;
+    f->out = out;
+    out->kind = FORM_NONE;
+    out->at = at;
+    f->n = COST_FIELDS + nfwd + nbwd;
+    f->nfwd = nfwd;
+    f->terms = llmem_form_terms(kind);
+    f->fwd.index = out->front;
+    f->fwd.n = 0;
+    f->bwd.index = out->front + nfwd;
+    f->bwd.n = 0;
+    f->checks = checks;
+    f->nchecks = nchecks > 8 ? 8 : nchecks;
+    for (int s = 0; s < f->nchecks; s++)
+        monomials(kind, checks[s].batch, checks[s].seq, f->check_m[s]);
 }
 
-void llmem_compiled_eval(const compiled_seg *c, uint64_t batch, uint64_t seq, seg_cost *out)
+/* Value i's coefficients c are in: check them, store them, keep the step
+ * if it can hold a peak. */
+static int fit_value(fit *f, int kind, int i, const int64_t *c)
 {
-    uint64_t m[MONOMIALS];
-    monomials(batch, seq, m);
-    out->fwd_peak = max_of(c->fwd, c->nfwd, m);
-    out->bwd_peak = max_of(c->bwd, c->nbwd, m);
-    out->persist = eval(&c->field[0], m);
-    out->out_bytes = eval(&c->field[1], m);
-    out->bwd_start = eval(&c->field[2], m);
-    out->param_grads = eval(&c->field[3], m);
-    out->input_grad = eval(&c->field[4], m);
-    out->bwd_end = eval(&c->field[5], m);
-    out->input_saved = (int)eval(&c->field[6], m);
-    out->param_grads_wide = eval(&c->field[7], m);
+    for (int k = 0; k < f->terms; k++)
+        if (c[k] < 0)
+            return 0; /* sizes never have negative terms */
+    for (int s = 0; s < f->nchecks; s++)
+        if (eval_terms(c, f->check_m[s], f->terms) != f->checks[s].y[i])
+            return 0;
+    memcpy(f->out->coef + (size_t)i * (size_t)f->terms, c, (size_t)f->terms * sizeof *c);
+    if (i < COST_FIELDS)
+        return 1;
+    if (i < COST_FIELDS + f->nfwd)
+        return frontier_add(&f->fwd, kind, (int16_t)i, c);
+    return frontier_add(&f->bwd, kind, (int16_t)i, c);
+}
+
+static int fit_end(fit *f, int kind)
+{
+    compiled_form *out = f->out;
+    /* The backward frontier sits right after the forward one. */
+    memmove(out->front + f->fwd.n, f->bwd.index, (size_t)f->bwd.n * sizeof *out->front);
+    out->nf = f->fwd.n;
+    out->nb = f->bwd.n;
+    out->kind = kind;
+    return 1;
+}
+
+int llmem_fit_row(const sample_view *a, const sample_view *b, const sample_view *check,
+                  int nfwd, int nbwd, compiled_form *out)
+{
+    fit f;
+    if (a->batch > b->batch) {
+        const sample_view *t = a;
+        a = b;
+        b = t;
+    }
+    if (a->batch == b->batch || a->seq != b->seq || check->seq != a->seq)
+        return 0;
+    fit_begin(&f, out, FORM_ROW, a->seq, nfwd, nbwd, check, 1);
+    divisor d = make_divisor(b->batch - a->batch);
+    for (int i = 0; i < f.n; i++) {
+        int64_t c[2], ya = (int64_t)a->y[i];
+        if (!exact_div(&d, (int64_t)b->y[i] - ya, &c[1]))
+            return 0;
+        c[0] = wsub(ya, wmul(c[1], a->batch));
+        if (!fit_value(&f, FORM_ROW, i, c))
+            return 0;
+    }
+    return fit_end(&f, FORM_ROW);
+}
+
+/* Newton's divided differences through (x_k, y_k), k = 0, 1, 2, x ascending:
+ * y = c0 + c1 x + c2 x^2. */
+typedef struct quadratic {
+    uint64_t x0, x1;
+    divisor d01, d12, d02;
+} quadratic;
+
+static void quadratic_begin(quadratic *q, uint64_t x0, uint64_t x1, uint64_t x2)
+{
+    q->x0 = x0;
+    q->x1 = x1;
+    q->d01 = make_divisor(x1 - x0);
+    q->d12 = make_divisor(x2 - x1);
+    q->d02 = make_divisor(x2 - x0);
+}
+
+static int quadratic_fit(const quadratic *q, int64_t y0, int64_t y1, int64_t y2, int64_t c[3])
+{
+    int64_t a, b;
+    if (!exact_div(&q->d01, y1 - y0, &a) || !exact_div(&q->d12, y2 - y1, &b) ||
+        !exact_div(&q->d02, b - a, &c[2]))
+        return 0;
+    c[1] = wsub(a, wmul(c[2], q->x0 + q->x1));
+    c[0] = wsub(wsub(y0, wmul(c[1], q->x0)), wmul(c[2], q->x0 * q->x0));
+    return 1;
+}
+
+static void sort3(const sample_view **p)
+{
+    for (int i = 1; i < 3; i++)
+        for (int j = i; j > 0 && p[j]->seq < p[j - 1]->seq; j--) {
+            const sample_view *t = p[j];
+            p[j] = p[j - 1];
+            p[j - 1] = t;
+        }
+}
+
+int llmem_fit_col(const sample_view *s, const sample_view *check, int nfwd, int nbwd,
+                  compiled_form *out)
+{
+    fit f;
+    quadratic q;
+    const sample_view *p[3] = { &s[0], &s[1], &s[2] };
+    sort3(p);
+    if (p[0]->seq == p[1]->seq || p[1]->seq == p[2]->seq || p[0]->batch != p[1]->batch ||
+        p[1]->batch != p[2]->batch || check->batch != p[0]->batch)
+        return 0;
+    fit_begin(&f, out, FORM_COL, p[0]->batch, nfwd, nbwd, check, 1);
+    quadratic_begin(&q, p[0]->seq, p[1]->seq, p[2]->seq);
+    for (int i = 0; i < f.n; i++) {
+        int64_t c[3];
+        if (!quadratic_fit(&q, (int64_t)p[0]->y[i], (int64_t)p[1]->y[i], (int64_t)p[2]->y[i], c) ||
+            !fit_value(&f, FORM_COL, i, c))
+            return 0;
+    }
+    return fit_end(&f, FORM_COL);
+}
+
+static void sort_forms(const compiled_form **p, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && p[j]->at < p[j - 1]->at; j--) {
+            const compiled_form *t = p[j];
+            p[j] = p[j - 1];
+            p[j - 1] = t;
+        }
+}
+
+/* Three rows alpha_k + beta_k B at seqs s_k: alpha(S) = c0 + c1 S + c5 S^2,
+ * beta(S) = c2 + c3 S + c4 S^2 (the samples off the rows check both). */
+int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int nchecks,
+                   int nfwd, int nbwd, compiled_form *out)
+{
+    fit f;
+    quadratic q;
+    const compiled_form *r[3] = { rows[0], rows[1], rows[2] };
+    sort_forms(r, 3);
+    if (nchecks < 1 || r[0]->at == r[1]->at || r[1]->at == r[2]->at)
+        return 0;
+    fit_begin(&f, out, FORM_FULL, 0, nfwd, nbwd, checks, nchecks);
+    quadratic_begin(&q, r[0]->at, r[1]->at, r[2]->at);
+    for (int i = 0; i < f.n; i++) {
+        const int64_t *a = r[0]->coef + 2 * i, *b = r[1]->coef + 2 * i, *c = r[2]->coef + 2 * i;
+        int64_t alpha[3], beta[3], k[6];
+        if (!quadratic_fit(&q, a[0], b[0], c[0], alpha) ||
+            !quadratic_fit(&q, a[1], b[1], c[1], beta))
+            return 0;
+        k[0] = alpha[0];
+        k[1] = alpha[1];
+        k[5] = alpha[2];
+        k[2] = beta[0];
+        k[3] = beta[1];
+        k[4] = beta[2];
+        if (!fit_value(&f, FORM_FULL, i, k))
+            return 0;
+    }
+    return fit_end(&f, FORM_FULL);
+}
+
+/* Two columns q_b(S) at batches b0 < b1: q_b = A + b C, so C = (q_b1 - q_b0)
+ * / (b1 - b0) gives c2, c3, c4 and A = q_b0 - b0 C gives c0, c1, c5. */
+int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int nchecks,
+                   int nfwd, int nbwd, compiled_form *out)
+{
+    fit f;
+    const compiled_form *c[2] = { cols[0], cols[1] };
+    sort_forms(c, 2);
+    if (nchecks < 1 || c[0]->at == c[1]->at)
+        return 0;
+    fit_begin(&f, out, FORM_FULL, 0, nfwd, nbwd, checks, nchecks);
+    divisor d = make_divisor(c[1]->at - c[0]->at);
+    for (int i = 0; i < f.n; i++) {
+        const int64_t *q0 = c[0]->coef + 3 * i, *q1 = c[1]->coef + 3 * i;
+        int64_t k[6], a[3];
+        for (int j = 0; j < 3; j++) {
+            if (!exact_div(&d, q1[j] - q0[j], &k[2 + j]))
+                return 0;
+            a[j] = wsub(q0[j], wmul(k[2 + j], c[0]->at));
+        }
+        k[0] = a[0];
+        k[1] = a[1];
+        k[5] = a[2];
+        if (!fit_value(&f, FORM_FULL, i, k))
+            return 0;
+    }
+    return fit_end(&f, FORM_FULL);
+}
+
+/* ---- evaluation ------------------------------------------------------------ */
+
+/* One loop per kind, so the compiler unrolls each polynomial; the frontier
+ * split in two loops (forward, backward). */
+#define EVAL_ROW(c) ((uint64_t)(c)[0] + (uint64_t)(c)[1] * batch)
+#define EVAL_COL(c) ((uint64_t)(c)[0] + (uint64_t)(c)[1] * seq + (uint64_t)(c)[2] * ss)
+#define EVAL_FULL(c)                                                                   \
+    ((uint64_t)(c)[0] + (uint64_t)(c)[1] * seq + (uint64_t)(c)[2] * batch +             \
+     (uint64_t)(c)[3] * bs + (uint64_t)(c)[4] * bss + (uint64_t)(c)[5] * ss)
+#define EVAL_FORM(TERMS, EVAL)                                                          \
+    do {                                                                                \
+        for (int i = 0; i < COST_FIELDS; i++)                                           \
+            v[i] = EVAL(f->coef + i * (TERMS));                                         \
+        for (int j = 0; j < f->nf; j++) {                                               \
+            uint64_t x = EVAL(f->coef + (size_t)f->front[j] * (TERMS));                 \
+            fwd = x > fwd ? x : fwd;                                                    \
+        }                                                                               \
+        for (int j = f->nf; j < f->nf + f->nb; j++) {                                   \
+            uint64_t x = EVAL(f->coef + (size_t)f->front[j] * (TERMS));                 \
+            bwd = x > bwd ? x : bwd;                                                    \
+        }                                                                               \
+    } while (0)
+
+void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_cost *out)
+{
+    uint64_t v[COST_FIELDS], fwd = 0, bwd = 0;
+    uint64_t bs = batch * seq, bss = bs * seq, ss = seq * seq;
+    switch (f->kind) {
+    case FORM_ROW:
+        EVAL_FORM(2, EVAL_ROW);
+        break;
+    case FORM_COL:
+        EVAL_FORM(3, EVAL_COL);
+        break;
+    default:
+        EVAL_FORM(6, EVAL_FULL);
+        break;
+    }
+    out->persist = v[0];
+    out->out_bytes = v[1];
+    out->bwd_start = v[2];
+    out->param_grads = v[3];
+    out->input_grad = v[4];
+    out->bwd_end = v[5];
+    out->input_saved = (int)v[6];
+    out->param_grads_wide = v[7];
+    out->fwd_peak = fwd;
+    out->bwd_peak = bwd;
+}
+
+void llmem_sample_pack(const seg_cost *c, const uint64_t *events, int nevents, uint64_t *y)
+{
+    y[0] = c->persist;
+    y[1] = c->out_bytes;
+    y[2] = c->bwd_start;
+    y[3] = c->param_grads;
+    y[4] = c->input_grad;
+    y[5] = c->bwd_end;
+    y[6] = (uint64_t)c->input_saved;
+    y[7] = c->param_grads_wide;
+    memcpy(y + COST_FIELDS, events, (size_t)nevents * sizeof *events);
 }

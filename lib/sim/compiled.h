@@ -1,52 +1,101 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Compiled segments: the cost of a segment as polynomials in batch and seq.
+ * Compiled segments: the cost of a segment as polynomials in batch (B) and
+ * seq (S), fitted from simulations the caller asked for anyway.
  *
- * Which tensors are live at each step of a segment's simulation does not
- * depend on batch (B) or sequence length (S), and every tensor's size is a
- * sum of the monomials 1, S, B, B*S and B*S^2 (weights, rotary tables,
- * activations, attention scores). So are the live totals at every step. A
- * segment simulated at five (B, S) points gives each step's polynomial
- * exactly; a sixth point checks it. A later estimate with other B and S then
- * evaluates the few steps that can hold the peak instead of simulating.
+ * Within a regime (B = 1 or B >= 2, crossed with S = 1, 2, 3 or S >= 4) a
+ * segment's tape records the same tensors and operations whatever B and S:
+ * builders branch on B = 1 only, and two sizes can only coincide (a
+ * broadcast operand as large as the output) below S = 4. Every size is a sum
+ * of the monomials 1, S, S^2, B, B*S and B*S^2 with nonnegative integer
+ * coefficients (weights, rotary tables, SDPA's math path's causal mask,
+ * activations, attention scores), so
+ * the live bytes at every step of the simulation are too, and so is every
+ * field of its seg_cost. Each step's polynomial is then found exactly from a
+ * few samples:
+ *
+ * - a row: S fixed, linear in B, from two batches, checked at a third;
+ * - a column: B fixed, quadratic in S, from three seqs, checked at a fourth;
+ * - the whole regime: from three rows (or two columns), checked at a sample
+ *   off them.
+ *
+ * Every division is exact (checked) and every coefficient nonnegative, or the
+ * fit fails and the caller keeps simulating. A form keeps, per phase, only
+ * the steps that can hold its peak somewhere in its domain (a Pareto
+ * frontier of the polynomials shifted to the domain's corner), so an
+ * estimate evaluates a handful of polynomials instead of simulating.
  */
-#ifndef LLMEM_ESTIMATE_COMPILED_H
-#define LLMEM_ESTIMATE_COMPILED_H
+#ifndef LLMEM_SIM_COMPILED_H
+#define LLMEM_SIM_COMPILED_H
 
 #include "sim/graph.h"
 
-#define MONOMIALS 5          /* 1, S, B, B*S, B*S^2 */
-#define COMPILED_EVENTS 40   /* steps kept per phase after dropping dominated ones */
-#define COMPILED_FIELDS 8    /* persist, out, bwd_start, param_grads, input_grad, bwd_end,
-                                input_saved, param_grads_wide */
-#define COMPILE_POINTS 6     /* five to solve, one to check */
-#define COMPILE_LOG 1024     /* steps one sampled simulation may record */
+#define COST_FIELDS 8   /* persist, out, bwd_start, param_grads, input_grad, bwd_end,
+                           input_saved, param_grads_wide */
+#define FORM_FRONTIER 48 /* steps a form may keep per phase */
 
-typedef struct poly {
-    int64_t c[MONOMIALS];
-} poly;
+/* Regimes: where the tape's structure is fixed (see above). */
+enum regime {
+    REGIME_GENERAL = 0,  /* B >= 2, S >= 4: polynomials in 1, S, S^2, B, BS, BS^2 */
+    REGIME_SEQ1 = 1,     /* B >= 2, S = 1, 2, 3 (REGIME_SEQ1 - 1 + S): lines in B */
+    REGIME_BATCH1 = 4,   /* B = 1, S >= 4: quadratics in S */
+    REGIME_POINT1 = 5    /* B = 1, S = 1, 2, 3 (REGIME_POINT1 - 1 + S): one value each */
+};
 
-typedef struct compiled_seg {
-    poly fwd[COMPILED_EVENTS], bwd[COMPILED_EVENTS];
-    int nfwd, nbwd;
-    poly field[COMPILED_FIELDS];
-} compiled_seg;
+static inline int llmem_regime(uint64_t batch, uint64_t seq)
+{
+    int small = seq < 4 ? (int)seq : 0;
+    if (batch == 1)
+        return small ? REGIME_POINT1 - 1 + small : REGIME_BATCH1;
+    return small ? REGIME_SEQ1 - 1 + small : REGIME_GENERAL;
+}
 
-/* One sampled simulation: its seg_cost, and its log of live bytes split into
- * forward and backward steps. */
-typedef struct sample {
-    uint64_t b, s;
-    seg_cost cost;
-    uint64_t log[COMPILE_LOG];
-    int nlog, nfwd;
-} sample;
+/* One simulated sample: the seg_cost fields, then the live bytes of each
+ * forward step, then of each backward step (graph.h's events). */
+typedef struct sample_view {
+    uint64_t batch, seq;
+    const uint64_t *y;
+} sample_view;
 
-/* The (B, S) points to simulate at. */
-void llmem_compile_points(uint64_t *batch, uint64_t *seq);
-/* Solve, check and prune; 0 when the samples do not fit the model (then the
- * caller keeps simulating). */
-int llmem_compile_segment(const sample *samples, compiled_seg *out, poly *scratch /* COMPILE_LOG */);
-/* The segment's cost at (batch, seq). */
-void llmem_compiled_eval(const compiled_seg *c, uint64_t batch, uint64_t seq, seg_cost *out);
+enum form_kind {
+    FORM_NONE = 0,
+    FORM_ROW,  /* S = at: c0 + c1 B */
+    FORM_COL,  /* B = at: c0 + c1 S + c2 S^2 */
+    FORM_FULL  /* c0 + c1 S + c2 B + c3 BS + c4 BS^2 + c5 S^2 */
+};
+
+/* A compiled form of a segment with n = COST_FIELDS + nfwd + nbwd values. */
+typedef struct compiled_form {
+    int kind;
+    uint64_t at;
+    int64_t *coef;   /* n x form_terms(kind) coefficients, room of the caller's */
+    int16_t *front;  /* the steps kept: nf forward, then nb backward (value indices) */
+    int nf, nb;
+} compiled_form;
+
+/* Coefficients per value of a form kind (2, 3 or 6). */
+int llmem_form_terms(int kind);
+
+/* Fit a form into out, whose coef (n x terms) and front (nfwd + nbwd) the
+ * caller provides. Rows: a, b at two batches, check at a third, all at one
+ * seq. Columns: s[0..2] and check at four seqs, one batch. Returns 1, or 0
+ * when the samples do not fit (out->kind is then FORM_NONE). */
+int llmem_fit_row(const sample_view *a, const sample_view *b, const sample_view *check,
+                  int nfwd, int nbwd, compiled_form *out);
+int llmem_fit_col(const sample_view *s, const sample_view *check, int nfwd, int nbwd,
+                  compiled_form *out);
+/* The whole general regime from three rows at distinct seqs, or from two
+ * columns at distinct batches, checked at every sample of checks (at least
+ * one, off the rows or columns). */
+int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int nchecks,
+                   int nfwd, int nbwd, compiled_form *out);
+int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int nchecks,
+                   int nfwd, int nbwd, compiled_form *out);
+
+/* The segment's cost at (batch, seq), which must lie in the form's domain. */
+void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_cost *out);
+
+/* A seg_cost and a simulation's events as one sample vector y. */
+void llmem_sample_pack(const seg_cost *c, const uint64_t *events, int nevents, uint64_t *y);
 
 #endif

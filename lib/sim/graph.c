@@ -12,6 +12,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->output = -1;
     g->nevents = 0;
     g->region = NULL;
+    g->ninputs = 0;
 }
 
 tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
@@ -29,29 +30,61 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     t->base = (tid)g->nt;
     t->role = (uint8_t)role;
     t->rg = (uint8_t)(rg && g->grad_enabled);
+    t->param_done = 0;
+    t->grad = -1;
+    if (role == ROLE_INPUT) {
+        if (g->ninputs < GRAPH_MAX_INPUTS)
+            g->inputs[g->ninputs] = (tid)g->nt;
+        g->ninputs++;
+    }
     return (tid)g->nt++;
 }
 
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
 {
-    int any_rg = 0;
+    g_tensor *t = g->t;
+    int any_rg = 0, nt = g->nt;
     for (int j = 0; j < nin; j++)
         any_rg |= graph_rg(g, in[j]);
-    tid out = llmem_graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
-    tid aux = aux_bytes > 0 ? llmem_graph_tensor(g, aux_bytes, 1, ROLE_ACT, 0) : -1;
-    if (g->nop >= GRAPH_MAX_OPS || nin > GRAPH_MAX_IN) {
+    if (nt + 1 + (aux_bytes > 0) > GRAPH_MAX_TENSORS || g->nop >= GRAPH_MAX_OPS ||
+        nin > GRAPH_MAX_IN) {
+        tid out = llmem_graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
         g->overflow = 1;
         return out;
     }
     int16_t index = (int16_t)g->nop++;
     g_op *op = &g->op[index];
+    tid out = (tid)nt, aux = aux_bytes > 0 ? (tid)(nt + 1) : -1;
+    g_tensor *o = &t[out];
+    o->bytes = o->grad_bytes = out_elems * (uint64_t)out_dt;
+    o->dt = (uint8_t)out_dt;
+    o->last_use = index;
+    o->base = out;
+    o->role = ROLE_ACT;
+    o->rg = (uint8_t)(any_rg && g->grad_enabled);
+    o->param_done = 0;
+    o->grad = -1;
     /* Nothing is saved outside autograd (no grad mode, or no input needing grad),
      * and an op without a second output saves none. */
     if (!any_rg)
         save = 0;
-    if (aux < 0)
+    o->saved = (save & SAVE_OUT) != 0;
+    if (aux >= 0) {
+        g_tensor *a = &t[aux];
+        a->bytes = a->grad_bytes = aux_bytes;
+        a->dt = 1;
+        a->last_use = index;
+        a->base = aux;
+        a->role = ROLE_ACT;
+        a->rg = 0;
+        a->param_done = 0;
+        a->grad = -1;
+        a->saved = (save & SAVE_AUX) != 0;
+    } else {
         save &= ~SAVE_AUX;
+    }
+    g->nt = nt + 1 + (aux >= 0);
     op->out = out;
     op->aux = aux;
     op->nin = (uint8_t)nin;
@@ -62,19 +95,11 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     op->region = g->region;
     for (int j = 0; j < nin; j++) {
         /* Using or saving a view keeps its base's storage alive. */
-        tid owner = g->t[in[j]].base;
+        g_tensor *x = &t[in[j]], *owner = &t[x->base];
         op->in[j] = in[j];
-        g->t[in[j]].last_use = g->t[owner].last_use = index;
+        x->last_use = owner->last_use = index;
         if (save & (1u << j))
-            g->t[owner].saved++;
-    }
-    g->t[out].last_use = index;
-    if (save & SAVE_OUT)
-        g->t[out].saved++;
-    if (aux >= 0) {
-        g->t[aux].last_use = index;
-        if (save & SAVE_AUX)
-            g->t[aux].saved++;
+            owner->saved++;
     }
     return out;
 }
@@ -109,6 +134,17 @@ static uint64_t storage_bytes(const g_tensor *t)
     return owns_storage(t) ? t->bytes : 0;
 }
 
+/* The segment's inputs: by index when there are few, else by a scan. */
+static int input_at(const graph *g, int k)
+{
+    return g->ninputs <= GRAPH_MAX_INPUTS ? g->inputs[k] : k;
+}
+
+static int input_count(const graph *g)
+{
+    return g->ninputs <= GRAPH_MAX_INPUTS ? g->ninputs : g->nt;
+}
+
 /* The op whose save ends a recomputation that stops early, or -1. */
 static int last_save(const graph *g)
 {
@@ -122,16 +158,27 @@ static void simulate_forward(graph *g, int early_stop, seg_cost *c)
 {
     /* drop[i]: tensors whose last reference goes after op i, as a linked list. */
     int16_t head[GRAPH_MAX_OPS], next[GRAPH_MAX_TENSORS];
-    uint64_t live = 0, peak = 0;
+    uint64_t live = 0, peak = 0, persist = 0;
     int stop = early_stop ? last_save(g) : -1;
-    memset(head, 0xff, sizeof head);
+    memset(head, 0xff, (size_t)g->nop * sizeof head[0]);
+    /* One pass: what stays saved for backward, and when the rest goes. */
     for (int t = 0; t < g->nt; t++) {
         const g_tensor *x = &g->t[t];
-        if (x->role == ROLE_INPUT)
-            live += x->bytes;
-        if (owns_storage(x) && x->saved == 0 && t != g->output && x->last_use >= 0) {
+        if (!owns_storage(x))
+            continue;
+        if (x->saved > 0)
+            persist += x->bytes;
+        else if (t != g->output && x->last_use >= 0) {
             next[t] = head[x->last_use];
             head[x->last_use] = (int16_t)t;
+        }
+    }
+    c->input_saved = 0;
+    for (int k = 0; k < input_count(g); k++) {
+        const g_tensor *x = &g->t[input_at(g, k)];
+        if (x->role == ROLE_INPUT) {
+            live += x->bytes;
+            c->input_saved |= x->saved > 0;
         }
     }
     peak = live;
@@ -142,24 +189,18 @@ static void simulate_forward(graph *g, int early_stop, seg_cost *c)
         if (i == stop && !saves_output)
             break; /* its inputs are packed before the kernel runs */
         live += storage_bytes(&g->t[op->out]) + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
-        if (live + op->fwd_extra > peak)
-            peak = live + op->fwd_extra;
-        record(g, live + op->fwd_extra, i, 0);
+        uint64_t now = live + op->fwd_extra;
+        if (now > peak)
+            peak = now;
+        record(g, now, i, 0);
         if (i == stop)
             break; /* its output is packed once computed */
         for (int16_t t = head[i]; t >= 0; t = next[t])
             live -= g->t[t].bytes;
     }
     c->fwd_peak = peak;
-    c->persist = 0;
-    for (int t = 0; t < g->nt; t++)
-        if (owns_storage(&g->t[t]) && g->t[t].saved > 0)
-            c->persist += g->t[t].bytes;
+    c->persist = persist;
     c->out_bytes = g->output >= 0 && g->t[g->output].saved == 0 ? g->t[g->output].bytes : 0;
-    c->input_saved = 0;
-    for (int t = 0; t < g->nt; t++)
-        if (g->t[t].role == ROLE_INPUT && g->t[t].saved > 0)
-            c->input_saved = 1;
 }
 
 /* Gradient storages are reference-counted: an addition passes its output
@@ -188,49 +229,40 @@ static void pool_drop(grad_pool *p, int s, uint64_t *live)
 static void simulate_backward(graph *g, int hold_output, seg_cost *c)
 {
     grad_pool pool;
-    int16_t grad[GRAPH_MAX_TENSORS];
-    uint16_t saved_left[GRAPH_MAX_TENSORS];
-    uint8_t param_done[GRAPH_MAX_TENSORS];
-    uint64_t live, peak;
+    uint64_t live, peak, param_grads = 0, param_grads_wide = 0;
+    g_tensor *t = g->t;
     tid out = g->output;
 
     pool.n = 0;
-    for (int t = 0; t < g->nt; t++) {
-        grad[t] = -1;
-        saved_left[t] = g->t[t].saved;
-        param_done[t] = 0;
-    }
     live = c->persist + (hold_output ? c->out_bytes : 0);
-    grad[out] = (int16_t)pool_new(&pool, g->t[out].grad_bytes, &live);
+    t[out].grad = (int16_t)pool_new(&pool, t[out].grad_bytes, &live);
     /* Reentrant checkpointing's backward holds the incoming gradient in its
      * arguments, so sums into that buffer go out of place. */
-    int held_grad = hold_output ? grad[out] : -1;
+    int held_grad = hold_output ? t[out].grad : -1;
     if (held_grad >= 0)
         pool.refs[held_grad]++;
     c->bwd_start = peak = live;
     record(g, live, -1, 0);
-    c->param_grads = c->param_grads_wide = 0;
 
     for (int i = g->nop - 1; i >= 0; i--) {
         const g_op *op = &g->op[i];
-        int gout = grad[op->out];
+        int gout = t[op->out].grad;
         uint64_t transient = 0;
         int deferred[GRAPH_MAX_IN], ndeferred = 0;
-        if (!g->t[op->out].rg)
+        if (!t[op->out].rg)
             continue;
         int from_aux = (op->grad_alias & GRADS_IN_AUX) != 0;
         for (int j = 0; j < op->nin; j++) {
-            tid x = op->in[j];
-            const g_tensor *xt = &g->t[x];
+            g_tensor *xt = &t[op->in[j]];
             if (!xt->rg || gout < 0)
                 continue;
             if (from_aux) {
                 /* Already live as the aux output: change the owner, not the bytes. */
                 if (xt->role == ROLE_PARAM) {
-                    c->param_grads += xt->grad_bytes;
-                    c->param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
+                    param_grads += xt->grad_bytes;
+                    param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
                 } else {
-                    grad[x] = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
+                    xt->grad = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
                     live -= xt->grad_bytes;
                 }
                 continue;
@@ -238,63 +270,68 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
             if (xt->role == ROLE_PARAM) {
                 /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
                 live += xt->grad_bytes;
-                if (param_done[x]) {
+                if (xt->param_done) {
                     transient += xt->grad_bytes;
                 } else {
-                    c->param_grads += xt->grad_bytes;
-                    c->param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
+                    param_grads += xt->grad_bytes;
+                    param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
                 }
-                param_done[x] = 1;
+                xt->param_done = 1;
             } else if ((op->grad_alias >> j) & 1u) {
-                if (grad[x] < 0) {
-                    grad[x] = (int16_t)gout;
+                if (xt->grad < 0) {
+                    xt->grad = (int16_t)gout;
                     pool.refs[gout]++;
                 } else {
                     /* The buffer is shared, so autograd adds out of place. */
                     int s = pool_new(&pool, xt->grad_bytes, &live);
-                    deferred[ndeferred++] = grad[x];
-                    grad[x] = (int16_t)s;
+                    deferred[ndeferred++] = xt->grad;
+                    xt->grad = (int16_t)s;
                 }
-            } else if (grad[x] < 0) {
-                grad[x] = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
-            } else if (pool.refs[grad[x]] == 1) {
+            } else if (xt->grad < 0) {
+                xt->grad = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
+            } else if (pool.refs[xt->grad] == 1) {
                 live += xt->grad_bytes; /* computed, then added in place */
                 transient += xt->grad_bytes;
             } else {
                 int s = pool_new(&pool, xt->grad_bytes, &live);
                 live += xt->grad_bytes; /* the new term before the sum replaces both */
                 transient += xt->grad_bytes;
-                deferred[ndeferred++] = grad[x];
-                grad[x] = (int16_t)s;
+                deferred[ndeferred++] = xt->grad;
+                xt->grad = (int16_t)s;
             }
         }
-        if (live + op->bwd_extra > peak)
-            peak = live + op->bwd_extra;
-        record(g, live + op->bwd_extra, i, c->param_grads);
+        uint64_t now = live + op->bwd_extra;
+        if (now > peak)
+            peak = now;
+        record(g, now, i, param_grads);
         live -= transient;
         for (int k = 0; k < ndeferred; k++)
             pool_drop(&pool, deferred[k], &live);
         if (gout >= 0)
             pool_drop(&pool, gout, &live);
-        grad[op->out] = -1;
+        t[op->out].grad = -1;
         for (int j = 0; j < op->nin; j++) {
-            tid owner = g->t[op->in[j]].base;
-            if (((op->save >> j) & 1u) && --saved_left[owner] == 0 && owns_storage(&g->t[owner]))
-                live -= g->t[owner].bytes;
+            g_tensor *owner = &t[t[op->in[j]].base];
+            if (((op->save >> j) & 1u) && --owner->saved == 0 && owns_storage(owner))
+                live -= owner->bytes;
         }
-        if ((op->save & SAVE_OUT) && --saved_left[op->out] == 0)
-            live -= storage_bytes(&g->t[op->out]);
-        if ((op->save & SAVE_AUX) && --saved_left[op->aux] == 0 && !from_aux)
-            live -= g->t[op->aux].bytes;
+        if ((op->save & SAVE_OUT) && --t[op->out].saved == 0)
+            live -= storage_bytes(&t[op->out]);
+        if ((op->save & SAVE_AUX) && --t[op->aux].saved == 0 && !from_aux)
+            live -= t[op->aux].bytes;
     }
     c->bwd_peak = peak;
+    c->param_grads = param_grads;
+    c->param_grads_wide = param_grads_wide;
     if (held_grad >= 0)
         pool_drop(&pool, held_grad, &live);
     c->bwd_end = live;
     c->input_grad = 0;
-    for (int t = 0; t < g->nt; t++)
-        if (g->t[t].role == ROLE_INPUT && grad[t] >= 0)
-            c->input_grad = pool.bytes[grad[t]];
+    for (int k = 0; k < input_count(g); k++) {
+        const g_tensor *x = &t[input_at(g, k)];
+        if (x->role == ROLE_INPUT && x->grad >= 0)
+            c->input_grad = pool.bytes[x->grad];
+    }
 }
 
 void llmem_graph_simulate(graph *g, int mode, seg_cost *c)

@@ -38,10 +38,12 @@ typedef struct g_tensor {
     uint64_t grad_bytes; /* bytes of its gradient (a parameter's .grad) */
     int16_t last_use;    /* last forward op that references it */
     tid base;            /* the tensor owning its storage: itself, or a view's base */
-    uint16_t saved;      /* ops that keep it for backward */
+    uint16_t saved;      /* ops that keep it for backward (counted down by backward) */
     uint8_t role;
     uint8_t rg;          /* requires grad */
     uint8_t dt;          /* bytes per element (dtype) */
+    uint8_t param_done;  /* backward: a parameter's .grad exists */
+    int16_t grad;        /* backward: the storage holding its gradient; -1 = none */
 } g_tensor;
 
 typedef struct g_op {
@@ -62,10 +64,14 @@ typedef struct g_op {
  * them as its aux output, which backward hands over (fused linear + loss). */
 #define GRADS_IN_AUX 0x80u
 
+#define GRAPH_MAX_INPUTS 4 /* inputs the simulation tracks by index (more: scanned) */
+
 typedef struct graph {
     g_tensor t[GRAPH_MAX_TENSORS];
     g_op op[GRAPH_MAX_OPS];
     int nt, nop;
+    int ninputs;       /* ROLE_INPUT tensors, the first GRAPH_MAX_INPUTS in inputs */
+    tid inputs[GRAPH_MAX_INPUTS];
     int overflow;      /* a builder ran out of room: a bug, reported as such */
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
     tid output;        /* the segment's output */
@@ -119,7 +125,8 @@ enum sim_mode {
     SIM_EARLY_STOP = 2
 };
 
-/* Simulate forward and backward in one of the sim_mode ways. */
+/* Simulate forward and backward in one of the sim_mode ways, once per
+ * recording (backward counts the tensors' saved state down). */
 void llmem_graph_simulate(graph *g, int mode, seg_cost *cost);
 
 static inline int graph_rg(const graph *g, tid t)

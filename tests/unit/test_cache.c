@@ -1,53 +1,128 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A reused estimate handle caches what does not depend on batch and seq, and
- * compiles each segment into polynomials of them (lib/estimate/compiled.c).
- * A sweep over batch and seq on one handle must give, to the byte, what a
- * fresh handle gives for each point: every result, phase and term.
+ * compiles each segment into polynomials of them (lib/sim/compiled.h,
+ * lib/estimate/cache.h): rows, columns, full forms, remembered points, in
+ * every regime (batch 1, seq 1 to 3, the rest) and for the chunked loss. A
+ * sweep over batch and seq on one handle must give, to the byte, what a fresh
+ * handle (which simulates) gives for each point: every result of every rank,
+ * phase, term and component, and the same status.
+ *
+ * A fresh handle is one allocation forgotten before each run
+ * (llmem_estimate_forget, what llmem_estimate_new does after allocating):
+ * under ASan a new 530 KiB allocation costs milliseconds. The test that walks
+ * one handle through many setups takes really new handles.
  */
+#include "estimate/estimate.h"
+
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <llmem.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *const precisions[] = { "fp32", "bf16-mixed", "bf16" };
 static const char *const methods[] = { "full", "lora", "qlora", "freeze" };
 static const char *const ckpts[] = { "none", "reentrant", "full" };
 static const char *const attentions[] = { "eager", "flash", "sdpa" };
 static const uint64_t points[][2] = { { 1, 512 }, { 2, 256 },  { 4, 1024 }, { 3, 777 },
-                                      { 8, 2048 }, { 2, 5 },   { 16, 4096 }, { 5, 300 } };
+                                      { 8, 2048 }, { 2, 5 },   { 16, 4096 }, { 5, 300 },
+                                      { 1, 1 },   { 1, 3 },   { 2, 2 },     { 7, 1 } };
 
 #define N(a) (sizeof a / sizeof a[0])
 
-static void expect_same(llmem_estimate *a, llmem_estimate *b, const char *what)
+/* Every result of an estimate as one line, so two estimates compare to the byte. */
+static void describe(llmem_estimate *e, int rc, char *buf, size_t cap)
 {
-    for (int key = LLMEM_EST_PARAMS_TOTAL; key <= LLMEM_EST_PARAMS_ACTIVE; key++) {
-        uint64_t x = 0, y = 0;
-        llmem_estimate_get_u64(a, key, &x);
-        llmem_estimate_get_u64(b, key, &y);
-        cr_expect_eq(x, y, "%s: result %d: %llu reused, %llu fresh", what, key,
-                     (unsigned long long)x, (unsigned long long)y);
+    size_t len = (size_t)snprintf(buf, cap, "rc %d", rc);
+    if (rc != LLMEM_OK)
+        return;
+    for (size_t r = 0; r < llmem_estimate_rank_count(e) && len < cap; r++) {
+        len += (size_t)snprintf(buf + len, cap - len, " | rank %zu%s:", r,
+                                r == llmem_estimate_peak_rank(e) ? " (peak)" : "");
+        for (int key = LLMEM_EST_PARAMS_TOTAL; key <= LLMEM_EST_PARAMS_ACTIVE; key++) {
+            uint64_t v = 0;
+            llmem_estimate_rank_get_u64(e, r, key, &v);
+            len += (size_t)snprintf(buf + len, cap - len, " %llu", (unsigned long long)v);
+        }
+        for (int key = LLMEM_RANK_STAGE; key <= LLMEM_RANK_IN_FLIGHT_X1000; key++) {
+            uint64_t v = 0;
+            llmem_estimate_rank_get_u64(e, r, key, &v);
+            len += (size_t)snprintf(buf + len, cap - len, " %llu", (unsigned long long)v);
+        }
+        for (int phase = LLMEM_PHASE_FORWARD; phase <= LLMEM_PHASE_OPTIMIZER; phase++) {
+            uint64_t v = 0;
+            llmem_estimate_rank_phase_bytes(e, r, phase, &v);
+            len += (size_t)snprintf(buf + len, cap - len, " p%d=%llu", phase,
+                                    (unsigned long long)v);
+        }
+        for (int k = LLMEM_TERM_PARAMETERS; k <= LLMEM_TERM_TEMPORARY; k++) {
+            const llmem_term *t = NULL;
+            llmem_estimate_rank_term(e, r, k, &t);
+            len += (size_t)snprintf(buf + len, cap - len, " t%d=%llu/%llu", k,
+                                    (unsigned long long)llmem_term_bytes_at_peak(t),
+                                    (unsigned long long)llmem_term_max_bytes(t));
+            for (size_t c = 0; c < llmem_term_component_count(t) && len < cap; c++) {
+                const char *name;
+                uint64_t bytes;
+                llmem_term_component(t, c, &name, &bytes);
+                len += (size_t)snprintf(buf + len, cap - len, ",%s=%llu", name,
+                                        (unsigned long long)bytes);
+            }
+        }
     }
-    for (int phase = LLMEM_PHASE_FORWARD; phase <= LLMEM_PHASE_OPTIMIZER; phase++) {
-        uint64_t x = 0, y = 0;
-        llmem_estimate_phase_bytes(a, phase, &x);
-        llmem_estimate_phase_bytes(b, phase, &y);
-        cr_expect_eq(x, y, "%s: phase %d", what, phase);
-    }
-    for (int k = LLMEM_TERM_PARAMETERS; k <= LLMEM_TERM_TEMPORARY; k++) {
-        const llmem_term *x, *y;
-        llmem_estimate_term(a, k, &x);
-        llmem_estimate_term(b, k, &y);
-        cr_expect_eq(llmem_term_bytes_at_peak(x), llmem_term_bytes_at_peak(y), "%s: term %d",
-                     what, k);
-        cr_expect_eq(llmem_term_max_bytes(x), llmem_term_max_bytes(y), "%s: term %d max", what,
-                     k);
+    for (int key = LLMEM_EST_PARAMS_TOTAL; key <= LLMEM_EST_PARAMS_ACTIVE && len < cap; key++) {
+        uint64_t v = 0;
+        llmem_estimate_get_u64(e, key, &v);
+        len += (size_t)snprintf(buf + len, cap - len, " %llu", (unsigned long long)v);
     }
 }
 
-Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 240)
+/* The handle playing the fresh one, and whether to take a new one each time. */
+static llmem_estimate *reference;
+static int really_new;
+
+static void reference_done(void)
+{
+    llmem_estimate_free(reference);
+    reference = NULL;
+}
+
+/* The reused handle's run against a fresh handle's, at the train's batch and seq. */
+static int same_as_fresh(llmem_ctx *ctx, llmem_estimate *reused, llmem_model *m, llmem_train *t,
+                         const llmem_parallel *par, const char *what)
+{
+    static char a[8192], b[8192];
+    llmem_estimate *fresh = reference;
+    if (really_new || fresh == NULL)
+        cr_assert_eq(llmem_estimate_new(ctx, &fresh), LLMEM_OK);
+    else
+        llmem_estimate_forget(fresh);
+    if (!really_new)
+        reference = fresh;
+    describe(reused, llmem_estimate_run_parallel(reused, m, t, par), a, sizeof a);
+    describe(fresh, llmem_estimate_run_parallel(fresh, m, t, par), b, sizeof b);
+    if (really_new)
+        llmem_estimate_free(fresh);
+    cr_expect_str_eq(a, b, "%s:\n reused: %s\n fresh:  %s", what, a, b);
+    return strcmp(a, b) == 0;
+}
+
+static void set_point(llmem_train *t, uint64_t batch, uint64_t seq)
+{
+    llmem_train_set_int(t, LLMEM_TRAIN_BATCH, (int64_t)batch);
+    llmem_train_set_int(t, LLMEM_TRAIN_SEQ, (int64_t)seq);
+}
+
+static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
+                     const llmem_parallel *par, const char *label);
+
+Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 600)
 {
     llmem_ctx *ctx;
+    llmem_estimate *sweep;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &sweep), LLMEM_OK);
     for (size_t pi = 0; pi < llmem_preset_count(); pi++)
         for (size_t a = 0; a < N(precisions); a++)
             for (size_t b = 0; b < N(methods); b++)
@@ -55,11 +130,10 @@ Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 240)
                     for (size_t d = 0; d < N(attentions); d++) {
                         llmem_model *m;
                         llmem_train *t;
-                        llmem_estimate *sweep;
                         cr_assert_eq(llmem_model_new_preset(ctx, llmem_preset_name(pi), &m),
                                      LLMEM_OK);
                         cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
-                        cr_assert_eq(llmem_estimate_new(ctx, &sweep), LLMEM_OK);
+                        llmem_estimate_forget(sweep); /* a new handle per setup */
                         llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, precisions[a]);
                         llmem_train_set_str(t, LLMEM_TRAIN_METHOD, methods[b]);
                         if (b == 3)
@@ -71,25 +145,273 @@ Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 240)
                             llmem_train_set_double(t, LLMEM_TRAIN_LORA_DROPOUT, 0.05);
                         }
                         for (size_t k = 0; k < N(points); k++) {
-                            llmem_estimate *fresh;
                             char what[256];
-                            llmem_train_set_int(t, LLMEM_TRAIN_BATCH, (int64_t)points[k][0]);
-                            llmem_train_set_int(t, LLMEM_TRAIN_SEQ, (int64_t)points[k][1]);
+                            set_point(t, points[k][0], points[k][1]);
                             snprintf(what, sizeof what, "%s %s %s ckpt=%s %s b%llu s%llu",
                                      llmem_preset_name(pi), precisions[a], methods[b], ckpts[c],
                                      attentions[d], (unsigned long long)points[k][0],
                                      (unsigned long long)points[k][1]);
-                            cr_assert_eq(llmem_estimate_new(ctx, &fresh), LLMEM_OK);
-                            int r1 = llmem_estimate_run(sweep, m, t);
-                            int r2 = llmem_estimate_run(fresh, m, t);
-                            cr_expect_eq(r1, r2, "%s: status %d reused, %d fresh", what, r1, r2);
-                            if (r1 == LLMEM_OK && r2 == LLMEM_OK)
-                                expect_same(sweep, fresh, what);
-                            llmem_estimate_free(fresh);
+                            same_as_fresh(ctx, sweep, m, t, NULL, what);
                         }
-                        llmem_estimate_free(sweep);
+                        /* Then rows, columns and full forms, the precision rotating
+                         * (the whole cross takes minutes under ASan). */
+                        if ((pi + b + c + d) % N(precisions) == a) {
+                            char label[256];
+                            snprintf(label, sizeof label, "%s %s %s ckpt=%s %s",
+                                     llmem_preset_name(pi), precisions[a], methods[b], ckpts[c],
+                                     attentions[d]);
+                            walk_grid(ctx, sweep, m, t, NULL, label);
+                        }
                         llmem_train_free(t);
                         llmem_model_free(m);
                     }
+    llmem_estimate_free(sweep);
+    reference_done();
+    llmem_ctx_free(ctx);
+}
+
+/* A grid of batch x seq crossing every regime, walked in three orders (seq
+ * fixed, batch fixed, seeded random), so rows, columns, the full forms lifted
+ * from them and remembered points all answer some calls. */
+static const uint64_t grid_batch[] = { 1, 2, 3, 5, 8, 13 };
+static const uint64_t grid_seq[] = { 1, 2, 3, 4, 7, 64, 300, 1024, 2000 };
+
+static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
+                     const llmem_parallel *par, const char *label)
+{
+    size_t nb = N(grid_batch), ns = N(grid_seq), n = nb * ns;
+    unsigned rnd = 12345;
+    int ok = 1;
+    for (int order = 0; order < 3; order++)
+        for (size_t k = 0; k < n; k++) {
+            size_t bi, si;
+            char what[300];
+            if (order == 0) {
+                bi = k % nb;
+                si = k / nb;
+            } else if (order == 1) {
+                si = k % ns;
+                bi = k / ns;
+            } else {
+                rnd = rnd * 1103515245u + 12345u;
+                bi = (rnd >> 16) % nb;
+                rnd = rnd * 1103515245u + 12345u;
+                si = (rnd >> 16) % ns;
+            }
+            set_point(t, grid_batch[bi], grid_seq[si]);
+            snprintf(what, sizeof what, "%s order %d b%llu s%llu", label, order,
+                     (unsigned long long)grid_batch[bi], (unsigned long long)grid_seq[si]);
+            ok &= same_as_fresh(ctx, e, m, t, par, what);
+            if (!ok)
+                return 0; /* one mismatch says enough */
+        }
+    return ok;
+}
+
+static const char *const grid_presets[] = {
+    "openai-community/gpt2", "facebook/opt-350m", "meta-llama/Llama-3.1-8B",
+    "google/gemma-2-9b", "microsoft/Phi-3-mini-4k-instruct", "Qwen/Qwen2.5-0.5B",
+};
+
+static const struct {
+    const char *precision, *method, *ckpt, *attention, *loss;
+    double dropout;
+} grid_setups[] = {
+    { "bf16-mixed", "full", "none", "eager", "upcast", 0.0 },
+    { "fp32", "full", "full", "flash", "upcast", 0.1 },
+    { "bf16", "lora", "none", "flash", "chunked", 0.0 },
+    { "bf16-mixed", "qlora", "full", "eager", "chunked", 0.1 },
+    { "bf16-mixed", "freeze", "none", "eager", "upcast", 0.1 },
+    { "fp16-mixed", "full", "none", "flash", "chunked", 0.0 },
+};
+
+static void apply_setup(llmem_train *t, size_t i)
+{
+    llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, grid_setups[i].precision);
+    llmem_train_set_str(t, LLMEM_TRAIN_METHOD, grid_setups[i].method);
+    llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS,
+                        strcmp(grid_setups[i].method, "freeze") == 0 ? 2 : 0);
+    llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, grid_setups[i].ckpt);
+    llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, grid_setups[i].attention);
+    llmem_train_set_str(t, LLMEM_TRAIN_LOSS, grid_setups[i].loss);
+    llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, grid_setups[i].dropout);
+}
+
+/* Batch 1, seq 1..3, the chunked loss and the compile path, per setup. */
+Test(cache, grids_in_every_regime_equal_fresh_handles, .timeout = 600)
+{
+    llmem_ctx *ctx;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    for (size_t pi = 0; pi < N(grid_presets); pi++)
+        for (size_t si = 0; si < N(grid_setups); si++) {
+            llmem_model *m;
+            llmem_train *t;
+            llmem_estimate *e;
+            char label[200];
+            cr_assert_eq(llmem_model_new_preset(ctx, grid_presets[pi], &m), LLMEM_OK);
+            cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+            apply_setup(t, si);
+            snprintf(label, sizeof label, "%s setup %zu", grid_presets[pi], si);
+            walk_grid(ctx, e, m, t, NULL, label);
+            llmem_estimate_free(e);
+            llmem_train_free(t);
+            llmem_model_free(m);
+        }
+    reference_done();
+    llmem_ctx_free(ctx);
+}
+
+#ifdef LLMEM_TEST_HF_CONFIGS
+/* Every family from the real configs (the presets hold no GPT-NeoX, Falcon,
+ * Phi, StarCoder2, DeepSeek or mixture of experts): each attention kernel
+ * (SDPA's fused, memory-efficient and math paths among them: fp32 and
+ * Falcon's own call send grouped kv heads to the math path, Falcon-RW's ALiBi
+ * to the masked kernel), the checkpointing and the rest of the setup
+ * rotating. */
+static const char *const family_attentions[] = { "sdpa", "eager", "flash" };
+static const char *const family_ckpts[] = { "none", "reentrant", "non-reentrant" };
+
+Test(cache, families_from_configs_equal_fresh_handles, .timeout = 600)
+{
+    llmem_ctx *ctx;
+    size_t seen = 0;
+    DIR *dir = opendir(LLMEM_TEST_HF_CONFIGS);
+    cr_assert_not_null(dir, "%s", LLMEM_TEST_HF_CONFIGS);
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    for (struct dirent *d; (d = readdir(dir)) != NULL;) {
+        char path[1024];
+        llmem_model *m;
+        if (strstr(d->d_name, ".json") == NULL)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", LLMEM_TEST_HF_CONFIGS, d->d_name);
+        cr_assert_eq(llmem_model_new_hf_config(ctx, path, &m), LLMEM_OK, "%s: %s", path,
+                     llmem_ctx_error(ctx));
+        for (size_t a = 0; a < N(family_attentions); a++) {
+            size_t c = (seen + a) % N(family_ckpts), si = (seen + 3 * a) % N(grid_setups);
+            size_t pr = (seen / 3 + 2 * a) % N(precisions);
+            llmem_train *t;
+            llmem_estimate *e;
+            char label[1200];
+            cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+            apply_setup(t, si);
+            llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, precisions[pr]);
+            llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, family_attentions[a]);
+            llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, family_ckpts[c]);
+            snprintf(label, sizeof label, "%s setup %zu %s %s %s", d->d_name, si, precisions[pr],
+                     family_attentions[a], family_ckpts[c]);
+            walk_grid(ctx, e, m, t, NULL, label);
+            llmem_estimate_free(e);
+            llmem_train_free(t);
+        }
+        llmem_model_free(m);
+        seen++;
+    }
+    closedir(dir);
+    cr_expect_geq(seen, 20, "only %zu configs read", seen);
+    reference_done();
+    llmem_ctx_free(ctx);
+}
+#endif
+
+/* Layouts: each rank's walk uses the cache (pipeline stages, sharding,
+ * tensor and sequence parallelism, context parallelism, experts). */
+static const struct {
+    const char *label;
+    int64_t dp, tp, pp, cp, sp, micro, virtual_stages, ep;
+    const char *sharding, *schedule, *offload;
+} layouts[] = {
+    { "dp2 zero3", 2, 1, 1, 1, 0, 1, 1, 1, "zero3", "1f1b", "none" },
+    { "tp2 sp pp2 mb4", 1, 2, 2, 1, 1, 4, 1, 1, "none", "1f1b", "none" },
+    { "pp4 interleaved", 1, 1, 4, 1, 0, 8, 2, 1, "none", "interleaved", "none" },
+    { "dp4 zero2 offload", 4, 1, 1, 1, 0, 1, 1, 1, "zero2", "1f1b", "optimizer" },
+    { "dp2 fsdp cp2", 2, 1, 1, 2, 0, 1, 1, 1, "fsdp-full", "1f1b", "none" },
+};
+
+static llmem_parallel *make_layout(llmem_ctx *ctx, size_t i)
+{
+    llmem_parallel *p;
+    cr_assert_eq(llmem_parallel_new(ctx, &p), LLMEM_OK);
+    llmem_parallel_set_int(p, LLMEM_PARALLEL_DP, layouts[i].dp);
+    llmem_parallel_set_int(p, LLMEM_PARALLEL_TP, layouts[i].tp);
+    llmem_parallel_set_int(p, LLMEM_PARALLEL_PP, layouts[i].pp);
+    llmem_parallel_set_int(p, LLMEM_PARALLEL_CP, layouts[i].cp);
+    llmem_parallel_set_int(p, LLMEM_PARALLEL_SP, layouts[i].sp);
+    llmem_parallel_set_int(p, LLMEM_PARALLEL_MICRO_BATCHES, layouts[i].micro);
+    llmem_parallel_set_str(p, LLMEM_PARALLEL_SCHEDULE, layouts[i].schedule);
+    llmem_parallel_set_int(p, LLMEM_PARALLEL_VIRTUAL_STAGES, layouts[i].virtual_stages);
+    llmem_parallel_set_str(p, LLMEM_PARALLEL_SHARDING, layouts[i].sharding);
+    llmem_parallel_set_str(p, LLMEM_PARALLEL_OFFLOAD, layouts[i].offload);
+    return p;
+}
+
+Test(cache, layouts_equal_fresh_handles, .timeout = 600)
+{
+    llmem_ctx *ctx;
+    static const char *const presets[] = { "meta-llama/Llama-3.1-8B", "openai-community/gpt2",
+                                           "google/gemma-2-9b" };
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    for (size_t pi = 0; pi < N(presets); pi++)
+        for (size_t li = 0; li < N(layouts); li++)
+            for (size_t si = 0; si < 3; si++) {
+                llmem_model *m;
+                llmem_train *t;
+                llmem_estimate *e;
+                char label[200];
+                llmem_parallel *p = make_layout(ctx, li);
+                cr_assert_eq(llmem_model_new_preset(ctx, presets[pi], &m), LLMEM_OK);
+                cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+                cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+                apply_setup(t, si == 2 ? 5 : si); /* fused attention for context parallelism */
+                snprintf(label, sizeof label, "%s %s setup %zu", presets[pi], layouts[li].label,
+                         si);
+                walk_grid(ctx, e, m, t, p, label);
+                llmem_estimate_free(e);
+                llmem_parallel_free(p);
+                llmem_train_free(t);
+                llmem_model_free(m);
+            }
+    reference_done();
+    llmem_ctx_free(ctx);
+}
+
+/* One handle through more setups, layouts and models than it keeps (its
+ * configurations, contexts and segments are evicted and its arena starts
+ * over): every answer still a fresh handle's. */
+Test(cache, one_handle_through_many_setups_equals_fresh_handles, .timeout = 600)
+{
+    llmem_ctx *ctx;
+    really_new = 1;
+    llmem_estimate *e;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    unsigned rnd = 777;
+    for (int round = 0; round < 400; round++) {
+        llmem_model *m;
+        llmem_train *t;
+        char what[300];
+        rnd = rnd * 1103515245u + 12345u;
+        size_t pi = (rnd >> 16) % N(grid_presets), si = (rnd >> 8) % N(grid_setups);
+        size_t li = (rnd >> 4) % (N(layouts) + 1);
+        llmem_parallel *p = li < N(layouts) ? make_layout(ctx, li) : NULL;
+        cr_assert_eq(llmem_model_new_preset(ctx, grid_presets[pi], &m), LLMEM_OK);
+        cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+        apply_setup(t, si);
+        for (int k = 0; k < 6; k++) {
+            rnd = rnd * 1103515245u + 12345u;
+            uint64_t b = grid_batch[(rnd >> 16) % N(grid_batch)];
+            uint64_t s = grid_seq[(rnd >> 8) % N(grid_seq)];
+            set_point(t, b, s);
+            snprintf(what, sizeof what, "round %d %s setup %zu layout %zu b%llu s%llu", round,
+                     grid_presets[pi], si, li, (unsigned long long)b, (unsigned long long)s);
+            same_as_fresh(ctx, e, m, t, p, what);
+        }
+        llmem_parallel_free(p);
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+    llmem_estimate_free(e);
+    reference_done();
     llmem_ctx_free(ctx);
 }
