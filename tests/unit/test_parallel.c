@@ -358,3 +358,22 @@ Test(parallel, planned_layouts_fit)
     llmem_plan_free(plan);
     close_fixture(&f);
 }
+
+/* A model the planner cannot take: the model's own message, not an empty one
+ * (the planner once copied the context's message onto itself). */
+Test(parallel, plan_of_an_invalid_model_names_the_field)
+{
+    fixture f = open_fixture("meta-llama/Llama-3.1-8B");
+    llmem_plan *plan;
+    int object = 0, key = 0;
+    cr_assert_eq(llmem_plan_new(f.ctx, &plan), LLMEM_OK);
+    llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, INT64_C(80) << 30);
+    cr_assert_eq(llmem_model_set_int(f.m, LLMEM_MODEL_HIDDEN, 1000), LLMEM_OK);
+    cr_assert_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_EINCONSISTENT);
+    cr_expect_not_null(strstr(llmem_ctx_error(f.ctx), "heads"), "message: '%s'",
+                       llmem_ctx_error(f.ctx));
+    cr_expect_eq(llmem_ctx_error_field(f.ctx, &object, &key), LLMEM_OK);
+    cr_expect_eq(object, LLMEM_OBJECT_MODEL);
+    llmem_plan_free(plan);
+    close_fixture(&f);
+}
