@@ -1,0 +1,806 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: the estimator through the public API, with invariants.
+ *
+ * The input decodes into a model (a family with a plausible core shape, or a
+ * preset), a training setup and a layout, then a list of field records, each
+ * setting one model, training or layout field to a value within the bounds
+ * the field describers report (biased toward small, realistic values). Every
+ * call must return LLMEM_OK or a documented status with a message, never an
+ * internal error; and when an estimate succeeds:
+ *
+ *   1. allocated <= reserved <= device, for the peak and every rank; the
+ *      getters answer for the most loaded rank;
+ *   2. the four terms at the peak add up to the allocated peak, each term's
+ *      components to the term, each term's maximum lies between its bytes at
+ *      the peak and the allocated peak; the phase peaks stay within the
+ *      allocated peak and the peak phase reaches it;
+ *   3. the allocated peak of every rank does not decrease when batch or seq
+ *      grows by one;
+ *   4. a handle run again gives, for the same inputs, the numbers a fresh
+ *      handle gives, and a failed run leaves the last result in place;
+ *   5. llmem_estimate_max answers a value whose run fits the capacity and
+ *      whose successor does not;
+ *   6. each layout the planner returns re-estimates to its peak, within the
+ *      planner's capacity, and the next micro-batch does not fit.
+ *
+ * A broken invariant is a __builtin_trap(), so libFuzzer keeps the input.
+ * Each input's work is bounded (a few dozen estimates, a planner run over at
+ * most 8 GPUs) so the fuzzer runs thousands of inputs a second.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmem.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A broken invariant: say which, then trap so libFuzzer keeps the input. */
+#define FAIL(...) \
+    (fprintf(stderr, "fuzz_estimate: " __VA_ARGS__), fputc('\n', stderr), __builtin_trap())
+/* Build with -DLLMEM_FUZZ_TRACE to see what each input ran (corpus work). */
+#ifdef LLMEM_FUZZ_TRACE
+#define TRACE(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr))
+#else
+#define TRACE(...) ((void)0)
+#endif
+#define CHECK(cond, ...) \
+    do { \
+        if (!(cond)) \
+            FAIL(__VA_ARGS__); \
+    } while (0)
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#define RECORDS_MAX 48
+#define RANKS_MAX 3 /* the first pipeline stage, a middle one, the last */
+#define COMPONENTS_MAX 16
+
+/* ---- Reading the input ------------------------------------------------- */
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t n;
+} reader;
+
+/* The next byte, 0 once the input is exhausted (so short inputs decode to
+ * defaults). */
+static unsigned byte_of(reader *r)
+{
+    if (r->n == 0)
+        return 0;
+    r->n--;
+    return *r->p++;
+}
+
+static uint64_t u64_of(reader *r, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | byte_of(r);
+    return v;
+}
+
+/* A value in [min, max], mostly small or a round power of two, sometimes
+ * anywhere (log-uniform) in the field's range. */
+static int64_t value_in(reader *r, int64_t min, int64_t max)
+{
+    uint64_t span = (uint64_t)(max - min), v;
+    unsigned b = byte_of(r);
+    if (span <= 16)
+        return min + (int64_t)(b % (span + 1));
+    switch (b >> 6) {
+    case 0: v = b & 63; break;                                        /* 0..63 */
+    case 1: v = UINT64_C(1) << (b & 15); break;                       /* 1..32768 */
+    case 2: v = (uint64_t)(byte_of(r) + 1) << (b & 15); break;        /* k x 2^e */
+    default: v = u64_of(r, 8) & ((UINT64_C(1) << (b & 63)) - 1); break; /* log-uniform */
+    }
+    if (v < (uint64_t)min)
+        return min;
+    if (v - (uint64_t)min > span)
+        return min + (int64_t)(v % (span + 1));
+    return (int64_t)v;
+}
+
+/* ---- The inputs an input describes ------------------------------------- */
+
+enum { OBJ_MODEL, OBJ_TRAIN, OBJ_LAYOUT, OBJ_COUNT };
+
+typedef struct record {
+    int object, key;
+    int64_t value;
+    double real; /* real training fields */
+    int is_real;
+} record;
+
+typedef struct job {
+    int preset;             /* >= 0: preset index; else family */
+    int family;
+    int64_t core[7];        /* heads, kv-heads, head-dim, hidden, layers, intermediate, vocab */
+    int with_layout;
+    int checks;             /* CHECK_* bits */
+    unsigned aux[8];        /* bytes for capacities and planner fields */
+    record rec[RECORDS_MAX];
+    size_t nrec;
+} job;
+
+enum { CHECK_MAX = 1, CHECK_PLAN = 2 };
+
+static int count_keys(int object)
+{
+    int key = 1;
+    switch (object) {
+    case OBJ_MODEL:
+        while (llmem_model_field_info(key, NULL, NULL, NULL) == LLMEM_OK)
+            key++;
+        break;
+    case OBJ_TRAIN:
+        while (llmem_train_field_info(key, NULL, NULL, NULL, NULL) == LLMEM_OK)
+            key++;
+        break;
+    default:
+        while (llmem_parallel_field_info(key, NULL, NULL, NULL) == LLMEM_OK)
+            key++;
+        break;
+    }
+    return key - 1;
+}
+
+/* Keys of each object, counted once through the describers. */
+static int key_count(int object)
+{
+    static int counts[OBJ_COUNT];
+    if (counts[object] == 0)
+        counts[object] = count_keys(object);
+    return counts[object];
+}
+
+static void decode_record(reader *r, record *rec)
+{
+    unsigned sel = byte_of(r);
+    int64_t min = 0, max = 0;
+    rec->object = (int)(sel % OBJ_COUNT);
+    rec->key = 1 + (int)((sel / OBJ_COUNT) % (unsigned)key_count(rec->object));
+    rec->is_real = 0;
+    switch (rec->object) {
+    case OBJ_MODEL: llmem_model_field_info(rec->key, NULL, &min, &max); break;
+    case OBJ_TRAIN: llmem_train_field_info(rec->key, NULL, &min, &max, &rec->is_real); break;
+    default: llmem_parallel_field_info(rec->key, NULL, &min, &max); break;
+    }
+    if (rec->is_real) {
+        /* Bounds of a real field are rounded toward zero and dropout's upper
+         * bound is open: stay below max. */
+        rec->real = (double)min + (double)(max - min) * (double)byte_of(r) / 256.0;
+        return;
+    }
+    /* The layout's degrees: mostly what a real job uses (1 to 8). */
+    if (rec->object == OBJ_LAYOUT && rec->key <= LLMEM_PARALLEL_CP && byte_of(r) < 224)
+        rec->value = 1 + (int64_t)(byte_of(r) % 8);
+    else
+        rec->value = value_in(r, min, max);
+}
+
+/* Families the phased estimate builds are drawn more often than the others,
+ * which only the article's formula estimates. */
+static const int phased_families[] = {
+    LLMEM_FAMILY_GPT2, LLMEM_FAMILY_LLAMA, LLMEM_FAMILY_GEMMA2, LLMEM_FAMILY_PHI3,
+    LLMEM_FAMILY_GEMMA, LLMEM_FAMILY_MEGATRON_GPT,
+};
+
+static void decode(const uint8_t *data, size_t size, job *j)
+{
+    reader r = { data, size };
+    unsigned src = byte_of(&r);
+    memset(j, 0, sizeof *j);
+    j->preset = -1;
+    if (src % 8 == 7) {
+        j->preset = (int)(byte_of(&r) % llmem_preset_count());
+    } else if (src % 8 >= 5) {
+        j->family = 1 + (int)(byte_of(&r) % LLMEM_FAMILY_MEGATRON_GPT);
+    } else {
+        j->family = phased_families[byte_of(&r) % N(phased_families)];
+    }
+    /* A core shape that holds together: heads a power of two, kv-heads
+     * dividing them, hidden = heads x head-dim. */
+    unsigned a = byte_of(&r), b = byte_of(&r), c = byte_of(&r);
+    int64_t heads = INT64_C(1) << (a % 6);
+    j->core[0] = heads;
+    j->core[1] = heads >> ((a / 6) % 3);
+    j->core[2] = INT64_C(8) << (b % 5);
+    j->core[3] = heads * j->core[2];
+    j->core[4] = 1 + (int64_t)((b / 5) % 8);
+    j->core[5] = 16 * (1 + (int64_t)(c % 64));
+    j->core[6] = 1 + (int64_t)u64_of(&r, 2);
+    unsigned flags = byte_of(&r);
+    j->with_layout = flags & 1;
+    /* The planner runs hundreds of estimates: a quarter of the inputs. */
+    j->checks = (flags & 2 ? CHECK_MAX : 0) | ((flags & 12) == 12 ? CHECK_PLAN : 0);
+    for (size_t i = 0; i < N(j->aux); i++)
+        j->aux[i] = byte_of(&r);
+    while (r.n > 0 && j->nrec < RECORDS_MAX)
+        decode_record(&r, &j->rec[j->nrec++]);
+}
+
+/* ---- Checked calls ------------------------------------------------------ */
+
+/* A failed call: a documented status with a message that is not one of the
+ * library's internal errors. */
+static void check_status(llmem_ctx *ctx, int rc, const char *call)
+{
+    if (rc == LLMEM_OK)
+        return;
+    CHECK(rc < 0 && rc >= LLMEM_EBUFFER, "%s: undocumented status %d", call, rc);
+    CHECK(rc != LLMEM_ENOMEM && rc != LLMEM_EIO && rc != LLMEM_EPARSE && rc != LLMEM_EBUFFER,
+          "%s: %s without files, buffers or allocation limits: %s", call, llmem_status_str(rc),
+          llmem_ctx_error(ctx));
+    const char *msg = llmem_ctx_error(ctx);
+    CHECK(msg[0] != '\0', "%s: %s without a message", call, llmem_status_str(rc));
+    CHECK(strstr(msg, "please report") == NULL && strstr(msg, "does not cover this") == NULL &&
+              strstr(msg, "unaccounted") == NULL,
+          "%s: internal error: %s", call, msg);
+}
+
+typedef struct inputs {
+    llmem_model *m;
+    llmem_train *t;
+    llmem_parallel *l; /* NULL: one GPU */
+} inputs;
+
+static void free_inputs(inputs *in)
+{
+    llmem_model_free(in->m);
+    llmem_train_free(in->t);
+    llmem_parallel_free(in->l);
+    memset(in, 0, sizeof *in);
+}
+
+static int apply(inputs *in, const record *rec)
+{
+    switch (rec->object) {
+    case OBJ_MODEL: return llmem_model_set_int(in->m, rec->key, rec->value);
+    case OBJ_TRAIN:
+        return rec->is_real ? llmem_train_set_double(in->t, rec->key, rec->real)
+                            : llmem_train_set_int(in->t, rec->key, rec->value);
+    default: return in->l ? llmem_parallel_set_int(in->l, rec->key, rec->value) : LLMEM_OK;
+    }
+}
+
+/* The job's model, setup and layout with its first nrec records applied:
+ * 0 when they could not be made (a preset or field the library refuses, a
+ * documented status). */
+static int build(llmem_ctx *ctx, const job *j, size_t nrec, inputs *in)
+{
+    int rc;
+    memset(in, 0, sizeof *in);
+    if (j->preset >= 0)
+        rc = llmem_model_new_preset(ctx, llmem_preset_name((size_t)j->preset), &in->m);
+    else
+        rc = llmem_model_new(ctx, j->family, &in->m);
+    CHECK(rc == LLMEM_OK, "model: %s", llmem_ctx_error(ctx));
+    if (j->preset < 0) {
+        static const int keys[] = { LLMEM_MODEL_HEADS, LLMEM_MODEL_KV_HEADS,
+                                    LLMEM_MODEL_HEAD_DIM, LLMEM_MODEL_HIDDEN,
+                                    LLMEM_MODEL_LAYERS, LLMEM_MODEL_INTERMEDIATE,
+                                    LLMEM_MODEL_VOCAB };
+        for (size_t k = 0; k < N(keys); k++) {
+            /* Head-dim is left to hidden / heads unless a record sets it. */
+            if (keys[k] == LLMEM_MODEL_HEAD_DIM)
+                continue;
+            rc = llmem_model_set_int(in->m, keys[k], j->core[k]);
+            CHECK(rc == LLMEM_OK, "core field %d: %s", keys[k], llmem_ctx_error(ctx));
+        }
+        rc = llmem_model_set_int(in->m, LLMEM_MODEL_MAX_POSITIONS, 4096);
+        CHECK(rc == LLMEM_OK, "max-positions: %s", llmem_ctx_error(ctx));
+    }
+    CHECK(llmem_train_new(ctx, &in->t) == LLMEM_OK, "train: %s", llmem_ctx_error(ctx));
+    if (j->with_layout)
+        CHECK(llmem_parallel_new(ctx, &in->l) == LLMEM_OK, "layout: %s", llmem_ctx_error(ctx));
+    for (size_t i = 0; i < nrec; i++) {
+        rc = apply(in, &j->rec[i]);
+        /* Within the describers' bounds, a setter accepts every value. */
+        CHECK(rc == LLMEM_OK, "record %zu (object %d key %d = %lld): %s", i, j->rec[i].object,
+              j->rec[i].key, (long long)j->rec[i].value, llmem_ctx_error(ctx));
+    }
+    return 1;
+}
+
+/* ---- Results ------------------------------------------------------------ */
+
+typedef struct term_snap {
+    uint64_t at_peak, max;
+    size_t ncomp;
+    const char *name[COMPONENTS_MAX];
+    uint64_t comp[COMPONENTS_MAX];
+} term_snap;
+
+typedef struct rank_snap {
+    uint64_t est[7];  /* llmem_estimate_key 1..7 */
+    uint64_t rank[6]; /* llmem_rank_key 101..106 */
+    uint64_t phase[4];
+    term_snap term[4];
+} rank_snap;
+
+typedef struct snap {
+    rank_snap top; /* the 0.1 getters */
+    size_t nranks, peak_rank;
+    rank_snap rank[RANKS_MAX];
+} snap;
+
+static void take_term(const llmem_term *t, term_snap *s)
+{
+    s->at_peak = llmem_term_bytes_at_peak(t);
+    s->max = llmem_term_max_bytes(t);
+    s->ncomp = llmem_term_component_count(t);
+    CHECK(s->ncomp <= COMPONENTS_MAX, "%zu components", s->ncomp);
+    for (size_t i = 0; i < s->ncomp; i++) {
+        CHECK(llmem_term_component(t, i, &s->name[i], &s->comp[i]) == LLMEM_OK, "component %zu", i);
+        CHECK(s->name[i] != NULL && s->name[i][0] != '\0', "component %zu has no name", i);
+    }
+    CHECK(llmem_term_component(t, s->ncomp, NULL, NULL) == LLMEM_EINVAL, "component past the end");
+}
+
+static void take(const llmem_estimate *e, snap *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int k = 1; k <= 7; k++)
+        CHECK(llmem_estimate_get_u64(e, k, &s->top.est[k - 1]) == LLMEM_OK, "get %d", k);
+    for (int p = 1; p <= 4; p++)
+        CHECK(llmem_estimate_phase_bytes(e, p, &s->top.phase[p - 1]) == LLMEM_OK, "phase %d", p);
+    for (int k = 1; k <= 4; k++) {
+        const llmem_term *t = NULL;
+        CHECK(llmem_estimate_term(e, k, &t) == LLMEM_OK && t != NULL, "term %d", k);
+        take_term(t, &s->top.term[k - 1]);
+    }
+    s->nranks = llmem_estimate_rank_count(e);
+    s->peak_rank = llmem_estimate_peak_rank(e);
+    CHECK(s->nranks >= 1 && s->nranks <= RANKS_MAX, "%zu ranks", s->nranks);
+    CHECK(s->peak_rank < s->nranks, "peak rank %zu of %zu", s->peak_rank, s->nranks);
+    for (size_t r = 0; r < s->nranks; r++) {
+        rank_snap *rs = &s->rank[r];
+        for (int k = 1; k <= 7; k++)
+            CHECK(llmem_estimate_rank_get_u64(e, r, k, &rs->est[k - 1]) == LLMEM_OK, "rank get");
+        for (int k = 101; k <= 106; k++)
+            CHECK(llmem_estimate_rank_get_u64(e, r, k, &rs->rank[k - 101]) == LLMEM_OK,
+                  "rank get %d", k);
+        for (int p = 1; p <= 4; p++)
+            CHECK(llmem_estimate_rank_phase_bytes(e, r, p, &rs->phase[p - 1]) == LLMEM_OK,
+                  "rank phase");
+        for (int k = 1; k <= 4; k++) {
+            const llmem_term *t = NULL;
+            CHECK(llmem_estimate_rank_term(e, r, k, &t) == LLMEM_OK && t != NULL, "rank term");
+            take_term(t, &rs->term[k - 1]);
+        }
+    }
+    uint64_t v;
+    CHECK(llmem_estimate_rank_get_u64(e, s->nranks, LLMEM_EST_PEAK_ALLOCATED, &v) == LLMEM_ERANGE,
+          "a rank past the last");
+}
+
+static int same_rank(const rank_snap *a, const rank_snap *b)
+{
+    if (memcmp(a->est, b->est, sizeof a->est) != 0 || memcmp(a->phase, b->phase, sizeof a->phase))
+        return 0;
+    for (int k = 0; k < 4; k++) {
+        const term_snap *x = &a->term[k], *y = &b->term[k];
+        if (x->at_peak != y->at_peak || x->max != y->max || x->ncomp != y->ncomp)
+            return 0;
+        for (size_t i = 0; i < x->ncomp; i++)
+            if (x->comp[i] != y->comp[i] || strcmp(x->name[i], y->name[i]) != 0)
+                return 0;
+    }
+    return 1;
+}
+
+static int same(const snap *a, const snap *b)
+{
+    if (!same_rank(&a->top, &b->top) || a->nranks != b->nranks || a->peak_rank != b->peak_rank)
+        return 0;
+    for (size_t r = 0; r < a->nranks; r++)
+        if (!same_rank(&a->rank[r], &b->rank[r]) ||
+            memcmp(a->rank[r].rank, b->rank[r].rank, sizeof a->rank[r].rank) != 0)
+            return 0;
+    return 1;
+}
+
+/* Invariants 1 and 2 for one rank's numbers. */
+static void check_rank(const rank_snap *r, int article)
+{
+    uint64_t alloc = r->est[LLMEM_EST_PEAK_ALLOCATED - 1];
+    uint64_t reserved = r->est[LLMEM_EST_PEAK_RESERVED - 1];
+    uint64_t device = r->est[LLMEM_EST_PEAK_DEVICE - 1];
+    uint64_t phase = r->est[LLMEM_EST_PEAK_PHASE - 1];
+    uint64_t total = r->est[LLMEM_EST_PARAMS_TOTAL - 1];
+    CHECK(alloc <= reserved && reserved <= device, "allocated %llu, reserved %llu, device %llu",
+          (unsigned long long)alloc, (unsigned long long)reserved, (unsigned long long)device);
+    CHECK(r->est[LLMEM_EST_PARAMS_TRAINABLE - 1] <= total, "trainable above total");
+    CHECK(r->est[LLMEM_EST_PARAMS_ACTIVE - 1] <= total, "active above total");
+    uint64_t sum = 0;
+    for (int k = 0; k < 4; k++) {
+        const term_snap *t = &r->term[k];
+        uint64_t parts = 0;
+        CHECK(t->at_peak <= alloc, "term %d: %llu at the peak, above the peak %llu", k + 1,
+              (unsigned long long)t->at_peak, (unsigned long long)alloc);
+        CHECK(t->max >= t->at_peak, "term %d: max %llu below its %llu at the peak", k + 1,
+              (unsigned long long)t->max, (unsigned long long)t->at_peak);
+        CHECK(t->max <= alloc, "term %d: max %llu above the peak %llu", k + 1,
+              (unsigned long long)t->max, (unsigned long long)alloc);
+        for (size_t i = 0; i < t->ncomp; i++) {
+            CHECK(t->comp[i] <= t->at_peak - parts, "term %d: components exceed it", k + 1);
+            parts += t->comp[i];
+        }
+        CHECK(parts == t->at_peak, "term %d: components %llu, term %llu", k + 1,
+              (unsigned long long)parts, (unsigned long long)t->at_peak);
+        sum += t->at_peak; /* each is at most alloc: four cannot wrap */
+    }
+    CHECK(sum == alloc, "terms %llu, allocated %llu", (unsigned long long)sum,
+          (unsigned long long)alloc);
+    if (article) {
+        CHECK(phase == 0, "article: peak phase %llu", (unsigned long long)phase);
+        for (int p = 0; p < 4; p++)
+            CHECK(r->phase[p] == 0, "article: phase %d holds bytes", p + 1);
+        return;
+    }
+    CHECK(phase >= 1 && phase <= 4, "peak phase %llu", (unsigned long long)phase);
+    CHECK(llmem_phase_name((int)phase) != NULL, "peak phase without a name");
+    for (int p = 0; p < 4; p++)
+        CHECK(r->phase[p] <= alloc, "phase %d: %llu above the peak %llu", p + 1,
+              (unsigned long long)r->phase[p], (unsigned long long)alloc);
+    CHECK(r->phase[phase - 1] == alloc, "the peak phase %llu holds %llu, the peak is %llu",
+          (unsigned long long)phase, (unsigned long long)r->phase[phase - 1],
+          (unsigned long long)alloc);
+}
+
+static void check_result(const snap *s, int article)
+{
+    for (size_t r = 0; r < s->nranks; r++) {
+        check_rank(&s->rank[r], article);
+        CHECK(s->rank[r].est[LLMEM_EST_PEAK_DEVICE - 1] <=
+                  s->rank[s->peak_rank].est[LLMEM_EST_PEAK_DEVICE - 1],
+              "rank %zu above the most loaded rank", r);
+    }
+    CHECK(same_rank(&s->top, &s->rank[s->peak_rank]),
+          "the getters do not answer for the most loaded rank");
+}
+
+static int is_article(const inputs *in)
+{
+    int64_t formula = 0;
+    llmem_train_get_int(in->t, LLMEM_TRAIN_FORMULA, &formula);
+    return formula == LLMEM_FORMULA_ARTICLE;
+}
+
+/* Run and check: 1 with a result (in *s), 0 refused (documented). */
+static int run(llmem_ctx *ctx, llmem_estimate *e, const inputs *in, snap *s)
+{
+    int rc = llmem_estimate_run_parallel(e, in->m, in->t, in->l);
+    check_status(ctx, rc, "estimate");
+    if (rc != LLMEM_OK)
+        return 0;
+    take(e, s);
+    check_result(s, is_article(in));
+    return 1;
+}
+
+/* ---- Invariant 3: monotone in batch and seq ---------------------------- */
+
+/* Whether a refusal of batch or seq + 1, where the value itself ran, is one
+ * the documentation leads to: 64-bit overflow, a learned position table's
+ * length, or a split the new value does not divide (sequence parallelism:
+ * batch x seq over tp; context parallelism: seq over 2 x cp). */
+static int refusal_expected(llmem_ctx *ctx, int rc, int key)
+{
+    int object = 0, field = 0;
+    if (rc == LLMEM_EOVERFLOW)
+        return 1;
+    if (rc != LLMEM_EINCONSISTENT || llmem_ctx_error_field(ctx, &object, &field) != LLMEM_OK)
+        return 0;
+    if (object == LLMEM_OBJECT_PARALLEL)
+        return field == LLMEM_PARALLEL_SP || (key == LLMEM_TRAIN_SEQ && field == LLMEM_PARALLEL_CP);
+    return key == LLMEM_TRAIN_SEQ && object == LLMEM_OBJECT_TRAIN && field == LLMEM_TRAIN_SEQ;
+}
+
+static void check_monotone(llmem_ctx *ctx, llmem_estimate *e, const inputs *in, const snap *base,
+                           int key)
+{
+    int64_t v = 0, max = 0;
+    snap grown;
+    llmem_train_get_int(in->t, key, &v);
+    llmem_train_field_info(key, NULL, NULL, &max, NULL);
+    if (v >= max)
+        return;
+    CHECK(llmem_train_set_int(in->t, key, v + 1) == LLMEM_OK, "set %d", key);
+    int rc = llmem_estimate_run_parallel(e, in->m, in->t, in->l);
+    check_status(ctx, rc, "estimate + 1");
+    if (rc == LLMEM_OK) {
+        take(e, &grown);
+        check_result(&grown, is_article(in));
+        CHECK(grown.nranks == base->nranks, "ranks changed with key %d", key);
+        for (size_t r = 0; r < base->nranks; r++)
+            CHECK(grown.rank[r].est[LLMEM_EST_PEAK_ALLOCATED - 1] >=
+                      base->rank[r].est[LLMEM_EST_PEAK_ALLOCATED - 1],
+                  "rank %zu: the peak falls from %llu to %llu when %s grows from %lld", r,
+                  (unsigned long long)base->rank[r].est[LLMEM_EST_PEAK_ALLOCATED - 1],
+                  (unsigned long long)grown.rank[r].est[LLMEM_EST_PEAK_ALLOCATED - 1],
+                  key == LLMEM_TRAIN_BATCH ? "batch" : "seq", (long long)v);
+    } else {
+        CHECK(refusal_expected(ctx, rc, key), "%s %lld runs but + 1 is refused: %s",
+              key == LLMEM_TRAIN_BATCH ? "batch" : "seq", (long long)v, llmem_ctx_error(ctx));
+    }
+    llmem_train_set_int(in->t, key, v);
+}
+
+/* ---- Invariant 5: the largest batch or sequence ------------------------ */
+
+static uint64_t level_bytes(const snap *s, int level)
+{
+    return s->top.est[(level == LLMEM_LEVEL_ALLOCATED  ? LLMEM_EST_PEAK_ALLOCATED
+                       : level == LLMEM_LEVEL_RESERVED ? LLMEM_EST_PEAK_RESERVED
+                                                       : LLMEM_EST_PEAK_DEVICE) -
+                      1];
+}
+
+/* A capacity around a measured peak: a fraction to a few times it. */
+static uint64_t capacity_near(uint64_t peak, unsigned b)
+{
+    if (b >= 240)
+        return (uint64_t)(b - 240) << (b % 48); /* anything, tiny to large */
+    uint64_t scaled = peak / 16 * (1 + b % 64);
+    return scaled + (b & 1);
+}
+
+static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inputs *in,
+                      const snap *base)
+{
+    int key = j->aux[0] & 1 ? LLMEM_TRAIN_SEQ : LLMEM_TRAIN_BATCH;
+    int level = LLMEM_LEVEL_ALLOCATED + (int)(j->aux[0] >> 1) % 3;
+    uint64_t capacity = capacity_near(level_bytes(base, level), j->aux[1]);
+    int64_t out = -1, saved = 0, max = 0;
+    snap s;
+    int rc = llmem_estimate_max(e, in->m, in->t, in->l, key, level, capacity, &out);
+    check_status(ctx, rc, "max");
+    if (rc != LLMEM_OK)
+        return;
+    llmem_train_field_info(key, NULL, NULL, &max, NULL);
+    llmem_train_get_int(in->t, key, &saved);
+    CHECK(out >= 0 && out <= max, "max: %lld outside [0, %lld]", (long long)out, (long long)max);
+    /* The estimate is left with the answer's result (or 1's). */
+    CHECK(llmem_train_set_int(in->t, key, out > 0 ? out : 1) == LLMEM_OK, "set");
+    snap left;
+    take(e, &left);
+    CHECK(run(ctx, e, in, &s), "max: its answer %lld does not run", (long long)out);
+    CHECK(same(&left, &s), "max: the estimate is not left with its answer's result");
+    if (out > 0)
+        CHECK(level_bytes(&s, level) <= capacity, "max: %lld does not fit", (long long)out);
+    else
+        CHECK(level_bytes(&s, level) > capacity, "max: 0, but 1 fits");
+    if (out > 0 && out < max) {
+        CHECK(llmem_train_set_int(in->t, key, out + 1) == LLMEM_OK, "set");
+        rc = llmem_estimate_run_parallel(e, in->m, in->t, in->l);
+        check_status(ctx, rc, "max + 1");
+        if (rc == LLMEM_OK) {
+            take(e, &s);
+            CHECK(level_bytes(&s, level) > capacity,
+                  "max: %lld, but %lld fits too (capacity %llu, level %d)", (long long)out,
+                  (long long)out + 1, (unsigned long long)capacity, level);
+        } else {
+            CHECK(rc == LLMEM_EOVERFLOW, "max: %lld + 1 refused: %s", (long long)out,
+                  llmem_ctx_error(ctx));
+        }
+    }
+    llmem_train_set_int(in->t, key, saved);
+}
+
+/* ---- Invariant 6: the planner ------------------------------------------ */
+
+static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inputs *in,
+                       uint64_t peak_device)
+{
+    static const int gpus[] = { 1, 2, 3, 4, 6, 8 };
+    llmem_plan *p;
+    llmem_parallel *l;
+    CHECK(llmem_plan_new(ctx, &p) == LLMEM_OK, "plan_new");
+    CHECK(llmem_parallel_new(ctx, &l) == LLMEM_OK, "parallel_new");
+    uint64_t bytes = capacity_near(peak_device, j->aux[2]);
+    int64_t max_mb = 1 + (int64_t)(j->aux[4] % 8), margin = (int64_t)(j->aux[5] % 4) * 50;
+    int64_t global = j->aux[6] < 192 ? 0 : (int64_t)(j->aux[6] % 64);
+    if (bytes > (uint64_t)9.0e18)
+        bytes = (uint64_t)9.0e18;
+    CHECK(llmem_plan_set_int(p, LLMEM_PLAN_GPUS, gpus[j->aux[3] % N(gpus)]) == LLMEM_OK, "gpus");
+    CHECK(llmem_plan_set_int(p, LLMEM_PLAN_GPU_BYTES, (int64_t)bytes) == LLMEM_OK, "gpu-bytes");
+    CHECK(llmem_plan_set_int(p, LLMEM_PLAN_MAX_MICRO_BATCH, max_mb) == LLMEM_OK, "max mb");
+    CHECK(llmem_plan_set_int(p, LLMEM_PLAN_MARGIN_PERMILLE, margin) == LLMEM_OK, "margin");
+    CHECK(llmem_plan_set_int(p, LLMEM_PLAN_GLOBAL_BATCH, global) == LLMEM_OK, "global");
+    CHECK(llmem_plan_set_int(p, LLMEM_PLAN_OFFLOAD, (int64_t)(j->aux[3] >> 7)) == LLMEM_OK,
+          "offload");
+    int rc = llmem_plan_run(p, in->m, in->t);
+    check_status(ctx, rc, "plan");
+    if (rc != LLMEM_OK)
+        goto done;
+    uint64_t capacity = bytes / 1000 * (uint64_t)(1000 - margin);
+    for (size_t i = 0; i < llmem_plan_rejected_count(p); i++) {
+        const char *reason = NULL, *example = NULL;
+        uint64_t n = 0;
+        CHECK(llmem_plan_rejected(p, i, &reason, &n, &example) == LLMEM_OK, "rejected");
+        CHECK(reason != NULL && n > 0 && example != NULL, "rejection %zu", i);
+        CHECK(strstr(example, "please report") == NULL && strstr(example, "unaccounted") == NULL,
+              "plan: internal error: %s", example);
+    }
+    int64_t saved_batch = 0, saved_ckpt = 0;
+    llmem_train_get_int(in->t, LLMEM_TRAIN_BATCH, &saved_batch);
+    llmem_train_get_int(in->t, LLMEM_TRAIN_GRAD_CKPT, &saved_ckpt);
+    for (size_t i = 0; i < llmem_plan_result_count(p); i++) {
+        uint64_t b = 0, ckpt = 0, peak = 0, headroom = 0, device = 0;
+        CHECK(llmem_plan_result_get_u64(p, i, LLMEM_PLAN_MICRO_BATCH, &b) == LLMEM_OK, "mb");
+        CHECK(llmem_plan_result_get_u64(p, i, LLMEM_PLAN_GRAD_CKPT, &ckpt) == LLMEM_OK, "ckpt");
+        CHECK(llmem_plan_result_get_u64(p, i, LLMEM_PLAN_PEAK_DEVICE, &peak) == LLMEM_OK, "peak");
+        CHECK(llmem_plan_result_get_u64(p, i, LLMEM_PLAN_HEADROOM, &headroom) == LLMEM_OK, "hr");
+        CHECK(llmem_plan_result_layout(p, i, l) == LLMEM_OK, "layout: %s", llmem_ctx_error(ctx));
+        CHECK(b >= 1 && b <= (uint64_t)max_mb, "plan: micro-batch %llu", (unsigned long long)b);
+        CHECK(peak <= capacity && headroom == capacity - peak,
+              "plan: peak %llu, headroom %llu, capacity %llu", (unsigned long long)peak,
+              (unsigned long long)headroom, (unsigned long long)capacity);
+        CHECK(llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, (int64_t)b) == LLMEM_OK, "batch");
+        CHECK(llmem_train_set_int(in->t, LLMEM_TRAIN_GRAD_CKPT, (int64_t)ckpt) == LLMEM_OK, "ckpt");
+        rc = llmem_estimate_run_parallel(e, in->m, in->t, l);
+        CHECK(rc == LLMEM_OK, "plan: result %zu does not re-estimate: %s", i, llmem_ctx_error(ctx));
+        llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &device);
+        CHECK(device == peak, "plan: result %zu re-estimates to %llu, not %llu", i,
+              (unsigned long long)device, (unsigned long long)peak);
+        /* The next micro-batch does not fit (with a global batch, the
+         * candidates are its divisors: not checked). */
+        if (global == 0 && b < (uint64_t)max_mb) {
+            CHECK(llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, (int64_t)b + 1) == LLMEM_OK, "b");
+            rc = llmem_estimate_run_parallel(e, in->m, in->t, l);
+            check_status(ctx, rc, "plan + 1");
+            if (rc == LLMEM_OK) {
+                llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &device);
+                CHECK(device > capacity, "plan: result %zu at micro-batch %llu, but %llu fits",
+                      i, (unsigned long long)b, (unsigned long long)b + 1);
+            }
+        }
+    }
+    llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, saved_batch);
+    llmem_train_set_int(in->t, LLMEM_TRAIN_GRAD_CKPT, saved_ckpt);
+done:
+    llmem_parallel_free(l);
+    llmem_plan_free(p);
+}
+
+/* ---- The context's allocator ------------------------------------------ */
+
+/* An estimate handle is one allocation of about 138 KiB: malloc maps and
+ * unmaps a block that size each time, and the page faults of touching it
+ * anew cost more than the estimates themselves. Large blocks are kept for
+ * the next handle instead (small ones go to malloc, where the sanitizers
+ * see every free). A size header in front of each block finds its size. */
+#define KEEP_FROM 65536
+#define KEEP_MAX 4
+
+typedef struct kept_block {
+    size_t bytes;
+    void *base;
+} kept_block;
+
+static kept_block keep[KEEP_MAX];
+
+static void *keeping_alloc(void *user, size_t bytes)
+{
+    (void)user;
+    if (bytes >= KEEP_FROM)
+        for (int i = 0; i < KEEP_MAX; i++)
+            if (keep[i].base != NULL && keep[i].bytes == bytes) {
+                void *base = keep[i].base;
+                keep[i].base = NULL;
+                return (char *)base + 16;
+            }
+    size_t *base = malloc(bytes + 16);
+    if (base == NULL)
+        return NULL;
+    *base = bytes;
+    return (char *)base + 16;
+}
+
+static void keeping_free(void *user, void *ptr)
+{
+    (void)user;
+    size_t *base = (size_t *)((char *)ptr - 16);
+    if (*base >= KEEP_FROM)
+        for (int i = 0; i < KEEP_MAX; i++)
+            if (keep[i].base == NULL) {
+                keep[i].bytes = *base;
+                keep[i].base = base;
+                return;
+            }
+    free(base);
+}
+
+/* ---- The target --------------------------------------------------------- */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static job j; /* large: not on the stack */
+    llmem_ctx *ctx = NULL;
+    llmem_estimate *e = NULL, *f = NULL;
+    inputs a, b;
+    snap sa, sb, again;
+    decode(data, size, &j);
+    llmem_allocator allocator = { sizeof(llmem_allocator), keeping_alloc, keeping_free, NULL };
+    if (llmem_ctx_new(&ctx, &allocator) != LLMEM_OK)
+        return 0;
+    /* Two handles, each fresh for its first run: e runs A first, f runs B
+     * (the records but the last, or A with checkpointing toggled); then
+     * each runs the other's job, and their fresh results must repeat. */
+    CHECK(llmem_estimate_new(ctx, &e) == LLMEM_OK && llmem_estimate_new(ctx, &f) == LLMEM_OK,
+          "estimate_new");
+    build(ctx, &j, j.nrec, &a);
+    build(ctx, &j, j.nrec > 0 ? j.nrec - 1 : 0, &b);
+    if (j.nrec == 0) {
+        int64_t ckpt = LLMEM_GRAD_CKPT_NONE;
+        llmem_train_get_int(b.t, LLMEM_TRAIN_GRAD_CKPT, &ckpt);
+        llmem_train_set_int(b.t, LLMEM_TRAIN_GRAD_CKPT,
+                            ckpt == LLMEM_GRAD_CKPT_NONE ? LLMEM_GRAD_CKPT_FULL : LLMEM_GRAD_CKPT_NONE);
+    }
+    int ok_a = run(ctx, e, &a, &sa);
+    TRACE("A: %s%s (%zu records, layout %d, checks %d)", ok_a ? "ok" : "refused: ",
+          ok_a ? "" : llmem_ctx_error(ctx), j.nrec, j.with_layout, j.checks);
+    int ok_b = run(ctx, f, &b, &sb);
+
+    if (ok_a) {
+        /* 3: batch and seq + 1, on the same handle (its cache's path). */
+        check_monotone(ctx, e, &a, &sa, LLMEM_TRAIN_BATCH);
+        check_monotone(ctx, e, &a, &sa, LLMEM_TRAIN_SEQ);
+    }
+
+    /* 4: B on e after A; a failed run keeps the last result. */
+    snap before, kept;
+    if (ok_a)
+        take(e, &before);
+    if (run(ctx, e, &b, &again)) {
+        CHECK(ok_b, "B runs on a reused handle, not on a fresh one");
+        CHECK(same(&sb, &again), "B on a reused handle differs from a fresh one");
+    } else {
+        CHECK(!ok_b, "B runs on a fresh handle, not on a reused one");
+        if (ok_a) {
+            take(e, &kept);
+            CHECK(same(&before, &kept), "a failed run changed the last result");
+        }
+    }
+    if (ok_a) {
+        CHECK(run(ctx, e, &a, &again), "A runs on a fresh handle but not again");
+        CHECK(same(&sa, &again), "A on a reused handle differs from a fresh one");
+        CHECK(run(ctx, e, &a, &again) && same(&sa, &again), "A run twice differs");
+        CHECK(run(ctx, f, &a, &again) && same(&sa, &again), "A after B differs");
+    }
+
+    /* A one-GPU layout is the single-GPU estimate, to the byte. */
+    if (ok_a && a.l != NULL && llmem_parallel_gpus(a.l) == 1) {
+        int64_t v, plain = 1;
+        for (int key = LLMEM_PARALLEL_DP; llmem_parallel_get_int(a.l, key, &v) == LLMEM_OK; key++) {
+            int64_t def = key == LLMEM_PARALLEL_SP || key == LLMEM_PARALLEL_SHARD_GROUP ||
+                                  key == LLMEM_PARALLEL_BUCKET_ELEMENTS
+                              ? 0
+                              : 1;
+            plain &= v == def;
+        }
+        if (plain) {
+            inputs none = a;
+            none.l = NULL;
+            CHECK(run(ctx, f, &none, &again), "a plain layout runs, one GPU does not");
+            CHECK(same(&sa, &again), "a plain layout differs from one GPU");
+        }
+    }
+    free_inputs(&b);
+
+    if (ok_a && (j.checks & CHECK_MAX))
+        check_max(ctx, f, &j, &a, &sa);
+    if (j.checks & CHECK_PLAN)
+        check_plan(ctx, f, &j, &a, ok_a ? sa.top.est[LLMEM_EST_PEAK_DEVICE - 1] : UINT64_C(1) << 34);
+
+    free_inputs(&a);
+    llmem_estimate_free(f);
+    llmem_estimate_free(e);
+    llmem_ctx_free(ctx);
+    return 0;
+}
