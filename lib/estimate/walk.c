@@ -542,9 +542,11 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         }
         w.live = before + head.input_grad + kept;
         w.grads += kept;
-    } else {
-        w.live += x_bytes;
+    } else if (ngroups > 0 && output_rg(&groups[ngroups - 1].spec)) {
+        w.live += x_bytes; /* the output's gradient, from the next stage */
     }
+    /* else this stage's output needs no gradient (its layers are frozen and
+     * take none): the next stage sends nothing back. */
     for (int i = ngroups - 1; i >= 0; i--) {
         const layer_group *g = &groups[i];
         first -= g->count;

@@ -306,6 +306,33 @@ static int build(llmem_ctx *ctx, const job *j, size_t nrec, inputs *in)
     return 1;
 }
 
+#ifdef LLMEM_FUZZ_TRACE
+/* The job's fields by name, to reproduce an input with the command. */
+static void describe(const inputs *in)
+{
+    const char *name;
+    int64_t v;
+    double d;
+    int is_real;
+    fprintf(stderr, "model:");
+    for (int k = 1; llmem_model_field_info(k, &name, NULL, NULL) == LLMEM_OK; k++)
+        if (llmem_model_get_int(in->m, k, &v) == LLMEM_OK)
+            fprintf(stderr, " --%s %lld", name, (long long)v);
+    fprintf(stderr, "\ntrain:");
+    for (int k = 1; llmem_train_field_info(k, &name, NULL, NULL, &is_real) == LLMEM_OK; k++) {
+        if (is_real && llmem_train_get_double(in->t, k, &d) == LLMEM_OK)
+            fprintf(stderr, " --%s %g", name, d);
+        else if (!is_real && llmem_train_get_int(in->t, k, &v) == LLMEM_OK)
+            fprintf(stderr, " --%s %lld", name, (long long)v);
+    }
+    fprintf(stderr, "\nlayout:");
+    for (int k = 1; in->l && llmem_parallel_field_info(k, &name, NULL, NULL) == LLMEM_OK; k++)
+        if (llmem_parallel_get_int(in->l, k, &v) == LLMEM_OK)
+            fprintf(stderr, " --%s %lld", name, (long long)v);
+    fputc('\n', stderr);
+}
+#endif
+
 /* ---- Results ------------------------------------------------------------ */
 
 typedef struct term_snap {
@@ -745,6 +772,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int ok_a = run(ctx, e, &a, &sa);
     TRACE("A: %s%s (%zu records, layout %d, checks %d)", ok_a ? "ok" : "refused: ",
           ok_a ? "" : llmem_ctx_error(ctx), j.nrec, j.with_layout, j.checks);
+#ifdef LLMEM_FUZZ_TRACE
+    describe(&a);
+#endif
     int ok_b = run(ctx, f, &b, &sb);
 
     if (ok_a) {

@@ -176,6 +176,14 @@ def seeds():
     yield 'regress-plan-invalid-model', seed('llama', heads=4, plan=True,
                                              aux=(0, 0, 40, 1, 3, 0, 0, 0),
                                              records=[(m, 'hidden', 1)])
+    # Method freeze with a pipeline stage of frozen layers only: the walk
+    # received an output gradient the stage never frees ("unaccounted").
+    yield 'regress-freeze-frozen-stage', seed('llama', heads=4, layers=4, layout=True, records=[
+        (t, 'method', 4), (t, 'frozen_layers', 2), (l, 'pp', 2)])
+    yield 'regress-freeze-frozen-stage-plan', seed('gpt2', heads=1, layers=4, plan=True,
+                                                   aux=(0, 0, 157, 157, 157, 157, 157, 253),
+                                                   records=[(t, 'method', 4),
+                                                            (t, 'frozen_layers', 2)])
 
 
 def main():

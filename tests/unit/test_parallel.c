@@ -246,6 +246,29 @@ Test(parallel, pipeline_stages_and_micro_batches_in_flight)
     close_fixture(&f);
 }
 
+/* Stages whose layers are all frozen (method freeze): their output needs no
+ * gradient, so none comes back from the next stage; each stage still ends
+ * backward holding what it held. A frozen stage holds less than the same
+ * stage with trainable layers. */
+Test(parallel, pipeline_stages_of_frozen_layers)
+{
+    fixture f = open_fixture(PRESET);
+    uint64_t frozen_first, trained_first;
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_METHOD, "freeze"), LLMEM_OK);
+    set(&f, LLMEM_PARALLEL_PP, "4");
+    run(&f);
+    trained_first = rank_u64(&f, 0, LLMEM_EST_PEAK_ALLOCATED);
+    for (int frozen = 1; frozen <= 32; frozen++) {
+        cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_FROZEN_LAYERS, frozen), LLMEM_OK);
+        run(&f);
+    }
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_FROZEN_LAYERS, 8), LLMEM_OK);
+    run(&f);
+    frozen_first = rank_u64(&f, 0, LLMEM_EST_PEAK_ALLOCATED);
+    cr_expect_lt(frozen_first, trained_first);
+    close_fixture(&f);
+}
+
 Test(parallel, bad_layouts_name_their_field)
 {
     static const struct {
