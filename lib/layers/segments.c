@@ -79,7 +79,11 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
     if (m->traits & TRAIT_SCALED_EMBED) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */
         x = op_scale(b, x);
     if (m->positions == LLMEM_POSITIONS_LEARNED) {
-        tid pos = llmem_graph_op(b->g, b->seq * m->hidden, b->param_dt,
+        /* The positions of the rank's tokens: under sequence parallelism a
+         * chunk of seq / sp of them (broadcast over the batch), like the
+         * token embedding's output, or the sum outgrows the residual stream. */
+        uint64_t rows = (b->seq + b->sp - 1) / b->sp;
+        tid pos = llmem_graph_op(b->g, rows * m->hidden, b->param_dt,
                            (tid[]){ op_param(b, (m->max_positions + m->position_offset) * m->hidden,
                                              s->weights_trainable) },
                            1, 0, 0, 0, 0, 0);

@@ -184,6 +184,11 @@ def seeds():
                                                    aux=(0, 0, 157, 157, 157, 157, 157, 253),
                                                    records=[(t, 'method', 4),
                                                             (t, 'frozen_layers', 2)])
+    # Learned positions under sequence parallelism at batch 1 (below tp): the
+    # positions were added whole to the rank's share of the tokens, and a
+    # frozen embedding left the difference unaccounted.
+    yield 'regress-sp-learned-positions-freeze', seed('gpt2', heads=4, layout=True, records=[
+        (m, 'max_positions', 1024), (t, 'method', 4), (l, 'tp', 2), (l, 'sp', 1)])
 
 
 def main():

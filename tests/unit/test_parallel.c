@@ -269,6 +269,24 @@ Test(parallel, pipeline_stages_of_frozen_layers)
     close_fixture(&f);
 }
 
+/* Learned positions under sequence parallelism, with fewer sequences than tp
+ * ranks: the positions added are the rank's chunk of the sequence, so the
+ * embedding's output is the residual stream's share; a frozen embedding
+ * (method freeze) then ends backward as it began. */
+Test(parallel, sp_with_learned_positions_at_batch_one)
+{
+    fixture f = open_fixture("openai-community/gpt2");
+    set(&f, LLMEM_PARALLEL_TP, "2");
+    set(&f, LLMEM_PARALLEL_SP, "1");
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 1), LLMEM_OK);
+    run(&f);
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_METHOD, "freeze"), LLMEM_OK);
+    run(&f);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_FROZEN_LAYERS, 6), LLMEM_OK);
+    run(&f);
+    close_fixture(&f);
+}
+
 Test(parallel, bad_layouts_name_their_field)
 {
     static const struct {
