@@ -769,12 +769,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         llmem_train_set_int(b.t, LLMEM_TRAIN_GRAD_CKPT,
                             ckpt == LLMEM_GRAD_CKPT_NONE ? LLMEM_GRAD_CKPT_FULL : LLMEM_GRAD_CKPT_NONE);
     }
-    int ok_a = run(ctx, e, &a, &sa);
-    TRACE("A: %s%s (%zu records, layout %d, checks %d)", ok_a ? "ok" : "refused: ",
-          ok_a ? "" : llmem_ctx_error(ctx), j.nrec, j.with_layout, j.checks);
 #ifdef LLMEM_FUZZ_TRACE
     describe(&a);
 #endif
+    int ok_a = run(ctx, e, &a, &sa);
+    TRACE("A: %s%s (%zu records, layout %d, checks %d)", ok_a ? "ok" : "refused: ",
+          ok_a ? "" : llmem_ctx_error(ctx), j.nrec, j.with_layout, j.checks);
     int ok_b = run(ctx, f, &b, &sb);
 
     if (ok_a) {
