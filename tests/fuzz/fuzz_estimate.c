@@ -120,6 +120,8 @@ typedef struct job {
     int family;
     int64_t core[7];        /* heads, kv-heads, head-dim, hidden, layers, intermediate, vocab */
     int with_layout;
+    size_t timeline;        /* points a rank: 0 = off */
+    int expand;             /* the timeline shows every layer op by op */
     int checks;             /* CHECK_* bits */
     unsigned aux[8];        /* bytes for capacities and planner fields */
     record rec[RECORDS_MAX];
@@ -215,6 +217,11 @@ static void decode(const uint8_t *data, size_t size, job *j)
     j->core[6] = 1 + (int64_t)u64_of(&r, 2);
     unsigned flags = byte_of(&r);
     j->with_layout = flags & 1;
+    if (flags & 16) {
+        static const size_t rooms[] = { 32, 512, 8192, 8192 };
+        j->timeline = rooms[(flags >> 5) & 3];
+        j->expand = flags >> 7;
+    }
     /* The planner runs hundreds of estimates: a quarter of the inputs. */
     j->checks = (flags & 2 ? CHECK_MAX : 0) | ((flags & 12) == 12 ? CHECK_PLAN : 0);
     for (size_t i = 0; i < N(j->aux); i++)
@@ -519,6 +526,55 @@ static int run(llmem_ctx *ctx, llmem_estimate *e, const inputs *in, snap *s)
     return 1;
 }
 
+/* The timeline of every rank: points of known phases and parts whose terms
+ * add up to at most the peak, reaching it at the point it names (unless the
+ * step had more points than the room and lost the later ones). */
+static void check_timeline(const llmem_estimate *e, const snap *s, const job *j, int mode)
+{
+    for (size_t r = 0; r < s->nranks; r++) {
+        size_t n = llmem_estimate_timeline_count(e, r), at = llmem_estimate_timeline_peak(e, r);
+        uint64_t peak = s->rank[r].est[LLMEM_EST_PEAK_ALLOCATED - 1], best = 0, at_bytes = 0;
+        CHECK(n <= j->timeline, "timeline: %zu points in room for %zu", n, j->timeline);
+        if (mode & MODE_ARTICLE) {
+            CHECK(n == 0, "timeline: %zu points for the article's formula", n);
+            continue;
+        }
+        CHECK(n > 0, "timeline: no point");
+        for (size_t i = 0; i < n; i++) {
+            uint64_t t[4];
+            int phase = 0;
+            const char *part = NULL;
+            int64_t layer = -2;
+            CHECK(llmem_estimate_timeline_point(e, r, i, &phase, &part, &layer, &t[0], &t[1], &t[2],
+                                                &t[3]) == LLMEM_OK,
+                  "timeline point");
+            CHECK(phase >= LLMEM_PHASE_FORWARD && phase <= LLMEM_PHASE_OPTIMIZER && part != NULL &&
+                      layer >= -1,
+                  "timeline point %zu: phase %d, layer %lld", i, phase, (long long)layer);
+            uint64_t sum = 0;
+            for (int k = 0; k < 4; k++) {
+                CHECK(t[k] <= peak, "timeline point %zu: term %d %llu above the peak %llu", i,
+                      k + 1, (unsigned long long)t[k], (unsigned long long)peak);
+                sum += t[k];
+            }
+            CHECK(sum <= peak, "timeline point %zu (%s, layer %lld): %llu above the peak %llu", i,
+                  part, (long long)layer, (unsigned long long)sum, (unsigned long long)peak);
+            best = sum > best ? sum : best;
+            if (i == at)
+                at_bytes = sum;
+        }
+        CHECK(llmem_estimate_timeline_point(e, r, n, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ==
+                  LLMEM_ERANGE,
+              "timeline: a point past the last");
+        if (n < j->timeline) {
+            CHECK(at < n && at_bytes == peak, "timeline: the peak point %zu holds %llu, not %llu",
+                  at, (unsigned long long)at_bytes, (unsigned long long)peak);
+            CHECK(best == peak, "timeline: largest point %llu, peak %llu",
+                  (unsigned long long)best, (unsigned long long)peak);
+        }
+    }
+}
+
 /* ---- Invariant 3: monotone in batch and seq ---------------------------- */
 
 /* Whether a refusal of batch or seq + 1, where the value itself ran, is one
@@ -781,7 +837,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef LLMEM_FUZZ_TRACE
     describe(&a);
 #endif
+    /* The timeline, when drawn, on e: f has none, so A's results on both
+     * also say the timeline changes no number. */
+    if (j.timeline)
+        CHECK(llmem_estimate_timeline(e, j.timeline, j.expand) == LLMEM_OK, "timeline");
     int ok_a = run(ctx, e, &a, &sa);
+    if (ok_a && j.timeline)
+        check_timeline(e, &sa, &j, mode_of(&a));
     TRACE("A: %s%s (%zu records, layout %d, checks %d)", ok_a ? "ok" : "refused: ",
           ok_a ? "" : llmem_ctx_error(ctx), j.nrec, j.with_layout, j.checks);
     int ok_b = run(ctx, f, &b, &sb);
@@ -810,6 +872,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(run(ctx, e, &a, &again), "A runs on a fresh handle but not again");
         CHECK(same(&sa, &again), "A on a reused handle differs from a fresh one");
         CHECK(run(ctx, e, &a, &again) && same(&sa, &again), "A run twice differs");
+        if (j.timeline)
+            check_timeline(e, &again, &j, mode_of(&a));
         CHECK(run(ctx, f, &a, &again) && same(&sa, &again), "A after B differs");
     }
 

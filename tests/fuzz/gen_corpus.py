@@ -65,7 +65,8 @@ def record(obj, name, value):
 
 
 def seed(family=None, preset=None, heads=2, kv_div=1, head_dim=16, layers=2, inter=64,
-         vocab=1000, layout=False, max_=False, plan=False, aux=(0,) * 8, records=()):
+         vocab=1000, layout=False, max_=False, plan=False, timeline=None, aux=(0,) * 8,
+         records=()):
     out = bytearray()
     if preset is not None:
         out += bytes([7, preset])
@@ -77,7 +78,10 @@ def seed(family=None, preset=None, heads=2, kv_div=1, head_dim=16, layers=2, int
     b = (head_dim // 8).bit_length() - 1 + 5 * (layers - 1)
     c = inter // 16 - 1
     out += bytes([a, b, c]) + vocab.to_bytes(2, 'big')
-    out += bytes([int(layout) | int(max_) << 1 | 12 * int(plan)]) + bytes(aux)
+    flags = int(layout) | int(max_) << 1 | 12 * int(plan)
+    if timeline is not None:  # (room: 0 = 32, 1 = 512, 2 = 8192 points; expand 0/1)
+        flags |= 16 | timeline[0] << 5 | timeline[1] << 7
+    out += bytes([flags]) + bytes(aux)
     for r in records:
         out += record(*r)
     return bytes(out)
@@ -171,6 +175,12 @@ def seeds():
                            records=[(m, 'experts', 4), (m, 'experts_per_token', 2),
                                     (m, 'expert_intermediate', 32)])
 
+    # The timeline: kept to a small room, whole, layers expanded, per stage.
+    yield 'timeline-small-room', seed('llama', timeline=(0, 0))
+    yield 'timeline-expand', seed('gpt2', layers=4, timeline=(2, 1), records=[(t, 'grad_ckpt', 2)])
+    yield 'timeline-pp-zero3', seed('llama', layers=8, layout=True, timeline=(1, 0), records=[
+        (l, 'pp', 4), (l, 'dp', 2), (l, 'sharding', 4), (l, 'micro_batches', 4)])
+    yield 'timeline-article', seed('opt', timeline=(1, 0), records=[(t, 'formula', 2)])
     # Regressions: inputs the fuzzer found, as jobs.
     # The planner on a model that does not validate returned an empty message.
     yield 'regress-plan-invalid-model', seed('llama', heads=4, plan=True,
