@@ -323,6 +323,17 @@ static void trace_simulate(walk_scratch *e, walk_trace *t, build *b, segment_bui
     e->graph.event_grads = NULL;
 }
 
+/* Whether the timeline's room is full: each layer left would add a point
+ * that is dropped, so stop (a million layers expanded op by op would cost
+ * seconds for nothing) and say the timeline was cut short. */
+static int room_full(walk_trace *t)
+{
+    if (t->n < t->cap)
+        return 0;
+    t->truncated = 1;
+    return 1;
+}
+
 /* Forward through a run of identical layers starting at layer `first`, from
  * `live` bytes (its input included): the last layer, which holds the run's
  * peak, op by op, the others by the live bytes after each. */
@@ -332,6 +343,8 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
 {
     trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, SIM_PLAIN);
     for (uint64_t k = 0; k < g->count; k++) {
+        if (room_full(t))
+            break;
         uint64_t before = live + k * growth;
         if (t->expand || k + 1 == g->count)
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
@@ -358,6 +371,8 @@ static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model
     b->hold_input = 0;
     int nf = e->graph.nevents_forward, n = e->graph.nevents;
     for (uint64_t k = 0; k < g->count; k++) {
+        if (room_full(t))
+            break;
         uint64_t at = (uint64_t)((int64_t)live + (int64_t)k * delta), g_k = grads + k * kept;
         int64_t layer = (int64_t)(first + g->count - 1 - k);
         if (!t->expand && k != shown) {
