@@ -109,6 +109,31 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
     return LLMEM_OK;
 }
 
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+uint64_t llmem_layout_step(const llmem_parallel *p, int key, uint64_t other)
+{
+    uint64_t step = 1;
+    if (p == NULL)
+        return 1;
+    uint64_t cp = (uint64_t)p->i[LLMEM_PARALLEL_CP], tp = (uint64_t)p->i[LLMEM_PARALLEL_TP];
+    if (key == LLMEM_TRAIN_SEQ && cp > 1)
+        step = 2 * cp;
+    if (p->i[LLMEM_PARALLEL_SP] && tp > 1) {
+        uint64_t split = tp / gcd(tp, other); /* value x other divides by tp */
+        step = step / gcd(step, split) * split; /* at most 2^21 x 2^20 */
+    }
+    return step;
+}
+
 int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_shape *m,
                          const setup *s, layout *l)
 {

@@ -203,6 +203,20 @@ def seeds():
     # fine-tuning trained more parameters than the model has.
     yield 'regress-phi3-plain-mlp-article', seed('phi3', heads=4, records=[
         (m, 'mlp', 1), (t, 'formula', 2)])
+    # llmem_estimate_max and the planner tried values the layout refuses: a
+    # sequence past learned positions, a seq not in 2 x cp chunks, batch x
+    # seq not splitting over tp under sp (errors instead of answers).
+    yield 'regress-max-seq-learned-positions', seed('gpt2', max_=True,
+                                                    aux=(1 | 4, 255, 0, 0, 0, 0, 0, 0),
+                                                    records=[(m, 'max_positions', 1024)])
+    yield 'regress-max-seq-cp', seed('llama', layout=True, max_=True, aux=(1, 60, 0, 0, 0, 0, 0, 0),
+                                     records=[(t, 'attention', 2), (t, 'seq', 1024), (l, 'cp', 2)])
+    yield 'regress-max-batch-sp-odd-seq', seed('llama', heads=4, layout=True, max_=True,
+                                               aux=(4, 60, 0, 0, 0, 0, 0, 0),
+                                               records=[(t, 'seq', 511), (t, 'batch', 2), (l, 'tp', 2),
+                                                        (l, 'sp', 1)])
+    yield 'regress-plan-sp-odd-seq', seed('llama', heads=4, plan=True,
+                                          aux=(0, 0, 40, 1, 7, 0, 0, 0), records=[(t, 'seq', 511)])
 
 
 def main():

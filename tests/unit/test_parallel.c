@@ -418,3 +418,86 @@ Test(parallel, plan_of_an_invalid_model_names_the_field)
     llmem_plan_free(plan);
     close_fixture(&f);
 }
+
+/* The largest value tries only what the layout splits and what the model
+ * takes: a learned position table bounds seq, context parallelism takes
+ * sequences in 2 x cp chunks, sequence parallelism batch x seq tokens in tp
+ * shares. Each answer fits, the next value it could take does not; before,
+ * each was an error. */
+Test(parallel, max_tries_only_values_the_layout_splits)
+{
+    const uint64_t capacity = UINT64_C(80) << 30;
+    int64_t best = 0;
+    uint64_t peak = 0;
+    fixture f = open_fixture("openai-community/gpt2");
+    cr_assert_eq(llmem_estimate_max(f.e, f.m, f.t, NULL, LLMEM_TRAIN_SEQ, LLMEM_LEVEL_DEVICE,
+                                    UINT64_C(1) << 40, &best),
+                 LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    cr_expect_eq(best, 1024, "GPT-2's learned positions: %lld", (long long)best);
+    close_fixture(&f);
+
+    f = open_fixture("meta-llama/Llama-3.2-1B");
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_ATTENTION, "flash"), LLMEM_OK);
+    set(&f, LLMEM_PARALLEL_CP, "2");
+    cr_assert_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_SEQ, LLMEM_LEVEL_DEVICE,
+                                    capacity, &best),
+                 LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    cr_expect_gt(best, 0);
+    cr_expect_eq(best % 4, 0, "seq %lld in 4 chunks", (long long)best);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+    cr_expect_leq(peak, capacity);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, best + 4), LLMEM_OK);
+    run(&f);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+    cr_expect_gt(peak, capacity);
+    close_fixture(&f);
+
+    f = open_fixture("meta-llama/Llama-3.2-1B");
+    set(&f, LLMEM_PARALLEL_TP, "2");
+    set(&f, LLMEM_PARALLEL_SP, "1");
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 511), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE,
+                                    capacity, &best),
+                 LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    cr_expect_gt(best, 0);
+    cr_expect_eq(best % 2, 0, "batch %lld x 511 tokens over tp 2", (long long)best);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, best + 2), LLMEM_OK);
+    run(&f);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+    cr_expect_gt(peak, capacity);
+    close_fixture(&f);
+}
+
+/* The planner's micro-batches under sequence parallelism make batch x seq
+ * split over tp: with an odd sequence, even ones; the layout is planned, not
+ * rejected as "not modelled". */
+Test(parallel, plan_with_sp_and_an_odd_sequence)
+{
+    fixture f = open_fixture("meta-llama/Llama-3.2-1B");
+    llmem_plan *plan;
+    int planned = 0;
+    cr_assert_eq(llmem_plan_new(f.ctx, &plan), LLMEM_OK);
+    llmem_plan_set_int(plan, LLMEM_PLAN_GPUS, 2);
+    llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, INT64_C(80) << 30);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 511), LLMEM_OK);
+    cr_assert_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    for (size_t i = 0; i < llmem_plan_result_count(plan); i++) {
+        int64_t sp = 0;
+        uint64_t mb = 0;
+        cr_assert_eq(llmem_plan_result_layout(plan, i, f.l), LLMEM_OK);
+        llmem_parallel_get_int(f.l, LLMEM_PARALLEL_SP, &sp);
+        llmem_plan_result_get_u64(plan, i, LLMEM_PLAN_MICRO_BATCH, &mb);
+        if (sp) {
+            planned = 1;
+            cr_expect_eq(mb % 2, 0, "micro-batch %llu", (unsigned long long)mb);
+        }
+    }
+    cr_expect(planned, "no layout with sequence parallelism");
+    for (size_t i = 0; i < llmem_plan_rejected_count(plan); i++) {
+        const char *reason = NULL, *example = NULL;
+        llmem_plan_rejected(plan, i, &reason, NULL, &example);
+        cr_expect_null(strstr(example, "do not split"), "%s: %s", reason, example);
+    }
+    llmem_plan_free(plan);
+    close_fixture(&f);
+}
