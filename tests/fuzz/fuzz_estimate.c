@@ -16,17 +16,23 @@
  *      the peak and the allocated peak; the phase peaks stay within the
  *      allocated peak and the peak phase reaches it;
  *   3. the allocated peak of every rank does not decrease when batch or seq
- *      grows by one;
+ *      grows by one (refusing the larger value is allowed only as the
+ *      documentation says: overflow, learned positions, the sp and cp splits);
  *   4. a handle run again gives, for the same inputs, the numbers a fresh
- *      handle gives, and a failed run leaves the last result in place;
- *   5. llmem_estimate_max answers a value whose run fits the capacity and
- *      whose successor does not;
+ *      handle gives, a failed run leaves the last result in place, and a
+ *      one-GPU layout gives what no layout gives;
+ *   5. llmem_estimate_max answers a job that runs, with a value whose run fits
+ *      the capacity and whose successor (the next value the layout splits)
+ *      does not;
  *   6. each layout the planner returns re-estimates to its peak, within the
- *      planner's capacity, and the next micro-batch does not fit.
+ *      planner's capacity, and the next micro-batch does not fit; no
+ *      rejection is an internal error;
+ *   7. a timeline's points add up to at most the peak and reach it.
  *
  * A broken invariant is a __builtin_trap(), so libFuzzer keeps the input.
  * Each input's work is bounded (a few dozen estimates, a planner run over at
- * most 8 GPUs) so the fuzzer runs thousands of inputs a second.
+ * most 8 GPUs, a timeline of at most 8,192 points a rank): a few thousand
+ * inputs a second without sanitizers, hundreds with them.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -655,17 +661,16 @@ static uint64_t gcd_of(uint64_t a, uint64_t b)
 /* The values of batch or seq a layout splits are multiples of this step, as
  * llmem_estimate_max() documents: 2 x cp for seq under context parallelism,
  * batch x seq a multiple of tp under sequence parallelism. */
-static int64_t step_of(const inputs *in, int key)
+static int64_t step_of(const llmem_parallel *l, const llmem_train *t, int key)
 {
     int64_t cp = 1, tp = 1, sp = 0, other = 1;
     uint64_t step = 1;
-    if (in->l == NULL)
+    if (l == NULL)
         return 1;
-    llmem_parallel_get_int(in->l, LLMEM_PARALLEL_CP, &cp);
-    llmem_parallel_get_int(in->l, LLMEM_PARALLEL_TP, &tp);
-    llmem_parallel_get_int(in->l, LLMEM_PARALLEL_SP, &sp);
-    llmem_train_get_int(in->t, key == LLMEM_TRAIN_SEQ ? LLMEM_TRAIN_BATCH : LLMEM_TRAIN_SEQ,
-                        &other);
+    llmem_parallel_get_int(l, LLMEM_PARALLEL_CP, &cp);
+    llmem_parallel_get_int(l, LLMEM_PARALLEL_TP, &tp);
+    llmem_parallel_get_int(l, LLMEM_PARALLEL_SP, &sp);
+    llmem_train_get_int(t, key == LLMEM_TRAIN_SEQ ? LLMEM_TRAIN_BATCH : LLMEM_TRAIN_SEQ, &other);
     if (key == LLMEM_TRAIN_SEQ && cp > 1)
         step = 2 * (uint64_t)cp;
     if (sp && tp > 1) {
@@ -691,7 +696,7 @@ static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inp
     int key = j->aux[0] & 1 ? LLMEM_TRAIN_SEQ : LLMEM_TRAIN_BATCH;
     int level = LLMEM_LEVEL_ALLOCATED + (int)(j->aux[0] >> 1) % 3;
     uint64_t capacity = capacity_near(level_bytes(base, level), j->aux[1]);
-    int64_t out = -1, saved = 0, max = 0, step = step_of(in, key);
+    int64_t out = -1, saved = 0, max = 0, step = step_of(in->l, in->t, key);
     snap s, left;
     int rc = llmem_estimate_max(e, in->m, in->t, in->l, key, level, capacity, &out);
     check_status(ctx, rc, "max");
@@ -788,16 +793,23 @@ static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const in
         llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &device);
         CHECK(device == peak, "plan: result %zu re-estimates to %llu, not %llu", i,
               (unsigned long long)device, (unsigned long long)peak);
-        /* The next micro-batch does not fit (with a global batch, the
-         * candidates are its divisors: not checked). */
-        if (global == 0 && b < (uint64_t)max_mb) {
-            CHECK(llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, (int64_t)b + 1) == LLMEM_OK, "b");
+        /* The next micro-batch the layout splits does not fit (with a
+         * global batch, the candidates are its divisors: not checked). */
+        uint64_t next = b + (uint64_t)step_of(l, in->t, LLMEM_TRAIN_BATCH);
+        CHECK(b % (next - b) == 0, "plan: micro-batch %llu does not split",
+              (unsigned long long)b);
+        if (global == 0 && next <= (uint64_t)max_mb) {
+            CHECK(llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, (int64_t)next) == LLMEM_OK, "b");
             rc = llmem_estimate_run_parallel(e, in->m, in->t, l);
-            check_status(ctx, rc, "plan + 1");
+            check_status(ctx, rc, "plan + step");
             if (rc == LLMEM_OK) {
                 llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &device);
                 CHECK(device > capacity, "plan: result %zu at micro-batch %llu, but %llu fits",
-                      i, (unsigned long long)b, (unsigned long long)b + 1);
+                      i, (unsigned long long)b, (unsigned long long)next);
+            } else {
+                CHECK(refused_as_too_large(ctx, rc, LLMEM_TRAIN_BATCH),
+                      "plan: micro-batch %llu runs, %llu is refused: %s", (unsigned long long)b,
+                      (unsigned long long)next, llmem_ctx_error(ctx));
             }
         }
     }
