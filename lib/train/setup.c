@@ -21,9 +21,24 @@ static int lora_targets_exist(const model_shape *m, unsigned targets)
     return 0;
 }
 
+/* Whether the attention run materializes the scores (batch x heads x seq^2):
+ * eager does, and so does SDPA when PyTorch falls back to its math kernel,
+ * the backend rule of lib/layers/common.c (sdpa_backend): no fused 16-bit
+ * kernel (fp32, or heads over 256 wide) and no memory-efficient one (grouped
+ * kv heads, or a head size not a multiple of 8 in 16 bits, 4 in fp32). */
+static int scores_materialized(const model_shape *m, const setup *s)
+{
+    int dt = s->compute_dt;
+    if (s->attention == LLMEM_ATTENTION_EAGER)
+        return 1;
+    if (s->attention != LLMEM_ATTENTION_SDPA || (dt == 2 && m->head_dim <= 256))
+        return 0;
+    return m->kv_heads != m->heads || m->head_dim % (dt == 2 ? 8 : 4) != 0;
+}
+
 /* A bound on every byte count of the step, for the setup actually run: each
  * tensor is at most tokens x (vocab + the widest layer + the attention
- * scores when eager attention materializes them + a mixture of experts'
+ * scores when the attention materializes them + a mixture of experts'
  * one-hot routing mask, top-k x experts) elements of at most 8 bytes, and
  * fewer than 64 of them per layer are live at once. If the bound fits in 62
  * bits, no sum the walk forms can wrap. */
@@ -32,7 +47,7 @@ static int step_overflows(const model_shape *m, const setup *s)
     checked c = { 0 };
     uint64_t widest = ck_add(&c, m->hidden + m->intermediate + m->heads * m->head_dim,
                              ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
-    uint64_t scores = s->attention == LLMEM_ATTENTION_EAGER ? ck_mul(&c, m->heads, s->seq) : 0;
+    uint64_t scores = scores_materialized(m, s) ? ck_mul(&c, m->heads, s->seq) : 0;
     uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
     uint64_t tokens = ck_mul(&c, s->batch, s->seq);
     uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));

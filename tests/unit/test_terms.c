@@ -971,12 +971,13 @@ Test(terms, reuse_matches_fresh_handles, .init = setup_est, .fini = teardown_est
 /* Huge batches and sequences: an answer that fits in 64 bits, or an error;
  * never a wrapped-around small number. Each step doubles the batch or the
  * sequence, up to the largest the setup accepts (2^24 and 2^28). */
-static void expect_no_wrap(const char *name, int64_t batch0, int64_t seq0, int vary_seq)
+static void expect_no_wrap(const char *name, int64_t batch0, int64_t seq0, int vary_seq,
+                           const config *base)
 {
     llmem_model *m = preset(name);
     uint64_t previous = 0;
     for (int step = 0;; step++) {
-        config c = default_config();
+        config c = base ? *base : default_config();
         c.batch = vary_seq ? batch0 : batch0 << step;
         c.seq = vary_seq ? seq0 << step : seq0;
         if (c.batch > (INT64_C(1) << 24) || c.seq > (INT64_C(1) << 28))
@@ -1009,12 +1010,23 @@ static void expect_no_wrap(const char *name, int64_t batch0, int64_t seq0, int v
 
 Test(terms, extreme_batch_does_not_wrap, .init = setup_est, .fini = teardown_est)
 {
-    expect_no_wrap("Llama-2-7b-hf", INT64_C(1) << 10, INT64_C(1) << 20, 0);
+    expect_no_wrap("Llama-2-7b-hf", INT64_C(1) << 10, INT64_C(1) << 20, 0, NULL);
 }
 
 Test(terms, extreme_seq_does_not_wrap, .init = setup_est, .fini = teardown_est)
 {
-    expect_no_wrap("Llama-2-7b-hf", 1, INT64_C(1) << 14, 1);
+    expect_no_wrap("Llama-2-7b-hf", 1, INT64_C(1) << 14, 1, NULL);
+}
+
+/* SDPA in fp32 with grouped kv heads runs PyTorch's math kernel, which
+ * materializes the scores: the overflow bound charges them (it once counted
+ * them for eager attention only, and the walk's sums wrapped). */
+Test(terms, extreme_seq_sdpa_math_does_not_wrap, .init = setup_est, .fini = teardown_est)
+{
+    config c = default_config();
+    c.precision = LLMEM_PRECISION_FP32;
+    c.attention = LLMEM_ATTENTION_SDPA;
+    expect_no_wrap("Meta-Llama-3-8B", 1, INT64_C(1) << 14, 1, &c);
 }
 
 /* LoRA targets that match no module of the model train nothing; PEFT
