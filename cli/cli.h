@@ -25,12 +25,18 @@
 
 /* One line "llmem: <message>" on stderr. */
 void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* Text every later cli_error line starts with, until set again or cleared. */
+void cli_error_context(const char *fmt, ...) CLI_PRINTF(1, 2);
+void cli_error_context_clear(void);
 
 /* The commands; each takes the arguments after its name and returns an exit status. */
 int cli_cmd_estimate(int argc, char **argv);
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_models(int argc, char **argv);
 int cli_cmd_weights(int argc, char **argv);
+int cli_cmd_gpus(int argc, char **argv);
+int cli_cmd_fit(int argc, char **argv);
+int cli_cmd_pack(int argc, char **argv);
 int cli_cmd_version(int argc, char **argv);
 int cli_cmd_help(int argc, char **argv);
 

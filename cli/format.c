@@ -58,3 +58,11 @@ void cli_format_count_short(uint64_t n, char *buf, size_t cap)
     }
     snprintf(buf, cap, "%llu", (unsigned long long)n);
 }
+
+void cli_format_gib(uint64_t bytes, char *buf, size_t cap)
+{
+    if (bytes >= 1073741824u)
+        snprintf(buf, cap, "%.2f GiB", (double)bytes / 1073741824.0);
+    else
+        snprintf(buf, cap, "%.0f MiB", (double)bytes / 1048576.0);
+}

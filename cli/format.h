@@ -24,4 +24,7 @@ void cli_format_count(uint64_t n, char *buf, size_t cap);
 /* A count in short scale: "1.24 B", "124.44 M". */
 void cli_format_count_short(uint64_t n, char *buf, size_t cap);
 
+/* Bytes in GiB with two decimals ("9.50 GiB"), MiB below 1 GiB ("287 MiB"). */
+void cli_format_gib(uint64_t bytes, char *buf, size_t cap);
+
 #endif

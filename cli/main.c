@@ -14,6 +14,8 @@ typedef struct command {
 static const command commands[] = {
     { "estimate", cli_cmd_estimate }, { "plan", cli_cmd_plan },       { "models", cli_cmd_models },
     { "weights", cli_cmd_weights },
+    { "gpus", cli_cmd_gpus },         { "fit", cli_cmd_fit },
+    { "pack", cli_cmd_pack },
     { "version", cli_cmd_version },   { "--version", cli_cmd_version },
     { "help", cli_cmd_help },         { "--help", cli_cmd_help },
     { "-h", cli_cmd_help },

@@ -21,7 +21,7 @@ typedef struct text_settings {
     cli_setting family, hidden, layers, heads, kv_heads, head_dim, intermediate, vocab,
         tie_embeddings, attn_bias, norm, mlp, experts, experts_per_token, expert_intermediate,
         shared_expert_intermediate, shared_expert_gate, dense_layers, router_bias, qk_norm,
-        rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block;
+        rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block, activation, post_norm;
     cli_setting batch, seq, precision, optimizer, optimizer_impl, grad_ckpt, attention, dropout,
         method, lora_rank, lora_targets, lora_dropout, freeze_layers, loss, grad_accum, formula,
         article_tmp_factor, article_param_bytes;
@@ -58,6 +58,8 @@ static int read_settings(const cli_request *req, text_settings *s)
         { "q-lora-rank", &s->q_lora_rank },
         { "kv-lora-rank", &s->kv_lora_rank },
         { "parallel-block", &s->parallel_block },
+        { "activation", &s->activation },
+        { "post-norm", &s->post_norm },
         { "batch", &s->batch },
         { "seq", &s->seq },
         { "precision", &s->precision },
@@ -120,6 +122,8 @@ static void print_attention(FILE *out, const text_settings *s)
         append(line, sizeof line, "qk-norm");
     if (s->parallel_block.i)
         append(line, sizeof line, "attention and MLP in parallel");
+    if (s->post_norm.i)
+        append(line, sizeof line, "norms after the residual additions");
     if (line[0] != '\0')
         fprintf(out, "%-*s%s\n", LABEL_WIDTH, "", line);
 }
@@ -162,8 +166,8 @@ static void print_model(FILE *out, const cli_request *req, const cli_report *r,
             LABEL_WIDTH, "Architecture", s->family.text, (long long)s->hidden.i,
             (long long)s->layers.i, (long long)s->heads.i, (long long)s->kv_heads.i,
             (long long)s->head_dim.i);
-    fprintf(out, "%-*s%s MLP %lld, vocab %lld, %s%s%s\n", LABEL_WIDTH, "", s->mlp.text,
-            (long long)s->intermediate.i, (long long)s->vocab.i, s->norm.text,
+    fprintf(out, "%-*s%s %s MLP %lld, vocab %lld, %s%s%s\n", LABEL_WIDTH, "", s->mlp.text,
+            s->activation.text, (long long)s->intermediate.i, (long long)s->vocab.i, s->norm.text,
             s->attn_bias.i ? ", qkv biases" : "", s->tie_embeddings.i ? ", tied embeddings" : "");
     print_attention(out, s);
     if (s->experts.i > 0)

@@ -84,6 +84,18 @@ void cli_usage(FILE *out)
           "  models [--json]             the built-in model presets\n"
           "  weights PATH [--json]       what safetensors headers hold (PATH: a .safetensors\n"
           "                              file, a model.safetensors.index.json or a directory)\n"
+          "  gpus [--mig] [--json]       the GPU catalog; --mig: every MIG profile\n"
+          "  fit --gpu NAME [flags]      the MIG slices and whole GPU that hold the estimate\n"
+          "                              of [flags] (model, training and layout flags: every\n"
+          "                              rank), or of --bytes N [--bytes-level device|reserved];\n"
+          "                              --margin P (percent kept free, default 5),\n"
+          "                              --min-compute N, --json\n"
+          "  pack --gpu NAME[:N][,...] --jobs FILE\n"
+          "                              jobs onto few GPUs with valid MIG layouts; FILE: a JSON\n"
+          "                              array of {\"id\", \"memory_bytes\" or estimate flags by\n"
+          "                              name, \"min_compute\"}; --gpus N (each type's count),\n"
+          "                              --margin P, --gpus-per-node N, --config-name NAME,\n"
+          "                              --format text|json|mig-parted|nvidia-smi, --json\n"
           "  version, --version          the versions of llmem and libllmem\n"
           "  help, --help                this help\n",
           out);

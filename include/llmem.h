@@ -126,10 +126,12 @@ LLMEM_API const char *llmem_ctx_error(const llmem_ctx *ctx);
 
 /** Kinds of objects with keyed fields, as llmem_ctx_error_field() names them. @since 0.2.0 */
 enum llmem_object {
-    LLMEM_OBJECT_MODEL = 1,   /**< a #llmem_model field (#llmem_model_key) */
-    LLMEM_OBJECT_TRAIN = 2,   /**< a #llmem_train field (#llmem_train_key) */
+    LLMEM_OBJECT_MODEL = 1,    /**< a #llmem_model field (#llmem_model_key) */
+    LLMEM_OBJECT_TRAIN = 2,    /**< a #llmem_train field (#llmem_train_key) */
     LLMEM_OBJECT_PARALLEL = 3, /**< a #llmem_parallel field (#llmem_parallel_key) */
-    LLMEM_OBJECT_PLAN = 4      /**< a #llmem_plan field (#llmem_plan_key) */
+    LLMEM_OBJECT_PLAN = 4,     /**< a #llmem_plan field (#llmem_plan_key) */
+    LLMEM_OBJECT_FIT = 5,      /**< a #llmem_fit setting (#llmem_fit_key). @since 0.2.0 */
+    LLMEM_OBJECT_PACK = 6      /**< a #llmem_pack setting (#llmem_pack_key). @since 0.2.0 */
 };
 
 /**
@@ -217,7 +219,16 @@ enum llmem_model_key {
     /** Bytes per element of the checkpoint's torch_dtype (4 float32, 2 bfloat16/float16,
      * 1 float8); 0 = unknown. Informative: the estimate follows the training precision.
      * @since 0.1.0 */
-    LLMEM_MODEL_DTYPE_BYTES = 37
+    LLMEM_MODEL_DTYPE_BYTES = 37,
+    /** #llmem_activation of the MLP ("silu", "gelu", "gelu-tanh", "gelu-new",
+     * "gelu-fast", "relu"), as the config's hidden_act (activation_function,
+     * activation) names it; setting the family sets its default. What autograd
+     * keeps depends on it: relu saves its output, the native kernels their input,
+     * gelu-new and gelu-fast are Python expressions of several ops. @since 0.2.0 */
+    LLMEM_MODEL_ACTIVATION = 38,
+    /** 0/1: the layer norms come after the residual additions instead of before
+     * attention and MLP (OPT do_layer_norm_before false, OPT-350m). @since 0.2.0 */
+    LLMEM_MODEL_POST_NORM = 39
 };
 
 /** Code-path families: which operations a layer runs. @since 0.1.0 */
@@ -252,6 +263,15 @@ enum llmem_family {
 enum llmem_norm { LLMEM_NORM_LAYERNORM = 1, LLMEM_NORM_RMSNORM = 2 };
 /** MLP kinds. @since 0.1.0 */
 enum llmem_mlp { LLMEM_MLP_PLAIN = 1, LLMEM_MLP_GATED = 2 };
+/** MLP activations (#LLMEM_MODEL_ACTIVATION). @since 0.2.0 */
+enum llmem_activation {
+    LLMEM_ACTIVATION_SILU = 1,      /**< SiLU (Llama's gated MLP) */
+    LLMEM_ACTIVATION_GELU = 2,      /**< exact GELU, one kernel (GPT-NeoX, Falcon) */
+    LLMEM_ACTIVATION_GELU_TANH = 3, /**< tanh-approximated GELU, one kernel (StarCoder2, Gemma) */
+    LLMEM_ACTIVATION_GELU_NEW = 4,  /**< NewGELUActivation, Python ops (GPT-2, Phi) */
+    LLMEM_ACTIVATION_GELU_FAST = 5, /**< FastGELUActivation, Python ops (GPT-NeoX-20B) */
+    LLMEM_ACTIVATION_RELU = 6       /**< ReLU (OPT) */
+};
 /** Position encodings. @since 0.1.0 */
 enum llmem_positions {
     LLMEM_POSITIONS_LEARNED = 1, LLMEM_POSITIONS_ROTARY = 2, LLMEM_POSITIONS_ALIBI = 3
@@ -885,6 +905,389 @@ LLMEM_API size_t llmem_plan_rejected_count(const llmem_plan *plan);
  */
 LLMEM_API int llmem_plan_rejected(const llmem_plan *plan, size_t index, const char **reason,
                                   uint64_t *layouts, const char **example);
+/** @} */
+
+/**
+ * @defgroup gpu GPU catalog
+ * The GPUs people fine-tune on, as const data: the memory a process can use
+ * (what `torch.cuda.mem_get_info()` reports as total, not the marketing
+ * number), the CUDA context and cuBLAS workspace of the architecture, and the
+ * MIG profiles of MIG-capable GPUs with their usable memory, compute and
+ * memory slices and valid placements. Every value has its source
+ * (docs/mig.md, docs/gpu-constants.md); estimates are flagged. GPUs and
+ * profiles are addressed by index; indices are stable within one library
+ * version only, so look them up by name (llmem_gpu_find(),
+ * llmem_mig_profile_find()).
+ * @{
+ */
+/** Numeric keys of a GPU for llmem_gpu_get_u64(). Values are never reused. @since 0.2.0 */
+enum llmem_gpu_key {
+    /** Bytes a process can use: `torch.cuda.mem_get_info()` total (the CUDA
+     * context comes out of it). */
+    LLMEM_GPU_USABLE_BYTES = 1,
+    /** 1 when #LLMEM_GPU_USABLE_BYTES is derived, not measured (docs/mig.md
+     * gives the rule), else 0. */
+    LLMEM_GPU_USABLE_ESTIMATED = 2,
+    /** Bytes of one process's CUDA (ROCm) context on this architecture. */
+    LLMEM_GPU_CONTEXT_BYTES = 3,
+    /** Bytes of the cuBLAS workspace PyTorch allocates per stream on this
+     * architecture (part of reserved memory). */
+    LLMEM_GPU_WORKSPACE_BYTES = 4,
+    /** Streaming multiprocessors (compute units on AMD); 0 when unknown. */
+    LLMEM_GPU_SMS = 5,
+    /** CUDA compute capability as major * 10 + minor (80, 90, 100); 0 for AMD. */
+    LLMEM_GPU_COMPUTE_CAPABILITY = 6,
+    /** Number of MIG profiles (0: the GPU has no MIG). */
+    LLMEM_GPU_MIG_PROFILES = 7,
+    /** Placement slots of the MIG grid: memory slices (8 on A100/H100/H200/B200,
+     * 4 on A30) or placement units (12 on the RTX PRO 6000); 0 without MIG. */
+    LLMEM_GPU_MIG_SLOTS = 8,
+    /** Compute slices of the MIG grid (7, or 4 on A30 and RTX PRO 6000); 0 without MIG. */
+    LLMEM_GPU_MIG_COMPUTE_SLICES = 9,
+    /** 1 when the context bytes are a default, not measured on this architecture. */
+    LLMEM_GPU_CONTEXT_ESTIMATED = 10
+};
+
+/** Text keys of a GPU for llmem_gpu_get_str(). Values are never reused. @since 0.2.0 */
+enum llmem_gpu_text {
+    LLMEM_GPU_ARCH = 1,             /**< architecture: "sm_80", "sm_90", "CDNA3" */
+    LLMEM_GPU_DEVICE_NAME = 2,      /**< the name the driver reports ("NVIDIA A100-SXM4-80GB") */
+    LLMEM_GPU_MEMORY_SOURCE = 3,    /**< where #LLMEM_GPU_USABLE_BYTES comes from */
+    LLMEM_GPU_CONSTANTS_SOURCE = 4, /**< where the context and workspace bytes come from */
+    LLMEM_GPU_ALIASES = 5           /**< other names llmem_gpu_find() accepts, '|'-separated */
+};
+
+/** Number of GPUs in the catalog. @since 0.2.0 */
+LLMEM_API size_t llmem_gpu_count(void);
+/** Canonical name of GPU @p gpu ("A100-80GB", "H100-SXM"), or NULL past the end. @since 0.2.0 */
+LLMEM_API const char *llmem_gpu_name(size_t gpu);
+/**
+ * Find a GPU by name: its canonical name, an alias or the driver's name,
+ * case-insensitively and ignoring spaces, '-' and '_' ("H100", "h100-sxm",
+ * "NVIDIA H100 80GB HBM3" all name the H100 SXM 80 GB). @p ctx may be NULL;
+ * otherwise a failure leaves a message there naming the close matches.
+ * @return #LLMEM_OK, #LLMEM_ENOTFOUND for an unknown or ambiguous name
+ * ("A100" could be 40 or 80 GB), #LLMEM_EINVAL for a NULL pointer.
+ * @since 0.2.0
+ */
+LLMEM_API int llmem_gpu_find(llmem_ctx *ctx, const char *name, size_t *gpu);
+/**
+ * Read a number of GPU @p gpu (#llmem_gpu_key).
+ * @return #LLMEM_ERANGE past the last GPU, #LLMEM_EINVAL for an unknown key
+ * or a NULL @p out. @since 0.2.0
+ */
+LLMEM_API int llmem_gpu_get_u64(size_t gpu, int key, uint64_t *out);
+/** A text of GPU @p gpu (#llmem_gpu_text), or NULL for a bad index or key. @since 0.2.0 */
+LLMEM_API const char *llmem_gpu_get_str(size_t gpu, int key);
+
+/** Numeric keys of a MIG profile for llmem_mig_profile_get_u64(). @since 0.2.0 */
+enum llmem_mig_key {
+    /** Bytes usable inside the instance, as `nvidia-smi mig -lgip` reports them
+     * (the lowest figure among the drivers reported). */
+    LLMEM_MIG_USABLE_BYTES = 1,
+    LLMEM_MIG_COMPUTE_SLICES = 2, /**< compute slices (of #LLMEM_GPU_MIG_COMPUTE_SLICES) */
+    LLMEM_MIG_SLOTS = 3,          /**< placement slots it occupies (of #LLMEM_GPU_MIG_SLOTS) */
+    /** Valid placements: bit s set when an instance may start at slot s (it
+     * then occupies slots s .. s + #LLMEM_MIG_SLOTS - 1). */
+    LLMEM_MIG_STARTS = 4,
+    LLMEM_MIG_MAX_COUNT = 5,      /**< most instances of this profile on one GPU */
+    LLMEM_MIG_SMS = 6,            /**< SMs of an instance; 0 when unknown */
+    /** #llmem_mig_variant: plain, or a media/graphics variant sharing its base
+     * profile's placements. Fitting and packing use plain profiles only. */
+    LLMEM_MIG_VARIANT = 7,
+    /** Bit mask of #llmem_mig_uncertain; 0 when every value was observed on this GPU. */
+    LLMEM_MIG_UNCERTAIN = 8
+};
+
+/** Variants of a MIG profile. @since 0.2.0 */
+enum llmem_mig_variant {
+    LLMEM_MIG_PLAIN = 0,  /**< "1g.10gb" */
+    LLMEM_MIG_ME = 1,     /**< "+me": one instance per GPU may hold the media engines */
+    LLMEM_MIG_GFX = 2,    /**< "+gfx": graphics-capable (RTX PRO 6000) */
+    LLMEM_MIG_ME_ALL = 3, /**< "+me.all": all media engines (RTX PRO 6000) */
+    LLMEM_MIG_NO_ME = 4   /**< "-me": no media engines (RTX PRO 6000) */
+};
+
+/** Bits of #LLMEM_MIG_UNCERTAIN. @since 0.2.0 */
+enum llmem_mig_uncertain {
+    LLMEM_MIG_MEMORY_ESTIMATED = 1, /**< usable bytes derived, not reported for this GPU */
+    LLMEM_MIG_PLACEMENTS_INFERRED = 2 /**< placements inferred from the GPU family's geometry */
+};
+
+/** Name of profile @p profile of GPU @p gpu ("3g.40gb"), or NULL. @since 0.2.0 */
+LLMEM_API const char *llmem_mig_profile_name(size_t gpu, size_t profile);
+/**
+ * Kubernetes extended-resource name the NVIDIA GPU operator exposes for the
+ * profile under its "mixed" MIG strategy ("nvidia.com/mig-3g.40gb"), or NULL.
+ * @since 0.2.0
+ */
+LLMEM_API const char *llmem_mig_profile_resource(size_t gpu, size_t profile);
+/** Where the profile's values come from, or NULL. @since 0.2.0 */
+LLMEM_API const char *llmem_mig_profile_source(size_t gpu, size_t profile);
+/**
+ * Read a number of a MIG profile (#llmem_mig_key).
+ * @return #LLMEM_ERANGE for a bad GPU or profile index, #LLMEM_EINVAL for an
+ * unknown key or a NULL @p out. @since 0.2.0
+ */
+LLMEM_API int llmem_mig_profile_get_u64(size_t gpu, size_t profile, int key, uint64_t *out);
+/**
+ * Find a profile of GPU @p gpu by name, case-insensitively ("3g.40gb",
+ * "1g.10gb+me"). @p ctx may be NULL. @return #LLMEM_ENOTFOUND for a name the
+ * GPU does not have (the message lists the GPU's profiles), #LLMEM_ERANGE for
+ * a bad GPU index. @since 0.2.0
+ */
+LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *name,
+                                     size_t *profile);
+/** @} */
+
+/**
+ * @defgroup fit Fitting a job to a GPU or MIG slice
+ * Which MIG profiles of a GPU, and whether the whole GPU, hold a job's
+ * memory with a safety margin: every plain profile and the whole GPU, smallest
+ * usable memory first, each with its headroom or shortfall. The job is a byte
+ * count of a #llmem_level: either its device-level peak (#LLMEM_LEVEL_DEVICE,
+ * llmem_estimate_get_u64() with #LLMEM_EST_PEAK_DEVICE, which counts the CUDA
+ * context), or a count without the context (#LLMEM_LEVEL_RESERVED: a
+ * reserved-level peak, from PyTorch or a scheduler), to which the GPU's
+ * context is added: every MIG instance runs its own process with its own
+ * context. The margin is the planner's: a share of the option's memory kept
+ * free, so an option of U usable bytes holds a need N when
+ * N <= U / 1000 x (1000 - margin) (integer division).
+ * @{
+ */
+/** Opaque fit: settings and the options of the last run. @since 0.2.0 */
+typedef struct llmem_fit llmem_fit;
+
+
+/** Keys of fit settings. Values are never reused. @since 0.2.0 */
+enum llmem_fit_key {
+    /** Safety margin kept free of an option's usable bytes, in thousandths
+     * (0-900; default 50 = 5 %, docs/mig.md says why), as #LLMEM_PLAN_MARGIN_PERMILLE. */
+    LLMEM_FIT_MARGIN_PERMILLE = 1,
+    /** Minimum compute slices the job asks for (0-7, int); the whole GPU
+     * satisfies any. Default 0. */
+    LLMEM_FIT_MIN_COMPUTE = 2
+};
+
+/** Keys of one option of a fit, for llmem_fit_get_u64(). @since 0.2.0 */
+enum llmem_fit_result {
+    /** Index of the MIG profile (llmem_mig_profile_name()), or the GPU's
+     * #LLMEM_GPU_MIG_PROFILES (one past the last profile) for the whole GPU. */
+    LLMEM_FIT_PROFILE = 1,
+    LLMEM_FIT_WHOLE_GPU = 2,      /**< 1 for the whole GPU (MIG disabled), else 0 */
+    LLMEM_FIT_FITS = 3,           /**< 1 when the option holds the job with the margin */
+    LLMEM_FIT_USABLE_BYTES = 4,   /**< the option's usable bytes */
+    LLMEM_FIT_NEED_BYTES = 5,     /**< the job's device-level bytes (context included) */
+    /** The least usable bytes that hold the need with the margin:
+     * 1000 x ceil(need / (1000 - margin)). */
+    LLMEM_FIT_REQUIRED_BYTES = 6,
+    /** usable - need when usable >= need, else 0. */
+    LLMEM_FIT_HEADROOM_BYTES = 7,
+    /** required - usable when the option does not hold the job, else 0. */
+    LLMEM_FIT_SHORTFALL_BYTES = 8,
+    LLMEM_FIT_COMPUTE_SLICES = 9  /**< the option's compute slices (the GPU's for the whole GPU) */
+};
+
+/** Create a fit with the default settings. @since 0.2.0 */
+LLMEM_API int llmem_fit_new(llmem_ctx *ctx, llmem_fit **out);
+/** Free a fit; NULL is allowed. @since 0.2.0 */
+LLMEM_API void llmem_fit_free(llmem_fit *fit);
+/** Set a setting (#llmem_fit_key). @return #LLMEM_ERANGE out of bounds. @since 0.2.0 */
+LLMEM_API int llmem_fit_set_int(llmem_fit *fit, int key, int64_t value);
+/** Set a setting from text ("50"). @since 0.2.0 */
+LLMEM_API int llmem_fit_set_str(llmem_fit *fit, int key, const char *value);
+/** Read a setting. @since 0.2.0 */
+LLMEM_API int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out);
+/**
+ * Describe a fit setting: its name ("margin-permille") and bounds. Any pointer
+ * may be NULL. @return #LLMEM_EINVAL for an unknown key. @since 0.2.0
+ */
+LLMEM_API int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max);
+/**
+ * Fit @p bytes at @p level (#LLMEM_LEVEL_DEVICE, or #LLMEM_LEVEL_RESERVED to
+ * add the GPU's CUDA context) to GPU @p gpu: every plain MIG profile and the
+ * whole GPU, ordered by usable bytes (then compute slices). Allocates nothing.
+ * @return #LLMEM_ERANGE for a bad GPU index or zero bytes, #LLMEM_EINVAL for
+ * another level, #LLMEM_EOVERFLOW when the need overflows 64 bits. On failure
+ * the previous result is kept. @since 0.2.0
+ */
+LLMEM_API int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level);
+/** Number of options of the last run (0 before any). @since 0.2.0 */
+LLMEM_API size_t llmem_fit_count(const llmem_fit *fit);
+/**
+ * The first option that holds the job (the smallest slice), in @p option.
+ * @return #LLMEM_OK, or #LLMEM_ENOTFOUND when none does. @since 0.2.0
+ */
+LLMEM_API int llmem_fit_best(const llmem_fit *fit, size_t *option);
+/** Read a value of option @p option (#llmem_fit_result). @since 0.2.0 */
+LLMEM_API int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *out);
+/** Name of option @p option: the profile's name, or "whole" for the whole GPU. @since 0.2.0 */
+LLMEM_API const char *llmem_fit_name(const llmem_fit *fit, size_t option);
+/** @} */
+
+/**
+ * @defgroup pack Packing jobs onto MIG slices
+ * Many jobs (each a byte count and optionally a minimum of compute slices)
+ * onto a fleet of GPUs of one or more types, using only valid MIG layouts
+ * (placements by memory slice, per-profile maximum counts), or a whole GPU
+ * with MIG disabled, minimizing the number of GPUs. Every result comes with a
+ * proven lower bound on that number; docs/mig.md describes the algorithm.
+ * Deterministic: the same input gives the same layout. The result feeds NVIDIA
+ * mig-parted (llmem_pack_mig_parted()), `nvidia-smi mig -cgi`
+ * (llmem_pack_nvidia_smi()) and the Kubernetes resource of each job
+ * (llmem_pack_job_resource()).
+ * @{
+ */
+/** Opaque packing problem and its result. @since 0.2.0 */
+typedef struct llmem_pack llmem_pack;
+
+/** Keys of pack settings. Values are never reused. @since 0.2.0 */
+enum llmem_pack_key {
+    /** Safety margin kept free of a slice, in thousandths, as
+     * #LLMEM_FIT_MARGIN_PERMILLE (default 50 = 5 %). */
+    LLMEM_PACK_MARGIN_PERMILLE = 1,
+    /** GPUs per node in the mig-parted output: one config per node, devices
+     * numbered within the node; 0 (default) = one config for all GPUs. */
+    LLMEM_PACK_GPUS_PER_NODE = 2,
+    /** Largest exact search: the number of states (product over job classes of
+     * count + 1) up to which the optimum is searched exactly (default 200000;
+     * 0 = never). */
+    LLMEM_PACK_EXACT_LIMIT = 3
+};
+
+/** Keys of the result for llmem_pack_get_u64(). @since 0.2.0 */
+enum llmem_pack_result {
+    LLMEM_PACK_GPUS_USED = 1,     /**< GPUs the layout uses */
+    /** Proven lower bound on the GPUs any valid layout needs for the placed
+     * jobs: the largest of the four bounds below. */
+    LLMEM_PACK_LOWER_BOUND = 2,
+    LLMEM_PACK_BOUND_MEMORY = 3,  /**< memory slices: sum of each job's smallest slots / slots per GPU */
+    LLMEM_PACK_BOUND_COMPUTE = 4, /**< compute slices, likewise */
+    /** Profiles that cannot share a GPU: for each set of jobs that only some
+     * profiles hold, the jobs over the most such profiles one GPU can have. */
+    LLMEM_PACK_BOUND_COUNT = 5,
+    /** The configuration linear program over every way one GPU can be filled
+     * (its dual, rounded up); 0 when it was not solved (too many classes). */
+    LLMEM_PACK_BOUND_LP = 6,
+    /** 1 when the layout is proven optimal (it meets the bound, or the exact
+     * search ran), else 0. */
+    LLMEM_PACK_OPTIMAL = 7,
+    LLMEM_PACK_JOBS_PLACED = 8,   /**< jobs with a slice */
+    LLMEM_PACK_JOBS_UNPLACED = 9  /**< jobs that fit nowhere or found no room */
+};
+
+/** Where a job ended up, for #LLMEM_PACK_JOB_STATUS. @since 0.2.0 */
+enum llmem_pack_status {
+    LLMEM_PACK_PLACED = 1,       /**< on a GPU, in a MIG instance or the whole GPU */
+    LLMEM_PACK_FITS_NOWHERE = 2, /**< no option of any GPU type holds it */
+    LLMEM_PACK_NO_ROOM = 3       /**< it fits, but the fleet's GPUs are all used */
+};
+
+/** Keys of one job's result for llmem_pack_job_u64(). @since 0.2.0 */
+enum llmem_pack_job_key {
+    LLMEM_PACK_JOB_STATUS = 1,     /**< #llmem_pack_status */
+    LLMEM_PACK_JOB_GPU = 2,        /**< index of its GPU in the layout (llmem_pack_gpu_u64()) */
+    /** Its MIG profile (index on the GPU's type), or #LLMEM_GPU_MIG_PROFILES of
+     * the type for a whole GPU. */
+    LLMEM_PACK_JOB_PROFILE = 3,
+    LLMEM_PACK_JOB_START = 4,      /**< first placement slot of its instance (0 for a whole GPU) */
+    LLMEM_PACK_JOB_NEED_BYTES = 5, /**< device-level need on its GPU type (context included) */
+    LLMEM_PACK_JOB_USABLE_BYTES = 6, /**< usable bytes of its slice */
+    LLMEM_PACK_JOB_HEADROOM_BYTES = 7, /**< usable - need */
+    /** For a job that fits nowhere: the usable bytes it would need with the
+     * margin (as #LLMEM_FIT_REQUIRED_BYTES) minus those of the largest option
+     * (see #LLMEM_PACK_JOB_LARGEST_GPU). */
+    LLMEM_PACK_JOB_SHORTFALL_BYTES = 8,
+    /** For a job that fits nowhere: the catalog index of the GPU type whose
+     * largest option (MIG profile or whole GPU) comes closest. */
+    LLMEM_PACK_JOB_LARGEST_GPU = 9,
+    /** For a job that fits nowhere: that option, as #LLMEM_PACK_JOB_PROFILE. */
+    LLMEM_PACK_JOB_LARGEST_PROFILE = 10
+};
+
+/** Keys of one GPU of the layout for llmem_pack_gpu_u64(). @since 0.2.0 */
+enum llmem_pack_gpu_key {
+    LLMEM_PACK_GPU_TYPE = 1,      /**< catalog index of its type (llmem_gpu_name()) */
+    LLMEM_PACK_GPU_MIG = 2,       /**< 1 with MIG enabled, 0 for a whole GPU */
+    LLMEM_PACK_GPU_JOBS = 3,      /**< jobs on it (one per instance) */
+    /** Its node in the mig-parted output (#LLMEM_PACK_GPUS_PER_NODE), else 0. */
+    LLMEM_PACK_GPU_NODE = 4,
+    LLMEM_PACK_GPU_DEVICE = 5     /**< its device index within the node */
+};
+
+/** Create an empty packing problem with the default settings. @since 0.2.0 */
+LLMEM_API int llmem_pack_new(llmem_ctx *ctx, llmem_pack **out);
+/** Free a pack; NULL is allowed. @since 0.2.0 */
+LLMEM_API void llmem_pack_free(llmem_pack *pack);
+/** Set a setting (#llmem_pack_key). @return #LLMEM_ERANGE out of bounds. @since 0.2.0 */
+LLMEM_API int llmem_pack_set_int(llmem_pack *pack, int key, int64_t value);
+/** Set a setting from text. @since 0.2.0 */
+LLMEM_API int llmem_pack_set_str(llmem_pack *pack, int key, const char *value);
+/** Read a setting. @since 0.2.0 */
+LLMEM_API int llmem_pack_get_int(const llmem_pack *pack, int key, int64_t *out);
+/** Describe a pack setting, as llmem_fit_field_info(). @since 0.2.0 */
+LLMEM_API int llmem_pack_field_info(int key, const char **name, int64_t *min, int64_t *max);
+/**
+ * Add @p count GPUs of type @p gpu (a catalog index) to the fleet; @p count 0
+ * means as many as needed. Types are tried in the order added; adding a type
+ * again adds to its count. At most 8 types. @since 0.2.0
+ */
+LLMEM_API int llmem_pack_add_gpu(llmem_pack *pack, size_t gpu, uint64_t count);
+/**
+ * Add a job: its @p id (copied; any text), its memory @p bytes at @p level
+ * (#LLMEM_LEVEL_DEVICE, or #LLMEM_LEVEL_RESERVED to add each GPU type's CUDA
+ * context) and the compute slices it needs at least
+ * (@p min_compute, 0 for any). @return #LLMEM_ERANGE for zero bytes or a
+ * negative or too large @p min_compute, #LLMEM_EINVAL for a NULL id or a bad
+ * level; the message names the job. @since 0.2.0
+ */
+LLMEM_API int llmem_pack_add_job(llmem_pack *pack, const char *id, uint64_t bytes, int level,
+                                 int64_t min_compute);
+/** Remove every job and GPU type, keeping the settings. @since 0.2.0 */
+LLMEM_API void llmem_pack_clear(llmem_pack *pack);
+/**
+ * Pack the jobs onto the fleet. @return #LLMEM_OK even when some jobs fit
+ * nowhere or find no room (see #LLMEM_PACK_JOBS_UNPLACED);
+ * #LLMEM_EINCONSISTENT when no GPU type was added; #LLMEM_ENOMEM.
+ * @since 0.2.0
+ */
+LLMEM_API int llmem_pack_run(llmem_pack *pack);
+/** Read a value of the last result (#llmem_pack_result). @since 0.2.0 */
+LLMEM_API int llmem_pack_get_u64(const llmem_pack *pack, int key, uint64_t *out);
+/** Number of jobs added. @since 0.2.0 */
+LLMEM_API size_t llmem_pack_job_count(const llmem_pack *pack);
+/** Id of job @p job (in the order added), or NULL. @since 0.2.0 */
+LLMEM_API const char *llmem_pack_job_id(const llmem_pack *pack, size_t job);
+/** Read a value of job @p job's result (#llmem_pack_job_key). @since 0.2.0 */
+LLMEM_API int llmem_pack_job_u64(const llmem_pack *pack, size_t job, int key, uint64_t *out);
+/**
+ * The Kubernetes extended resource job @p job requests: "nvidia.com/mig-3g.40gb"
+ * (GPU operator, mixed strategy) or "nvidia.com/gpu" for a whole GPU; NULL for
+ * a job not placed. @since 0.2.0
+ */
+LLMEM_API const char *llmem_pack_job_resource(const llmem_pack *pack, size_t job);
+/** Read a value of GPU @p gpu of the layout (#llmem_pack_gpu_key). @since 0.2.0 */
+LLMEM_API int llmem_pack_gpu_u64(const llmem_pack *pack, size_t gpu, int key, uint64_t *out);
+/**
+ * The layout as an NVIDIA mig-parted configuration (YAML: `version: v1`,
+ * `mig-configs`, per GPU or group of equal GPUs `devices`, `mig-enabled` and
+ * `mig-devices` counts). The config is named @p name ("llmem" when NULL), or
+ * "<name>-node-<k>" per node with #LLMEM_PACK_GPUS_PER_NODE. Writes at most
+ * @p cap bytes with a terminating NUL into @p buf; @p len_out (may be NULL)
+ * gets the length without the NUL. A NULL @p buf asks for the length.
+ * @return #LLMEM_EBUFFER when @p cap is too small (nothing useful written).
+ * @since 0.2.0
+ */
+LLMEM_API int llmem_pack_mig_parted(const llmem_pack *pack, const char *name, char *buf,
+                                    size_t cap, size_t *len_out);
+/**
+ * The layout as `nvidia-smi` commands, one GPU a line, largest profiles first
+ * with explicit placements (`nvidia-smi mig -i 0 -cgi 3g.40gb:4,2g.20gb:0 -C`),
+ * so creation never fails on fragmentation. Buffer as llmem_pack_mig_parted().
+ * @since 0.2.0
+ */
+LLMEM_API int llmem_pack_nvidia_smi(const llmem_pack *pack, char *buf, size_t cap,
+                                    size_t *len_out);
 /** @} */
 
 #ifdef __cplusplus

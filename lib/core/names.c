@@ -12,6 +12,11 @@ static const name_value mlp[] = { { "plain", LLMEM_MLP_PLAIN }, { "gated", LLMEM
 static const name_value positions[] = { { "learned", LLMEM_POSITIONS_LEARNED },
                                         { "rotary", LLMEM_POSITIONS_ROTARY },
                                         { "alibi", LLMEM_POSITIONS_ALIBI } };
+static const name_value activation[] = {
+    { "silu", LLMEM_ACTIVATION_SILU },           { "gelu", LLMEM_ACTIVATION_GELU },
+    { "gelu-tanh", LLMEM_ACTIVATION_GELU_TANH }, { "gelu-new", LLMEM_ACTIVATION_GELU_NEW },
+    { "gelu-fast", LLMEM_ACTIVATION_GELU_FAST }, { "relu", LLMEM_ACTIVATION_RELU },
+};
 static const name_value grad_ckpt[] = { { "none", LLMEM_GRAD_CKPT_NONE },
                                         { "full", LLMEM_GRAD_CKPT_FULL },
                                         { "reentrant", LLMEM_GRAD_CKPT_REENTRANT },
@@ -48,6 +53,15 @@ static const name_value lora_target[] = {
     { "w1", LLMEM_LORA_GATE },
     { "w3", LLMEM_LORA_UP },
     { "w2", LLMEM_LORA_DOWN },
+    /* The attention output and MLP projections of OPT (out_proj, fc1, fc2),
+     * Phi (dense, fc1, fc2), BLOOM, GPT-NeoX and Falcon (dense, dense_h_to_4h,
+     * dense_4h_to_h); multi-head latent attention's compressions (DeepSeek). */
+    { "out_proj", LLMEM_LORA_O },       { "dense", LLMEM_LORA_O },
+    { "fc1", LLMEM_LORA_UP },           { "fc2", LLMEM_LORA_DOWN },
+    { "dense_h_to_4h", LLMEM_LORA_UP }, { "dense_4h_to_h", LLMEM_LORA_DOWN },
+    { "q_a_proj", LLMEM_LORA_Q },       { "q_b_proj", LLMEM_LORA_Q },
+    { "kv_a_proj_with_mqa", LLMEM_LORA_K | LLMEM_LORA_V },
+    { "kv_b_proj", LLMEM_LORA_K | LLMEM_LORA_V },
 };
 static const name_value phase[] = {
     { "forward", LLMEM_PHASE_FORWARD },
@@ -72,6 +86,7 @@ const name_table llmem_names_formula = NAME_TABLE(formula);
 const name_table llmem_names_lora_target = NAME_TABLE(lora_target);
 const name_table llmem_names_phase = NAME_TABLE(phase);
 const name_table llmem_names_term = NAME_TABLE(term);
+const name_table llmem_names_activation = NAME_TABLE(activation);
 
 size_t llmem_names_count(const name_table *t)
 {

@@ -35,6 +35,27 @@ void llmem_estimate_free(llmem_estimate *e)
     llmem__free(e->ctx, e);
 }
 
+/* A bound on every byte count of the step, for the setup actually run: each
+ * tensor is at most tokens x (vocab + the widest layer + the attention
+ * scores when the attention materializes them + a mixture of experts'
+ * one-hot routing mask, top-k x experts) elements of at most 8 bytes, and
+ * fewer than 64 of them per layer are live at once. If the bound fits in 62
+ * bits, no sum the walk forms can wrap. */
+static int step_overflows(const model_shape *m, const setup *s)
+{
+    checked c = { 0 };
+    uint64_t widest = ck_add(&c, m->hidden + m->intermediate + m->heads * m->head_dim,
+                             ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
+    uint64_t scores = llmem_layers_quadratic_attention(m, s->attention, s->compute_dt)
+                          ? ck_mul(&c, m->heads, s->seq)
+                          : 0;
+    uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
+    uint64_t tokens = ck_mul(&c, s->batch, s->seq);
+    uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));
+    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
+    return c.overflow || bound > (UINT64_C(1) << 62);
+}
+
 /* The phased model builds the families on a code path of lib/layers: others
  * are refused, naming the field, rather than guessed. */
 static int check_covered(llmem_ctx *ctx, const model_shape *m)
@@ -50,11 +71,11 @@ static int check_covered(llmem_ctx *ctx, const model_shape *m)
                                  "family: the phased estimate does not build %s models yet (it "
                                  "builds %s); use --formula article for this model",
                                  family, covered);
+    /* Every family has a code path: name the field, not the (long) list. */
     return llmem__fail_field(ctx, LLMEM_OBJECT_MODEL, key, LLMEM_ENOTSUP,
-                             "%s: this %s model differs from what the phased estimate builds "
-                             "(the families %s, as transformers does); use --formula article "
-                             "for this model",
-                             why, family, covered);
+                             "%s: the phased estimate does not build this layout of a %s model "
+                             "as transformers runs it; use --formula article for this model",
+                             why, family);
 }
 
 /* The handle's caches are keyed by the model, the setup but batch and seq,
@@ -201,6 +222,11 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
     }
     if ((rc_ = llmem_setup_resolve(train, &m, e->ctx, &s)) != LLMEM_OK)
         return rc_;
+    if (s.formula == LLMEM_FORMULA_PHASED && step_overflows(&m, &s))
+        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH, LLMEM_EOVERFLOW,
+                                 "batch x seq: %llu x %llu tokens make the step's byte counts "
+                                 "overflow 64 bits for this model",
+                                 (unsigned long long)s.batch, (unsigned long long)s.seq);
     if (s.formula == LLMEM_FORMULA_PHASED && (rc_ = check_covered(e->ctx, &m)) != LLMEM_OK)
         return rc_;
     {

@@ -32,12 +32,13 @@ void llmem_statics_params(const tensor_list *l, const model_shape *m, const setu
         }
     }
     /* Buffers: GPT-2 registers a bool causal mask [1, 1, n_positions, n_positions]
-     * per attention layer (GPT2Attention.bias); Llama's rotary inv_freq is
-     * head_dim / 2 fp32 values (LlamaRotaryEmbedding). */
+     * per attention layer (GPT2Attention.bias); the rotary inv_freq is
+     * rotary_dim / 2 fp32 values (LlamaRotaryEmbedding; partial rotary and
+     * DeepSeek's rope dims included). */
     if (m->traits & TRAIT_CAUSAL_BUFFER)
         st->buffers = m->layers * m->max_positions * m->max_positions;
-    else if (m->positions == LLMEM_POSITIONS_ROTARY)
-        st->buffers = m->head_dim / 2 * 4;
+    else if (m->positions == LLMEM_POSITIONS_ROTARY || (m->traits & TRAIT_ROTARY_TABLES))
+        st->buffers = m->rotary_dim / 2 * 4;
     else
         st->buffers = 0;
 }

@@ -85,8 +85,8 @@ static void add_experts(tensor_list *l, const place *at, const model_shape *m, c
     add(l, &expert, Ie, H, count * E * up_mats, weight_dt, trainable);
     add(l, &expert, H, Ie, count * E, weight_dt, trainable);
     add(l, &router, E, H, count, s->param_dt, trainable);
-    if (m->router_bias)
-        add(l, &router, E, 1, count, s->param_dt, trainable);
+    if (m->router_bias) /* DeepSeek-V3's e_score_correction_bias: a buffer, never trained */
+        add(l, &router, E, 1, count, s->param_dt, 0);
     add(l, &up, Is, H, count * up_mats, weight_dt, trainable);
     add(l, &down, H, Is, count, weight_dt, trainable);
     if (m->shared_gate)

@@ -8,6 +8,8 @@
  */
 #include "estimate/walk.h"
 
+#include "model/families.h"
+
 #include <string.h>
 
 /* Runs of identical layers: frozen, first trainable, the rest, plus one
@@ -164,10 +166,12 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
         return 0;
     int n = llmem_model_layer_linears(m, lin);
     uint64_t attention = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O;
+    /* FalconLinear's weight.T is a view, not a leaf: cast at every use, never cached. */
+    int cached = !(m->traits & TRAIT_UNCACHED_CAST);
     for (int i = 0; i < n; i++) {
         if (spec->moe && !(lin[i].lora_target & attention))
             continue; /* the experts replace the dense MLP */
-        if (spec->weights_trainable && !spec->nf4)
+        if (spec->weights_trainable && !spec->nf4 && cached)
             bytes += lin[i].in * lin[i].out * cdt;
         if (spec->lora_targets & lin[i].lora_target)
             bytes += spec->lora_rank * (lin[i].in + lin[i].out) * cdt;
@@ -473,10 +477,12 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
     seg_spec emb_spec = { .input_rg = all[0].spec.input_rg && !embed_trains,
-                          .weights_trainable = embed_trains, .norms_trainable = embed_trains };
+                          .weights_trainable = embed_trains, .norms_trainable = embed_trains,
+                          .projections_trainable = embed_trains };
     seg_spec head_spec = { .input_rg = output_rg(&all[nall - 1].spec),
                            .weights_trainable = head_trains,
                            .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
+                           .projections_trainable = embed_trains,
                            .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
     if (in->embedding)
         simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);

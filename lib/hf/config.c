@@ -268,6 +268,40 @@ static int partial_rotary(reader *r, const char *name)
     return LLMEM_OK;
 }
 
+/* transformers.activations.ACT2FN names of the activations the estimate
+ * follows; the config field names the MLP's activation. */
+static const struct {
+    const char *name;
+    int value;
+} activations[] = {
+    { "silu", LLMEM_ACTIVATION_SILU },
+    { "swish", LLMEM_ACTIVATION_SILU },
+    { "gelu", LLMEM_ACTIVATION_GELU },
+    { "gelu_pytorch_tanh", LLMEM_ACTIVATION_GELU_TANH },
+    { "gelu_new", LLMEM_ACTIVATION_GELU_NEW },
+    { "gelu_fast", LLMEM_ACTIVATION_GELU_FAST },
+    { "relu", LLMEM_ACTIVATION_RELU },
+};
+
+/* The activation named by config field name, when present (else the family's). */
+static int read_activation(reader *r, const char *name)
+{
+    const hf_jv *v;
+    if (!llmem_hf_json_member(r->root, name, &v) || v == NULL)
+        return LLMEM_OK;
+    const char *s = llmem_hf_json_string(v);
+    if (s == NULL)
+        return wrong_type(r, name, "a string", v);
+    for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++) {
+        if (strcmp(activations[i].name, s) == 0) {
+            put(r, LLMEM_MODEL_ACTIVATION, activations[i].value, name);
+            return LLMEM_OK;
+        }
+    }
+    return llmem__fail(r->ctx, LLMEM_ENOTSUP, CONFIG_NAME ": field '%s' = '%.40s' is not an "
+                       "activation the estimate models", name, s);
+}
+
 /* GPT2MLP: inner = n_inner or 4 x n_embd. */
 static int layout_gpt2(reader *r)
 {
@@ -277,14 +311,19 @@ static int layout_gpt2(reader *r)
 }
 
 /* OPTDecoder: final_layer_norm only when do_layer_norm_before and not
- * _remove_final_layer_norm; layer_norm_elementwise_affine false would leave
- * norms without weights, which no published checkpoint does. */
+ * _remove_final_layer_norm; OPTDecoderLayer normalizes after the residual
+ * additions when do_layer_norm_before is false (OPT-350m);
+ * layer_norm_elementwise_affine false would leave norms without weights,
+ * which no published checkpoint does. */
 static int layout_opt(reader *r)
 {
-    int removed, affine, rc;
+    int removed, affine, before, rc;
     if ((rc = get_flag(r, "_remove_final_layer_norm", 0, &removed)) != LLMEM_OK ||
-        (rc = get_flag(r, "layer_norm_elementwise_affine", 1, &affine)) != LLMEM_OK)
+        (rc = get_flag(r, "layer_norm_elementwise_affine", 1, &affine)) != LLMEM_OK ||
+        (rc = get_flag(r, "do_layer_norm_before", 1, &before)) != LLMEM_OK ||
+        (rc = read_activation(r, "activation_function")) != LLMEM_OK)
         return rc;
+    put(r, LLMEM_MODEL_POST_NORM, !before, "do_layer_norm_before");
     if (removed)
         put(r, LLMEM_MODEL_FINAL_NORM, 0, "_remove_final_layer_norm");
     if (!affine)
@@ -302,7 +341,8 @@ static int layout_bloom(reader *r)
 
 static int layout_gpt_neox(reader *r)
 {
-    return partial_rotary(r, "rotary_pct");
+    int rc = read_activation(r, "hidden_act");
+    return rc != LLMEM_OK ? rc : partial_rotary(r, "rotary_pct");
 }
 
 /* FalconAttention: query_key_value is (2 x num_kv_heads + heads) x head_dim wide
@@ -341,12 +381,25 @@ static int layout_falcon(reader *r)
     put(r, LLMEM_MODEL_INTERMEDIATE, ffn, "ffn_hidden_size");
     if (alibi)
         put(r, LLMEM_MODEL_POSITIONS, LLMEM_POSITIONS_ALIBI, "alibi");
-    return LLMEM_OK;
+    return read_activation(r, "activation"); /* FalconMLP: get_activation(config.activation) */
 }
 
 static int layout_phi(reader *r)
 {
     return partial_rotary(r, "partial_rotary_factor");
+}
+
+/* PhiMLP: ACT2FN[hidden_act] (gelu_new in every published Phi-1/1.5/2). */
+static int layout_phi1(reader *r)
+{
+    int rc = read_activation(r, "hidden_act");
+    return rc != LLMEM_OK ? rc : layout_phi(r);
+}
+
+/* Starcoder2MLP: ACT2FN[hidden_act]. */
+static int layout_starcoder2(reader *r)
+{
+    return read_activation(r, "hidden_act");
 }
 
 /* Qwen2MoeDecoderLayer: the sparse block where layer_idx is not in
@@ -430,12 +483,13 @@ static int layout_deepseek(reader *r)
     put(r, LLMEM_MODEL_EXPERT_INTERMEDIATE, moe_inner, "moe_intermediate_size");
     put(r, LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, shared * moe_inner, "n_shared_experts");
     put(r, LLMEM_MODEL_DENSE_LAYERS, dense, "first_k_dense_replace");
-    if (llmem_hf_json_member(r->root, "topk_method", &method) && method != NULL) {
-        const char *m = llmem_hf_json_string(method);
-        if (m == NULL)
-            return wrong_type(r, "topk_method", "a string", method);
-        put(r, LLMEM_MODEL_ROUTER_BIAS, strcmp(m, "noaux_tc") == 0, "topk_method");
-    }
+    if (llmem_hf_json_member(r->root, "topk_method", &method) && method != NULL &&
+        llmem_hf_json_string(method) == NULL)
+        return wrong_type(r, "topk_method", "a string", method);
+    /* DeepseekV3TopkRouter always registers e_score_correction_bias (and runs
+     * V3's sigmoid router); DeepseekV2MoEGate has none. */
+    put(r, LLMEM_MODEL_ROUTER_BIAS, strcmp(r->type->model_type, "deepseek_v3") == 0,
+        "model_type");
     return LLMEM_OK;
 }
 
@@ -640,7 +694,7 @@ static const hf_type types[] = {
     { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL },
     { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL },
     { "gemma2", LLMEM_FAMILY_GEMMA2, ROWS(gemma_fields), NULL },
-    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi },
+    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi1 },
     { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi },
     { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2 },
     { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt },
@@ -649,7 +703,7 @@ static const hf_type types[] = {
     { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
     { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
     { "RefinedWebModel", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
-    { "starcoder2", LLMEM_FAMILY_STARCODER2, ROWS(starcoder2_fields), NULL },
+    { "starcoder2", LLMEM_FAMILY_STARCODER2, ROWS(starcoder2_fields), layout_starcoder2 },
     { "deepseek_v2", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek },
     { "deepseek_v3", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek },
 };

@@ -61,6 +61,12 @@ tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t
                                    (target & column) != 0);
     tid base = s->nf4 ? nf4_linear(b, x, in_f, out_f)
                       : op_linear(b, x, in_f, out_f, s->weights_trainable, bias);
+    return llmem_seg_lora(b, s, x, base, in_f, out_f, target);
+}
+
+tid llmem_seg_lora(build *b, const seg_spec *s, tid x, tid base, uint64_t in_f, uint64_t out_f,
+                   unsigned target)
+{
     if (!(s->lora_targets & target))
         return base;
     int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
@@ -100,6 +106,11 @@ static tid gemma_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
     return op_cast(b, op_mul(b, normed, w), in_dt);
 }
 
+tid llmem_seg_nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
+{
+    return nf4_linear(b, x, in_f, out_f);
+}
+
 tid llmem_seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x)
 {
     if (m->traits & TRAIT_OFFSET_NORM)
@@ -136,7 +147,7 @@ static tid materialize_repeat(build *b, tid x, uint64_t n_rep)
  * projection ([B, S, heads, D] transposed) folds without a copy only when
  * batch is 1; otherwise bmm gets, and saves, a contiguous copy, and the
  * fused projection's storage is no longer kept for it. */
-static tid matmul_operand(build *b, tid x)
+tid llmem_seg_matmul_operand(build *b, tid x)
 {
     if (b->g->t[x].role != ROLE_VIEW || b->batch == 1)
         return x;
@@ -189,7 +200,7 @@ static tid efficient_kernel(build *b, const model_shape *m, tid q, tid k, tid v)
 {
     uint64_t rows = b->batch * m->heads * b->seq;
     uint64_t bwd = rows * FP32 + rows * round_up(m->head_dim, 64) * FP32;
-    return op_fused_attention(b, q, k, v, rows * m->head_dim, rows * FP32, bwd);
+    return op_fused_attention(b, q, k, v, rows * m->v_head_dim, rows * FP32, bwd);
 }
 
 /* A matmul of two 4-D activations outside autocast (inside SDPA's math
@@ -214,7 +225,7 @@ static tid plain_bmm(build *b, tid x, tid y, uint64_t out_elems)
  * output, the bool test and the row flags live until the where returns, whose
  * result is saved); dropout; the product with v; cast back.
  */
-static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v)
+static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dropout)
 {
     uint64_t n_rep = m->heads / m->kv_heads, ss = b->seq * b->seq;
     uint64_t scores = b->batch * m->heads * ss, rows = b->batch * m->heads * b->seq;
@@ -235,8 +246,9 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v)
     tid w = plain_bmm(b, qf, fold ? op_copy(b, kts) : kts, scores);
     tid p = llmem_graph_op(b->g, scores, FP32, &w, 1, SAVE_OUT, 0, 0,
                            scores * FP32 + scores + rows, 0);
-    p = op_dropout(b, p);
-    tid o = plain_bmm(b, p, fold ? op_copy(b, ve) : ve, b->tokens * m->heads * m->head_dim);
+    if (dropout)
+        p = op_dropout(b, p);
+    tid o = plain_bmm(b, p, fold ? op_copy(b, ve) : ve, b->tokens * m->heads * m->v_head_dim);
     llmem_graph_hold(b->g, qs);
     llmem_graph_hold(b->g, ke);
     llmem_graph_hold(b->g, mask);
@@ -245,57 +257,121 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v)
 }
 
 /* The backend PyTorch 2.11's SDPA dispatch (sdp_utils.cpp, select_sdp_backend)
- * picks on an sm80+ GPU for transformers' call: no mask, is_causal, and
- * enable_gqa = True (torch >= 2.5, mask None). */
+ * picks on an sm80+ GPU for a call with no mask and is_causal. transformers'
+ * sdpa_attention_forward passes enable_gqa = True (torch >= 2.5, mask None);
+ * a family calling SDPA itself without it (Falcon) sends grouped kv heads to
+ * the math path, the only one that broadcasts them. */
 enum sdpa_backend { SDPA_FUSED, SDPA_EFFICIENT, SDPA_MATH };
 
-static int sdpa_backend(const model_shape *m, int dt)
+static int sdpa_backend(const model_shape *m, int dt, int enable_gqa)
 {
     int gqa = m->kv_heads != m->heads;
+    int align = dt == 2 ? 8 : 4;
+    if (gqa && !enable_gqa)
+        return SDPA_MATH;
     /* cuDNN (preferred on sm90/sm100 with the cuDNN torch 2.11 bundles) and
-     * flash take fp16/bf16 with one head size up to 256 and grouped kv heads;
-     * both save the same tensors. */
-    if (dt == 2 && m->head_dim <= 256)
+     * flash take fp16/bf16 with one head size up to 256 for q, k and v and
+     * grouped kv heads; both save the same tensors. */
+    if (dt == 2 && m->head_dim <= 256 && m->v_head_dim == m->head_dim)
         return SDPA_FUSED;
-    /* Memory-efficient: fp32 too, head size a multiple of 4 (fp32) or 8; no
-     * grouped kv heads before torch 2.12 (check_batch_size_and_num_heads_dense). */
-    if (!gqa && m->head_dim % (dt == 2 ? 8 : 4) == 0)
+    /* Memory-efficient: fp32 too, head sizes a multiple of 4 (fp32) or 8, the
+     * value's may differ (check_head_dim_size_mem_efficient); no grouped kv
+     * heads before torch 2.12 (check_batch_size_and_num_heads_dense). */
+    if (!gqa && m->head_dim % align == 0 && m->v_head_dim % align == 0)
         return SDPA_EFFICIENT;
     return SDPA_MATH;
+}
+
+int llmem_seg_sdpa_math(const model_shape *m, int dt, int enable_gqa)
+{
+    return sdpa_backend(m, dt, enable_gqa) == SDPA_MATH;
+}
+
+/* The step's overflow bound (lib/estimate/estimate.c) asks this, so that it
+ * charges the scores only where the kernel run forms them (no false refusal
+ * under flash or SDPA's fused kernels, no wrap-around under its math path). */
+int llmem_layers_quadratic_attention(const model_shape *m, int attention, int dt)
+{
+    if (attention == LLMEM_ATTENTION_EAGER)
+        return 1;
+    if (attention != LLMEM_ATTENTION_SDPA)
+        return 0;
+    if (m->path == PATH_FALCON)
+        return llmem_falcon_sdpa_quadratic(m, dt);
+    return llmem_seg_sdpa_math(m, dt, 1);
+}
+
+/*
+ * F.scaled_dot_product_attention given a float attn_mask (FalconAttention's
+ * ALiBi branch): flash declines masks; the memory-efficient kernel takes them
+ * (cuDNN's, preferred where it runs, saves the same tensors and its backward
+ * workspace is the same for head sizes that are multiples of 64). Autocast
+ * casts the mask too, and the kernel saves it for backward (attn_bias): one
+ * [batch, heads, seq, seq] copy per layer, in the compute dtype, until that
+ * layer's backward. The saved copy is kept by a view op after the kernel.
+ */
+tid llmem_seg_sdpa_masked(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
+{
+    if (b->autocast) {
+        q = op_cast(b, q, b->compute);
+        k = op_cast(b, k, b->compute);
+        v = op_cast(b, v, b->compute);
+        mask = op_cast(b, mask, b->compute);
+    }
+    tid o = efficient_kernel(b, m, q, k, v);
+    tid in[2] = { o, mask };
+    tid out = llmem_graph_op(b->g, tensor_elems(b, o), op_dt(b, o), in, 2, BIT(1), BIT(0), 0, 0, 0);
+    b->g->t[out].role = ROLE_VIEW;
+    b->g->t[out].base = b->g->t[o].base;
+    return out;
 }
 
 /* transformers' sdpa_attention_forward: no repeat_kv (enable_gqa), autocast
  * casts q, k, v to the compute dtype (scaled_dot_product_attention is on its
  * lower_precision_fp list). The fused kernels return [B, S, H, D] memory, so
  * transpose(1, 2).contiguous() copies nothing. */
-static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v)
+static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v,
+                          const attn_opts *opts)
 {
     if (b->autocast) {
         q = op_cast(b, q, b->compute);
         k = op_cast(b, k, b->compute);
         v = op_cast(b, v, b->compute);
     }
-    switch (sdpa_backend(m, op_dt(b, q))) {
+    switch (sdpa_backend(m, op_dt(b, q), !opts->own_sdpa_call)) {
     case SDPA_FUSED: return fused_kernel(b, m, q, k, v);
     case SDPA_EFFICIENT: return efficient_kernel(b, m, q, k, v);
-    default: return sdpa_math(b, m, q, k, v);
+    default: return sdpa_math(b, m, q, k, v, opts->dropout);
     }
 }
 
 tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
+    static const attn_opts eager = { 1, 1, 0, 1, 0 };
+    return llmem_seg_attention_opts(b, m, q, k, v, mask, &eager);
+}
+
+tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                             const attn_opts *opts)
+{
     uint64_t n_rep = m->heads / m->kv_heads;
     uint64_t scores = b->batch * m->heads * b->seq * b->seq;
-    uint64_t out_elems = b->tokens * m->heads * m->head_dim;
+    uint64_t out_elems = b->tokens * m->heads * m->v_head_dim;
     if (b->attention == LLMEM_ATTENTION_FLASH) {
         /* FlashAttention-2 (flash-attn) takes grouped kv heads natively and the
          * compute dtype. */
         tid qc = op_cast(b, q, b->compute), kc = op_cast(b, k, b->compute);
         tid vc = op_cast(b, v, b->compute);
-        return fused_kernel(b, m, qc, kc, vc);
+        if (m->v_head_dim == m->head_dim)
+            return fused_kernel(b, m, qc, kc, vc);
+        /* Values narrower than the keys (MLA): F.pad to head_dim, then
+         * attn_output[..., :v_head_dim] and reshape(...).contiguous() copy. */
+        vc = op_unary(b, vc, tensor_elems(b, kc), op_dt(b, vc), 0, BIT(0));
+        tid o = fused_kernel(b, m, qc, kc, vc);
+        return op_unary(b, o, out_elems, op_dt(b, o), 0, 0);
     }
     if (b->attention == LLMEM_ATTENTION_SDPA)
-        return sdpa_attention(b, m, q, k, v);
+        return sdpa_attention(b, m, q, k, v, opts);
     /* eager_attention_forward */
     tid ks, vs;
     if (m->kv_heads == 1 && n_rep > 1) {
@@ -305,12 +381,13 @@ tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid
         ks = op_expand_copy(b, k, n_rep);
         vs = op_expand_copy(b, v, n_rep);
     }
-    tid w = op_bmm(b, matmul_operand(b, q), matmul_operand(b, ks), scores);
+    tid w = op_bmm(b, llmem_seg_matmul_operand(b, q), llmem_seg_matmul_operand(b, ks), scores);
     int causal_buffer = (m->traits & TRAIT_CAUSAL_BUFFER) != 0;
     if (causal_buffer) {
         w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
     } else {
-        w = op_scale(b, w); /* * scaling */
+        if (opts->scale)
+            w = op_scale(b, w); /* * scaling */
         if (m->traits & TRAIT_SOFTCAP) /* attn_logit_softcapping: / cap, tanh, * cap */
             w = op_scale(b, op_tanh(b, op_scale(b, w)));
     }
@@ -318,13 +395,121 @@ tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid
         w = op_add(b, w, mask);
     /* Llama asks softmax for fp32; GPT-2 gets fp32 only from autocast's fp32 list. */
     int softmax_dt = causal_buffer && !b->autocast ? b->g->t[w].dt : FP32;
+    if (opts->softmax_dt)
+        softmax_dt = opts->softmax_dt;
     tid p = op_softmax(b, w, softmax_dt);
-    p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
-    p = op_dropout(b, p);
-    tid o = op_copy(b, op_bmm(b, p, matmul_operand(b, vs), out_elems)); /* transpose(1, 2).contiguous() */
+    if (opts->cast_back)
+        p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
+    if (opts->dropout)
+        p = op_dropout(b, p);
+    /* transpose(1, 2).contiguous() */
+    tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, vs), out_elems));
     llmem_graph_hold(b->g, ks);
     llmem_graph_hold(b->g, vs);
     llmem_graph_hold(b->g, p);
     return o;
 }
 
+/* LlamaMLP: down(silu(gate(x)) * up(x)). */
+tid llmem_seg_gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t I, int bias)
+{
+    tid gate = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_GATE);
+    tid act = op_silu(b, gate);
+    tid up = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_UP);
+    return llmem_seg_linear(b, s, op_mul(b, act, up), I, H, bias, LLMEM_LORA_DOWN);
+}
+
+/* The experts' projections: one weight per expert, run over the rows routed
+ * to it; in total every token's top-k rows, against all experts' weights. */
+static tid expert_matmul(build *b, tid x, uint64_t in_f, uint64_t out_f, uint64_t experts,
+                         int trainable, int nf4)
+{
+    uint64_t rows = tensor_elems(b, x) / in_f;
+    if (nf4) {
+        tid xc = op_cast(b, x, b->compute);
+        uint64_t dense = in_f * out_f * (uint64_t)b->compute; /* one expert dequantized */
+        return llmem_graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
+    }
+    tid w = op_param(b, experts * in_f * out_f, trainable);
+    tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
+    tid wc = b->autocast ? op_cast(b, w, b->compute) : w;
+    tid in[2] = { xc, wc };
+    unsigned save = (graph_rg(b->g, wc) ? 1u : 0) | (graph_rg(b->g, xc) ? 2u : 0);
+    return llmem_graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, save, 0, 0, 0, 0);
+}
+
+/* An expert projection, with PEFT's LoRA on every expert when its name is
+ * targeted (Qwen2-MoE's and DeepSeek's experts are gate_proj, up_proj,
+ * down_proj; Mixtral's w1, w3, w2): each expert's adapters see its own rows,
+ * so all of them see every token's top-k rows, as the projection does. */
+tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
+                         uint64_t experts, unsigned target)
+{
+    tid base = expert_matmul(b, x, in_f, out_f, experts, s->weights_trainable, s->nf4);
+    if (!(s->lora_targets & target))
+        return base;
+    int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
+    b->param_dt = LORA_DT;
+    tid xl = op_cast(b, x, LORA_DT);
+    tid a = expert_matmul(b, xl, in_f, s->lora_rank, experts, 1, 0);
+    tid up = expert_matmul(b, a, s->lora_rank, out_f, experts, 1, 0);
+    b->param_dt = saved_param_dt;
+    tid out = op_cast(b, op_add(b, base, op_scale(b, up)), result_dt);
+    llmem_graph_hold(b->g, x);
+    llmem_graph_hold(b->g, base);
+    return out;
+}
+
+/* The MLP activation of m (transformers' ACT2FN): ReLU saves its output, the
+ * native GELU and SiLU kernels their input; NewGELUActivation (GPT-2, Phi)
+ * and FastGELUActivation are Python expressions, one op each. */
+tid llmem_seg_activation(build *b, const model_shape *m, tid x)
+{
+    switch (m->activation) {
+    case LLMEM_ACTIVATION_RELU:
+        return op_relu(b, x);
+    case LLMEM_ACTIVATION_GELU_NEW: {
+        /* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))):
+         * Python evaluates 0.5 * x first; pow is on autocast's fp32 list. */
+        tid half = op_scale(b, x);
+        tid inner = op_add(b, x, op_scale(b, op_pow(b, x)));
+        tid t = op_add_scalar(b, op_tanh(b, op_scale(b, inner)));
+        return op_mul(b, half, t);
+    }
+    case LLMEM_ACTIVATION_GELU_FAST: {
+        /* 0.5 * x * (1 + tanh(x * 0.7978845608 * (1 + 0.044715 * x * x))) */
+        tid half = op_scale(b, x);
+        tid a = op_scale(b, x);                              /* x * 0.7978845608 */
+        tid c = op_add_scalar(b, op_mul(b, op_scale(b, x), x)); /* 1 + 0.044715 * x * x */
+        tid t = op_add_scalar(b, op_tanh(b, op_mul(b, a, c)));
+        return op_mul(b, half, t);
+    }
+    default: /* silu, gelu, gelu-tanh: one kernel that saves its input */
+        return op_gelu(b, x);
+    }
+}
+
+/* torch.cat((x, y), dim=-1) of two parts of a head: a new tensor of the
+ * promoted dtype; each input's gradient is a slice of the output's, copied
+ * only to an input of another dtype. */
+tid llmem_seg_cat(build *b, tid x, tid y)
+{
+    int dt = (op_dt(b, x) == FP32 || op_dt(b, y) == FP32) ? FP32 : op_dt(b, x);
+    unsigned alias = (op_dt(b, x) == dt ? BIT(0) : 0) | (op_dt(b, y) == dt ? BIT(1) : 0);
+    tid in[2] = { x, y };
+    return llmem_graph_op(b->g, tensor_elems(b, x) + tensor_elems(b, y), dt, in, 2, 0, alias, 0,
+                          0, 0);
+}
+
+/* Rotary on the first rotary_dim dimensions of each head (GPT-NeoX's
+ * apply_rotary_pos_emb, Phi's query_rot / query_pass): the rotated part and
+ * the untouched rest are views of x, catted back into a new tensor (also
+ * when the rest is empty). */
+tid llmem_seg_partial_rotary(build *b, const model_shape *m, tid x, uint64_t heads, tid cos,
+                             tid sin)
+{
+    uint64_t rows = b->tokens * heads;
+    tid rot = op_view_part(b, x, rows * m->rotary_dim);
+    tid pass = op_view_part(b, x, rows * (m->head_dim - m->rotary_dim));
+    return llmem_seg_cat(b, llmem_seg_rotary(b, rot, cos, sin), pass);
+}

@@ -25,10 +25,7 @@ static tid gpt2_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, I = m->intermediate;
     tid x = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
-    tid half = op_scale(b, x); /* Python evaluates 0.5 * input first */
-    tid inner = op_add(b, x, op_scale(b, op_pow(b, x)));
-    tid t = op_add_scalar(b, op_tanh(b, op_scale(b, inner)));
-    tid y = op_mul(b, half, t);
+    tid y = llmem_seg_activation(b, m, x); /* gelu_new */
     y = llmem_seg_linear(b, s, y, I, H, m->mlp_bias, LLMEM_LORA_DOWN);
     return op_dropout(b, y);
 }
@@ -57,6 +54,9 @@ static tid gpt2_block(build *b, const model_shape *m, const seg_spec *s, tid x,
  * no grouped kv heads. */
 static int gpt2_unsupported(const model_shape *m, const char **why)
 {
+    int key = llmem_layers_fixed(m, 0, why);
+    if (key != 0)
+        return key;
     if (m->kv_heads != m->heads || m->heads * m->head_dim != m->hidden) {
         *why = "head-dim (GPT-2 has hidden / heads per head and no grouped kv heads)";
         return LLMEM_MODEL_HEAD_DIM;

@@ -22,6 +22,7 @@ typedef struct seg_spec {
     int nf4;               /* QLoRA: frozen linears are 4-bit, dequantized per use */
     int chunked_loss;
     int moe;               /* the layer's MLP is routed experts (not one of the dense layers) */
+    int projections_trainable; /* OPT's project_in / project_out (they train with the embedding) */
 } seg_spec;
 
 void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s);
@@ -36,6 +37,12 @@ typedef struct shared_bytes {
 } shared_bytes;
 
 shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m);
+
+/* Whether the attention kernel (llmem_attention) forms batch x heads x seq^2
+ * elements for m in compute dtype dt (bytes): the scores of eager attention or
+ * of SDPA's math kernel, or a full mask handed to SDPA; FlashAttention-2 and
+ * SDPA's fused and memory-efficient kernels form none. */
+int llmem_layers_quadratic_attention(const model_shape *m, int attention, int dt);
 
 /* The model key of a field the phased model does not build for m, with a
  * short reason in *why; 0 when m is covered. */

@@ -31,59 +31,12 @@ static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, ti
     k = llmem_seg_rotary(b, k, sh->cos, sh->sin);
     tid o = llmem_seg_attention(b, m, q, k, v, sh->mask);
     o = llmem_seg_linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
+    if (m->traits & TRAIT_RESID_DROPOUT) /* Starcoder2Attention's residual_dropout */
+        o = op_dropout(b, o);
     llmem_graph_hold(b->g, q);
     llmem_graph_hold(b->g, k);
     llmem_graph_hold(b->g, v);
     return o;
-}
-
-static tid gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t I, int bias)
-{
-    tid gate = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_GATE);
-    tid act = op_silu(b, gate);
-    tid up = llmem_seg_linear(b, s, h, H, I, bias, LLMEM_LORA_UP);
-    return llmem_seg_linear(b, s, op_mul(b, act, up), I, H, bias, LLMEM_LORA_DOWN);
-}
-
-/* The experts' projections: one weight per expert, run over the rows routed
- * to it; in total every token's top-k rows, against all experts' weights. */
-static tid expert_matmul(build *b, tid x, uint64_t in_f, uint64_t out_f, uint64_t experts,
-                         int trainable, int nf4)
-{
-    uint64_t rows = tensor_elems(b, x) / in_f;
-    if (nf4) {
-        tid xc = op_cast(b, x, b->compute);
-        uint64_t dense = in_f * out_f * (uint64_t)b->compute; /* one expert dequantized */
-        return llmem_graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
-    }
-    tid w = op_param(b, experts * in_f * out_f, trainable);
-    tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
-    tid wc = b->autocast ? op_cast(b, w, b->compute) : w;
-    tid in[2] = { xc, wc };
-    unsigned save = (graph_rg(b->g, wc) ? 1u : 0) | (graph_rg(b->g, xc) ? 2u : 0);
-    return llmem_graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, save, 0, 0, 0, 0);
-}
-
-/* An expert projection, with PEFT's LoRA on every expert when its name is
- * targeted (Qwen2-MoE's and DeepSeek's experts are gate_proj, up_proj,
- * down_proj; Mixtral's w1, w3, w2): each expert's adapters see its own rows,
- * so all of them see every token's top-k rows, as the projection does. */
-static tid expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
-                         uint64_t experts, unsigned target)
-{
-    tid base = expert_matmul(b, x, in_f, out_f, experts, s->weights_trainable, s->nf4);
-    if (!(s->lora_targets & target))
-        return base;
-    int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
-    b->param_dt = LORA_DT;
-    tid xl = op_cast(b, x, LORA_DT);
-    tid a = expert_matmul(b, xl, in_f, s->lora_rank, experts, 1, 0);
-    tid up = expert_matmul(b, a, s->lora_rank, out_f, experts, 1, 0);
-    b->param_dt = saved_param_dt;
-    tid out = op_cast(b, op_add(b, base, op_scale(b, up)), result_dt);
-    llmem_graph_hold(b->g, x);
-    llmem_graph_hold(b->g, base);
-    return out;
 }
 
 /* MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock: router, fp32 softmax, top-k,
@@ -110,12 +63,11 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
      * all, kept by the index ops that gather with it */
     tid where = llmem_graph_op(b->g, T * k * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
     tid rows = llmem_graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, 2u, 0, 0, 0, 0);
-    uint64_t held = E / b->ep; /* the experts this rank holds (expert parallelism) */
-    tid gate = expert_linear(b, s, rows, H, m->expert_intermediate, held, LLMEM_LORA_GATE);
+    uint64_t held = E / b->ep, I = m->expert_intermediate; /* the experts this rank holds */
+    tid gate = llmem_seg_expert_linear(b, s, rows, H, I, held, LLMEM_LORA_GATE);
     tid act = op_silu(b, gate);
-    tid up = expert_linear(b, s, rows, H, m->expert_intermediate, held, LLMEM_LORA_UP);
-    tid y = expert_linear(b, s, op_mul(b, act, up), m->expert_intermediate, H, held,
-                          LLMEM_LORA_DOWN);
+    tid up = llmem_seg_expert_linear(b, s, rows, H, I, held, LLMEM_LORA_UP);
+    tid y = llmem_seg_expert_linear(b, s, op_mul(b, act, up), I, H, held, LLMEM_LORA_DOWN);
     tid row_weights = llmem_graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
     tid scaled = op_cast(b, op_mul(b, y, row_weights), h_dt);
     /* index_add_ into zeros; IndexAddBackward keeps the added source */
@@ -124,7 +76,7 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     llmem_graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
     if (m->shared_intermediate > 0) {
         /* the shared expert's gate_proj, up_proj and down_proj match PEFT's targets too */
-        tid shared = gated_mlp(b, s, h, H, m->shared_intermediate, 0);
+        tid shared = llmem_seg_gated_mlp(b, s, h, H, m->shared_intermediate, 0);
         if (m->shared_gate) {
             tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
             shared = op_mul(b, llmem_graph_op(b->g, T, b->g->t[g].dt, &g, 1, SAVE_OUT, 0, 0, 0, 0),
@@ -153,15 +105,26 @@ static tid geglu_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     return llmem_seg_linear(b, s, op_mul(b, act, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
 }
 
+/* Starcoder2MLP: c_fc, the activation, c_proj, residual_dropout. */
+static tid plain_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden, I = m->intermediate;
+    tid x = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
+    x = llmem_seg_linear(b, s, llmem_seg_activation(b, m, x), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+    return (m->traits & TRAIT_RESID_DROPOUT) ? op_dropout(b, x) : x;
+}
+
 static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
+    if (m->mlp == LLMEM_MLP_PLAIN)
+        return plain_mlp(b, m, s, h);
     if (s->moe)
         return moe_mlp(b, m, s, h);
     if (m->traits & TRAIT_FUSED_GATE_UP)
         return phi3_mlp(b, m, s, h);
     if (m->traits & TRAIT_GELU_GATE)
         return geglu_mlp(b, m, s, h);
-    return gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
+    return llmem_seg_gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
 }
 
 /* LlamaDecoderLayer (and Gemma2DecoderLayer's post-attention and
@@ -189,4 +152,19 @@ static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     return op_add(b, mid, mlp_out);
 }
 
-const layer_path llmem_path_llama = { llama_block, NULL };
+/* Gated MLPs run one activation kernel (SiLU or GELU) that saves its input;
+ * a plain MLP (StarCoder2) takes any activation. */
+static int llama_unsupported(const model_shape *m, const char **why)
+{
+    int key = llmem_layers_fixed(m, ACCEPT_ACTIVATION, why);
+    if (key != 0)
+        return key;
+    if (m->mlp == LLMEM_MLP_GATED && m->activation != LLMEM_ACTIVATION_SILU &&
+        m->activation != LLMEM_ACTIVATION_GELU && m->activation != LLMEM_ACTIVATION_GELU_TANH) {
+        *why = "activation (a gated MLP runs silu, gelu or gelu-tanh)";
+        return LLMEM_MODEL_ACTIVATION;
+    }
+    return 0;
+}
+
+const layer_path llmem_path_llama = { llama_block, llama_unsupported };

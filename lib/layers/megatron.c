@@ -47,6 +47,9 @@ static tid megatron_block(build *b, const model_shape *m, const seg_spec *s, tid
 /* The layer splits q, k and v alike: one head size, no grouped key/value heads. */
 static int megatron_unsupported(const model_shape *m, const char **why)
 {
+    int key = llmem_layers_fixed(m, 0, why);
+    if (key != 0)
+        return key;
     if (m->kv_heads != m->heads) {
         *why = "kv-heads (the Megatron GPT path has no grouped key/value heads)";
         return LLMEM_MODEL_KV_HEADS;

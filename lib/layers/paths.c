@@ -7,14 +7,59 @@
 #include <stdio.h>
 
 static const layer_path *const paths[PATH_COUNT] = {
-    [PATH_GPT2] = &llmem_path_gpt2,
-    [PATH_LLAMA] = &llmem_path_llama,
+    [PATH_GPT2] = &llmem_path_gpt2,     [PATH_LLAMA] = &llmem_path_llama,
     [PATH_MEGATRON] = &llmem_path_megatron,
+    [PATH_OPT] = &llmem_path_opt,       [PATH_BLOOM] = &llmem_path_bloom,
+    [PATH_NEOX] = &llmem_path_neox,     [PATH_FALCON] = &llmem_path_falcon,
+    [PATH_LATENT] = &llmem_path_latent,
 };
 
 const layer_path *llmem_layer_path(int path)
 {
     return path > PATH_NONE && path < PATH_COUNT ? paths[path] : NULL;
+}
+
+/* The layout fields a path builds at their family's default only, unless it
+ * accepts them (layer_accept bits). */
+int llmem_layers_fixed(const model_shape *m, unsigned accept, const char **why)
+{
+    const family_desc *f = llmem_family(m->family);
+    static const struct {
+        int key;
+        unsigned bit;
+        const char *why;
+    } checks[] = {
+        { LLMEM_MODEL_NORMS_PER_LAYER, ACCEPT_NORMS, "norms-per-layer" },
+        { LLMEM_MODEL_EMBED_DIM, ACCEPT_EMBED_DIM, "embed-dim" },
+        { LLMEM_MODEL_EMBED_NORM, 0, "embed-norm" },
+        { LLMEM_MODEL_V_HEAD_DIM, ACCEPT_LATENT, "v-head-dim" },
+        { LLMEM_MODEL_KV_LORA_RANK, ACCEPT_LATENT, "kv-lora-rank (multi-head latent attention)" },
+        { LLMEM_MODEL_PARALLEL_BLOCK, ACCEPT_PARALLEL, "parallel-block" },
+        { LLMEM_MODEL_ROTARY_DIM, ACCEPT_PARTIAL_ROTARY, "rotary-dim (partial rotary)" },
+        { LLMEM_MODEL_POST_NORM, ACCEPT_POST_NORM, "post-norm" },
+        { LLMEM_MODEL_ACTIVATION, ACCEPT_ACTIVATION, "activation" },
+        { LLMEM_MODEL_POSITIONS, ACCEPT_ALIBI, "positions" },
+    };
+    int differs[sizeof checks / sizeof checks[0]] = {
+        m->norms_per_layer != (uint64_t)f->norms_per_layer,
+        m->embed_dim != m->hidden,
+        m->embed_norm != f->embed_norm,
+        m->v_head_dim != m->head_dim,
+        m->kv_lora_rank != 0,
+        m->parallel_block != f->parallel_block,
+        m->rotary_dim != m->head_dim,
+        m->post_norm != 0,
+        m->activation != f->activation,
+        m->positions != f->positions, /* the other positions are refused before */
+    };
+    *why = NULL;
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        if (differs[i] && !(accept & checks[i].bit)) {
+            *why = checks[i].why;
+            return checks[i].key;
+        }
+    }
+    return 0;
 }
 
 /* A field every path builds one way only: the family's default, or the
@@ -35,19 +80,12 @@ int llmem_layers_unsupported(const model_shape *m, const char **why)
         { LLMEM_MODEL_NORM, "norm" },
         { LLMEM_MODEL_MLP, "mlp" },
         { LLMEM_MODEL_POSITIONS, "positions" },
-        { LLMEM_MODEL_NORMS_PER_LAYER, "norms-per-layer" },
-        { LLMEM_MODEL_EMBED_DIM, "embed-dim" },
-        { LLMEM_MODEL_EMBED_NORM, "embed-norm" },
-        { LLMEM_MODEL_V_HEAD_DIM, "v-head-dim" },
     };
+    /* ALiBi on a family of other positions is the path's to accept (llmem_layers_fixed) */
     int differs[sizeof checks / sizeof checks[0]] = {
         m->norm != f->norm,
         m->mlp != f->mlp,
-        m->positions != f->positions,
-        m->norms_per_layer != (uint64_t)f->norms_per_layer,
-        m->embed_dim != m->hidden,
-        m->embed_norm != 0,
-        m->v_head_dim != 0 && m->v_head_dim != m->head_dim,
+        m->positions != f->positions && m->positions != LLMEM_POSITIONS_ALIBI,
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         if (differs[i]) {
@@ -55,21 +93,9 @@ int llmem_layers_unsupported(const model_shape *m, const char **why)
             return checks[i].key;
         }
     }
-    int key = path->unsupported ? path->unsupported(m, why) : 0;
+    int key = path->unsupported(m, why);
     if (key != 0)
         return key;
-    if (m->kv_lora_rank > 0) {
-        *why = "kv-lora-rank (multi-head latent attention)";
-        return LLMEM_MODEL_KV_LORA_RANK;
-    }
-    if (m->parallel_block) {
-        *why = "parallel-block";
-        return LLMEM_MODEL_PARALLEL_BLOCK;
-    }
-    if (m->rotary_dim != 0 && m->rotary_dim != m->head_dim) {
-        *why = "rotary-dim (partial rotary)";
-        return LLMEM_MODEL_ROTARY_DIM;
-    }
     if (m->experts > 0 && !(f->phased & PHASED_EXPERTS)) {
         *why = "experts";
         return LLMEM_MODEL_EXPERTS;

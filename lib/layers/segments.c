@@ -12,7 +12,21 @@
  * and SDPA and FlashAttention-2 take none. */
 static uint64_t rope_elems(const build *b, const model_shape *m)
 {
-    return m->positions == LLMEM_POSITIONS_ROTARY ? b->seq * m->head_dim : 0;
+    return m->positions == LLMEM_POSITIONS_ROTARY ? b->seq * m->rotary_dim : 0;
+}
+
+/* build_alibi_tensor (modeling_bloom.py): [batch x heads, 1, seq] in the
+ * dtype of the embedding LayerNorm's output. */
+static uint64_t alibi_elems(const build *b, const model_shape *m)
+{
+    return m->positions == LLMEM_POSITIONS_ALIBI ? b->batch * m->heads * b->seq : 0;
+}
+
+/* OPTDecoder.forward: position_ids = (cumsum(attention_mask) * attention_mask - 1),
+ * int64 [batch, seq], a local of the forward passed to every layer. */
+static uint64_t position_id_elems(const build *b, const model_shape *m)
+{
+    return (m->traits & TRAIT_MASK_POSITIONS) ? b->tokens : 0;
 }
 
 static uint64_t mask_elems(const build *b, const model_shape *m)
@@ -20,6 +34,11 @@ static uint64_t mask_elems(const build *b, const model_shape *m)
     /* Without padding, transformers passes SDPA no mask (is_causal instead:
      * _ignore_causal_mask_sdpa, _prepare_4d_attention_mask_for_sdpa), and
      * flash-attn none. */
+    /* Falcon's _update_causal_mask: masked_fill(alibi / sqrt(head_dim), causal < -1, min),
+     * for SDPA as well */
+    if ((m->traits & TRAIT_ALIBI_MASK) && m->positions == LLMEM_POSITIONS_ALIBI &&
+        b->attention != LLMEM_ATTENTION_FLASH)
+        return b->batch * m->heads * b->seq * b->seq;
     if (b->attention != LLMEM_ATTENTION_EAGER)
         return 0;
     if (m->traits & TRAIT_CAUSAL_BUFFER)
@@ -27,17 +46,29 @@ static uint64_t mask_elems(const build *b, const model_shape *m)
     return b->batch * b->seq * b->seq;
 }
 
+/* DeepSeek-V2's rotary embedding returns one complex64 freqs_cis [1, seq,
+ * rope / 2] (the bytes of seq x rope fp32 values) whatever the model dtype;
+ * the others cos and sin in the hidden dtype. */
+static int complex_rope(const model_shape *m)
+{
+    return m->path == PATH_LATENT && !m->router_bias;
+}
+
 /* LlamaRotaryEmbedding returns cos and sin in the hidden dtype. */
 static shared_tensors shared_inputs(build *b, const model_shape *m)
 {
-    shared_tensors sh = { -1, -1, -1 };
+    shared_tensors sh = { -1, -1, -1, -1 };
     int dt = residual_dt(b);
-    if (rope_elems(b, m) > 0) {
+    if (rope_elems(b, m) > 0 && complex_rope(m)) {
+        sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), FP32, ROLE_EXTERNAL, 0);
+    } else if (rope_elems(b, m) > 0) {
         sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
         sh.sin = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
     }
     if (mask_elems(b, m) > 0)
         sh.mask = llmem_graph_tensor(b->g, mask_elems(b, m), dt, ROLE_EXTERNAL, 0);
+    if (alibi_elems(b, m) > 0)
+        sh.alibi = llmem_graph_tensor(b->g, alibi_elems(b, m), dt, ROLE_EXTERNAL, 0);
     return sh;
 }
 
@@ -45,9 +76,13 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
 {
     uint64_t dt = (uint64_t)residual_dt(b);
     shared_bytes sb;
-    sb.rope = 2 * rope_elems(b, m) * dt;
+    sb.rope = complex_rope(m) ? rope_elems(b, m) * FP32 : 2 * rope_elems(b, m) * dt;
     /* position ids (cache_position): int64 [seq] */
     sb.locals = b->seq * INT64 + mask_elems(b, m) * dt;
+    sb.locals += alibi_elems(b, m) * dt + position_id_elems(b, m) * INT64;
+    /* FalconModel computes its rotary tables with ALiBi too, for no layer to use */
+    if ((m->traits & TRAIT_ROTARY_TABLES) && m->positions != LLMEM_POSITIONS_ROTARY)
+        sb.locals += 2 * b->seq * m->head_dim * dt;
     return sb;
 }
 
@@ -67,17 +102,40 @@ void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
 {
     llmem_region(b, "embedding");
-    tid x = op_embedding(b, m->vocab, m->hidden, s->weights_trainable, NULL);
+    tid x = op_embedding(b, m->vocab, m->embed_dim, s->weights_trainable, NULL);
     int leaf = s->input_rg && !s->weights_trainable;
     if (leaf) {
         b->g->t[x].rg = (uint8_t)b->g->grad_enabled;
-        /* An op after it (positions, Gemma's normalizer) puts an AccumulateGrad
-         * node on the leaf, which keeps it alive through backward. */
-        if (m->positions == LLMEM_POSITIONS_LEARNED || (m->traits & TRAIT_SCALED_EMBED))
+        /* An op after it (positions, Gemma's normalizer, a dropout, a
+         * projection, a norm) puts an AccumulateGrad node on the leaf, which
+         * keeps it alive through backward. */
+        int consumed = m->positions == LLMEM_POSITIONS_LEARNED || m->embed_norm ||
+                       (m->traits & TRAIT_SCALED_EMBED) ||
+                       ((m->traits & TRAIT_EMBED_DROPOUT) && b->dropout > 0.0);
+        if (consumed)
             llmem_graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
     }
     if (m->traits & TRAIT_SCALED_EMBED) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */
         x = op_scale(b, x);
+    if (m->traits & TRAIT_MASK_POSITIONS) {
+        /* OPTLearnedPositionalEmbedding: embedding(position_ids + offset); the
+         * index tensor is new (int64 [batch, seq]) and EmbeddingBackward keeps
+         * it for the position table's gradient. */
+        tid ids = llmem_graph_tensor(b->g, b->tokens, INT64, ROLE_EXTERNAL, 0);
+        tid index = llmem_graph_op(b->g, b->tokens, INT64, &ids, 1, 0, 0, 0, 0, 0);
+        tid table = op_param(b, (m->max_positions + m->position_offset) * m->hidden,
+                             s->weights_trainable);
+        tid pos = llmem_graph_op(b->g, b->tokens * m->hidden, b->param_dt, (tid[]){ table, index },
+                                 2, 2u, 0, 0, 0, 0);
+        if (m->embed_dim != m->hidden) /* project_in, no bias */
+            x = op_linear(b, x, m->embed_dim, m->hidden, s->weights_trainable, 0);
+        b->g->output = op_add(b, x, pos);
+        return;
+    }
+    if (m->embed_norm) /* BLOOM's word_embeddings_layernorm */
+        x = op_layer_norm(b, x, m->hidden, s->norms_trainable, m->norm_bias);
+    if (m->traits & TRAIT_EMBED_DROPOUT) /* emb_dropout, embed_dropout, embedding_dropout */
+        x = op_dropout(b, x);
     if (m->positions == LLMEM_POSITIONS_LEARNED) {
         /* The positions of the rank's tokens: under sequence parallelism a
          * chunk of seq / sp of them (broadcast over the batch), like the
@@ -102,20 +160,21 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
  */
 static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s, tid x)
 {
-    uint64_t inc = (m->vocab + m->hidden - 1) / m->hidden, rows = (b->tokens + inc - 1) / inc;
+    uint64_t E = m->embed_dim;
+    uint64_t inc = (m->vocab + E - 1) / E, rows = (b->tokens + inc - 1) / inc;
     uint64_t chunk = 1;
     while (chunk < rows)
         chunk <<= 1;
     if (chunk > b->tokens)
         chunk = b->tokens;
-    tid w = op_param(b, m->vocab * m->hidden, s->weights_trainable);
+    tid w = op_param(b, m->vocab * E, s->weights_trainable);
     tid xc = op_cast(b, x, b->compute);
     uint64_t grad_in = graph_rg(b->g, xc) ? b->g->t[xc].bytes : 0;
     uint64_t grad_w = s->weights_trainable ? b->g->t[w].grad_bytes : 0;
-    uint64_t workspace = chunk * m->vocab * (uint64_t)b->compute + chunk * m->hidden * FP32;
+    uint64_t workspace = chunk * m->vocab * (uint64_t)b->compute + chunk * E * FP32;
     tid in[2] = { xc, w };
     b->g->output = llmem_graph_op(b->g, 1, FP32, in, 2, SAVE_AUX, GRADS_IN_AUX, grad_in + grad_w,
-                            workspace, 0);
+                                  workspace, 0);
 }
 
 /* Final norm, lm_head, and ForCausalLMLoss: logits.float(), labels padded
@@ -127,6 +186,10 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
     llmem_region(b, "norm");
     if (m->final_norm)
         x = llmem_seg_norm(b, m, s, x);
+    if (m->embed_dim != m->hidden) { /* OPT's project_out, no bias; it trains with the embedding */
+        llmem_region(b, "head");
+        x = op_linear(b, x, m->hidden, m->embed_dim, s->projections_trainable, 0);
+    }
     llmem_region(b, "loss");
     if (s->chunked_loss) {
         chunked_head_loss(b, m, s, x);
@@ -134,9 +197,9 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
     }
     /* The output layer is column-parallel over the vocabulary. */
     llmem_region(b, "head");
-    tid logits = b->sp > 1 ? llmem_seg_linear_sp(b, x, m->hidden, m->vocab, s->weights_trainable,
+    tid logits = b->sp > 1 ? llmem_seg_linear_sp(b, x, m->embed_dim, m->vocab, s->weights_trainable,
                                                  m->head_bias, 1)
-                           : op_linear(b, x, m->hidden, m->vocab, s->weights_trainable,
+                           : op_linear(b, x, m->embed_dim, m->vocab, s->weights_trainable,
                                        m->head_bias);
     if (m->traits & TRAIT_SOFTCAP) /* final_logit_softcapping: / cap, tanh, * cap */
         logits = op_scale(b, op_tanh(b, op_scale(b, logits)));

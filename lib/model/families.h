@@ -13,7 +13,18 @@
 
 /* Code paths of the segment builders (lib/layers/paths.c maps each to its
  * functions). A family on PATH_NONE gets exact counts and the article formula. */
-enum code_path { PATH_NONE = 0, PATH_GPT2, PATH_LLAMA, PATH_MEGATRON, PATH_COUNT };
+enum code_path {
+    PATH_NONE = 0,
+    PATH_GPT2,
+    PATH_LLAMA,
+    PATH_MEGATRON,
+    PATH_OPT,    /* layers/opt.c */
+    PATH_BLOOM,  /* layers/bloom.c */
+    PATH_NEOX,   /* layers/neox.c: GPT-NeoX and Phi, partial rotary, parallel residual */
+    PATH_FALCON, /* layers/falcon.c */
+    PATH_LATENT, /* layers/latent.c: DeepSeek's multi-head latent attention and experts */
+    PATH_COUNT
+};
 
 /* The last llmem_family value: the table has a row for each up to it. */
 #define FAMILY_LAST LLMEM_FAMILY_MEGATRON_GPT
@@ -29,7 +40,23 @@ enum family_trait {
     /* GPT-2: a bool causal-mask buffer per layer applied with torch.where, a
      * padding mask [batch, 1, 1, seq], softmax in the scores' dtype */
     TRAIT_CAUSAL_BUFFER = 1u << 6,
-    TRAIT_GELU_GATE = 1u << 7      /* gated MLP with tanh GELU, GeGLU (Gemma) */
+    TRAIT_GELU_GATE = 1u << 7,     /* gated MLP with tanh GELU, GeGLU (Gemma) */
+    /* Learned positions looked up by position ids from the attention mask's
+     * cumsum, one row per token ([batch, seq]), offset by position-offset (OPT) */
+    TRAIT_MASK_POSITIONS = 1u << 8,
+    TRAIT_EMBED_DROPOUT = 1u << 9, /* dropout on the embedding output (GPT-NeoX, Phi, StarCoder2) */
+    /* dropout on the attention output and the MLP output before the residual
+     * additions (StarCoder2 residual_dropout) */
+    TRAIT_RESID_DROPOUT = 1u << 10,
+    /* Linears computed as x @ weight.T (+ bias): autocast casts the transposed
+     * view at every use and caches nothing (Falcon's FalconLinear) */
+    TRAIT_UNCACHED_CAST = 1u << 11,
+    /* The rotary tables (and inv_freq) exist even with ALiBi positions (Falcon) */
+    TRAIT_ROTARY_TABLES = 1u << 12,
+    /* ALiBi folded into the additive attention mask, [batch, heads, seq, seq] (Falcon) */
+    TRAIT_ALIBI_MASK = 1u << 13,
+    /* No SDPA attention in transformers: its default is eager (BLOOM) */
+    TRAIT_NO_SDPA = 1u << 14
 };
 
 /* Optional fields a phased code path builds (beyond the family's defaults). */
@@ -44,6 +71,7 @@ typedef struct family_desc {
     int norm, mlp, positions;
     int qkv_bias, out_bias, mlp_bias, norm_bias, head_bias, tie;
     int norms_per_layer, final_norm, embed_norm, position_offset, parallel_block;
+    int activation;    /* llmem_activation */
     unsigned traits;   /* family_trait bits */
     int path;          /* code_path; PATH_NONE: not on the phased model yet */
     unsigned phased;   /* phased_feature bits the path builds for this family */

@@ -27,6 +27,8 @@ void llmem_model_family_defaults(int64_t *f, int family)
     f[LLMEM_MODEL_EMBED_NORM] = d->embed_norm;
     f[LLMEM_MODEL_POSITION_OFFSET] = d->position_offset;
     f[LLMEM_MODEL_PARALLEL_BLOCK] = d->parallel_block;
+    f[LLMEM_MODEL_ACTIVATION] = d->activation;
+    f[LLMEM_MODEL_POST_NORM] = 0;
 }
 
 int llmem_model_new(llmem_ctx *ctx, int family, llmem_model **out)

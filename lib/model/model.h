@@ -11,7 +11,7 @@
 
 /* One past the largest llmem_model_key (model_fields.c checks its table
  * against it at compile time). */
-#define MODEL_KEY_END (LLMEM_MODEL_DTYPE_BYTES + 1)
+#define MODEL_KEY_END (LLMEM_MODEL_POST_NORM + 1)
 
 struct llmem_model {
     llmem_ctx *ctx;
@@ -34,6 +34,8 @@ typedef struct model_shape {
     uint64_t norms_per_layer;
     int final_norm, embed_norm;
     int qk_norm, parallel_block, shared_gate, router_bias;
+    int activation;         /* llmem_activation of the MLP */
+    int post_norm;          /* norms after the residual additions (OPT-350m) */
     uint64_t rotary_dim;    /* rotary dimensions of a q/k head (<= head_dim) */
     uint64_t v_head_dim;    /* per-head value size (head_dim unless MLA) */
     uint64_t q_lora_rank;   /* MLA query compression; 0 = full q projection */

@@ -54,6 +54,8 @@ static const field_desc rows[] = {
     FLAG(PARALLEL_BLOCK, "parallel-block"),
     /* float64 is the widest torch_dtype a checkpoint declares. */
     INT(DTYPE_BYTES, "dtype-bytes", 0, 8),
+    NAMED(ACTIVATION, "activation", LLMEM_ACTIVATION_RELU, &llmem_names_activation),
+    FLAG(POST_NORM, "post-norm"),
 };
 
 /* The handle's array has one slot a key: a new key needs its row here. */

@@ -194,6 +194,8 @@ int llmem_model_resolve(llmem_model *m, model_shape *s, model_params *p)
     s->q_lora_rank = (uint64_t)f[LLMEM_MODEL_Q_LORA_RANK];
     s->kv_lora_rank = (uint64_t)f[LLMEM_MODEL_KV_LORA_RANK];
     s->dense_layers = (uint64_t)f[LLMEM_MODEL_DENSE_LAYERS];
+    s->activation = (int)f[LLMEM_MODEL_ACTIVATION];
+    s->post_norm = (int)f[LLMEM_MODEL_POST_NORM];
 
     if (f[LLMEM_MODEL_HEAD_DIM] > 0) {
         s->head_dim = (uint64_t)f[LLMEM_MODEL_HEAD_DIM];

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "train/setup.h"
 
-#include "core/checked.h"
 #include "core/ctx.h"
+#include "model/families.h"
 #include "train/precisions.h"
 #include "train/train.h"
 
@@ -21,40 +21,6 @@ static int lora_targets_exist(const model_shape *m, unsigned targets)
     return 0;
 }
 
-/* Whether the attention run materializes the scores (batch x heads x seq^2):
- * eager does, and so does SDPA when PyTorch falls back to its math kernel,
- * the backend rule of lib/layers/common.c (sdpa_backend): no fused 16-bit
- * kernel (fp32, or heads over 256 wide) and no memory-efficient one (grouped
- * kv heads, or a head size not a multiple of 8 in 16 bits, 4 in fp32). */
-static int scores_materialized(const model_shape *m, const setup *s)
-{
-    int dt = s->compute_dt;
-    if (s->attention == LLMEM_ATTENTION_EAGER)
-        return 1;
-    if (s->attention != LLMEM_ATTENTION_SDPA || (dt == 2 && m->head_dim <= 256))
-        return 0;
-    return m->kv_heads != m->heads || m->head_dim % (dt == 2 ? 8 : 4) != 0;
-}
-
-/* A bound on every byte count of the step, for the setup actually run: each
- * tensor is at most tokens x (vocab + the widest layer + the attention
- * scores when the attention materializes them + a mixture of experts'
- * one-hot routing mask, top-k x experts) elements of at most 8 bytes, and
- * fewer than 64 of them per layer are live at once. If the bound fits in 62
- * bits, no sum the walk forms can wrap. */
-static int step_overflows(const model_shape *m, const setup *s)
-{
-    checked c = { 0 };
-    uint64_t widest = ck_add(&c, m->hidden + m->intermediate + m->heads * m->head_dim,
-                             ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
-    uint64_t scores = scores_materialized(m, s) ? ck_mul(&c, m->heads, s->seq) : 0;
-    uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
-    uint64_t tokens = ck_mul(&c, s->batch, s->seq);
-    uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));
-    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
-    return c.overflow || bound > (UINT64_C(1) << 62);
-}
-
 int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
 {
     memset(s, 0, sizeof *s);
@@ -71,6 +37,10 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     s->optimizer_impl = (int)t->i[LLMEM_TRAIN_OPTIMIZER_IMPL];
     s->lora_dropout = t->d[LLMEM_TRAIN_LORA_DROPOUT];
     s->attention = (int)t->i[LLMEM_TRAIN_ATTENTION];
+    /* transformers runs eager attention by default where a model has no SDPA
+     * (BLOOM: no _supports_sdpa). */
+    if (s->attention == LLMEM_ATTENTION_SDPA && (m->traits & TRAIT_NO_SDPA))
+        s->attention = LLMEM_ATTENTION_EAGER;
     s->loss = (int)t->i[LLMEM_TRAIN_LOSS];
     s->formula = (int)t->i[LLMEM_TRAIN_FORMULA];
     s->dropout = t->d[LLMEM_TRAIN_DROPOUT];
@@ -104,14 +74,18 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
         return FAIL(ctx, SEQ, LLMEM_EINCONSISTENT,
                     "seq: %llu exceeds the model's %llu learned positions (max-positions)",
                     (unsigned long long)s->seq, (unsigned long long)m->max_positions);
+    /* Falcon-RW hands SDPA its ALiBi as a float mask: the memory-efficient
+     * kernel runs for head sizes it takes, the math path otherwise (not
+     * modelled). */
+    if (s->attention == LLMEM_ATTENTION_SDPA && m->positions == LLMEM_POSITIONS_ALIBI &&
+        (m->traits & TRAIT_ALIBI_MASK) && m->head_dim % (s->compute_dt == 4 ? 4 : 8) != 0)
+        return FAIL(ctx, ATTENTION, LLMEM_ENOTSUP,
+                    "attention: sdpa with Falcon's ALiBi and head-dim %llu (SDPA's math path "
+                    "with a mask) is not modelled; use --attention eager or flash",
+                    (unsigned long long)m->head_dim);
     if (s->loss == LLMEM_LOSS_CHUNKED && m->head_bias)
         return FAIL(ctx, LOSS, LLMEM_EINCONSISTENT,
                     "loss: the chunked cross-entropy with an output-head bias (head-bias) is not "
                     "modelled; use --loss upcast");
-    if (s->formula == LLMEM_FORMULA_PHASED && step_overflows(m, s))
-        return FAIL(ctx, BATCH, LLMEM_EOVERFLOW,
-                    "batch x seq: %llu x %llu tokens make the step's byte counts "
-                    "overflow 64 bits for this model",
-                    (unsigned long long)s->batch, (unsigned long long)s->seq);
     return LLMEM_OK;
 }

@@ -265,7 +265,7 @@ def check_article(t, llmem):
             "article table labels the terms m_p, m_os, m_data, m_tmp", out)
     t.check("sums the terms" in out and "no phase" in out,
             "article table says the formula sums the terms, with no phase", out)
-    # Families without a phased code path still estimate with the article's formula.
+    # Every family also estimates with the article's formula.
     d = llmem.json("--model", "opt-125m", "--formula", "article")
     t.check(d["terms"]["parameters"] == 4 * d["params_total"], "article works for OPT")
 
@@ -345,8 +345,10 @@ ERRORS = [
     (["--model", "gpt2", "--experts", "4"], 1, "--experts-per-token"),
     # The preset's own family is no flag the user typed: the message names the
     # field and the way out, not --family.
-    (["--model", "opt-125m"], 1, "family: the phased estimate does not build opt"),
-    (["--model", "gpt2", "--family", "opt"], 1, "--family: the phased estimate"),
+    (["--model", "opt-125m", "--post-norm", "2"], 2, "--post-norm"),
+    (["--model", "opt-125m", "--activation", "tanh"], 2, "--activation"),
+    (["--model", "gpt2", "--activation", "relu"], 1, "--activation"),
+    (["--model", "gpt2", "--post-norm", "1"], 1, "--post-norm"),
     # The architecture flags of the newer model fields.
     (["--model", "gpt2", "--qk-norm", "2"], 2, "--qk-norm"),
     (["--model", "gpt2", "--shared-expert-gate", "-1"], 2, "--shared-expert-gate"),
@@ -622,12 +624,27 @@ def check_config(t, llmem):
             mixtral["architecture"]["experts"] == 8,
             "Mixtral (llama-family MoE) estimates with the phased formula", mixtral["peak_phase"])
 
+    # Every family the configs name runs the phased model (latent attention,
+    # shared and routed experts, Falcon-RW's ALiBi included); a layout its code
+    # path does not build is refused, naming the field and the way out.
     deepseek = config_path("DeepSeek-V2-Lite")
-    rc, out, err = llmem.run("estimate", "--config", deepseek)
-    t.check(rc == 1 and out == "", "DeepSeek-V2-Lite, phased: exit 1, nothing on stdout",
-            (rc, out[:200]))
-    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: ") and
-            "--formula article" in err, "the message points to --formula article", err)
+    for name in ("DeepSeek-V2-Lite", "DeepSeek-V3", "opt-350m", "bloom-560m", "pythia-160m",
+                 "falcon-7b", "falcon-40b", "falcon-rw-1b", "phi-2", "starcoder2-3b"):
+        d = llmem.json("--config", config_path(name))
+        t.check(d["formula"] == "phased" and d["peak_phase"] in PHASES and
+                d["peak_allocated_bytes"] > 4 * d["params_total"],
+                "%s estimates with the phased formula" % name, (d["formula"], d["peak_phase"]))
+    rc, out, err = llmem.run("estimate", "--config", config_path("falcon-7b"), "--positions",
+                             "alibi")
+    t.check(rc == 1 and out == "", "falcon-7b with ALiBi (multi-query), phased: exit 1, "
+            "nothing on stdout", (rc, out[:200]))
+    t.check(len(err.splitlines()) == 1 and err.startswith("llmem: --positions:") and
+            "--formula article" in err, "the message names --positions and --formula article",
+            err)
+    opt350 = llmem.json("--config", config_path("opt-350m"))
+    t.check(opt350["architecture"]["post_norm"] == 1 and opt350["architecture"]["final_norm"] == 0
+            and opt350["architecture"]["activation"] == "relu",
+            "opt-350m: do_layer_norm_before false, no final norm, ReLU", opt350["architecture"])
     d = llmem.json("--config", deepseek, "--formula", "article")
     t.check(d["params_total"] == 15706484224 and d["params_active"] == 2661150208,
             "DeepSeek-V2-Lite with --formula article: 15,706,484,224 total, 2,661,150,208 active",

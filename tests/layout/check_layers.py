@@ -24,6 +24,8 @@ ALLOWED = {
     "layers": ["core", "model", "sim"],
     "estimate": ["core", "model", "train", "parallel", "sim", "layers"],
     "plan": ["core", "model", "train", "parallel", "estimate"],
+    "gpu": ["core"],
+    "pack": ["core", "gpu"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -13,7 +13,8 @@ from llmem._library import LIB
 # Flags of `llmem` that are not fields: the inputs, the output, what to solve
 # (--max) or print (--top), and the command's shorthands for the sharding
 # field (--zero 3, --fsdp full).
-NOT_FIELDS = {"model", "config", "weights", "json", "help", "zero", "fsdp", "max", "top"}
+NOT_FIELDS = {"model", "config", "weights", "json", "help", "zero", "fsdp", "max", "top",
+              "svg", "timeline"}  # outputs of the command, not estimate inputs
 # The command's own spellings of library fields (--margin is in percent, the
 # field in thousandths).
 CLI_SPELLING = {"attn_bias": "qkv_bias", "capacity": "gpu_bytes",

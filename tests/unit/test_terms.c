@@ -866,6 +866,8 @@ static int refuse_or_consistent(llmem_model *m, const char *name)
     return rc;
 }
 
+/* Every family runs the phased model: its presets, and a small model of each
+ * family at its defaults, estimate with every invariant holding. */
 Test(terms, other_families, .init = setup_est, .fini = teardown_est)
 {
     static const char *const others[] = { "facebook/opt-125m", "facebook/opt-350m",
@@ -873,7 +875,33 @@ Test(terms, other_families, .init = setup_est, .fini = teardown_est)
                                           "microsoft/Phi-3-mini-4k-instruct" };
     for (size_t i = 0; i < N_OF(others); i++) {
         llmem_model *m = preset(others[i]);
-        (void)refuse_or_consistent(m, others[i]);
+        cr_expect_eq(refuse_or_consistent(m, others[i]), LLMEM_OK, "%s is refused", others[i]);
+        llmem_model_free(m);
+    }
+    for (int family = 1; family <= LLMEM_FAMILY_DEEPSEEK; family++) {
+        llmem_model *m = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "family %d", family);
+        cr_assert_eq(llmem_model_new(ctx, family, &m), LLMEM_OK);
+        llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 128);
+        llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 3);
+        llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4);
+        llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 256);
+        llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 1000);
+        llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 512);
+        if (family == LLMEM_FAMILY_DEEPSEEK) { /* latent attention and experts */
+            llmem_model_set_int(m, LLMEM_MODEL_HEAD_DIM, 48);
+            llmem_model_set_int(m, LLMEM_MODEL_ROTARY_DIM, 16);
+            llmem_model_set_int(m, LLMEM_MODEL_V_HEAD_DIM, 32);
+            llmem_model_set_int(m, LLMEM_MODEL_KV_LORA_RANK, 64);
+            llmem_model_set_int(m, LLMEM_MODEL_Q_LORA_RANK, 96);
+            llmem_model_set_int(m, LLMEM_MODEL_EXPERTS, 8);
+            llmem_model_set_int(m, LLMEM_MODEL_EXPERTS_PER_TOKEN, 2);
+            llmem_model_set_int(m, LLMEM_MODEL_EXPERT_INTERMEDIATE, 64);
+            llmem_model_set_int(m, LLMEM_MODEL_SHARED_EXPERT_INTERMEDIATE, 128);
+            llmem_model_set_int(m, LLMEM_MODEL_DENSE_LAYERS, 1);
+        }
+        cr_expect_eq(refuse_or_consistent(m, name), LLMEM_OK, "%s is refused", name);
         llmem_model_free(m);
     }
 }
@@ -1027,6 +1055,70 @@ Test(terms, extreme_seq_sdpa_math_does_not_wrap, .init = setup_est, .fini = tear
     c.precision = LLMEM_PRECISION_FP32;
     c.attention = LLMEM_ATTENTION_SDPA;
     expect_no_wrap("Meta-Llama-3-8B", 1, INT64_C(1) << 14, 1, &c);
+}
+
+/* The overflow bound charges the batch x heads x seq^2 scores only where the
+ * kernel run forms them. Each model is run where the bound without the scores
+ * fits in 62 bits and the bound with them does not: estimated under the
+ * kernels that form none, refused (never wrapped) under those that do. */
+typedef struct bound_case {
+    const char *name;
+    int64_t hidden, layers, heads, kv_heads, intermediate, vocab; /* 0: the preset */
+    int precision, attention, forms_scores;
+    int64_t batch, seq;
+} bound_case;
+
+static llmem_model *bound_model(const bound_case *k)
+{
+    if (k->hidden == 0)
+        return preset(k->name);
+    llmem_model *m = NULL;
+    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_FALCON, &m), LLMEM_OK);
+    const int64_t v[][2] = { { LLMEM_MODEL_HIDDEN, k->hidden }, { LLMEM_MODEL_LAYERS, k->layers },
+                             { LLMEM_MODEL_HEADS, k->heads }, { LLMEM_MODEL_KV_HEADS, k->kv_heads },
+                             { LLMEM_MODEL_INTERMEDIATE, k->intermediate },
+                             { LLMEM_MODEL_VOCAB, k->vocab } };
+    for (size_t i = 0; i < N_OF(v); i++)
+        cr_assert_eq(llmem_model_set_int(m, (int)v[i][0], v[i][1]), LLMEM_OK);
+    return m;
+}
+
+Test(terms, overflow_bound_follows_the_kernel, .init = setup_est, .fini = teardown_est)
+{
+    enum { BF16 = LLMEM_PRECISION_BF16_MIXED, FP32 = LLMEM_PRECISION_FP32 };
+    enum { EAGER = LLMEM_ATTENTION_EAGER, SDPA = LLMEM_ATTENTION_SDPA,
+           FLASH = LLMEM_ATTENTION_FLASH };
+    static const bound_case cases[] = {
+        /* issue 12's case: 2^22 tokens; the fused kernels form no scores */
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, BF16, FLASH, 0, 32, 131072 },
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, BF16, SDPA, 0, 32, 131072 },
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, BF16, EAGER, 1, 32, 131072 },
+        /* fp32 with grouped kv heads: SDPA's math kernel */
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, FP32, SDPA, 1, 32, 131072 },
+        /* Falcon calls SDPA without enable_gqa: multi-query (Falcon-7B's shape)
+         * runs the math kernel; the grouped layout (Falcon-40B's) broadcasts
+         * its kv heads first and runs the fused one. */
+        { "falcon-7b shape", 4544, 32, 71, 1, 18176, 65024, BF16, SDPA, 1, 1024, 131072 },
+        { "falcon-7b shape", 4544, 32, 71, 1, 18176, 65024, BF16, FLASH, 0, 1024, 131072 },
+        { "falcon-40b shape", 8192, 60, 128, 8, 32768, 65024, BF16, SDPA, 0, 1024, 131072 },
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        const bound_case *k = &cases[i];
+        llmem_model *m = bound_model(k);
+        config c = default_config();
+        c.precision = k->precision;
+        c.attention = k->attention;
+        c.ckpt = LLMEM_GRAD_CKPT_NON_REENTRANT;
+        c.batch = k->batch;
+        c.seq = k->seq;
+        llmem_train *t = make_train(&c);
+        int rc = llmem_estimate_run(est, m, t);
+        cr_expect_eq(rc, k->forms_scores ? LLMEM_EOVERFLOW : LLMEM_OK,
+                     "%s, precision %d, attention %d: %d (%s)", k->name, k->precision,
+                     k->attention, rc, rc == LLMEM_OK ? "estimated" : llmem_ctx_error(ctx));
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
 }
 
 /* LoRA targets that match no module of the model train nothing; PEFT

@@ -58,7 +58,30 @@ OPTIONAL_FLAGS = (
     ("expert_intermediate", "--expert-intermediate"),
     ("shared_expert_intermediate", "--shared-expert-intermediate"),
     ("shared_expert_gate", "--shared-expert-gate"),
+    # grid_families.csv: the layouts of OPT, GPT-NeoX, Falcon, Phi, DeepSeek
+    ("rotary_dim", "--rotary-dim"),
+    ("post_norm", "--post-norm"),
+    ("embed_dim", "--embed-dim"),
+    ("q_lora_rank", "--q-lora-rank"),
+    ("kv_lora_rank", "--kv-lora-rank"),
+    ("v_head_dim", "--v-head-dim"),
+    ("dense_layers", "--dense-layers"),
+    ("router_bias", "--router-bias"),
 )
+
+# columns passed whenever present, zero included (a family's default may be 1)
+LAYOUT_FLAGS = (
+    ("parallel_block", "--parallel-block"),
+    ("norms_per_layer", "--norms-per-layer"),
+    ("final_norm", "--final-norm"),
+    ("out_bias", "--out-bias"),
+    ("mlp_bias", "--mlp-bias"),
+)
+
+# the harness's hidden_act names -> llmem activation names
+ACTIVATIONS = {"silu": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu-tanh",
+               "gelu_tanh": "gelu-tanh", "gelu_new": "gelu-new", "gelu_fast": "gelu-fast",
+               "relu": "relu"}
 
 
 class LlmemError(Exception):
@@ -100,6 +123,16 @@ def build_command(llmem, row):
         v = (row.get(col) or "").strip()
         if v and v not in ("0", "0.0"):
             cmd += [flag, v]
+    for col, flag in LAYOUT_FLAGS:
+        v = (row.get(col) or "").strip()
+        if v:
+            cmd += [flag, v]
+    pos = (row.get("positions") or "").strip()
+    if pos and pos != "0":
+        cmd += ["--positions", pos]
+    act = (row.get("activation") or "").strip()
+    if act:
+        cmd += ["--activation", ACTIVATIONS.get(act, act)]
     cmd.append("--json")
     return cmd
 

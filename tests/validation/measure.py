@@ -229,7 +229,12 @@ def measure(rc, snapshot=False, cross_checks=False, timeline=False):
     model, opt, batch, lora_names = build(rc)
     # Warm-up step so that the optimizer states exist.  It runs on a short
     # batch (states depend on the parameters only) to halve the CPU time.
+    # Mixture-of-experts rows warm up on the whole batch: AdamW creates an
+    # expert's states only once it has had a gradient, and 16 tokens leave
+    # some experts without any (in training, every expert has states).
     wb = {k: v[:1, :min(rc.seq, 16)].contiguous() for k, v in batch.items()}
+    if getattr(rc, "experts", 0) > 0:
+        wb = batch
     train_step(model, opt, wb)
     del wb
     torch.manual_seed(rc.seed + 7)

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-architecture constants (docs/gpu-constants.md, sections b and c).
+ *
+ * CUDA context: 287 MiB, the estimator's constant (lib/estimate/allocator.c),
+ * from the lazy-loading measurement of pytorch/pytorch PR #86509 (287,047,680 B,
+ * GPU not named). No architecture has a better sourced figure, so every row
+ * keeps it and says it is a default; the reports for one GPU each (256 MiB on
+ * an RTX 3090, 426 MiB on an RTX 6000 Ada) are in gpu-constants.md.
+ *
+ * cuBLAS workspace, aten/src/ATen/cuda/CublasHandlePool.cpp
+ * (parseChosenWorkspaceSize): ":4096:2:16:8" = 4096 KiB x 2 + 16 KiB x 8 =
+ * 8,519,680 B before Hopper; ":4096:8" = 32 MiB for compute capability major
+ * 9, 10 and 12 (Hopper and Blackwell).
+ */
+#include "gpu/gpu.h"
+
+#define CONTEXT_DEFAULT (287 * GPU_MIB)
+#define WORKSPACE_PRE_HOPPER (UINT64_C(4096) * 1024 * 2 + UINT64_C(16) * 1024 * 8)
+#define WORKSPACE_HOPPER (UINT64_C(4096) * 1024 * 8)
+
+#define CUDA_SOURCE \
+    "context: default 287 MiB (pytorch PR #86509, lazy loading; not measured on this " \
+    "architecture); workspace: CublasHandlePool.cpp default"
+
+static const arch_desc rows[] = {
+    [ARCH_SM70] = { "sm_70", 70, CONTEXT_DEFAULT, 1, WORKSPACE_PRE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM75] = { "sm_75", 75, CONTEXT_DEFAULT, 1, WORKSPACE_PRE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM80] = { "sm_80", 80, CONTEXT_DEFAULT, 1, WORKSPACE_PRE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM86] = { "sm_86", 86, CONTEXT_DEFAULT, 1, WORKSPACE_PRE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM89] = { "sm_89", 89, CONTEXT_DEFAULT, 1, WORKSPACE_PRE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM90] = { "sm_90", 90, CONTEXT_DEFAULT, 1, WORKSPACE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM100] = { "sm_100", 100, CONTEXT_DEFAULT, 1, WORKSPACE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM103] = { "sm_103", 103, CONTEXT_DEFAULT, 1, WORKSPACE_HOPPER, CUDA_SOURCE },
+    [ARCH_SM120] = { "sm_120", 120, CONTEXT_DEFAULT, 1, WORKSPACE_HOPPER, CUDA_SOURCE },
+    /* ROCm: no measured HIP context here; the workspace is the 76 MiB hipBLASLt
+     * buffer CublasHandlePool.cpp gives ROCm (gpu-constants.md, section c);
+     * whether the hipBLAS workspace comes on top was not checked. Both estimates. */
+    [ARCH_CDNA3] = { "CDNA3", 0, CONTEXT_DEFAULT, 1, 76 * GPU_MIB,
+                     "estimate: context as CUDA's default 287 MiB; workspace the 76 MiB "
+                     "hipBLASLt buffer of CublasHandlePool.cpp on ROCm" },
+};
+
+/* Every gpu_arch value has its row. */
+typedef char arch_rows_cover_every_value[sizeof rows / sizeof rows[0] == ARCH_END ? 1 : -1];
+
+const arch_desc *llmem_gpu_arch_row(int arch)
+{
+    if (arch < 1 || arch >= ARCH_END)
+        return NULL;
+    return &rows[arch];
+}

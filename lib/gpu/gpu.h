@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GPU catalog as const data: architectures (CUDA context, cuBLAS
+ * workspace), whole GPUs (usable memory, SMs, aliases) and the MIG profiles
+ * of MIG-capable GPUs (usable memory, slices, placements, maximum counts).
+ * Every row carries its source; docs/mig.md and docs/gpu-constants.md
+ * explain the sources and the rules behind the estimates.
+ */
+#ifndef LLMEM_GPU_GPU_H
+#define LLMEM_GPU_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPU_MIB (UINT64_C(1) << 20)
+
+/* Architectures; every value has a row in archs.c (a compile-time check). */
+typedef enum gpu_arch {
+    ARCH_SM70 = 1, /* Volta: V100 */
+    ARCH_SM75,     /* Turing: T4 */
+    ARCH_SM80,     /* Ampere GA100: A100, A30 */
+    ARCH_SM86,     /* Ampere GA10x: A10, A10G, A6000, RTX 3090 */
+    ARCH_SM89,     /* Ada: L4, L40S, RTX 4090 */
+    ARCH_SM90,     /* Hopper: H100, H200, H20, GH200 */
+    ARCH_SM100,    /* Blackwell: B200, GB200 */
+    ARCH_SM103,    /* Blackwell Ultra: B300, GB300 */
+    ARCH_SM120,    /* Blackwell GB20x: RTX 5090, RTX PRO 6000 */
+    ARCH_CDNA3,    /* AMD Instinct MI300X (ROCm) */
+    ARCH_END
+} gpu_arch;
+
+typedef struct arch_desc {
+    const char *name;          /* "sm_80" */
+    unsigned capability;       /* major * 10 + minor; 0 for AMD */
+    uint64_t context;          /* bytes of one process's CUDA/ROCm context */
+    int context_estimated;     /* 1: a default, not measured on this architecture */
+    uint64_t workspace;        /* bytes of PyTorch's cuBLAS workspace per stream */
+    const char *source;        /* of both numbers */
+} arch_desc;
+
+/* Bits of mig_profile_desc.uncertain (the public llmem_mig_uncertain). */
+#define MIG_MEMORY_ESTIMATED 1u
+#define MIG_PLACEMENTS_INFERRED 2u
+
+typedef struct mig_profile_desc {
+    const char *name;     /* "1g.10gb" */
+    const char *resource; /* "nvidia.com/mig-1g.10gb" */
+    uint8_t compute;      /* compute slices */
+    uint8_t slots;        /* placement slots occupied */
+    uint16_t starts;      /* bit s: may start at slot s */
+    uint8_t max_count;
+    uint8_t variant;      /* llmem_mig_variant */
+    uint8_t uncertain;    /* MIG_* bits */
+    uint16_t sms;         /* 0: unknown */
+    uint64_t usable;      /* bytes, as nvidia-smi mig -lgip reports inside the instance */
+    const char *source;
+} mig_profile_desc;
+
+/* The MIG profiles one GPU (or a family sharing them) offers. */
+typedef struct mig_table {
+    uint8_t slots;   /* placement grid: 8 memory slices, 4 on A30, 12 units on RTX PRO 6000 */
+    uint8_t compute; /* compute slices: 7, or 4 */
+    const mig_profile_desc *profiles;
+    size_t count;
+} mig_table;
+
+typedef struct gpu_desc {
+    const char *name;        /* canonical: "A100-80GB" */
+    const char *device_name; /* as the driver reports it: "NVIDIA A100-SXM4-80GB" */
+    const char *aliases;     /* other accepted names, '|'-separated */
+    int arch;                /* gpu_arch */
+    uint64_t usable;         /* bytes: torch.cuda.mem_get_info() total */
+    int usable_estimated;    /* 1: derived (docs/mig.md), not measured */
+    uint16_t sms;            /* 0: unknown */
+    const mig_table *mig;    /* NULL: no MIG */
+    const char *source;      /* of usable and sms */
+} gpu_desc;
+
+/* Catalog rows (NULL past the end). */
+size_t llmem_gpu_rows(void);
+const gpu_desc *llmem_gpu_row(size_t index);
+const arch_desc *llmem_gpu_arch_row(int arch);
+/* Profile `profile` of GPU `gpu`, or NULL. */
+const mig_profile_desc *llmem_gpu_profile(size_t gpu, size_t profile);
+
+/* The MIG tables, one per GPU or family (mig_*.c). */
+extern const mig_table llmem_mig_a30, llmem_mig_a100_40, llmem_mig_a100_80, llmem_mig_h100_80,
+    llmem_mig_h100_pcie, llmem_mig_h100_94, llmem_mig_h100_96, llmem_mig_h20_96, llmem_mig_h200,
+    llmem_mig_h20_141, llmem_mig_gh200_144, llmem_mig_b200, llmem_mig_gb200, llmem_mig_b300,
+    llmem_mig_gb300, llmem_mig_rtx_pro_6000;
+
+#endif

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The settings of the fit and pack handles for the field engine
+ * (core/fields.h), and the margin arithmetic they share.
+ *
+ * The margin is the planner's (LLMEM_PLAN_MARGIN_PERMILLE): a share of the
+ * memory kept free, in thousandths, so U usable bytes hold N when
+ * N <= U / 1000 x (1000 - margin). Default 50 (5 %): the estimator's
+ * allocated-level peak matches measured steps to 0.01 % (docs/validation.md),
+ * but what it does not model is larger: the caching allocator's
+ * fragmentation, and a CUDA context reported between 256 and 426 MiB against
+ * the 287 MiB default (docs/gpu-constants.md), that is up to 139 MiB, 3.4 % of
+ * a 4 GiB slice. docs/mig.md says more.
+ */
+#include "pack/pack.h"
+
+#include "core/ctx.h"
+
+
+/* As the planner's margin-permille: at most 90 % kept free. */
+#define MARGIN_ROW(key) { key, "margin-permille", FIELD_INT, 0, 900, 0, 50, NULL }
+
+static const field_desc fit_rows[] = {
+    MARGIN_ROW(LLMEM_FIT_MARGIN_PERMILLE),
+    /* The most compute slices of any MIG grid (7). */
+    { LLMEM_FIT_MIN_COMPUTE, "min-compute", FIELD_INT, 0, 7, 0, 0, NULL },
+};
+typedef char fit_fields_cover_every_key[sizeof fit_rows / sizeof fit_rows[0] + 1 == FIT_KEY_END
+                                            ? 1
+                                            : -1];
+const field_table llmem_fit_fields = FIELD_TABLE(LLMEM_OBJECT_FIT, "fit", fit_rows);
+
+static const field_desc pack_rows[] = {
+    MARGIN_ROW(LLMEM_PACK_MARGIN_PERMILLE),
+    { LLMEM_PACK_GPUS_PER_NODE, "gpus-per-node", FIELD_INT, 0, 1 << 16, 0, 0, NULL },
+    /* 200,000 states: the dynamic program stays well under a second with the
+     * few hundred fillings of a typical class set (bench/bench_pack.c). */
+    { LLMEM_PACK_EXACT_LIMIT, "exact-limit", FIELD_INT, 0, 1 << 24, 0, 200000, NULL },
+};
+typedef char pack_fields_cover_every_key[sizeof pack_rows / sizeof pack_rows[0] + 1 ==
+                                                 PACK_KEY_END
+                                             ? 1
+                                             : -1];
+const field_table llmem_pack_fields = FIELD_TABLE(LLMEM_OBJECT_PACK, "pack", pack_rows);
+
+uint64_t llmem_pack_required(uint64_t need, int64_t margin_permille)
+{
+    /* The least U with U / 1000 x (1000 - margin) >= need:
+     * U / 1000 >= ceil(need / (1000 - margin)). 0 beyond 64 bits. */
+    uint64_t keep = (uint64_t)(1000 - margin_permille);
+    uint64_t thousands = need / keep + (need % keep != 0);
+    if (thousands > UINT64_MAX / 1000)
+        return 0;
+    return thousands * 1000;
+}
+
+int llmem_pack_setting_int(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
+                           int64_t value)
+{
+    const field_desc *f;
+    int rc = llmem_fields_accept_int(ctx, t, key, value, &f);
+    if (rc != LLMEM_OK)
+        return rc;
+    ints[key] = value;
+    llmem__ok(ctx);
+    return LLMEM_OK;
+}
+
+int llmem_pack_setting_str(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
+                           const char *value)
+{
+    const field_desc *f;
+    int64_t i = 0;
+    double d = 0;
+    int rc = llmem_fields_accept_str(ctx, t, key, value, &i, &d, &f);
+    if (rc != LLMEM_OK)
+        return rc;
+    ints[key] = i;
+    llmem__ok(ctx);
+    return LLMEM_OK;
+}
+
+int llmem_pack_setting_get(llmem_ctx *ctx, const field_table *t, const int64_t *ints, int key,
+                           int64_t *out)
+{
+    const field_desc *f;
+    if (out == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, "%s: NULL argument", t->object_name);
+    int rc = llmem_fields_row(ctx, t, key, &f);
+    if (rc != LLMEM_OK)
+        return rc;
+    *out = ints[key];
+    return LLMEM_OK;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fit handle: every plain MIG profile of a GPU and the whole GPU, by
+ * usable bytes, each with whether it holds a job's device-level need with the
+ * margin (usable >= the least bytes that hold it, llmem_pack_required), its
+ * headroom or its shortfall.
+ */
+#include "pack/pack.h"
+
+#include "core/ctx.h"
+#include "gpu/gpu.h"
+
+#include <string.h>
+
+#define FIT_MAX_OPTIONS 16
+
+typedef struct fit_option {
+    size_t profile;
+    int whole;
+    int fits;
+    uint64_t usable, compute, need, required, headroom, shortfall;
+} fit_option;
+
+struct llmem_fit {
+    llmem_ctx *ctx;
+    int64_t i[FIT_KEY_END];
+    double d[FIT_KEY_END];
+    size_t gpu, count;
+    fit_option opt[FIT_MAX_OPTIONS];
+};
+
+int llmem_fit_new(llmem_ctx *ctx, llmem_fit **out)
+{
+    if (out == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, "fit: NULL argument");
+    *out = NULL;
+    if (ctx == NULL)
+        return LLMEM_EINVAL;
+    llmem_fit *f = llmem__calloc(ctx, sizeof *f);
+    if (f == NULL)
+        return llmem__fail(ctx, LLMEM_ENOMEM, "fit: out of memory");
+    f->ctx = ctx;
+    llmem_fields_defaults(&llmem_fit_fields, f->i, f->d);
+    *out = f;
+    llmem__ok(ctx);
+    return LLMEM_OK;
+}
+
+void llmem_fit_free(llmem_fit *fit)
+{
+    if (fit != NULL)
+        llmem__free(fit->ctx, fit);
+}
+
+int llmem_fit_set_int(llmem_fit *fit, int key, int64_t value)
+{
+    if (fit == NULL)
+        return LLMEM_EINVAL;
+    return llmem_pack_setting_int(fit->ctx, &llmem_fit_fields, fit->i, key, value);
+}
+
+int llmem_fit_set_str(llmem_fit *fit, int key, const char *value)
+{
+    if (fit == NULL)
+        return LLMEM_EINVAL;
+    return llmem_pack_setting_str(fit->ctx, &llmem_fit_fields, fit->i, key, value);
+}
+
+int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out)
+{
+    if (fit == NULL)
+        return LLMEM_EINVAL;
+    return llmem_pack_setting_get(fit->ctx, &llmem_fit_fields, fit->i, key, out);
+}
+
+int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max)
+{
+    return llmem_fields_info(&llmem_fit_fields, key, name, min, max, NULL);
+}
+
+/* Smaller usable bytes first, then fewer compute slices; the whole GPU after
+ * a profile of the same size. */
+static int option_before(const fit_option *a, const fit_option *b)
+{
+    if (a->usable != b->usable)
+        return a->usable < b->usable;
+    if (a->compute != b->compute)
+        return a->compute < b->compute;
+    if (a->whole != b->whole)
+        return b->whole;
+    return a->profile < b->profile;
+}
+
+static void add_option(fit_option *list, size_t *n, size_t profile, int whole, uint64_t usable,
+                       uint64_t compute)
+{
+    fit_option o;
+    memset(&o, 0, sizeof o);
+    o.profile = profile;
+    o.whole = whole;
+    o.usable = usable;
+    o.compute = compute;
+    size_t i = (*n)++;
+    for (; i > 0 && option_before(&o, &list[i - 1]); i--)
+        list[i] = list[i - 1];
+    list[i] = o;
+}
+
+int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
+{
+    fit_option list[FIT_MAX_OPTIONS];
+    size_t n = 0;
+    if (fit == NULL)
+        return LLMEM_EINVAL;
+    const gpu_desc *g = llmem_gpu_row(gpu);
+    if (g == NULL)
+        return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: no GPU of index %zu", gpu);
+    if (bytes == 0)
+        return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: bytes must be positive");
+    if (level != LLMEM_LEVEL_DEVICE && level != LLMEM_LEVEL_RESERVED)
+        return llmem__fail(fit->ctx, LLMEM_EINVAL,
+                           "fit: level %d: the device or the reserved level expected", level);
+    uint64_t context = llmem_gpu_arch_row(g->arch)->context;
+    uint64_t need = bytes;
+    if (level == LLMEM_LEVEL_RESERVED) {
+        if (bytes > UINT64_MAX - context)
+            return llmem__fail(fit->ctx, LLMEM_EOVERFLOW, "fit: bytes plus context overflow");
+        need += context;
+    }
+    uint64_t required = llmem_pack_required(need, fit->i[LLMEM_FIT_MARGIN_PERMILLE]);
+    if (required == 0)
+        return llmem__fail(fit->ctx, LLMEM_EOVERFLOW, "fit: need with margin overflows");
+    uint64_t min_compute = (uint64_t)fit->i[LLMEM_FIT_MIN_COMPUTE];
+    size_t profiles = g->mig ? g->mig->count : 0;
+    for (size_t i = 0; i < profiles; i++) {
+        const mig_profile_desc *m = &g->mig->profiles[i];
+        if (m->variant == LLMEM_MIG_PLAIN && n < FIT_MAX_OPTIONS - 1)
+            add_option(list, &n, i, 0, m->usable, m->compute);
+    }
+    add_option(list, &n, profiles, 1, g->usable, g->mig ? g->mig->compute : 0);
+    for (size_t i = 0; i < n; i++) {
+        fit_option *o = &list[i];
+        o->need = need;
+        o->required = required;
+        o->fits = o->usable >= required && (o->whole || o->compute >= min_compute);
+        o->headroom = o->usable >= need ? o->usable - need : 0;
+        o->shortfall = o->fits ? 0 : (o->usable < required ? required - o->usable : 0);
+    }
+    memcpy(fit->opt, list, n * sizeof list[0]);
+    fit->count = n;
+    fit->gpu = gpu;
+    llmem__ok(fit->ctx);
+    return LLMEM_OK;
+}
+
+size_t llmem_fit_count(const llmem_fit *fit)
+{
+    return fit ? fit->count : 0;
+}
+
+int llmem_fit_best(const llmem_fit *fit, size_t *option)
+{
+    if (fit == NULL || option == NULL)
+        return LLMEM_EINVAL;
+    for (size_t i = 0; i < fit->count; i++)
+        if (fit->opt[i].fits) {
+            *option = i;
+            return LLMEM_OK;
+        }
+    return LLMEM_ENOTFOUND;
+}
+
+int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *out)
+{
+    if (fit == NULL || out == NULL)
+        return LLMEM_EINVAL;
+    if (option >= fit->count)
+        return LLMEM_ERANGE;
+    const fit_option *o = &fit->opt[option];
+    switch (key) {
+    case LLMEM_FIT_PROFILE: *out = o->profile; break;
+    case LLMEM_FIT_WHOLE_GPU: *out = (uint64_t)o->whole; break;
+    case LLMEM_FIT_FITS: *out = (uint64_t)o->fits; break;
+    case LLMEM_FIT_USABLE_BYTES: *out = o->usable; break;
+    case LLMEM_FIT_NEED_BYTES: *out = o->need; break;
+    case LLMEM_FIT_REQUIRED_BYTES: *out = o->required; break;
+    case LLMEM_FIT_HEADROOM_BYTES: *out = o->headroom; break;
+    case LLMEM_FIT_SHORTFALL_BYTES: *out = o->shortfall; break;
+    case LLMEM_FIT_COMPUTE_SLICES: *out = o->compute; break;
+    default: return LLMEM_EINVAL;
+    }
+    return LLMEM_OK;
+}
+
+const char *llmem_fit_name(const llmem_fit *fit, size_t option)
+{
+    if (fit == NULL || option >= fit->count)
+        return NULL;
+    if (fit->opt[option].whole)
+        return "whole";
+    return llmem_gpu_profile(fit->gpu, fit->opt[option].profile)->name;
+}

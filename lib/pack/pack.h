@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fitting and packing jobs onto GPUs and MIG slices (docs/mig.md). Depends
+ * only on core and gpu, so schedulers can feed their own byte counts.
+ *
+ * Vocabulary. A GPU type offers kinds: its plain MIG profiles and the whole
+ * GPU (MIG disabled). A GPU's content is a count vector over kinds, encoded in
+ * mixed radix as a state; a state is feasible when some positional layout
+ * (placements by slot, no overlap, maximum counts, compute slices) realizes it
+ * (layouts.c). Jobs with the same set of kinds that hold them on every type
+ * form a class; a filling is a vector of class counts one GPU can hold.
+ */
+#ifndef LLMEM_PACK_PACK_H
+#define LLMEM_PACK_PACK_H
+
+#include "core/fields.h"
+#include "llmem.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PACK_MAX_TYPES 8
+#define PACK_MAX_KINDS 8 /* plain profiles (6 at most in the catalog) + the whole GPU */
+#define PACK_MAX_UNITS 16 /* instances on one GPU (7 on the 8-slot grid) */
+#define PACK_NO_KIND 0xFF
+
+typedef struct pack_kind {
+    int whole;          /* the whole GPU, MIG disabled */
+    size_t profile;     /* catalog profile index (the type's profile count for the whole GPU) */
+    uint8_t slots, compute, max;
+    uint16_t starts;
+    uint64_t usable;
+} pack_kind;
+
+typedef struct pack_type {
+    size_t gpu;         /* catalog index */
+    uint64_t limit;     /* GPUs of this type available; 0 = as many as needed */
+    uint8_t grid;       /* placement slots; 0 without MIG */
+    uint8_t compute;    /* compute slices; 0 without MIG */
+    uint64_t context;   /* CUDA context bytes (added to reserved-level jobs) */
+    int nkinds;
+    pack_kind kind[PACK_MAX_KINDS]; /* by usable bytes, then compute, then slots */
+    uint32_t step[PACK_MAX_KINDS];  /* mixed-radix weight of each kind's count */
+    uint32_t states;    /* number of count vectors */
+    uint8_t *feasible;  /* [states]: 1 when a positional layout realizes it */
+    uint8_t most_units; /* most instances one GPU holds */
+} pack_type;
+
+/* --- layouts.c: a type's kinds and feasible states --- */
+/* Set up type t for catalog GPU gpu (allocates t->feasible). */
+int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit);
+void llmem_pack_type_free(llmem_ctx *ctx, pack_type *t);
+/* Count of kind k in state s. */
+unsigned llmem_pack_count(const pack_type *t, uint32_t s, int k);
+/* A positional layout of state s: start[i] for the i-th instance, instances in
+ * kind order (all of kind 0, then kind 1, ...). Returns 1, or 0 when none. */
+int llmem_pack_positions(const pack_type *t, uint32_t s, uint8_t *start);
+
+typedef struct layout_stats {
+    uint64_t positional;         /* positional layouts, the empty one included */
+    uint64_t maximal_positional; /* to which no instance can be added */
+    uint64_t multisets;          /* distinct non-empty count vectors */
+    uint64_t maximal_multisets;  /* not contained in another one */
+    uint64_t maximal_layout_multisets; /* distinct count vectors of maximal layouts */
+} layout_stats;
+/* Enumerate the layouts of t using only the kinds in kind_mask (bit k: kind
+ * k; the whole GPU excluded), for tests and docs/mig.md. */
+void llmem_pack_layout_stats(const pack_type *t, unsigned kind_mask, layout_stats *out);
+
+/* --- the fields of the fit and pack handles (fields.c) --- */
+#define FIT_KEY_END (LLMEM_FIT_MIN_COMPUTE + 1)
+#define PACK_KEY_END (LLMEM_PACK_EXACT_LIMIT + 1)
+extern const field_table llmem_fit_fields, llmem_pack_fields;
+
+/* Setters and getter over a handle's ints[] (the message names the field). */
+int llmem_pack_setting_int(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
+                           int64_t value);
+int llmem_pack_setting_str(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
+                           const char *value);
+int llmem_pack_setting_get(llmem_ctx *ctx, const field_table *t, const int64_t *ints, int key,
+                           int64_t *out);
+
+/* The least usable bytes that hold need with the margin (fields.c); 0 beyond 64 bits. */
+uint64_t llmem_pack_required(uint64_t need, int64_t margin_permille);
+
+/* --- the packing problem --- */
+typedef struct pack_job {
+    char *id;
+    uint64_t bytes;
+    int level;            /* LLMEM_LEVEL_DEVICE or LLMEM_LEVEL_RESERVED */
+    uint8_t min_compute;
+    uint32_t cls;         /* class index (run) */
+    /* result */
+    int status;           /* llmem_pack_status */
+    uint32_t gpu;         /* index into the pack's GPUs */
+    uint8_t kind, start;
+    uint64_t need, usable;
+    uint64_t shortfall;
+    size_t largest_gpu, largest_profile;
+} pack_job;
+
+/* One unit of a GPU's content: a class held by a kind. */
+typedef struct pack_unit {
+    uint32_t cls;
+    uint8_t kind;
+} pack_unit;
+
+typedef struct pack_gpu {
+    uint8_t type;       /* index into the pack's types */
+    uint32_t state;
+    uint8_t nunits;
+    pack_unit unit[PACK_MAX_UNITS];
+    uint32_t node, device;
+} pack_gpu;
+
+/* A class: jobs that the same kinds hold on every type. */
+typedef struct pack_class {
+    uint8_t mask[PACK_MAX_TYPES]; /* bit k: kind k of the type holds it */
+    uint64_t count;               /* jobs (placeable ones) */
+    uint32_t memw, compw;         /* smallest slots in 24ths, compute in 28ths, of a GPU */
+} pack_class;
+
+/* A filling: class counts one GPU of a type holds, with a kind for each unit. */
+typedef struct pack_filling {
+    uint8_t type;
+    uint8_t nunits;
+    pack_unit unit[PACK_MAX_UNITS];
+} pack_filling;
+
+struct llmem_pack {
+    llmem_ctx *ctx;
+    int64_t i[PACK_KEY_END];
+    double d[PACK_KEY_END];
+    size_t type_gpu[PACK_MAX_TYPES];
+    uint64_t type_limit[PACK_MAX_TYPES];
+    int ntypes;
+    pack_job *jobs;
+    size_t njobs, cap_jobs;
+    /* result */
+    pack_gpu *gpus;
+    size_t ngpus;
+    uint64_t result[LLMEM_PACK_JOBS_UNPLACED + 1];
+    int ran;
+    pack_type types[PACK_MAX_TYPES]; /* set up by the run, kept for the output */
+};
+
+/* Forget the last result (pack.c). */
+void llmem_pack_drop_result(llmem_pack *p);
+
+/* The working state of one run (run.c), shared by the steps. */
+typedef struct pack_run {
+    llmem_pack *p;
+    pack_type *types;
+    int ntypes;
+    pack_class *classes;
+    uint32_t nclasses;
+    uint32_t *order;        /* job indices of placeable jobs, by class then input order */
+    pack_filling *fill;     /* maximal fillings, every type */
+    size_t nfill;
+    int fill_complete;      /* 0: too many to enumerate; LP and exact search skipped */
+} pack_run;
+
+/* classes.c: needs, holding kinds, classes; jobs that fit nowhere. */
+int llmem_pack_classify(pack_run *r);
+/* fillings.c: the maximal fillings of every type. */
+int llmem_pack_fillings(pack_run *r);
+/* A solution under construction: GPUs in order. */
+typedef struct pack_plan {
+    pack_gpu *gpu;
+    size_t n, cap;
+    uint64_t used[PACK_MAX_TYPES];
+} pack_plan;
+int llmem_pack_plan_push(llmem_ctx *ctx, pack_plan *plan, const pack_gpu *g);
+void llmem_pack_plan_free(llmem_ctx *ctx, pack_plan *plan);
+/* greedy.c: first fit decreasing over the demands left in remain[class];
+ * adds GPUs to plan (respecting type limits); what finds no room stays in remain. */
+int llmem_pack_first_fit(pack_run *r, pack_plan *plan, uint64_t *remain);
+/* lp.c: the configuration LP. Returns 1 with *bound (the dual rounded up)
+ * and x[nfill] (the primal), 0 when not solved. */
+int llmem_pack_lp(pack_run *r, const uint64_t *demand, uint64_t *bound, double *x);
+/* exact.c: the fewest GPUs for demand, by dynamic programming over class
+ * counts; 1 with plan filled, 0 when over the limit. */
+int llmem_pack_exact(pack_run *r, const uint64_t *demand, uint64_t limit, pack_plan *plan);
+/* bounds.c: the combinatorial bounds of demand (memory, compute, count). */
+void llmem_pack_bounds(const pack_run *r, const uint64_t *demand, uint64_t *memory,
+                       uint64_t *compute, uint64_t *count);
+/* assign.c: concrete jobs and placements for the chosen plan. */
+int llmem_pack_assign(pack_run *r, const pack_plan *plan);
+
+#endif

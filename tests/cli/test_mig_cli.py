@@ -1,0 +1,385 @@
+# SPDX-License-Identifier: MIT
+"""Checks of `llmem gpus`, `llmem fit` and `llmem pack`, run as a user runs them.
+
+Usage: test_mig_cli.py PATH/TO/llmem GROUP
+
+Each GROUP is one meson test and prints TAP. Standard library only; the
+mig-parted output is parsed back by a strict reader of the YAML subset it
+uses (and by PyYAML too when it is installed).
+"""
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+class Tap:
+    def __init__(self):
+        self.count = 0
+        self.failed = 0
+
+    def check(self, ok, what, detail=""):
+        self.count += 1
+        if not ok:
+            self.failed += 1
+        print("%s %d - %s" % ("ok" if ok else "not ok", self.count, what))
+        if not ok and detail:
+            for line in str(detail).splitlines():
+                print("  # " + line)
+        return ok
+
+    def finish(self):
+        print("1..%d" % self.count)
+        return 1 if self.failed else 0
+
+
+class Llmem:
+    def __init__(self, path):
+        self.command = shlex.split(os.environ.get("LLMEM_TEST_WRAPPER", "")) + [path]
+
+    def run(self, *args):
+        proc = subprocess.run(self.command + list(args), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def json(self, *args):
+        rc, out, err = self.run(*args)
+        if rc != 0:
+            raise AssertionError("llmem %s: exit %d: %s" % (" ".join(args), rc, err.strip()))
+        return json.loads(out)
+
+
+def write_jobs(tmp, name, jobs):
+    path = os.path.join(tmp, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(jobs if isinstance(jobs, str) else json.dumps(jobs))
+    return path
+
+
+def expect_failure(t, llmem, args, status, needles, label):
+    """One failed run: its exit status, one 'llmem: ' line with needles, no stdout."""
+    rc, out, err = llmem.run(*args)
+    lines = err.strip().splitlines()
+    ok = (rc == status and out == "" and len(lines) == 1 and lines[0].startswith("llmem: ")
+          and all(n in lines[0] for n in needles))
+    t.check(ok, label, "exit %d, stdout %r, stderr %r (want %d and %r)" % (rc, out[:200], err, status, needles))
+
+
+def catalog(llmem):
+    return {g["name"]: g for g in llmem.json("gpus", "--mig", "--json")}
+
+
+# --- a strict reader of the mig-parted YAML subset ---------------------------
+
+def parse_mig_parted(text):
+    """version/mig-configs/<name>: list of {devices, mig-enabled, mig-devices}."""
+    lines = [l for l in text.split("\n") if l.strip() and not l.strip().startswith("#")]
+    it = iter(lines)
+    assert next(it) == "version: v1", "first line"
+    assert next(it) == "mig-configs:", "second line"
+    configs, current, entry, in_devices = {}, None, None, False
+    for line in it:
+        indent = len(line) - len(line.lstrip(" "))
+        body = line.strip()
+        if indent == 2:
+            m = re.fullmatch(r"([A-Za-z0-9_.-]+):( \[\])?", body)
+            assert m, "config name: %r" % line
+            current = configs.setdefault(m.group(1), [])
+            entry = None
+        elif indent == 4:
+            m = re.fullmatch(r"- devices: \[(\d+(?:, \d+)*)\]", body)
+            assert m and current is not None, "devices: %r" % line
+            entry = {"devices": [int(x) for x in m.group(1).split(", ")]}
+            current.append(entry)
+            in_devices = False
+        elif indent == 6:
+            if body in ("mig-enabled: true", "mig-enabled: false"):
+                entry["mig-enabled"] = body.endswith("true")
+            elif body == "mig-devices:":
+                entry["mig-devices"] = {}
+                in_devices = True
+            else:
+                raise AssertionError("entry key: %r" % line)
+        elif indent == 8 and in_devices:
+            m = re.fullmatch(r'"([0-9]g\.[0-9]+gb)": (\d+)', body)
+            assert m, "mig-devices item: %r" % line
+            entry["mig-devices"][m.group(1)] = int(m.group(2))
+        else:
+            raise AssertionError("unexpected line: %r" % line)
+    return configs
+
+
+def check_gpus(t, llmem):
+    rc, out, err = llmem.run("gpus")
+    gpus = llmem.json("gpus", "--json")
+    names = [g["name"] for g in gpus]
+    t.check(rc == 0 and all(n in out for n in names), "gpus: the table lists every GPU", err)
+    for want in ("V100-16GB", "T4", "A10", "A10G", "L4", "L40S", "A6000", "RTX-3090", "RTX-4090",
+                 "RTX-5090", "A100-40GB", "A100-80GB", "H100-PCIe", "H100-SXM", "H100-NVL", "H200",
+                 "H20", "GH200-96GB", "B200", "MI300X", "A30", "GB200", "RTX-PRO-6000"):
+        t.check(want in names, "gpus: %s is in the catalog" % want)
+    ok = all(isinstance(g["usable_bytes"], int) and g["usable_bytes"] > 14 * GIB and
+             isinstance(g["aliases"], list) and g["arch"] and g["memory_source"] for g in gpus)
+    t.check(ok, "gpus --json: usable bytes, aliases, architecture and source for each")
+    t.check(all("mig" not in g for g in gpus), "gpus --json: profiles only with --mig")
+    cat = catalog(llmem)
+    a100 = {p["name"]: p for p in cat["A100-80GB"]["mig"]["profiles"]}
+    t.check(a100["1g.10gb"]["usable_bytes"] == 9728 * MIB and a100["1g.10gb"]["starts"] == list(range(7))
+            and a100["3g.40gb"]["starts"] == [0, 4] and a100["7g.80gb"]["max_count"] == 1,
+            "gpus --mig --json: A100 80GB profiles as mig_profiles.csv", a100.get("1g.10gb"))
+    t.check(a100["1g.20gb"]["memory_estimated"] and a100["1g.10gb"]["placements_inferred"],
+            "gpus --mig --json: uncertain entries flagged")
+    rc, out, _ = llmem.run("gpus", "--mig")
+    t.check(rc == 0 and "3g.40gb" in out and "RTX-PRO-6000: 12 placement slots" in out,
+            "gpus --mig: profile tables", out[-300:])
+    expect_failure(t, llmem, ["gpus", "--model", "gpt2"], 2, ["--model"], "gpus: other flags refused")
+
+
+def check_fit(t, llmem):
+    d = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--json")
+    t.check(d["best"] == "1g.10gb" and d["resource"] == "nvidia.com/mig-1g.10gb",
+            "fit --bytes: the smallest slice", d["best"])
+    usable = [o["usable_bytes"] for o in d["options"]]
+    t.check(usable == sorted(usable) and d["options"][-1]["name"] == "whole", "fit: smallest first, whole GPU listed")
+    t.check(d["options"][0]["headroom_bytes"] == 9728 * MIB - 7 * GIB, "fit: headroom of the slice")
+    # The planner's margin: a slice of U bytes holds N when U // 1000 * (1000 - 50) >= N.
+    t.check(d["required_bytes"] == -(-7 * GIB // 950) * 1000 and d["margin_permille"] == 50,
+            "fit: the default 5% margin, kept free as `llmem plan` keeps it", d["required_bytes"])
+    pct = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "5%", "--json")
+    t.check(pct["required_bytes"] == d["required_bytes"], "fit: --margin 5% is --margin 5")
+    ten = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "10", "--json")
+    t.check(ten["required_bytes"] == -(-7 * GIB // 900) * 1000, "fit: --margin 10")
+    r = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(9 * GIB + 300 * MIB), "--margin", "0",
+                   "--bytes-level", "reserved", "--json")
+    t.check(r["need_bytes"] == 9 * GIB + 300 * MIB + 287 * MIB and r["best"] == "1g.20gb",
+            "fit: a reserved-level count gets the CUDA context", r["best"])
+    c = llmem.json("fit", "--gpu", "h100", "--bytes", str(12 * GIB), "--min-compute", "2", "--json")
+    t.check(c["best"] == "2g.20gb", "fit: --min-compute", c["best"])
+    est_args = ["--model", "gpt2", "--method", "full", "--batch", "4", "--seq", "256"]
+    peak = llmem.json("estimate", *est_args, "--json")["peak_device_bytes"]
+    e = llmem.json("fit", "--gpu", "A100-40GB", *est_args, "--json")
+    t.check(e["need_bytes"] == peak and e["model"] == "openai-community/gpt2",
+            "fit with estimate flags: the estimate's device-level peak", (e["need_bytes"], peak))
+    pp = ["--model", "Llama-3.2-3B", "--method", "lora", "--pp", "4", "--micro-batches", "8",
+          "--batch", "2", "--seq", "1024", "--attention", "flash"]
+    ranks = llmem.json("estimate", *pp, "--json")["ranks"]
+    f = llmem.json("fit", "--gpu", "H100", *pp, "--json")
+    needs = [r["need_bytes"] for r in f["ranks"]]
+    t.check(len(ranks) > 1 and needs == [r["peak_device_bytes"] for r in ranks] and
+            f["need_bytes"] == max(needs) and all(r["best"] for r in f["ranks"]),
+            "fit with a pipeline layout: every rank fitted, the slice for the most loaded",
+            (needs, [r["peak_device_bytes"] for r in ranks], f["best"]))
+    rc, out, _ = llmem.run("fit", "--gpu", "A100-40GB", *est_args)
+    t.check(rc == 0 and "Smallest" in out and "1g.5gb" in out, "fit: the table", out)
+    big = llmem.json("fit", "--gpu", "L4", "--bytes", str(40 * GIB), "--json")
+    t.check(big["best"] is None and big["options"][0]["shortfall_bytes"] > 0, "fit: nothing holds it")
+    expect_failure(t, llmem, ["fit", "--gpu", "A100", "--bytes", "5"], 2,
+                   ["--gpu 'A100'", "A100-40GB", "A100-80GB"], "fit: an ambiguous GPU name")
+    expect_failure(t, llmem, ["fit", "--gpu", "Voodoo5", "--bytes", "5"], 2,
+                   ["unknown GPU 'Voodoo5'"], "fit: an unknown GPU")
+    expect_failure(t, llmem, ["fit", "--bytes", "5"], 2, ["--gpu"], "fit: --gpu is required")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "-5"], 2, ["--bytes '-5'"],
+                   "fit: negative bytes")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "0"], 2, ["--bytes '0'"],
+                   "fit: zero bytes")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--model", "gpt2"], 2,
+                   ["--bytes", "--model"], "fit: --bytes and estimate flags")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--margin", "-1"], 2,
+                   ["--margin '-1'", "[0, 90)"], "fit: a negative margin")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--margin", "abc"], 2,
+                   ["--margin 'abc'"], "fit: a margin that is no number")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--min-compute", "9"], 2,
+                   ["--min-compute '9'"], "fit: too many compute slices")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--bytes", "5", "--bytes-level", "host"], 2,
+                   ["--bytes-level 'host'"], "fit: an unknown bytes level")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--batch", "x"], 2, ["--batch 'x'"],
+                   "fit: the estimate flags are checked")
+    expect_failure(t, llmem, ["fit", "--gpu", "H100", "--model", "gpt2", "--gpus", "4"], 2,
+                   ["--gpus", "llmem fit"], "fit: planner flags refused")
+
+
+ARTICLE = [
+    {"id": "qwen-lora", "model": "Qwen2.5-0.5B", "method": "lora", "batch": 4, "seq": 512,
+     "attention": "flash", "loss": "chunked"},
+    {"id": "gpt2-full", "model": "gpt2", "method": "full", "batch": 8, "seq": 512},
+    {"id": "llama1b-lora", "model": "Llama-3.2-1B", "method": "lora", "lora_rank": 16, "batch": 4,
+     "seq": 512, "attention": "flash"},
+    {"id": "plain", "memory_bytes": 12000000000},
+    {"id": "reserved", "memory_bytes": 9000000000, "memory_level": "reserved", "min_compute": 2},
+]
+
+
+def instances_valid(t, cat, result, label):
+    """Each GPU's instances sit at their profile's starts, without overlap."""
+    ok, why = True, ""
+    for gpu in result["gpus"]:
+        if not gpu["mig_enabled"]:
+            continue
+        profiles = {p["name"]: p for p in cat[gpu["type"]]["mig"]["profiles"]}
+        used = set()
+        for inst in gpu["instances"]:
+            p = profiles[inst["profile"]]
+            span = set(range(inst["start"], inst["start"] + p["slots"]))
+            if inst["start"] not in p["starts"] or used & span:
+                ok, why = False, "GPU %d: %s at %d" % (gpu["index"], inst["profile"], inst["start"])
+            used |= span
+    t.check(ok, label, why)
+
+
+def check_pack(t, llmem):
+    cat = catalog(llmem)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_jobs(tmp, "jobs.json", ARTICLE)
+        r = llmem.json("pack", "--gpu", "A100-80GB", "--jobs", path, "--json")
+        t.check(r["gpus_used"] == 1 and r["jobs_placed"] == 5 and r["lower_bound"] == 1
+                and r["optimal"] and r["gap"] == 0, "pack: the jobs share one A100", r["gpus_used"])
+        instances_valid(t, cat, r, "pack: valid placements")
+        jobs = {j["id"]: j for j in r["jobs"]}
+        t.check(all(j["resource"] == "nvidia.com/mig-" + j["profile"] for j in jobs.values()),
+                "pack: a Kubernetes resource per job")
+        t.check(jobs["reserved"]["need_bytes"] == 9000000000 + 287 * MIB and
+                jobs["reserved"]["profile"].startswith("2g"), "pack: memory_level and min_compute",
+                jobs["reserved"])
+        est = llmem.json("estimate", "--model", "gpt2", "--method", "full", "--batch", "8",
+                         "--seq", "512", "--json")
+        t.check(jobs["gpt2-full"]["need_bytes"] == est["peak_device_bytes"],
+                "pack: an estimated job needs its device-level peak")
+        # The mig-parted config, parsed back, holds the JSON result's instances.
+        rc, out, err = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", path, "--format",
+                                 "mig-parted", "--config-name", "article")
+        try:
+            configs = parse_mig_parted(out)
+            entry = configs["article"][0]
+            counts = {}
+            for inst in r["gpus"][0]["instances"]:
+                counts[inst["profile"]] = counts.get(inst["profile"], 0) + 1
+            t.check(rc == 0 and entry["devices"] == [0] and entry["mig-enabled"] and
+                    entry["mig-devices"] == counts, "pack: mig-parted config parsed back", out)
+        except (AssertionError, KeyError, StopIteration) as e:
+            t.check(False, "pack: mig-parted config parsed back", "%s\n%s" % (e, out))
+        try:
+            import yaml  # optional
+            doc = yaml.safe_load(out)
+            t.check(doc["version"] == "v1" and doc["mig-configs"]["article"][0]["mig-devices"] == counts,
+                    "pack: PyYAML reads the config the same")
+        except ImportError:
+            print("ok %d - pack: PyYAML reads the config # SKIP no PyYAML" % (t.count + 1))
+            t.count += 1
+        rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", path, "--format", "nvidia-smi")
+        cgi = [l for l in out.splitlines() if " -cgi " in l]
+        m = re.fullmatch(r"nvidia-smi mig -i 0 -cgi (\S+) -C", cgi[0]) if cgi else None
+        tuples = [x.split(":") for x in m.group(1).split(",")] if m else []
+        slots = {p["name"]: p["slots"] for p in cat["A100-80GB"]["mig"]["profiles"]}
+        sizes = [slots[p] for p, _ in tuples]
+        t.check(rc == 0 and len(cgi) == 1 and len(tuples) == 5 and sizes == sorted(sizes, reverse=True),
+                "pack: nvidia-smi -cgi with placements, largest first", out)
+        again = llmem.json("pack", "--gpu", "A100-80GB", "--jobs", path, "--json")
+        t.check(again == r, "pack: deterministic")
+        # A fleet with counts: 20 half-GPU jobs on 3 A100s leave jobs without room.
+        many = [{"id": "h%d" % i, "memory_bytes": 30 * GIB} for i in range(20)]
+        many.append({"id": "huge", "memory_bytes": 300 * GIB})
+        mpath = write_jobs(tmp, "many.json", many)
+        f = llmem.json("pack", "--gpu", "A100-80GB:3", "--jobs", mpath, "--json")
+        status = [j["status"] for j in f["jobs"]]
+        t.check(f["gpus_used"] == 3 and status.count("placed") == 6 and status.count("no-room") == 14
+                and status[-1] == "fits-nowhere", "pack: a limited fleet, jobs without room", status)
+        huge = f["jobs"][-1]
+        t.check(huge["largest_gpu"] == "A100-80GB" and huge["largest_option"] == "whole" and
+                huge["shortfall_bytes"] == -(-300 * GIB // 950) * 1000 - cat["A100-80GB"]["usable_bytes"],
+                "pack: a job that fits nowhere, with the largest slice and its shortfall", huge)
+        rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB:3", "--jobs", mpath)
+        t.check(rc == 0 and "fits nowhere" in out and "no room" in out, "pack: the table lists unplaced jobs")
+        mixed = llmem.json("pack", "--gpu", "A30,H100", "--gpus", "50", "--jobs", mpath, "--json",
+                           "--gpus-per-node", "4")
+        types = {g["type"] for g in mixed["gpus"]}
+        t.check(mixed["jobs_placed"] == 20 and types <= {"A30", "H100-SXM"} and
+                all(g["device"] < 4 for g in mixed["gpus"]), "pack: a mixed fleet with nodes", types)
+        instances_valid(t, cat, mixed, "pack: mixed fleet placements valid")
+        rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", mpath, "--format", "mig-parted",
+                               "--gpus-per-node", "2")
+        try:
+            configs = parse_mig_parted(out)
+            devices = [d for c in configs.values() for e in c for d in e["devices"]]
+            t.check(rc == 0 and sorted(configs) == ["llmem-node-%d" % i for i in range(5)] and
+                    devices == [0, 1] * 5, "pack: one config per node (10 GPUs, 2 a node)", out)
+        except AssertionError as e:
+            t.check(False, "pack: one config per node", "%s\n%s" % (e, out))
+
+
+def check_pack_errors(t, llmem):
+    cases = [
+        ('[{"id": "a", "model": "gpt2", "batch": "x"}]', ["job 'a' (#1)", "--batch 'x'"], "a bad estimate value"),
+        ('[{"id": "a", "bacth": 8, "model": "gpt2"}]', ["job 'a' (#1)", "unknown field 'bacth'"], "an unknown field"),
+        ('[{"id": "a", "memory_bytes": -5}]', ["job 'a'", "'memory_bytes'"], "negative bytes"),
+        ('[{"id": "a", "memory_bytes": 0}]', ["job 'a'", "'memory_bytes'"], "zero bytes"),
+        ('[{"id": "a", "memory_bytes": 1.5e9}]', ["job 'a'", "'memory_bytes'"], "fractional bytes"),
+        ('[{"id": "a", "memory_bytes": "5"}]', ["job 'a'", "'memory_bytes'"], "bytes as a string"),
+        ('[{"id": "a", "memory_bytes": 5,}]', [":1:", "field name"], "a trailing comma"),
+        ('[{"id": "a"}]', ["job 'a'", "memory_bytes"], "no memory"),
+        ('[{"memory_bytes": 5}]', ["job #1", "'id'"], "no id"),
+        ('[{"id": "a", "memory_bytes": 5}, {"id": "a", "memory_bytes": 6}]', ["job 'a' (#2)", "same id"], "a duplicate id"),
+        ('[{"id": "a", "memory_bytes": 5, "min_compute": 9}]', ["job 'a'", "'min_compute'"], "too many compute slices"),
+        ('{"id": "a"}', ["JSON array"], "not an array"),
+        ('[{"id": "a", "memory_bytes": 5, "model": "gpt2"}]', ["job 'a'", "memory_bytes", "model"], "bytes and an estimate"),
+        ('[{"id": "a", "model": "nope"}]', ["job 'a'", "--model 'nope'"], "an unknown model"),
+        ('[{"id": "a", "memory_bytes": {"x": 1}}]', ["job #1", "'memory_bytes'"], "a nested value"),
+        ('[\n{"id": "a", "memory_bytes": 5}\n]\nx', [":4:", "after the array"], "text after the array"),
+        ('[{"id": "a", "memory_bytes": 5, "memory_level": "host"}]', ["job 'a'", "'memory_level'"], "an unknown level"),
+        ('[{"id": "a", "memory_bytes": 5, "id": "b"}]', ["'id' given twice"], "a duplicate key"),
+        ('[{"id": "a", "model": "gpt2", "json": true}]', ["job 'a'", "unknown field 'json'"], "an output flag as a field"),
+        ('[{"id": "a", "model": null}]', ["job 'a'", "'model'", "null"], "null"),
+        ('[{"id": "a\\u0000", "memory_bytes": 5}]', ["NUL"], "a NUL escape"),
+        ('[{"id": "a", "memory_bytes": 5', ["end of file"], "a truncated file"),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (text, needles, label) in enumerate(cases):
+            path = write_jobs(tmp, "e%d.json" % i, text)
+            expect_failure(t, llmem, ["pack", "--gpu", "A100-80GB", "--jobs", path], 1,
+                           [os.path.basename(path)] + needles, "pack: " + label)
+        good = write_jobs(tmp, "good.json", [{"id": "a", "memory_bytes": 5 * GIB}])
+        expect_failure(t, llmem, ["pack", "--gpu", "A100-80GB", "--jobs", os.path.join(tmp, "none.json")],
+                       1, ["none.json", "cannot open"], "pack: a missing file")
+        expect_failure(t, llmem, ["pack", "--gpu", "A100", "--jobs", good], 2, ["--gpu 'A100'"],
+                       "pack: an ambiguous GPU")
+        expect_failure(t, llmem, ["pack", "--gpu", "A100-80GB:0", "--jobs", good], 2,
+                       ["positive integer"], "pack: a zero count")
+        expect_failure(t, llmem, ["pack", "--jobs", good], 2, ["--gpu"], "pack: --gpu is required")
+        expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--format", "yaml"], 2,
+                       ["--format 'yaml'"], "pack: an unknown format")
+        expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--model", "gpt2"], 2,
+                       ["--model"], "pack: estimate flags belong in the file")
+        expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--margin", "95"], 2,
+                       ["--margin '95'", "[0, 90)"], "pack: a margin beyond the bound")
+        d = llmem.json("pack", "--gpu", "H100", "--jobs", write_jobs(tmp, "empty.json", "[]"), "--json")
+        t.check(d["gpus_used"] == 0 and d["jobs"] == [], "pack: no jobs, no GPUs")
+
+
+GROUPS = {
+    "gpus": check_gpus,
+    "fit": check_fit,
+    "pack": check_pack,
+    "pack-errors": check_pack_errors,
+}
+
+
+def main(argv):
+    if len(argv) != 3 or argv[2] not in GROUPS:
+        sys.stderr.write("usage: %s LLMEM {%s}\n" % (argv[0], "|".join(sorted(GROUPS))))
+        return 2
+    t = Tap()
+    llmem = Llmem(argv[1])
+    try:
+        GROUPS[argv[2]](t, llmem)
+    except Exception as e:  # a crash is one failed check, with its reason
+        t.check(False, "group %s ran to the end" % argv[2], repr(e))
+    return t.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

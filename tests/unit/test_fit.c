@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fitting a byte count to a GPU: the smallest MIG profile that holds it with
+ * the margin, every option with its headroom or shortfall, the CUDA context
+ * added to a reserved-level count, compute minimums, and bad settings.
+ */
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#include "llmem.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+
+static llmem_ctx *ctx;
+static llmem_fit *fit;
+
+static void setup(void)
+{
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_fit_new(ctx, &fit), LLMEM_OK);
+}
+
+static void teardown(void)
+{
+    llmem_fit_free(fit);
+    llmem_ctx_free(ctx);
+}
+
+TestSuite(fit, .init = setup, .fini = teardown);
+
+static size_t gpu(const char *name)
+{
+    size_t g;
+    cr_assert_eq(llmem_gpu_find(ctx, name, &g), LLMEM_OK, "%s", name);
+    return g;
+}
+
+static uint64_t opt(size_t i, int key)
+{
+    uint64_t v = UINT64_MAX;
+    cr_assert_eq(llmem_fit_get_u64(fit, i, key, &v), LLMEM_OK);
+    return v;
+}
+
+static const char *best_name(void)
+{
+    size_t b;
+    int rc = llmem_fit_best(fit, &b);
+    return rc == LLMEM_OK ? llmem_fit_name(fit, b) : "none";
+}
+
+/* The least usable bytes that hold need with a margin kept free, as the
+ * planner counts it: U / 1000 x (1000 - margin) >= need. */
+static uint64_t required(uint64_t need, uint64_t permille)
+{
+    uint64_t keep = 1000 - permille;
+    return (need + keep - 1) / keep * 1000;
+}
+
+Test(fit, defaults)
+{
+    int64_t m = -1;
+    cr_expect_eq(llmem_fit_get_int(fit, LLMEM_FIT_MARGIN_PERMILLE, &m), LLMEM_OK);
+    cr_expect_eq(m, 50);
+    cr_expect_eq(llmem_fit_get_int(fit, LLMEM_FIT_MIN_COMPUTE, &m), LLMEM_OK);
+    cr_expect_eq(m, 0);
+    const char *name;
+    int64_t lo, hi;
+    cr_expect_eq(llmem_fit_field_info(LLMEM_FIT_MARGIN_PERMILLE, &name, &lo, &hi), LLMEM_OK);
+    cr_expect_str_eq(name, "margin-permille");
+    cr_expect_eq(lo, 0);
+    cr_expect_eq(hi, 900, "as the planner's");
+    cr_expect_eq(llmem_fit_count(fit), 0);
+}
+
+Test(fit, smallest_slice_first_with_headroom)
+{
+    size_t a100 = gpu("A100-80GB");
+    cr_assert_eq(llmem_fit_run(fit, a100, 7 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    /* Six plain profiles and the whole GPU, by usable bytes. */
+    cr_assert_eq(llmem_fit_count(fit), 7);
+    for (size_t i = 1; i < llmem_fit_count(fit); i++)
+        cr_expect_leq(opt(i - 1, LLMEM_FIT_USABLE_BYTES), opt(i, LLMEM_FIT_USABLE_BYTES));
+    cr_expect_str_eq(best_name(), "1g.10gb");
+    cr_expect_str_eq(llmem_fit_name(fit, 0), "1g.10gb");
+    cr_expect_eq(opt(0, LLMEM_FIT_FITS), 1);
+    cr_expect_eq(opt(0, LLMEM_FIT_NEED_BYTES), 7 * GIB);
+    cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), required(7 * GIB, 50));
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 9728 * MIB - 7 * GIB);
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), 0);
+    cr_expect_eq(opt(0, LLMEM_FIT_COMPUTE_SLICES), 1);
+    /* The last option is the whole GPU. */
+    size_t last = llmem_fit_count(fit) - 1;
+    cr_expect_str_eq(llmem_fit_name(fit, last), "whole");
+    cr_expect_eq(opt(last, LLMEM_FIT_WHOLE_GPU), 1);
+    uint64_t profiles;
+    llmem_gpu_get_u64(a100, LLMEM_GPU_MIG_PROFILES, &profiles);
+    cr_expect_eq(opt(last, LLMEM_FIT_PROFILE), profiles);
+    cr_expect_eq(llmem_fit_get_u64(fit, llmem_fit_count(fit), LLMEM_FIT_FITS, &profiles),
+                 LLMEM_ERANGE);
+}
+
+Test(fit, the_margin_decides_at_the_boundary)
+{
+    size_t a100 = gpu("A100-80GB");
+    cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 0), LLMEM_OK);
+    /* Without a margin, a slice holds what is a whole thousand bytes below
+     * its usable memory (the planner's rounding). */
+    uint64_t exact = 9728 * MIB / 1000 * 1000;
+    cr_assert_eq(llmem_fit_run(fit, a100, exact, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.10gb", "the usable bytes fit without a margin");
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 9728 * MIB - exact);
+    cr_assert_eq(llmem_fit_run(fit, a100, exact + 1, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.20gb");
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), exact + 1000 - 9728 * MIB);
+    cr_assert_eq(llmem_fit_set_str(fit, LLMEM_FIT_MARGIN_PERMILLE, "50"), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, a100, 9 * GIB + 100 * MIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.20gb", "9.1 GiB > 95 %% of 9.5 GiB");
+    cr_expect_gt(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0, "headroom without the margin");
+    cr_expect_eq(opt(0, LLMEM_FIT_FITS), 0);
+}
+
+Test(fit, reserved_bytes_get_the_context)
+{
+    size_t a100 = gpu("A100-80GB");
+    uint64_t context;
+    llmem_gpu_get_u64(a100, LLMEM_GPU_CONTEXT_BYTES, &context);
+    cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, a100, 9 * GIB + 300 * MIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.10gb");
+    cr_assert_eq(llmem_fit_run(fit, a100, 9 * GIB + 300 * MIB, LLMEM_LEVEL_RESERVED), LLMEM_OK);
+    cr_expect_eq(opt(0, LLMEM_FIT_NEED_BYTES), 9 * GIB + 300 * MIB + context);
+    cr_expect_str_eq(best_name(), "1g.20gb", "each instance runs its own context");
+}
+
+Test(fit, compute_minimum)
+{
+    size_t h100 = gpu("H100");
+    cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MIN_COMPUTE, 2), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, h100, 12 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "2g.20gb", "1g.20gb has the memory, not the compute");
+    cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MIN_COMPUTE, 7), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, gpu("A100-80GB"), 12 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "7g.80gb");
+    /* On the H100 the whole GPU reports less than its 7g instance (81079 vs
+     * 81152 MiB), so it comes first. */
+    cr_assert_eq(llmem_fit_run(fit, h100, 12 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "whole");
+}
+
+Test(fit, too_big_for_everything)
+{
+    size_t a30 = gpu("A30");
+    cr_assert_eq(llmem_fit_run(fit, a30, 40 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    size_t b;
+    cr_expect_eq(llmem_fit_best(fit, &b), LLMEM_ENOTFOUND);
+    for (size_t i = 0; i < llmem_fit_count(fit); i++) {
+        cr_expect_eq(opt(i, LLMEM_FIT_FITS), 0);
+        cr_expect_eq(opt(i, LLMEM_FIT_SHORTFALL_BYTES),
+                     opt(i, LLMEM_FIT_REQUIRED_BYTES) - opt(i, LLMEM_FIT_USABLE_BYTES));
+    }
+}
+
+Test(fit, gpus_without_mig_have_one_option)
+{
+    cr_assert_eq(llmem_fit_run(fit, gpu("L4"), 10 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_eq(llmem_fit_count(fit), 1);
+    cr_expect_str_eq(best_name(), "whole");
+    cr_assert_eq(llmem_fit_run(fit, gpu("RTX-4090"), 30 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "none");
+}
+
+Test(fit, bad_input)
+{
+    int object = 0, key = 0;
+    size_t a100 = gpu("A100-80GB");
+    cr_expect_eq(llmem_fit_run(fit, a100, 0, LLMEM_LEVEL_DEVICE), LLMEM_ERANGE);
+    cr_expect_eq(llmem_fit_run(fit, llmem_gpu_count(), GIB, LLMEM_LEVEL_DEVICE), LLMEM_ERANGE);
+    cr_expect_eq(llmem_fit_run(fit, a100, GIB, 7), LLMEM_EINVAL);
+    cr_expect_eq(llmem_fit_run(fit, a100, UINT64_MAX, LLMEM_LEVEL_RESERVED), LLMEM_EOVERFLOW);
+    cr_expect_eq(llmem_fit_run(fit, a100, UINT64_MAX, LLMEM_LEVEL_DEVICE), LLMEM_EOVERFLOW);
+    cr_expect_eq(llmem_fit_count(fit), 0, "failed runs leave no result");
+    cr_expect_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, -1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+    cr_expect_eq(object, LLMEM_OBJECT_FIT);
+    cr_expect_eq(key, LLMEM_FIT_MARGIN_PERMILLE);
+    cr_expect(strstr(llmem_ctx_error(ctx), "margin-permille"), "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 901), LLMEM_ERANGE);
+    cr_expect_eq(llmem_fit_set_str(fit, LLMEM_FIT_MARGIN_PERMILLE, "five"), LLMEM_EINVAL);
+    cr_expect_eq(llmem_fit_set_int(fit, LLMEM_FIT_MIN_COMPUTE, 8), LLMEM_ERANGE);
+    cr_expect_eq(llmem_fit_set_int(fit, 99, 1), LLMEM_EINVAL);
+    cr_expect_eq(llmem_fit_run(fit, a100, GIB, LLMEM_LEVEL_ALLOCATED), LLMEM_EINVAL);
+    int64_t m;
+    cr_expect_eq(llmem_fit_get_int(fit, LLMEM_FIT_MARGIN_PERMILLE, &m), LLMEM_OK);
+    cr_expect_eq(m, 50, "rejected values leave the setting");
+    cr_expect_eq(llmem_fit_new(ctx, NULL), LLMEM_EINVAL);
+    llmem_fit_free(NULL);
+}

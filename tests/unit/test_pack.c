@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packing through the public API:
+ *  - every result is a valid layout (placements inside the grid and among the
+ *    profile's starts, no overlap, maximum counts, compute slices, memory with
+ *    the margin, compute minimums, a whole GPU alone);
+ *  - on small random instances the number of GPUs equals the optimum found by
+ *    an exhaustive search over every valid positional layout, written here
+ *    from the catalog's placements alone;
+ *  - the lower bound is never above the result, nor above the optimum;
+ *  - 10,000 jobs pack in well under a second, within 3 % of the bound;
+ *  - the same input gives the same layout; jobs that fit nowhere or find no
+ *    room say so; bad input is refused with a message naming the job.
+ */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "llmem.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+
+static llmem_ctx *ctx;
+static llmem_pack *pack;
+
+static void setup(void)
+{
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_pack_new(ctx, &pack), LLMEM_OK);
+}
+
+static void teardown(void)
+{
+    llmem_pack_free(pack);
+    llmem_ctx_free(ctx);
+}
+
+TestSuite(pack, .init = setup, .fini = teardown);
+
+static size_t gpu(const char *name)
+{
+    size_t g;
+    cr_assert_eq(llmem_gpu_find(ctx, name, &g), LLMEM_OK, "%s", name);
+    return g;
+}
+
+static uint64_t result(int key)
+{
+    uint64_t v = UINT64_MAX;
+    cr_assert_eq(llmem_pack_get_u64(pack, key, &v), LLMEM_OK, "key %d: %s", key,
+                 llmem_ctx_error(ctx));
+    return v;
+}
+
+static uint64_t job(size_t j, int key)
+{
+    uint64_t v = UINT64_MAX;
+    cr_assert_eq(llmem_pack_job_u64(pack, j, key, &v), LLMEM_OK, "job %zu key %d", j, key);
+    return v;
+}
+
+static uint64_t mig(size_t g, size_t p, int key)
+{
+    uint64_t v = 0;
+    cr_assert_eq(llmem_mig_profile_get_u64(g, p, key, &v), LLMEM_OK);
+    return v;
+}
+
+/* A small deterministic generator (LCG), so runs are reproducible. */
+static uint64_t rng_state;
+static uint64_t rnd(uint64_t n)
+{
+    rng_state = rng_state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return (rng_state >> 33) % n;
+}
+
+/* --- checking a result ------------------------------------------------- */
+
+/* Whether usable bytes hold need with a margin kept free, as the planner
+ * counts it: usable / 1000 x (1000 - margin) >= need. */
+static int holds(uint64_t usable, uint64_t need, uint64_t permille)
+{
+    return usable / 1000 * (1000 - permille) >= need;
+}
+
+typedef struct placed {
+    size_t gpu, profile;
+    uint64_t start;
+} placed;
+
+/* Every placed job sits in a valid layout; returns the jobs placed. */
+static size_t check_valid(uint64_t permille, const uint64_t *bytes, const int *level,
+                          const int *min_compute, size_t n)
+{
+    uint64_t used = result(LLMEM_PACK_GPUS_USED);
+    size_t count = 0;
+    for (size_t g = 0; g < used; g++) {
+        uint64_t type, mig_on, jobs;
+        cr_assert_eq(llmem_pack_gpu_u64(pack, g, LLMEM_PACK_GPU_TYPE, &type), LLMEM_OK);
+        cr_assert_eq(llmem_pack_gpu_u64(pack, g, LLMEM_PACK_GPU_MIG, &mig_on), LLMEM_OK);
+        cr_assert_eq(llmem_pack_gpu_u64(pack, g, LLMEM_PACK_GPU_JOBS, &jobs), LLMEM_OK);
+        cr_expect_gt(jobs, 0, "no empty GPU");
+        uint64_t profiles, grid, compute, context, usable;
+        llmem_gpu_get_u64(type, LLMEM_GPU_MIG_PROFILES, &profiles);
+        llmem_gpu_get_u64(type, LLMEM_GPU_MIG_SLOTS, &grid);
+        llmem_gpu_get_u64(type, LLMEM_GPU_MIG_COMPUTE_SLICES, &compute);
+        llmem_gpu_get_u64(type, LLMEM_GPU_CONTEXT_BYTES, &context);
+        llmem_gpu_get_u64(type, LLMEM_GPU_USABLE_BYTES, &usable);
+        uint32_t occupied = 0;
+        uint64_t compute_used = 0, seen = 0, per_profile[32] = { 0 };
+        for (size_t j = 0; j < n; j++) {
+            if (job(j, LLMEM_PACK_JOB_STATUS) != LLMEM_PACK_PLACED || job(j, LLMEM_PACK_JOB_GPU) != g)
+                continue;
+            seen++;
+            uint64_t p = job(j, LLMEM_PACK_JOB_PROFILE), start = job(j, LLMEM_PACK_JOB_START);
+            uint64_t need = bytes[j] + (level[j] == LLMEM_LEVEL_RESERVED ? context : 0);
+            cr_expect_eq(job(j, LLMEM_PACK_JOB_NEED_BYTES), need);
+            if (p == profiles) {
+                cr_expect_eq(mig_on, 0);
+                cr_expect_eq(jobs, 1, "a whole GPU holds one job");
+                cr_expect(holds(usable, need, permille), "job %zu on a whole GPU", j);
+                cr_expect_str_eq(llmem_pack_job_resource(pack, j), "nvidia.com/gpu");
+                continue;
+            }
+            cr_assert_lt(p, profiles);
+            cr_expect_eq(mig_on, 1);
+            cr_expect_eq(mig(type, p, LLMEM_MIG_VARIANT), LLMEM_MIG_PLAIN);
+            uint64_t slots = mig(type, p, LLMEM_MIG_SLOTS), c = mig(type, p, LLMEM_MIG_COMPUTE_SLICES);
+            cr_expect(mig(type, p, LLMEM_MIG_STARTS) >> start & 1, "job %zu starts at %llu", j,
+                      (unsigned long long)start);
+            cr_expect_leq(start + slots, grid);
+            uint32_t span = ((UINT32_C(1) << slots) - 1) << start;
+            cr_expect_eq(occupied & span, 0, "job %zu overlaps on GPU %zu", j, g);
+            occupied |= span;
+            compute_used += c;
+            per_profile[p]++;
+            cr_expect_leq(per_profile[p], mig(type, p, LLMEM_MIG_MAX_COUNT));
+            cr_expect(holds(mig(type, p, LLMEM_MIG_USABLE_BYTES), need, permille),
+                      "job %zu: %llu bytes in %s", j, (unsigned long long)bytes[j],
+                      llmem_mig_profile_name(type, p));
+            cr_expect_geq(c, (uint64_t)min_compute[j], "job %zu compute", j);
+            cr_expect_eq(job(j, LLMEM_PACK_JOB_USABLE_BYTES), mig(type, p, LLMEM_MIG_USABLE_BYTES));
+            cr_expect_str_eq(llmem_pack_job_resource(pack, j), llmem_mig_profile_resource(type, p));
+        }
+        cr_expect_leq(compute_used, compute);
+        cr_expect_eq(seen, jobs);
+        count += seen;
+    }
+    cr_expect_eq(count, result(LLMEM_PACK_JOBS_PLACED));
+    cr_expect_leq(result(LLMEM_PACK_LOWER_BOUND), used, "the bound is below the result");
+    uint64_t bound = result(LLMEM_PACK_LOWER_BOUND);
+    cr_expect_geq(bound, result(LLMEM_PACK_BOUND_MEMORY));
+    cr_expect_geq(bound, result(LLMEM_PACK_BOUND_COMPUTE));
+    cr_expect_geq(bound, result(LLMEM_PACK_BOUND_COUNT));
+    cr_expect_geq(bound, result(LLMEM_PACK_BOUND_LP));
+    return count;
+}
+
+/* --- the exhaustive search --------------------------------------------- */
+
+#define MAX_TYPES 3
+#define MAX_JOBS 9
+
+typedef struct option {
+    size_t profile;
+    int whole;
+    uint64_t slots, compute, starts, max, usable;
+} option;
+
+typedef struct type_options {
+    size_t gpu;
+    uint64_t grid, compute;
+    int n;
+    option o[16];
+} type_options;
+
+typedef struct box {
+    int type;
+    uint32_t occupied;
+    uint64_t compute;
+    int whole, jobs;
+    uint64_t count[32];
+} box;
+
+typedef struct search {
+    type_options t[MAX_TYPES];
+    int ntypes, njobs;
+    uint64_t need[MAX_JOBS];
+    int min_compute[MAX_JOBS];
+    box b[MAX_JOBS];
+    int nboxes, best;
+} search;
+
+static void load_type(type_options *t, size_t g)
+{
+    uint64_t profiles, usable;
+    memset(t, 0, sizeof *t);
+    t->gpu = g;
+    llmem_gpu_get_u64(g, LLMEM_GPU_MIG_PROFILES, &profiles);
+    llmem_gpu_get_u64(g, LLMEM_GPU_MIG_SLOTS, &t->grid);
+    llmem_gpu_get_u64(g, LLMEM_GPU_MIG_COMPUTE_SLICES, &t->compute);
+    llmem_gpu_get_u64(g, LLMEM_GPU_USABLE_BYTES, &usable);
+    for (size_t p = 0; p < profiles; p++) {
+        if (mig(g, p, LLMEM_MIG_VARIANT) != LLMEM_MIG_PLAIN)
+            continue;
+        option *o = &t->o[t->n++];
+        o->profile = p;
+        o->slots = mig(g, p, LLMEM_MIG_SLOTS);
+        o->compute = mig(g, p, LLMEM_MIG_COMPUTE_SLICES);
+        o->starts = mig(g, p, LLMEM_MIG_STARTS);
+        o->max = mig(g, p, LLMEM_MIG_MAX_COUNT);
+        o->usable = mig(g, p, LLMEM_MIG_USABLE_BYTES);
+    }
+    option *w = &t->o[t->n++];
+    w->whole = 1;
+    w->usable = usable;
+}
+
+static int option_holds(const search *s, const option *o, int j)
+{
+    return holds(o->usable, s->need[j], 0) &&
+           (o->whole || o->compute >= (uint64_t)s->min_compute[j]);
+}
+
+/* Try every placement of job j in box b; recurse. */
+static void place(search *s, int j);
+
+static void try_box(search *s, int j, box *b)
+{
+    const type_options *t = &s->t[b->type];
+    if (b->whole)
+        return;
+    for (int k = 0; k < t->n; k++) {
+        const option *o = &t->o[k];
+        if (!option_holds(s, o, j))
+            continue;
+        if (o->whole) {
+            if (b->jobs > 0)
+                continue;
+            b->whole = 1;
+            b->jobs++;
+            place(s, j + 1);
+            b->jobs--;
+            b->whole = 0;
+            continue;
+        }
+        if (b->count[o->profile] >= o->max || b->compute + o->compute > t->compute)
+            continue;
+        for (unsigned at = 0; at + o->slots <= t->grid; at++) {
+            uint32_t span = ((UINT32_C(1) << o->slots) - 1) << at;
+            if (!(o->starts >> at & 1) || (b->occupied & span))
+                continue;
+            b->occupied |= span;
+            b->compute += o->compute;
+            b->count[o->profile]++;
+            b->jobs++;
+            place(s, j + 1);
+            b->jobs--;
+            b->count[o->profile]--;
+            b->compute -= o->compute;
+            b->occupied &= ~span;
+        }
+    }
+}
+
+static void place(search *s, int j)
+{
+    if (s->nboxes >= s->best)
+        return;
+    if (j == s->njobs) {
+        s->best = s->nboxes;
+        return;
+    }
+    for (int i = 0; i < s->nboxes; i++)
+        try_box(s, j, &s->b[i]);
+    if (s->nboxes + 1 >= s->best)
+        return;
+    for (int t = 0; t < s->ntypes; t++) {
+        box *b = &s->b[s->nboxes++];
+        memset(b, 0, sizeof *b);
+        b->type = t;
+        try_box(s, j, b);
+        s->nboxes--;
+    }
+}
+
+/* The optimum number of GPUs, or -1 when some job fits nowhere. */
+static int optimum(search *s)
+{
+    s->best = s->njobs + 1;
+    s->nboxes = 0;
+    place(s, 0);
+    return s->best > s->njobs ? -1 : s->best;
+}
+
+static void compare_with_search(const char *const *types, int ntypes, int instances,
+                                int max_jobs, uint64_t seed)
+{
+    static const uint64_t sizes_gib[] = { 3, 4, 8, 9, 12, 15, 18, 22, 30, 38, 45, 60, 70, 85 };
+    rng_state = seed;
+    for (int inst = 0; inst < instances; inst++) {
+        search s;
+        uint64_t bytes[MAX_JOBS];
+        int level[MAX_JOBS], minc[MAX_JOBS];
+        memset(&s, 0, sizeof s);
+        llmem_pack_clear(pack);
+        cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
+        s.ntypes = ntypes;
+        for (int t = 0; t < ntypes; t++) {
+            load_type(&s.t[t], gpu(types[t]));
+            cr_assert_eq(llmem_pack_add_gpu(pack, s.t[t].gpu, 0), LLMEM_OK);
+        }
+        s.njobs = 1 + (int)rnd((uint64_t)max_jobs);
+        for (int j = 0; j < s.njobs; j++) {
+            char id[16];
+            bytes[j] = sizes_gib[rnd(sizeof sizes_gib / sizeof sizes_gib[0])] * GIB - rnd(512) * MIB;
+            level[j] = LLMEM_LEVEL_DEVICE;
+            minc[j] = rnd(3) == 0 ? (int)rnd(8) : 0;
+            s.need[j] = bytes[j];
+            s.min_compute[j] = minc[j];
+            snprintf(id, sizeof id, "j%d", j);
+            cr_assert_eq(llmem_pack_add_job(pack, id, bytes[j], level[j], minc[j]), LLMEM_OK);
+        }
+        cr_assert_eq(llmem_pack_run(pack), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+        int opt = optimum(&s);
+        size_t placeable = 0;
+        for (int j = 0; j < s.njobs; j++) {
+            int fits = job((size_t)j, LLMEM_PACK_JOB_STATUS) != LLMEM_PACK_FITS_NOWHERE;
+            placeable += (size_t)fits;
+            if (!fits) {
+                /* The search agrees: no option holds it alone. */
+                search one = s;
+                one.njobs = 1;
+                one.need[0] = s.need[j];
+                one.min_compute[0] = s.min_compute[j];
+                cr_expect_eq(optimum(&one), -1, "instance %d: job %d fits somewhere", inst, j);
+            }
+        }
+        size_t placed_jobs = check_valid(0, bytes, level, minc, (size_t)s.njobs);
+        cr_expect_eq(placed_jobs, placeable);
+        if (placeable < (size_t)s.njobs)
+            continue; /* the search above needs every job to fit */
+        cr_expect_eq((int)result(LLMEM_PACK_GPUS_USED), opt, "%s instance %d: %llu GPUs, optimum %d",
+                     types[0], inst, (unsigned long long)result(LLMEM_PACK_GPUS_USED), opt);
+        cr_expect_leq((int)result(LLMEM_PACK_LOWER_BOUND), opt, "the bound is below the optimum");
+        cr_expect_eq(result(LLMEM_PACK_OPTIMAL), 1);
+    }
+}
+
+Test(pack, matches_exhaustive_search_a100)
+{
+    const char *t[] = { "A100-80GB" };
+    compare_with_search(t, 1, 60, 6, 1);
+}
+
+Test(pack, matches_exhaustive_search_h100_and_a100_40)
+{
+    const char *t[] = { "H100" };
+    compare_with_search(t, 1, 40, 6, 2);
+    const char *u[] = { "A100-40GB" };
+    compare_with_search(u, 1, 40, 6, 3);
+}
+
+Test(pack, matches_exhaustive_search_four_slot_grids)
+{
+    const char *t[] = { "A30" };
+    compare_with_search(t, 1, 40, 6, 4);
+    const char *u[] = { "RTX-PRO-6000" };
+    compare_with_search(u, 1, 40, 6, 5);
+}
+
+/* Mixed fleets are where first fit and the rounded LP most often miss the
+ * optimum (the exact search then finds it). */
+Test(pack, matches_exhaustive_search_mixed_fleet, .timeout = 120)
+{
+    const char *t[] = { "A30", "A100-80GB" };
+    compare_with_search(t, 2, 40, 6, 6);
+    const char *u[] = { "A100-80GB", "H200", "RTX-PRO-6000" };
+    compare_with_search(u, 3, 300, 8, 7);
+}
+
+/* --- scale, determinism ----------------------------------------------- */
+
+static void add_random_jobs(size_t n, uint64_t seed, uint64_t max_gib, int compute)
+{
+    rng_state = seed;
+    for (size_t j = 0; j < n; j++) {
+        char id[24];
+        snprintf(id, sizeof id, "job-%zu", j);
+        uint64_t bytes = (1 + rnd(max_gib)) * GIB - rnd(1024) * MIB;
+        int minc = compute && rnd(5) == 0 ? (int)rnd(4) : 0;
+        cr_assert_eq(llmem_pack_add_job(pack, id, bytes, LLMEM_LEVEL_DEVICE, minc), LLMEM_OK);
+    }
+}
+
+Test(pack, ten_thousand_jobs_fast_and_close_to_the_bound, .timeout = 120)
+{
+    static const struct {
+        const char *gpu;
+        uint64_t max_gib;
+        int compute;
+    } cases[] = { { "A100-80GB", 20, 0 }, { "A100-80GB", 40, 1 }, { "H100", 12, 1 },
+                  { "H200", 70, 1 },      { "A30", 20, 0 },      { "RTX-PRO-6000", 90, 1 } };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        llmem_pack_clear(pack);
+        cr_assert_eq(llmem_pack_add_gpu(pack, gpu(cases[c].gpu), 0), LLMEM_OK);
+        add_random_jobs(10000, 100 + c, cases[c].max_gib, cases[c].compute);
+        clock_t t0 = clock();
+        cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+        double seconds = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        uint64_t used = result(LLMEM_PACK_GPUS_USED), bound = result(LLMEM_PACK_LOWER_BOUND);
+        cr_expect_lt(seconds, 1.0, "%s: %.3f s", cases[c].gpu, seconds);
+        cr_expect_leq(used * 100, bound * 103, "%s: %llu GPUs, bound %llu", cases[c].gpu,
+                      (unsigned long long)used, (unsigned long long)bound);
+        cr_expect_leq(bound, used);
+        cr_expect_eq(result(LLMEM_PACK_JOBS_PLACED) + result(LLMEM_PACK_JOBS_UNPLACED), 10000);
+    }
+}
+
+Test(pack, large_results_are_valid_layouts, .timeout = 120)
+{
+    enum { N = 3000 };
+    static uint64_t bytes[N];
+    static int level[N], minc[N];
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("H100-NVL"), 0), LLMEM_OK);
+    rng_state = 77;
+    for (size_t j = 0; j < N; j++) {
+        char id[24];
+        snprintf(id, sizeof id, "j%zu", j);
+        bytes[j] = (1 + rnd(50)) * GIB;
+        level[j] = rnd(2) ? LLMEM_LEVEL_DEVICE : LLMEM_LEVEL_RESERVED;
+        minc[j] = rnd(6) == 0 ? (int)rnd(5) : 0;
+        cr_assert_eq(llmem_pack_add_job(pack, id, bytes[j], level[j], minc[j]), LLMEM_OK);
+    }
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_eq(check_valid(50, bytes, level, minc, N), N);
+}
+
+Test(pack, deterministic)
+{
+    char first[1 << 16], second[1 << 16];
+    size_t len;
+    for (int round = 0; round < 2; round++) {
+        llmem_pack_clear(pack);
+        cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
+        add_random_jobs(300, 9, 30, 1);
+        cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+        cr_assert_eq(llmem_pack_nvidia_smi(pack, round ? second : first, sizeof first, &len),
+                     LLMEM_OK);
+    }
+    cr_expect_str_eq(first, second);
+}
+
+/* --- unplaced jobs, outputs, bad input ---------------------------------- */
+
+Test(pack, jobs_that_fit_nowhere_or_find_no_room)
+{
+    size_t a100 = gpu("A100-80GB");
+    cr_assert_eq(llmem_pack_add_gpu(pack, a100, 1), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "huge", 200 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    for (int j = 0; j < 9; j++) {
+        char id[8];
+        snprintf(id, sizeof id, "s%d", j);
+        cr_assert_eq(llmem_pack_add_job(pack, id, 8 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    }
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_eq(job(0, LLMEM_PACK_JOB_STATUS), LLMEM_PACK_FITS_NOWHERE);
+    uint64_t usable;
+    llmem_gpu_get_u64(a100, LLMEM_GPU_USABLE_BYTES, &usable);
+    cr_expect_eq(job(0, LLMEM_PACK_JOB_LARGEST_GPU), a100);
+    uint64_t profiles;
+    llmem_gpu_get_u64(a100, LLMEM_GPU_MIG_PROFILES, &profiles);
+    cr_expect_eq(job(0, LLMEM_PACK_JOB_LARGEST_PROFILE), profiles, "the whole GPU is largest");
+    uint64_t required = (200 * GIB + 949) / 950 * 1000; /* 5 % of it kept free */
+    cr_expect_eq(job(0, LLMEM_PACK_JOB_SHORTFALL_BYTES), required - usable);
+    uint64_t v;
+    cr_expect_eq(llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_GPU, &v), LLMEM_ENOTFOUND);
+    cr_expect_null(llmem_pack_job_resource(pack, 0));
+    /* One A100: seven 1g.10gb slices; two of the nine small jobs find no room. */
+    cr_expect_eq(result(LLMEM_PACK_GPUS_USED), 1);
+    cr_expect_eq(result(LLMEM_PACK_JOBS_PLACED), 7);
+    cr_expect_eq(result(LLMEM_PACK_JOBS_UNPLACED), 3);
+    int no_room = 0;
+    for (size_t j = 1; j < 10; j++)
+        no_room += job(j, LLMEM_PACK_JOB_STATUS) == LLMEM_PACK_NO_ROOM;
+    cr_expect_eq(no_room, 2);
+    cr_expect_leq(result(LLMEM_PACK_LOWER_BOUND), 1);
+}
+
+Test(pack, outputs)
+{
+    size_t a100 = gpu("A100-80GB");
+    cr_assert_eq(llmem_pack_add_gpu(pack, a100, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "a", 35 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "b", 30 * GIB, LLMEM_LEVEL_DEVICE, 4), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_eq(result(LLMEM_PACK_GPUS_USED), 1, "4g.40gb + 3g.40gb share a GPU");
+    size_t len = 0;
+    cr_assert_eq(llmem_pack_mig_parted(pack, "demo", NULL, 0, &len), LLMEM_OK);
+    char small[8];
+    cr_expect_eq(llmem_pack_mig_parted(pack, "demo", small, sizeof small, NULL), LLMEM_EBUFFER);
+    char buf[1024];
+    size_t len2 = 0;
+    cr_assert_eq(llmem_pack_mig_parted(pack, "demo", buf, sizeof buf, &len2), LLMEM_OK);
+    cr_expect_eq(len, len2);
+    cr_expect_eq(strlen(buf), len);
+    cr_expect_str_eq(buf, "version: v1\n"
+                          "mig-configs:\n"
+                          "  demo:\n"
+                          "    # A100-80GB\n"
+                          "    - devices: [0]\n"
+                          "      mig-enabled: true\n"
+                          "      mig-devices:\n"
+                          "        \"4g.40gb\": 1\n"
+                          "        \"3g.40gb\": 1\n");
+    cr_assert_eq(llmem_pack_nvidia_smi(pack, buf, sizeof buf, NULL), LLMEM_OK);
+    cr_expect_str_eq(buf, "# node 0\n"
+                          "# GPU 0: A100-80GB\n"
+                          "nvidia-smi -i 0 -mig 1\n"
+                          "nvidia-smi mig -i 0 -cgi 4g.40gb:0,3g.40gb:4 -C\n");
+    cr_expect_str_eq(llmem_pack_job_resource(pack, 1), "nvidia.com/mig-4g.40gb");
+    cr_expect_str_eq(llmem_pack_job_resource(pack, 0), "nvidia.com/mig-3g.40gb");
+    cr_expect_str_eq(llmem_pack_job_id(pack, 1), "b");
+}
+
+Test(pack, nodes_in_the_mig_parted_config)
+{
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_GPUS_PER_NODE, 2), LLMEM_OK);
+    for (int j = 0; j < 5; j++)
+        cr_assert_eq(llmem_pack_add_job(pack, "big", 70 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    char buf[2048];
+    cr_assert_eq(llmem_pack_mig_parted(pack, NULL, buf, sizeof buf, NULL), LLMEM_OK);
+    cr_expect(strstr(buf, "  llmem-node-0:\n"), "%s", buf);
+    cr_expect(strstr(buf, "  llmem-node-2:\n"), "%s", buf);
+    cr_expect(strstr(buf, "devices: [0, 1]"), "%s", buf);
+    cr_expect(!strstr(buf, "llmem-node-3"), "%s", buf);
+    uint64_t node, dev;
+    cr_assert_eq(llmem_pack_gpu_u64(pack, 4, LLMEM_PACK_GPU_NODE, &node), LLMEM_OK);
+    cr_assert_eq(llmem_pack_gpu_u64(pack, 4, LLMEM_PACK_GPU_DEVICE, &dev), LLMEM_OK);
+    cr_expect_eq(node, 2);
+    cr_expect_eq(dev, 0);
+}
+
+Test(pack, reserved_jobs_count_the_context)
+{
+    size_t h100 = gpu("H100");
+    cr_assert_eq(llmem_pack_add_gpu(pack, h100, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
+    /* 9.5 GiB fits a 1g.10gb (9856 MiB) alone, not with the 287 MiB context. */
+    cr_assert_eq(llmem_pack_add_job(pack, "d", 9 * GIB + 512 * MIB, LLMEM_LEVEL_DEVICE, 0),
+                 LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "r", 9 * GIB + 512 * MIB, LLMEM_LEVEL_RESERVED, 0),
+                 LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_str_eq(llmem_pack_job_resource(pack, 0), "nvidia.com/mig-1g.10gb");
+    cr_expect_str_eq(llmem_pack_job_resource(pack, 1), "nvidia.com/mig-1g.20gb");
+    cr_expect_eq(job(1, LLMEM_PACK_JOB_NEED_BYTES), 9 * GIB + 512 * MIB + 287 * MIB);
+}
+
+Test(pack, bad_input)
+{
+    cr_expect_eq(llmem_pack_run(pack), LLMEM_EINCONSISTENT, "no GPU type");
+    uint64_t v;
+    cr_expect_eq(llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, &v), LLMEM_EINCONSISTENT);
+    cr_expect_eq(llmem_pack_add_gpu(pack, llmem_gpu_count(), 1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_pack_add_job(pack, "zero", 0, LLMEM_LEVEL_DEVICE, 0), LLMEM_ERANGE);
+    cr_expect(strstr(llmem_ctx_error(ctx), "job 'zero'"), "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_pack_add_job(pack, NULL, GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_EINVAL);
+    cr_expect_eq(llmem_pack_add_job(pack, "lvl", GIB, 0, 0), LLMEM_EINVAL);
+    cr_expect_eq(llmem_pack_add_job(pack, "lvl", GIB, LLMEM_LEVEL_ALLOCATED, 0), LLMEM_EINVAL);
+    cr_expect_eq(llmem_pack_add_job(pack, "cmp", GIB, LLMEM_LEVEL_DEVICE, 8), LLMEM_ERANGE);
+    cr_expect(strstr(llmem_ctx_error(ctx), "job 'cmp'"), "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_pack_add_job(pack, "neg", GIB, LLMEM_LEVEL_DEVICE, -1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_pack_job_count(pack), 0, "refused jobs are not added");
+    for (size_t g = 0; g < 8; g++)
+        cr_expect_eq(llmem_pack_add_gpu(pack, g, 1), LLMEM_OK);
+    cr_expect_eq(llmem_pack_add_gpu(pack, 8, 1), LLMEM_ERANGE, "at most 8 types");
+    cr_expect_eq(llmem_pack_add_gpu(pack, 0, 1), LLMEM_OK, "adding to a type already there");
+    cr_expect_eq(llmem_pack_set_int(pack, LLMEM_PACK_GPUS_PER_NODE, -1), LLMEM_ERANGE);
+    int object, key;
+    cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+    cr_expect_eq(object, LLMEM_OBJECT_PACK);
+    cr_expect_eq(key, LLMEM_PACK_GPUS_PER_NODE);
+    cr_expect_eq(llmem_pack_set_str(pack, LLMEM_PACK_MARGIN_PERMILLE, "x"), LLMEM_EINVAL);
+    int64_t margin;
+    cr_expect_eq(llmem_pack_get_int(pack, LLMEM_PACK_MARGIN_PERMILLE, &margin), LLMEM_OK);
+    cr_expect_eq(margin, 50);
+    cr_expect_eq(llmem_pack_run(pack), LLMEM_OK, "no jobs: an empty layout");
+    cr_expect_eq(result(LLMEM_PACK_GPUS_USED), 0);
+    cr_expect_eq(result(LLMEM_PACK_LOWER_BOUND), 0);
+    cr_expect_eq(llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_STATUS, &v), LLMEM_ERANGE);
+    llmem_pack_free(NULL);
+    llmem_pack_clear(NULL);
+}
