@@ -209,8 +209,9 @@ enum llmem_model_key {
     /** 0/1: a sigmoid gate Linear(hidden, 1) on the shared expert (Qwen2-MoE
      * shared_expert_gate). @since 0.1.0 */
     LLMEM_MODEL_SHARED_EXPERT_GATE = 34,
-    /** 0/1: the router has one bias per expert (DeepSeek-V3 e_score_correction_bias).
-     * @since 0.1.0 */
+    /** 0/1: the router has one bias per expert: DeepSeek-V3's e_score_correction_bias
+     * (a buffer, never trained); on the other families a bias of the router's linear
+     * layer, trained with its weight. @since 0.1.0 */
     LLMEM_MODEL_ROUTER_BIAS = 35,
     /** 0/1: attention and MLP read the same input and their outputs are added (GPT-NeoX
      * use_parallel_residual, Falcon parallel_attn, Phi); the norms of such a block are

@@ -36,16 +36,26 @@ void llmem_estimate_free(llmem_estimate *e)
 }
 
 /* A bound on every byte count of the step, for the setup actually run: each
- * tensor is at most tokens x (vocab + the widest layer + the attention
- * scores when the attention materializes them + a mixture of experts'
- * one-hot routing mask, top-k x experts) elements of at most 8 bytes, and
- * fewer than 64 of them per layer are live at once. If the bound fits in 62
- * bits, no sum the walk forms can wrap. */
+ * tensor is at most tokens x (vocab + the widths of a layer, all of them
+ * added + the attention scores when the attention materializes them + a
+ * mixture of experts' one-hot routing mask, top-k x experts) elements of at
+ * most 8 bytes, and fewer than 64 of them per layer are live at once. If the
+ * bound fits in 62 bits, no sum the walk forms can wrap. The widths: the
+ * residual stream and the embedding's, q, k and v per head (the values'
+ * own size under latent attention), the latent ranks and rotary part, the
+ * MLP, the shared expert and top-k routed experts per token, LoRA's rank. */
 static int step_overflows(const model_shape *m, const setup *s)
 {
     checked c = { 0 };
-    uint64_t widest = ck_add(&c, m->hidden + m->intermediate + m->heads * m->head_dim,
-                             ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
+    uint64_t attention = ck_mul(&c, m->heads, ck_add(&c, 2 * m->head_dim, m->v_head_dim));
+    uint64_t latent = ck_add(&c, ck_add(&c, m->q_lora_rank, m->kv_lora_rank), m->rotary_dim);
+    uint64_t mlp = ck_add(&c, ck_add(&c, m->intermediate, m->shared_intermediate),
+                          ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
+    uint64_t widest = ck_add(&c, ck_add(&c, m->hidden, m->embed_dim),
+                             ck_add(&c, ck_add(&c, attention, latent), mlp));
+    /* LoRA's A projects each adapted input to rank values a token */
+    if (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA)
+        widest = ck_add(&c, widest, s->lora_rank);
     uint64_t scores = llmem_layers_quadratic_attention(m, s->attention, s->compute_dt)
                           ? ck_mul(&c, m->heads, s->seq)
                           : 0;
@@ -117,6 +127,21 @@ static int rank_shares(llmem_estimate *e, const model_shape *m, const model_para
         return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                            "estimate: this model has more kinds of parameter tensors than "
                            "the estimator lists (TENSOR_CLASSES_MAX); please report it");
+    /* The bound on the model's parameters (llmem_estimate_run_parallel) leaves
+     * out LoRA's adapters, which a large rank makes outnumber them: bound
+     * every listed tensor the same way, 32 bytes an element. */
+    checked c = { 0 };
+    uint64_t elems = 0;
+    for (int i = 0; i < tensors.n; i++)
+        elems = ck_add(&c, elems,
+                       ck_mul(&c, ck_mul(&c, tensors.c[i].rows, tensors.c[i].cols),
+                              tensors.c[i].count));
+    if (ck_mul(&c, elems, 32) > (UINT64_C(1) << 62) || c.overflow)
+        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_LORA_RANK,
+                                 LLMEM_EOVERFLOW,
+                                 "lora-rank: %llu: the adapters' parameters overflow the 64-bit "
+                                 "byte counts",
+                                 (unsigned long long)rc->run.lora_rank);
     step_static whole;
     memset(&whole, 0, sizeof whole);
     llmem_statics_params(&tensors, m, &rc->run, &whole);

@@ -112,13 +112,15 @@ static int compile(walk_scratch *e, build *b, seg_cache_entry *entry, const mode
 /* A segment's cost: from the cache when this model and setup were seen
  * before (compiled polynomials evaluated at this batch and seq), else by
  * simulation. Small batch or seq (where sizes can coincide and change what
- * autograd does) and the chunked loss (chunk size is a power of two) are
- * always simulated. */
+ * autograd does), the chunked loss (chunk size is a power of two) and
+ * sequence parallelism (the rank's share of the tokens, a division the
+ * compile points do not split evenly: with 128 ranks each point's share
+ * is 0, and a polynomial of zeros passed its check) are always simulated. */
 static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
                      const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
 {
     seg_cache *cache = &e->cache;
-    if (cache->runs >= 2 && b->batch >= 2 && b->seq >= 4 && !spec->chunked_loss) {
+    if (cache->runs >= 2 && b->batch >= 2 && b->seq >= 4 && b->sp == 1 && !spec->chunked_loss) {
         seg_cache_entry *free_slot = NULL;
         for (int i = 0; i < SEG_CACHE; i++) {
             seg_cache_entry *x = &cache->entry[i];
@@ -568,11 +570,14 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     }
     /* else this stage's output needs no gradient (its layers are frozen and
      * take none): the next stage sends nothing back. */
+    uint64_t unvisited = 0; /* parameters held from the forward of layers backward skips */
     for (int i = ngroups - 1; i >= 0; i--) {
         const layer_group *g = &groups[i];
         first -= g->count;
-        if (g->bwd_start == 0)
-            continue; /* frozen layers outside the graph */
+        if (g->bwd_start == 0) { /* frozen layers outside the graph */
+            unvisited += g->count * held;
+            continue;
+        }
         uint64_t kept = accumulating ? 0 : kept_of(keep, g->param_grads, g->param_grads_wide);
         uint64_t step = g->bwd_end - g->param_grads + kept;
         int64_t delta = (int64_t)step - (int64_t)g->bwd_start - (int64_t)held;
@@ -610,6 +615,10 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     } else if (!in->embedding && ngroups > 0 && groups[0].spec.input_rg) {
         w.live -= x_bytes; /* the input's gradient, sent to the previous stage */
     }
+    /* FSDP reshards what a layer's backward would have, for layers used in
+     * forward that backward never reached, once backward ends (its post-
+     * backward final callback, _catch_all_reshard). */
+    w.live -= unvisited;
     w.live -= gather->backward;
     r->end_of_backward = w.live;
 

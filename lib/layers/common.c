@@ -460,6 +460,27 @@ tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, u
     return out;
 }
 
+/*
+ * Routed experts under sequence parallelism: the experts see the tokens of
+ * the whole tensor-parallel group. Megatron's all-gather token dispatcher
+ * (core/transformer/moe/token_dispatcher.py) gathers the rank's share of the
+ * hidden states before the experts and reduce-scatters their output back to
+ * it; neither collective saves anything for backward, which runs them the
+ * other way. The router runs on the gathered tokens here (Megatron runs it on
+ * the rank's share and gathers its probabilities): tokens x (hidden +
+ * experts) more a layer, small beside the experts' rows.
+ */
+tid llmem_seg_routed_sp(build *b, const model_shape *m, const seg_spec *s, tid h,
+                        tid (*routed)(build *, const model_shape *, const seg_spec *, tid))
+{
+    if (b->sp <= 1)
+        return routed(b, m, s, h);
+    tid whole = llmem_graph_op(b->g, b->tokens * m->hidden, op_dt(b, h), &h, 1, 0, 0, 0, 0, 0);
+    tid out = routed(b, m, s, whole);
+    return llmem_graph_op(b->g, b->tokens / b->sp * m->hidden, op_dt(b, out), &out, 1, 0, 0, 0, 0,
+                          0);
+}
+
 /* The MLP activation of m (transformers' ACT2FN): ReLU saves its output, the
  * native GELU and SiLU kernels their input; NewGELUActivation (GPT-2, Phi)
  * and FastGELUActivation are Python expressions, one op each. */

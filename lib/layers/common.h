@@ -99,6 +99,10 @@ tid llmem_seg_gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t
  * PEFT's LoRA on every expert when target names it. */
 tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
                             uint64_t experts, unsigned target);
+/* routed(h) over the tensor-parallel group's tokens under sequence
+ * parallelism (gathered before, reduce-scattered after); routed(h) else. */
+tid llmem_seg_routed_sp(build *b, const model_shape *m, const seg_spec *s, tid h,
+                        tid (*routed)(build *, const model_shape *, const seg_spec *, tid));
 /* The MLP activation of m. */
 tid llmem_seg_activation(build *b, const model_shape *m, tid x);
 /* An operand of torch.matmul folded to 3-D: a head view copied when batch > 1. */

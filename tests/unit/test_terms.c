@@ -1121,6 +1121,78 @@ Test(terms, overflow_bound_follows_the_kernel, .init = setup_est, .fini = teardo
     }
 }
 
+/* A router bias: on Llama's path the router linear's own bias, trained with
+ * it (8 experts x 32 layers more trainable parameters); on DeepSeek-V3
+ * e_score_correction_bias, a buffer, never trained. The Llama case was an
+ * internal error once DeepSeek's bias stopped training. */
+Test(terms, router_bias_trains_on_llamas_path_only, .init = setup_est, .fini = teardown_est)
+{
+    uint64_t trainable[2], total[2];
+    for (int bias = 0; bias <= 1; bias++) {
+        llmem_model *m = preset("mistralai/Mistral-7B-v0.1");
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_EXPERTS, 8), LLMEM_OK);
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_EXPERTS_PER_TOKEN, 2), LLMEM_OK);
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_EXPERT_INTERMEDIATE, 14336), LLMEM_OK);
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_ROUTER_BIAS, bias), LLMEM_OK);
+        config c = default_config();
+        llmem_train *t = make_train(&c);
+        int rc = llmem_estimate_run(est, m, t);
+        cr_assert_eq(rc, LLMEM_OK, "router bias %d: %s", bias, llmem_ctx_error(ctx));
+        llmem_estimate_get_u64(est, LLMEM_EST_PARAMS_TRAINABLE, &trainable[bias]);
+        llmem_estimate_get_u64(est, LLMEM_EST_PARAMS_TOTAL, &total[bias]);
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+    cr_expect_eq(trainable[1] - trainable[0], 8 * 32);
+    cr_expect_eq(trainable[1], total[1]);
+}
+
+/* LoRA's adapters are bounded like the model's parameters: 2^20 adapters'
+ * rank on q and v projections 2^40 wide (2^63 elements over 4 layers) is
+ * refused as overflowing, naming lora-rank, where its byte counts wrapped
+ * (an optimizer term above the peak); smaller ranks are estimated, their
+ * terms adding up to the peak. */
+Test(terms, lora_adapters_are_bounded, .init = setup_est, .fini = teardown_est)
+{
+    static const int64_t ranks[] = { 1, 1024, 1048576 };
+    llmem_model *m = NULL;
+    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_LLAMA, &m), LLMEM_OK);
+    const int64_t fields[][2] = { { LLMEM_MODEL_HIDDEN, 128 },       { LLMEM_MODEL_LAYERS, 4 },
+                                  { LLMEM_MODEL_HEADS, 1048576 },    { LLMEM_MODEL_KV_HEADS, 1048576 },
+                                  { LLMEM_MODEL_HEAD_DIM, 1048576 }, { LLMEM_MODEL_INTERMEDIATE, 256 },
+                                  { LLMEM_MODEL_VOCAB, 1000 } };
+    for (size_t i = 0; i < N_OF(fields); i++)
+        cr_assert_eq(llmem_model_set_int(m, (int)fields[i][0], fields[i][1]), LLMEM_OK);
+    for (size_t i = 0; i < N_OF(ranks); i++) {
+        config c = default_config();
+        c.method = LLMEM_METHOD_LORA;
+        c.batch = 1;
+        c.seq = 1;
+        c.lora_rank = ranks[i];
+        llmem_train *t = make_train(&c);
+        int rc = llmem_estimate_run(est, m, t), object = 0, key = 0;
+        if (ranks[i] < 1048576) {
+            cr_expect_eq(rc, LLMEM_OK, "rank %lld: %s", (long long)ranks[i], llmem_ctx_error(ctx));
+            result r;
+            read_result(est, &r);
+            uint64_t sum = 0;
+            for (int k = LLMEM_TERM_PARAMETERS; k <= LLMEM_TERM_TEMPORARY; k++) {
+                cr_expect_leq(r.at_peak[k], r.allocated, "rank %lld, term %d",
+                              (long long)ranks[i], k);
+                sum += r.at_peak[k];
+            }
+            cr_expect_eq(sum, r.allocated, "rank %lld", (long long)ranks[i]);
+        } else {
+            cr_expect_eq(rc, LLMEM_EOVERFLOW, "rank %lld: %d", (long long)ranks[i], rc);
+            cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+            cr_expect(object == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_LORA_RANK, "%s",
+                      llmem_ctx_error(ctx));
+        }
+        llmem_train_free(t);
+    }
+    llmem_model_free(m);
+}
+
 /* LoRA targets that match no module of the model train nothing; PEFT
  * refuses such a config ("Target modules ... not found in the base model").
  * GPT-2 has no gate projection. */
