@@ -2,12 +2,15 @@
 /*
  * libFuzzer target: the estimator through the public API, with invariants.
  *
- * The input decodes into a model (a family with a plausible core shape, or a
- * preset), a training setup and a layout, then a list of field records, each
- * setting one model, training or layout field to a value within the bounds
- * the field describers report (biased toward small, realistic values). Every
- * call must return LLMEM_OK or a documented status with a message, never an
- * internal error; and when an estimate succeeds:
+ * The input decodes into a model (any family with a plausible core shape
+ * made one of the layouts its code path builds, variant_of, or a preset), a
+ * training setup (the attention kernel, checkpointing, the optimizer step's
+ * implementation and the precision each drawn alike with the defaults,
+ * set_kernels) and a layout, then a list of field records, each setting one
+ * model, training or layout field to a value within the bounds the field
+ * describers report (biased toward small, realistic values). Every call must
+ * return LLMEM_OK or a documented status with a message, never an internal
+ * error; and when an estimate succeeds:
  *
  *   1. allocated <= reserved <= device, for the peak and every rank; the
  *      getters answer for the most loaded rank;
@@ -27,12 +30,18 @@
  *   6. each layout the planner returns re-estimates to its peak, within the
  *      planner's capacity, and the next micro-batch does not fit; no
  *      rejection is an internal error;
- *   7. a timeline's points add up to at most the peak and reach it.
+ *   7. a timeline's points add up to at most the peak and reach it;
+ *   8. the device peak fitted to a GPU gives every plain MIG profile and the
+ *      whole GPU in order with the documented figures, the best the first
+ *      that holds it; packed with jobs scaled from it onto one or two GPU
+ *      types, every placed job holds in a valid MIG layout or a whole GPU,
+ *      the lower bound is at most the GPUs used, and a second run repeats.
  *
  * A broken invariant is a __builtin_trap(), so libFuzzer keeps the input.
  * Each input's work is bounded (a few dozen estimates, a planner run over at
- * most 8 GPUs, a timeline of at most 8,192 points a rank): a few thousand
- * inputs a second without sanitizers, hundreds with them.
+ * most 8 GPUs, a timeline of at most 8,192 points a rank, six jobs packed):
+ * a few thousand inputs a second without sanitizers, hundreds with them.
+ * fuzz_seeded.c runs it without libFuzzer, on seeded random inputs.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -125,11 +134,14 @@ typedef struct job {
     int preset;             /* >= 0: preset index; else family */
     int family;
     int64_t core[7];        /* heads, kv-heads, head-dim, hidden, layers, intermediate, vocab */
+    unsigned kernels;       /* attention, checkpointing, optimizer step, precision */
+    unsigned variant;       /* the family's layout (variant_of) */
+    unsigned extras;        /* activation, experts */
     int with_layout;
     size_t timeline;        /* points a rank: 0 = off */
     int expand;             /* the timeline shows every layer op by op */
     int checks;             /* CHECK_* bits */
-    unsigned aux[8];        /* bytes for capacities and planner fields */
+    unsigned aux[8];        /* bytes for capacities, planner, fit and pack fields */
     record rec[RECORDS_MAX];
     size_t nrec;
 } job;
@@ -190,26 +202,17 @@ static void decode_record(reader *r, record *rec)
         rec->value = value_in(r, min, max);
 }
 
-/* Families the phased estimate builds are drawn more often than the others,
- * which only the article's formula estimates. */
-static const int phased_families[] = {
-    LLMEM_FAMILY_GPT2, LLMEM_FAMILY_LLAMA, LLMEM_FAMILY_GEMMA2, LLMEM_FAMILY_PHI3,
-    LLMEM_FAMILY_GEMMA, LLMEM_FAMILY_MEGATRON_GPT,
-};
-
 static void decode(const uint8_t *data, size_t size, job *j)
 {
     reader r = { data, size };
     unsigned src = byte_of(&r);
     memset(j, 0, sizeof *j);
     j->preset = -1;
-    if (src % 8 == 7) {
+    /* Every family runs the phased estimate: drawn alike. */
+    if (src % 8 == 7)
         j->preset = (int)(byte_of(&r) % llmem_preset_count());
-    } else if (src % 8 >= 5) {
+    else
         j->family = 1 + (int)(byte_of(&r) % LLMEM_FAMILY_MEGATRON_GPT);
-    } else {
-        j->family = phased_families[byte_of(&r) % N(phased_families)];
-    }
     /* A core shape that holds together: heads a power of two, kv-heads
      * dividing them, hidden = heads x head-dim. */
     unsigned a = byte_of(&r), b = byte_of(&r), c = byte_of(&r);
@@ -230,6 +233,9 @@ static void decode(const uint8_t *data, size_t size, job *j)
     }
     /* The planner runs hundreds of estimates: a quarter of the inputs. */
     j->checks = (flags & 2 ? CHECK_MAX : 0) | ((flags & 12) == 12 ? CHECK_PLAN : 0);
+    j->kernels = byte_of(&r);
+    j->variant = byte_of(&r);
+    j->extras = byte_of(&r);
     for (size_t i = 0; i < N(j->aux); i++)
         j->aux[i] = byte_of(&r);
     while (r.n > 0 && j->nrec < RECORDS_MAX)
@@ -280,6 +286,155 @@ static int apply(inputs *in, const record *rec)
     }
 }
 
+/* ---- Setups and layouts of the families -------------------------------- */
+
+/* The kernels byte: two bits each for the attention kernel, gradient
+ * checkpointing, the optimizer step's implementation and the precision; 0
+ * keeps the library's default, so every value of each is drawn alike. The
+ * records may set them again. */
+static int set_kernels(llmem_train *t, unsigned k)
+{
+    static const int attention[] = { 0, LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA,
+                                     LLMEM_ATTENTION_FLASH };
+    static const int ckpt[] = { 0, LLMEM_GRAD_CKPT_NONE, LLMEM_GRAD_CKPT_REENTRANT,
+                                LLMEM_GRAD_CKPT_NON_REENTRANT };
+    static const int impl[] = { 0, LLMEM_OPTIMIZER_IMPL_FUSED, LLMEM_OPTIMIZER_IMPL_FOREACH,
+                                LLMEM_OPTIMIZER_IMPL_FORLOOP };
+    static const int precision[] = { 0, LLMEM_PRECISION_FP32, LLMEM_PRECISION_FP16_MIXED,
+                                     LLMEM_PRECISION_BF16 };
+    const struct {
+        int key, value;
+    } set[] = {
+        { LLMEM_TRAIN_ATTENTION, attention[k & 3] },
+        { LLMEM_TRAIN_GRAD_CKPT, ckpt[(k >> 2) & 3] },
+        { LLMEM_TRAIN_OPTIMIZER_IMPL, impl[(k >> 4) & 3] },
+        { LLMEM_TRAIN_PRECISION, precision[(k >> 6) & 3] },
+    };
+    for (size_t i = 0; i < N(set); i++)
+        if (set[i].value != 0 && llmem_train_set_int(t, set[i].key, set[i].value) != LLMEM_OK)
+            return 0;
+    return 1;
+}
+
+/* Whether a family's code path takes another MLP activation than its default. */
+static int takes_activation(int family)
+{
+    return family != LLMEM_FAMILY_GPT2 && family != LLMEM_FAMILY_BLOOM &&
+           family != LLMEM_FAMILY_DEEPSEEK && family != LLMEM_FAMILY_MEGATRON_GPT;
+}
+
+typedef struct field_value {
+    int key;
+    int64_t value;
+} field_value;
+
+/*
+ * The fields that make a drawn core shape one of the layouts a family's
+ * code path builds, as its published checkpoints have them: no grouped kv
+ * heads for OPT, BLOOM and GPT-NeoX; OPT's post-norm and projected
+ * embedding (opt-350m); GPT-NeoX's and Phi's partial rotary, GPT-NeoX's
+ * sequential block, Phi's q/k norms; Falcon's multi-query, grouped
+ * (new_decoder_architecture), sequential and ALiBi (Falcon-RW) layouts;
+ * DeepSeek's latent attention; Llama's q/k norms (Qwen3). The extras byte
+ * adds an activation and, for Llama and DeepSeek, routed experts (shared
+ * ones, gated as Qwen2-MoE's or always as DeepSeek's, a dense first layer,
+ * V3's router bias). A variant byte with its low three bits 0 leaves the
+ * drawn shape as it is (the refusals of layouts a path does not build).
+ * Returns the number of fields written to out.
+ */
+static size_t variant_of(const job *j, field_value *out)
+{
+    size_t n = 0;
+    unsigned v = j->variant >> 3, e = j->extras;
+    int64_t heads = j->core[0], hd = j->core[2], hidden = j->core[3], layers = j->core[4];
+    if (j->variant % 8 == 0)
+        return 0;
+#define PUT(k, x) (out[n].key = LLMEM_MODEL_##k, out[n].value = (x), n++)
+    switch (j->family) {
+    case LLMEM_FAMILY_OPT:
+        PUT(KV_HEADS, heads);
+        if (v & 1) { /* do_layer_norm_before false: no final norm either */
+            PUT(POST_NORM, 1);
+            PUT(FINAL_NORM, 0);
+        }
+        if ((v & 2) && hidden >= 16)
+            PUT(EMBED_DIM, hidden / 2);
+        break;
+    case LLMEM_FAMILY_BLOOM:
+        PUT(KV_HEADS, heads);
+        break;
+    case LLMEM_FAMILY_GPT_NEOX:
+        PUT(KV_HEADS, heads);
+        PUT(PARALLEL_BLOCK, v & 1);
+        PUT(ROTARY_DIM, hd >> ((v >> 1) % 3));
+        break;
+    case LLMEM_FAMILY_PHI:
+        PUT(ROTARY_DIM, hd >> ((v >> 1) % 3));
+        PUT(QK_NORM, (v >> 3) & 1);
+        break;
+    case LLMEM_FAMILY_FALCON: {
+        int64_t bias = (v >> 2) & 1;
+        PUT(QKV_BIAS, bias);
+        PUT(OUT_BIAS, bias);
+        PUT(MLP_BIAS, bias);
+        switch (v & 3) {
+        case 0: /* multi_query (Falcon-7B) */
+            PUT(KV_HEADS, 1);
+            PUT(PARALLEL_BLOCK, 1);
+            PUT(NORMS_PER_LAYER, 1);
+            break;
+        case 1: /* new_decoder_architecture (Falcon-40B), with heads to group */
+            PUT(KV_HEADS, heads >= 4 ? heads / 2 : heads);
+            PUT(PARALLEL_BLOCK, 1);
+            PUT(NORMS_PER_LAYER, heads >= 4 ? 2 : 1);
+            break;
+        default: /* sequential, per-head kv; 3: with ALiBi (Falcon-RW) */
+            PUT(KV_HEADS, heads);
+            PUT(PARALLEL_BLOCK, 0);
+            PUT(NORMS_PER_LAYER, 2);
+            if ((v & 3) == 3)
+                PUT(POSITIONS, LLMEM_POSITIONS_ALIBI);
+            break;
+        }
+        break;
+    }
+    case LLMEM_FAMILY_DEEPSEEK: {
+        /* head-dim is qk_nope + qk_rope; values qk_nope or half of it wide */
+        int64_t rope = INT64_C(8) << (v & 1), kv_rank = INT64_C(16) << ((v >> 2) & 3);
+        PUT(HEAD_DIM, hd + rope);
+        PUT(ROTARY_DIM, rope);
+        PUT(V_HEAD_DIM, v & 2 ? hd : hd / 2);
+        PUT(KV_LORA_RANK, kv_rank);
+        PUT(Q_LORA_RANK, v & 16 ? 0 : 2 * kv_rank); /* 0: V2-Lite's uncompressed queries */
+        break;
+    }
+    case LLMEM_FAMILY_LLAMA:
+        PUT(QK_NORM, v & 1);
+        break;
+    default:
+        break;
+    }
+    if ((e & 7) >= 2 && takes_activation(j->family))
+        PUT(ACTIVATION, 1 + (int64_t)(e & 7) - 2);
+    if (((e >> 3) & 3) && (j->family == LLMEM_FAMILY_LLAMA || j->family == LLMEM_FAMILY_DEEPSEEK)) {
+        int deepseek = j->family == LLMEM_FAMILY_DEEPSEEK;
+        PUT(EXPERTS, INT64_C(2) << ((e >> 3) & 3));
+        PUT(EXPERTS_PER_TOKEN, 1 + (int64_t)((e >> 5) & 1));
+        PUT(EXPERT_INTERMEDIATE, 32);
+        if (deepseek || ((e >> 6) & 1)) {
+            PUT(SHARED_EXPERT_INTERMEDIATE, 64);
+            if (!deepseek)
+                PUT(SHARED_EXPERT_GATE, 1);
+        }
+        if (deepseek)
+            PUT(ROUTER_BIAS, (e >> 6) & 1);
+        if ((e >> 7) && layers > 1)
+            PUT(DENSE_LAYERS, 1);
+    }
+#undef PUT
+    return n;
+}
+
 /* The job's model, setup and layout with its first nrec records applied:
  * 0 when they could not be made (a preset or field the library refuses, a
  * documented status). */
@@ -306,8 +461,16 @@ static int build(llmem_ctx *ctx, const job *j, size_t nrec, inputs *in)
         }
         rc = llmem_model_set_int(in->m, LLMEM_MODEL_MAX_POSITIONS, 4096);
         CHECK(rc == LLMEM_OK, "max-positions: %s", llmem_ctx_error(ctx));
+        field_value f[16];
+        size_t nf = variant_of(j, f);
+        for (size_t k = 0; k < nf; k++) {
+            rc = llmem_model_set_int(in->m, f[k].key, f[k].value);
+            CHECK(rc == LLMEM_OK, "variant field %d = %lld: %s", f[k].key, (long long)f[k].value,
+                  llmem_ctx_error(ctx));
+        }
     }
     CHECK(llmem_train_new(ctx, &in->t) == LLMEM_OK, "train: %s", llmem_ctx_error(ctx));
+    CHECK(set_kernels(in->t, j->kernels), "kernels: %s", llmem_ctx_error(ctx));
     if (j->with_layout)
         CHECK(llmem_parallel_new(ctx, &in->l) == LLMEM_OK, "layout: %s", llmem_ctx_error(ctx));
     for (size_t i = 0; i < nrec; i++) {
@@ -820,6 +983,202 @@ done:
     llmem_plan_free(p);
 }
 
+/* ---- Invariant 8: fitting and packing the estimate --------------------- */
+
+/* Whether usable bytes hold need with permille kept free, as fit and pack
+ * document it: usable / 1000 x (1000 - margin) >= need. */
+static int holds(uint64_t usable, uint64_t need, uint64_t permille)
+{
+    return usable / 1000 * (1000 - permille) >= need;
+}
+
+static uint64_t fit_u64(const llmem_fit *f, size_t option, int key)
+{
+    uint64_t v = 0;
+    CHECK(llmem_fit_get_u64(f, option, key, &v) == LLMEM_OK, "fit: option %zu key %d", option, key);
+    return v;
+}
+
+static uint64_t mig_u64(size_t gpu, size_t profile, int key)
+{
+    uint64_t v = 0;
+    CHECK(llmem_mig_profile_get_u64(gpu, profile, key, &v) == LLMEM_OK, "mig %zu/%zu key %d", gpu,
+          profile, key);
+    return v;
+}
+
+static uint64_t gpu_u64(size_t gpu, int key)
+{
+    uint64_t v = 0;
+    CHECK(llmem_gpu_get_u64(gpu, key, &v) == LLMEM_OK, "gpu %zu key %d", gpu, key);
+    return v;
+}
+
+/* The estimate's device peak fitted to a GPU of the catalog: every plain
+ * profile and the whole GPU, by usable bytes; each option's figures as
+ * documented; the best is the first that holds the job. */
+static void check_fit(llmem_ctx *ctx, const job *j, uint64_t bytes)
+{
+    size_t gpu = (j->aux[7] >> 1) % llmem_gpu_count(), plain = 1, first = SIZE_MAX, best = 0;
+    uint64_t margin = (uint64_t)(j->aux[5] % 4) * 50, previous = 0;
+    llmem_fit *f;
+    CHECK(llmem_fit_new(ctx, &f) == LLMEM_OK, "fit_new");
+    CHECK(llmem_fit_set_int(f, LLMEM_FIT_MARGIN_PERMILLE, (int64_t)margin) == LLMEM_OK, "margin");
+    int rc = llmem_fit_run(f, gpu, bytes, LLMEM_LEVEL_DEVICE);
+    check_status(ctx, rc, "fit");
+    if (rc != LLMEM_OK) {
+        CHECK(rc == LLMEM_EOVERFLOW, "fit: %llu bytes refused: %s", (unsigned long long)bytes,
+              llmem_ctx_error(ctx));
+        llmem_fit_free(f);
+        return;
+    }
+    for (size_t p = 0; p < gpu_u64(gpu, LLMEM_GPU_MIG_PROFILES); p++)
+        plain += mig_u64(gpu, p, LLMEM_MIG_VARIANT) == LLMEM_MIG_PLAIN;
+    CHECK(llmem_fit_count(f) == plain, "fit: %zu options, %zu plain profiles and the GPU",
+          llmem_fit_count(f), plain);
+    for (size_t i = 0; i < llmem_fit_count(f); i++) {
+        uint64_t usable = fit_u64(f, i, LLMEM_FIT_USABLE_BYTES), fits = fit_u64(f, i, LLMEM_FIT_FITS);
+        uint64_t required = fit_u64(f, i, LLMEM_FIT_REQUIRED_BYTES);
+        CHECK(usable >= previous, "fit: option %zu out of order", i);
+        CHECK(fit_u64(f, i, LLMEM_FIT_NEED_BYTES) == bytes, "fit: need");
+        CHECK(fits == (uint64_t)holds(usable, bytes, margin), "fit: option %zu fits %llu", i,
+              (unsigned long long)fits);
+        CHECK(required % 1000 == 0 &&
+                  required / 1000 == (bytes + (1000 - margin) - 1) / (1000 - margin),
+              "fit: required %llu for %llu", (unsigned long long)required,
+              (unsigned long long)bytes);
+        CHECK(fit_u64(f, i, LLMEM_FIT_HEADROOM_BYTES) == (usable >= bytes ? usable - bytes : 0),
+              "fit: headroom");
+        CHECK(fit_u64(f, i, LLMEM_FIT_SHORTFALL_BYTES) == (fits ? 0 : required - usable),
+              "fit: shortfall");
+        CHECK(llmem_fit_name(f, i) != NULL, "fit: option %zu has no name", i);
+        if (fits && first == SIZE_MAX)
+            first = i;
+        previous = usable;
+    }
+    rc = llmem_fit_best(f, &best);
+    CHECK(first == SIZE_MAX ? rc == LLMEM_ENOTFOUND : rc == LLMEM_OK && best == first,
+          "fit: best %zu (status %d), first holding %zu", best, rc, first);
+    llmem_fit_free(f);
+}
+
+typedef struct pack_place {
+    uint64_t status, gpu, profile, start;
+} pack_place;
+
+/* The estimate's peak and jobs scaled from it (one to six, with minimum
+ * compute slices) packed onto one or two GPU types: every placed job holds
+ * with the margin in a valid MIG layout (placements the profile allows, no
+ * overlap, per-profile counts and compute slices within the GPU's) or alone
+ * on a whole GPU; the bound is at most the GPUs used; a second run gives the
+ * same layout. */
+static void check_pack(llmem_ctx *ctx, const job *j, uint64_t bytes)
+{
+    size_t types[2] = { (j->aux[7] >> 1) % llmem_gpu_count(), j->aux[6] % llmem_gpu_count() };
+    size_t ntypes = 1 + (j->aux[6] >> 7), njobs = 1 + j->aux[4] % 6;
+    uint64_t margin = (uint64_t)(j->aux[5] % 4) * 50, need[6], used = 0, again = 0;
+    int64_t min_compute[6];
+    pack_place first[6];
+    llmem_pack *p;
+    CHECK(llmem_pack_new(ctx, &p) == LLMEM_OK, "pack_new");
+    CHECK(llmem_pack_set_int(p, LLMEM_PACK_MARGIN_PERMILLE, (int64_t)margin) == LLMEM_OK, "margin");
+    for (size_t t = 0; t < ntypes; t++)
+        CHECK(llmem_pack_add_gpu(p, types[t], (uint64_t)(j->aux[3] % 4)) == LLMEM_OK, "add_gpu");
+    for (size_t k = 0; k < njobs; k++) {
+        unsigned b = j->aux[(k + 1) % 8] + (unsigned)k;
+        char id[16];
+        /* the peak, or a share or multiple of it */
+        need[k] = k == 0 || bytes > (UINT64_C(1) << 61) ? bytes
+                  : b & 1                               ? bytes / (1 + (b >> 1) % 8) + 1
+                                                        : bytes * (1 + (b >> 1) % 3);
+        min_compute[k] = (b >> 4) % 3;
+        snprintf(id, sizeof id, "job-%zu", k);
+        int rc = llmem_pack_add_job(p, id, need[k], LLMEM_LEVEL_DEVICE, min_compute[k]);
+        CHECK(rc == LLMEM_OK, "add_job %llu: %s", (unsigned long long)need[k], llmem_ctx_error(ctx));
+    }
+    for (int run = 0; run < 2; run++) {
+        int rc = llmem_pack_run(p);
+        check_status(ctx, rc, "pack");
+        if (rc != LLMEM_OK) {
+            CHECK(rc == LLMEM_EOVERFLOW && run == 0, "pack: refused: %s", llmem_ctx_error(ctx));
+            break;
+        }
+        uint64_t placed = 0, unplaced = 0, bound = 0;
+        CHECK(llmem_pack_get_u64(p, LLMEM_PACK_GPUS_USED, run ? &again : &used) == LLMEM_OK, "used");
+        CHECK(llmem_pack_get_u64(p, LLMEM_PACK_JOBS_PLACED, &placed) == LLMEM_OK &&
+                  llmem_pack_get_u64(p, LLMEM_PACK_JOBS_UNPLACED, &unplaced) == LLMEM_OK &&
+                  llmem_pack_get_u64(p, LLMEM_PACK_LOWER_BOUND, &bound) == LLMEM_OK,
+              "pack results");
+        CHECK(placed + unplaced == njobs, "pack: %llu placed, %llu not, of %zu",
+              (unsigned long long)placed, (unsigned long long)unplaced, njobs);
+        CHECK(run == 0 || again == used, "pack: a second run uses %llu GPUs, the first %llu",
+              (unsigned long long)again, (unsigned long long)used);
+        CHECK(bound <= used, "pack: bound %llu above the %llu GPUs used", (unsigned long long)bound,
+              (unsigned long long)used);
+        for (size_t k = 0; k < njobs; k++) {
+            pack_place x = { 0, 0, 0, 0 };
+            CHECK(llmem_pack_job_u64(p, k, LLMEM_PACK_JOB_STATUS, &x.status) == LLMEM_OK, "status");
+            if (x.status == LLMEM_PACK_PLACED) {
+                llmem_pack_job_u64(p, k, LLMEM_PACK_JOB_GPU, &x.gpu);
+                llmem_pack_job_u64(p, k, LLMEM_PACK_JOB_PROFILE, &x.profile);
+                llmem_pack_job_u64(p, k, LLMEM_PACK_JOB_START, &x.start);
+                CHECK(x.gpu < used, "pack: job %zu on GPU %llu of %llu", k,
+                      (unsigned long long)x.gpu, (unsigned long long)used);
+            } else {
+                CHECK(x.status == LLMEM_PACK_FITS_NOWHERE || x.status == LLMEM_PACK_NO_ROOM,
+                      "pack: job %zu status %llu", k, (unsigned long long)x.status);
+            }
+            if (run == 0)
+                first[k] = x;
+            else
+                CHECK(memcmp(&first[k], &x, sizeof x) == 0, "pack: job %zu moved on a second run",
+                      k);
+        }
+    }
+    /* Each GPU of the layout: a valid MIG layout, or one job on the whole GPU. */
+    for (size_t g = 0; g < used; g++) {
+        uint64_t type = 0, mig_on = 0, jobs = 0, seen = 0, occupied = 0, compute = 0, count[64] = { 0 };
+        CHECK(llmem_pack_gpu_u64(p, g, LLMEM_PACK_GPU_TYPE, &type) == LLMEM_OK &&
+                  llmem_pack_gpu_u64(p, g, LLMEM_PACK_GPU_MIG, &mig_on) == LLMEM_OK &&
+                  llmem_pack_gpu_u64(p, g, LLMEM_PACK_GPU_JOBS, &jobs) == LLMEM_OK,
+              "pack: GPU %zu", g);
+        uint64_t profiles = gpu_u64(type, LLMEM_GPU_MIG_PROFILES);
+        for (size_t k = 0; k < njobs; k++) {
+            if (first[k].status != LLMEM_PACK_PLACED || first[k].gpu != g)
+                continue;
+            uint64_t pr = first[k].profile, start = first[k].start;
+            seen++;
+            if (pr == profiles) {
+                CHECK(!mig_on && jobs == 1 && holds(gpu_u64(type, LLMEM_GPU_USABLE_BYTES), need[k],
+                                                    margin),
+                      "pack: job %zu on a whole GPU", k);
+                continue;
+            }
+            CHECK(pr < profiles && pr < 64 && mig_on, "pack: job %zu profile %llu", k,
+                  (unsigned long long)pr);
+            uint64_t slots = mig_u64(type, pr, LLMEM_MIG_SLOTS);
+            uint64_t span = ((UINT64_C(1) << slots) - 1) << start;
+            CHECK(mig_u64(type, pr, LLMEM_MIG_VARIANT) == LLMEM_MIG_PLAIN &&
+                      (mig_u64(type, pr, LLMEM_MIG_STARTS) >> start & 1) &&
+                      start + slots <= gpu_u64(type, LLMEM_GPU_MIG_SLOTS) && (occupied & span) == 0,
+                  "pack: job %zu placed at slot %llu of a %llu-slot profile", k,
+                  (unsigned long long)start, (unsigned long long)slots);
+            occupied |= span;
+            compute += mig_u64(type, pr, LLMEM_MIG_COMPUTE_SLICES);
+            CHECK(++count[pr] <= mig_u64(type, pr, LLMEM_MIG_MAX_COUNT), "pack: profile count");
+            CHECK(holds(mig_u64(type, pr, LLMEM_MIG_USABLE_BYTES), need[k], margin) &&
+                      mig_u64(type, pr, LLMEM_MIG_COMPUTE_SLICES) >= (uint64_t)min_compute[k],
+                  "pack: job %zu (%llu bytes) in %s", k, (unsigned long long)need[k],
+                  llmem_mig_profile_name(type, pr));
+        }
+        CHECK(seen == jobs && jobs > 0, "pack: GPU %zu holds %llu jobs, says %llu", g,
+              (unsigned long long)seen, (unsigned long long)jobs);
+        CHECK(compute <= gpu_u64(type, LLMEM_GPU_MIG_COMPUTE_SLICES) || !mig_on,
+              "pack: GPU %zu uses %llu compute slices", g, (unsigned long long)compute);
+    }
+    llmem_pack_free(p);
+}
+
 /* ---- The context's allocator ------------------------------------------ */
 
 /* An estimate handle is one allocation of about 138 KiB: malloc maps and
@@ -956,6 +1315,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free_inputs(&b);
 
+    if (ok_a) {
+        check_fit(ctx, &j, sa.top.est[LLMEM_EST_PEAK_DEVICE - 1]);
+        if (j.aux[7] & 1)
+            check_pack(ctx, &j, sa.top.est[LLMEM_EST_PEAK_DEVICE - 1]);
+    }
     if (ok_a && (j.checks & CHECK_MAX))
         check_max(ctx, f, &j, &a, &sa);
     if (j.checks & CHECK_PLAN)

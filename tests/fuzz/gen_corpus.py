@@ -5,10 +5,12 @@
 usage: gen_corpus.py DIR
 
 Each seed encodes a job the way fuzz_estimate.c decodes it: a model source
-(family or preset), a core shape, which checks to run, the capacities'
-bytes, then field records. The seeds cover the families, methods, precisions,
-optimizers, losses and layouts; libFuzzer grows the rest. Files the fuzzer
-found (regressions) are committed beside them under their own names.
+(family or preset), a core shape, which checks to run, the kernels (attention,
+checkpointing, optimizer step, precision), the family's layout variant and
+extras, the capacities' bytes, then field records. The seeds cover the
+families and their layouts, the kernels, methods, optimizers, losses and
+layouts; libFuzzer grows the rest. Files the fuzzer found (regressions) are
+committed beside them under their own names.
 """
 import os
 import sys
@@ -20,10 +22,12 @@ MODEL = dict(family=1, hidden=2, layers=3, heads=4, kv_heads=5, head_dim=6, inte
              embed_dim=21, position_offset=22, experts=23, experts_per_token=24,
              expert_intermediate=25, shared_expert_intermediate=26, head_bias=27, qk_norm=28,
              rotary_dim=29, v_head_dim=30, q_lora_rank=31, kv_lora_rank=32, dense_layers=33,
-             shared_expert_gate=34, router_bias=35, parallel_block=36, dtype_bytes=37)
+             shared_expert_gate=34, router_bias=35, parallel_block=36, dtype_bytes=37,
+             activation=38, post_norm=39)
 TRAIN = dict(batch=1, seq=2, precision=3, optimizer=4, grad_ckpt=5, attention=6, dropout=7,
              method=8, lora_rank=9, lora_targets=10, frozen_layers=11, loss=12, grad_accum=13,
-             formula=14, article_tmp_factor=15, article_param_bytes=16)
+             formula=14, article_tmp_factor=15, article_param_bytes=16, optimizer_impl=17,
+             lora_dropout=18)
 LAYOUT = dict(dp=1, tp=2, pp=3, ep=4, cp=5, sp=6, sharding=7, shard_group=8, offload=9,
               micro_batches=10, schedule=11, virtual_stages=12, bucket_elements=13)
 # Bounds of the fields whose range is at most 16 wide (decoded as min + byte).
@@ -33,12 +37,27 @@ SMALL = {
     ('t', 14): 1, ('t', 16): 1,
     ('l', 6): 0, ('l', 7): 1, ('l', 9): 1, ('l', 11): 1,
 }
-SMALL.update({('m', k): 0 for k in (13, 14, 15, 16, 17, 19, 20, 27, 28, 34, 35, 36)})
-REAL = {('t', 7), ('t', 15)}
+SMALL.update({('m', k): 0 for k in (13, 14, 15, 16, 17, 19, 20, 27, 28, 34, 35, 36, 39)})
+SMALL.update({('m', 38): 1, ('t', 17): 1})
+REAL = {('t', 7), ('t', 15), ('t', 18)}
 OBJECT = {'m': 0, 't': 1, 'l': 2}
 FAMILIES = ['gpt2', 'llama', 'opt', 'bloom', 'gemma2', 'phi3', 'gemma', 'gpt_neox', 'falcon',
             'phi', 'starcoder2', 'deepseek', 'megatron-gpt']
-PHASED = ['gpt2', 'llama', 'gemma2', 'phi3', 'gemma', 'megatron-gpt']
+# The kernels byte: two bits each, 0 = the library's default.
+ATTENTION = {None: 0, 'eager': 1, 'sdpa': 2, 'flash': 3}
+CKPT = {None: 0, 'none': 1, 'reentrant': 2, 'non-reentrant': 3}
+IMPL = {None: 0, 'fused': 1, 'foreach': 2, 'forloop': 3}
+PRECISION = {None: 0, 'fp32': 1, 'fp16-mixed': 2, 'bf16': 3}
+
+
+def kernels(attention=None, ckpt=None, impl=None, precision=None):
+    return (ATTENTION[attention] | CKPT[ckpt] << 2 | IMPL[impl] << 4 |
+            PRECISION[precision] << 6)
+
+
+def variant(bits):
+    """The family's layout (variant_of in fuzz_estimate.c); None leaves the drawn shape."""
+    return 0 if bits is None else bits << 3 | 1
 
 
 def value_bytes(obj, key, value):
@@ -65,15 +84,13 @@ def record(obj, name, value):
 
 
 def seed(family=None, preset=None, heads=2, kv_div=1, head_dim=16, layers=2, inter=64,
-         vocab=1000, layout=False, max_=False, plan=False, timeline=None, aux=(0,) * 8,
-         records=()):
+         vocab=1000, layout=False, max_=False, plan=False, timeline=None, kern=0, var=None,
+         extras=0, aux=(0,) * 8, records=()):
     out = bytearray()
     if preset is not None:
         out += bytes([7, preset])
-    elif family in PHASED:
-        out += bytes([0, PHASED.index(family)])
     else:
-        out += bytes([5, FAMILIES.index(family)])
+        out += bytes([0, FAMILIES.index(family)])
     a = heads.bit_length() - 1 + 6 * {1: 0, 2: 1, 4: 2}[kv_div]
     b = (head_dim // 8).bit_length() - 1 + 5 * (layers - 1)
     c = inter // 16 - 1
@@ -81,7 +98,7 @@ def seed(family=None, preset=None, heads=2, kv_div=1, head_dim=16, layers=2, int
     flags = int(layout) | int(max_) << 1 | 12 * int(plan)
     if timeline is not None:  # (room: 0 = 32, 1 = 512, 2 = 8192 points; expand 0/1)
         flags |= 16 | timeline[0] << 5 | timeline[1] << 7
-    out += bytes([flags]) + bytes(aux)
+    out += bytes([flags, kern, variant(var), extras]) + bytes(aux)
     for r in records:
         out += record(*r)
     return bytes(out)
@@ -99,7 +116,7 @@ def seeds():
     for name in ['opt', 'bloom', 'gpt_neox', 'falcon', 'phi', 'starcoder2', 'deepseek']:
         yield name + '-article', seed(name, heads=4, records=[(t, 'formula', 2),
                                                              (t, 'article_tmp_factor', 3)])
-    yield 'opt-phased-refused', seed('opt')
+    yield 'opt-default', seed('opt')
     yield 'preset-gpt2', seed(preset=0, records=[(t, 'seq', 1024)])
     yield 'preset-llama2-7b-lora', seed(preset=9, records=[(t, 'method', 2), (t, 'seq', 2048)])
     yield 'preset-mistral-qlora', seed(preset=18, records=[(t, 'method', 3), (t, 'lora_targets', 127),
@@ -132,6 +149,51 @@ def seeds():
     yield 'head-bias-chunked-refused', seed('llama', records=[(m, 'head_bias', 1), (t, 'loss', 2)])
     yield 'learned-positions-limit', seed('gpt2', records=[(m, 'max_positions', 512),
                                                            (t, 'seq', 512)])
+    # The kernels, on Llama's path and on the families that call SDPA their own way.
+    yield 'kernels-eager-reentrant-forloop-fp32', seed('llama', heads=4, kv_div=2, kern=kernels(
+        'eager', 'reentrant', 'forloop', 'fp32'))
+    yield 'kernels-sdpa-non-reentrant-fused-fp16', seed('llama', heads=4, kv_div=2, kern=kernels(
+        'sdpa', 'non-reentrant', 'fused', 'fp16-mixed'))
+    yield 'kernels-flash-none-foreach-bf16', seed('llama', heads=4, kern=kernels(
+        'flash', 'none', 'foreach', 'bf16'))
+    yield 'kernels-sdpa-math-fp32-gqa', seed('llama', heads=8, kv_div=4, kern=kernels(
+        'sdpa', precision='fp32'), records=[(t, 'batch', 2)])
+    # The families' layouts (variant_of in fuzz_estimate.c).
+    yield 'opt-350m-layout', seed('opt', heads=4, var=1 | 2, kern=kernels('sdpa', 'reentrant'))
+    yield 'bloom-sdpa-runs-eager', seed('bloom', heads=4, var=0, kern=kernels('sdpa'))
+    yield 'gpt_neox-sequential-quarter-rotary', seed('gpt_neox', heads=4, var=0 | 2 << 1,
+                                                     kern=kernels('sdpa', 'non-reentrant'))
+    yield 'gpt_neox-parallel-gelu-fast', seed('gpt_neox', heads=4, var=1, extras=6,
+                                              kern=kernels('eager', 'reentrant'))
+    yield 'phi-half-rotary-qk-norm', seed('phi', heads=4, kv_div=2, var=1 << 1 | 1 << 3,
+                                          kern=kernels('sdpa'), records=[(t, 'dropout', 26)])
+    yield 'falcon-multi-query-sdpa-math', seed('falcon', heads=4, var=0, kern=kernels('sdpa'))
+    yield 'falcon-grouped-sdpa', seed('falcon', heads=8, var=1, kern=kernels('sdpa', 'reentrant'))
+    yield 'falcon-sequential-bias-flash', seed('falcon', heads=4, var=2 | 4, kern=kernels('flash'))
+    yield 'falcon-rw-alibi-sdpa', seed('falcon', heads=4, var=3 | 4, kern=kernels('sdpa'))
+    yield 'falcon-rw-alibi-eager-ckpt', seed('falcon', heads=4, var=3 | 4,
+                                             kern=kernels('eager', 'non-reentrant'))
+    yield 'deepseek-v2-lite', seed('deepseek', heads=4, layers=3, var=16,
+                                   extras=1 << 3 | 1 << 7, kern=kernels('sdpa'))
+    yield 'deepseek-v3-flash', seed('deepseek', heads=4, layers=3, var=1 | 2 | 4,
+                                    extras=2 << 3 | 1 << 5 | 1 << 6 | 1 << 7,
+                                    kern=kernels('flash', 'non-reentrant'))
+    yield 'deepseek-dense-fp32-sdpa', seed('deepseek', heads=4, var=1 << 2,
+                                           kern=kernels('sdpa', precision='fp32'))
+    yield 'starcoder2-gqa-dropout', seed('starcoder2', heads=4, kv_div=4, kern=kernels('sdpa'),
+                                         records=[(t, 'dropout', 26)])
+    yield 'llama-moe-shared-gate-lora', seed('llama', heads=4, var=1, extras=1 << 3 | 1 << 6,
+                                             records=[(t, 'method', 2), (t, 'lora_targets', 127)])
+    yield 'falcon-lora-tp', seed('falcon', heads=4, var=2, layout=True, kern=kernels('sdpa'),
+                                 records=[(t, 'method', 2), (t, 'lora_targets', 127),
+                                          (l, 'tp', 2)])
+    yield 'falcon-tp-sp', seed('falcon', heads=4, var=2, layout=True, kern=kernels('flash'),
+                               records=[(l, 'tp', 2), (l, 'sp', 1), (t, 'batch', 2)])
+    yield 'opt-projected-pp', seed('opt', heads=4, layers=4, var=2, layout=True,
+                                   records=[(l, 'pp', 2), (l, 'micro_batches', 4)])
+    yield 'deepseek-ep-timeline', seed('deepseek', heads=4, layers=4, var=0, extras=2 << 3,
+                                       layout=True, timeline=(2, 1),
+                                       records=[(l, 'dp', 4), (l, 'ep', 2)])
     # Layouts.
     yield 'ddp', seed('llama', layout=True, records=[(l, 'dp', 4)])
     yield 'zero1', seed('llama', layout=True, records=[(l, 'dp', 8), (l, 'sharding', 2)])
