@@ -282,9 +282,7 @@ Test(parallel, pipeline_stages_hold_opts_projections_where_they_run)
     fixture f = open_fixture("facebook/opt-350m");
     set(&f, LLMEM_PARALLEL_PP, "2");
     for (int mb = 1; mb <= 4; mb *= 4) {
-        char v[8];
-        snprintf(v, sizeof v, "%d", mb);
-        set(&f, LLMEM_PARALLEL_MICRO_BATCHES, v);
+        cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_MICRO_BATCHES, mb), LLMEM_OK);
         run(&f);
         uint64_t first = component(&f, 0, LLMEM_TERM_PARAMETERS, "weights");
         uint64_t last = component(&f, 1, LLMEM_TERM_PARAMETERS, "weights");
