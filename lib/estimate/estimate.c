@@ -44,7 +44,7 @@ void llmem_estimate_free(llmem_estimate *e)
  * residual stream and the embedding's, q, k and v per head (the values'
  * own size under latent attention), the latent ranks and rotary part, the
  * MLP, the shared expert and top-k routed experts per token, LoRA's rank. */
-static int step_overflows(const model_shape *m, const setup *s)
+static int step_overflows(const model_shape *m, const setup *s, int scores_formed)
 {
     checked c = { 0 };
     uint64_t attention = ck_mul(&c, m->heads, ck_add(&c, 2 * m->head_dim, m->v_head_dim));
@@ -56,14 +56,20 @@ static int step_overflows(const model_shape *m, const setup *s)
     /* LoRA's A projects each adapted input to rank values a token */
     if (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA)
         widest = ck_add(&c, widest, s->lora_rank);
-    uint64_t scores = llmem_layers_quadratic_attention(m, s->attention, s->compute_dt)
-                          ? ck_mul(&c, m->heads, s->seq)
-                          : 0;
+    uint64_t scores = scores_formed ? ck_mul(&c, m->heads, s->seq) : 0;
     uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
     uint64_t tokens = ck_mul(&c, s->batch, s->seq);
     uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));
     uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
     return c.overflow || bound > (UINT64_C(1) << 62);
+}
+
+static int step_overflow_error(llmem_ctx *ctx, const setup *s)
+{
+    return llmem__fail_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH, LLMEM_EOVERFLOW,
+                             "batch x seq: %llu x %llu tokens make the step's byte counts "
+                             "overflow 64 bits for this model",
+                             (unsigned long long)s->batch, (unsigned long long)s->seq);
 }
 
 /* The phased model builds the families on a code path of lib/layers: others
@@ -247,11 +253,9 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
     }
     if ((rc_ = llmem_setup_resolve(train, &m, e->ctx, &s)) != LLMEM_OK)
         return rc_;
-    if (s.formula == LLMEM_FORMULA_PHASED && step_overflows(&m, &s))
-        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH, LLMEM_EOVERFLOW,
-                                 "batch x seq: %llu x %llu tokens make the step's byte counts "
-                                 "overflow 64 bits for this model",
-                                 (unsigned long long)s.batch, (unsigned long long)s.seq);
+    int scores = llmem_layers_quadratic_attention(&m, s.attention, s.compute_dt);
+    if (s.formula == LLMEM_FORMULA_PHASED && step_overflows(&m, &s, scores))
+        return step_overflow_error(e->ctx, &s);
     if (s.formula == LLMEM_FORMULA_PHASED && (rc_ = check_covered(e->ctx, &m)) != LLMEM_OK)
         return rc_;
     {
@@ -272,6 +276,13 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
     int n = llmem_layout_ranks(&l, &m, classes);
     llmem_rank_recipe(&s, &l, &rc);
     llmem_rank_shape(&m, &l, &shape);
+    /* Tensor parallelism can change the kernel a rank runs: Falcon's grouped
+     * layout with one kv group a rank runs its multi-query branch, SDPA's
+     * math kernel. Bound the step again with the scores then. */
+    if (s.formula == LLMEM_FORMULA_PHASED && !scores &&
+        llmem_layers_quadratic_attention(&shape, s.attention, s.compute_dt) &&
+        step_overflows(&m, &s, 1))
+        return step_overflow_error(e->ctx, &s);
     int repeated = remember_key(e, &m, &s, &l);
     if ((rc_ = rank_shares(e, &m, &p, &rc, &l, classes, n, repeated)) != LLMEM_OK)
         return rc_;

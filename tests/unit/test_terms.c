@@ -1121,6 +1121,37 @@ Test(terms, overflow_bound_follows_the_kernel, .init = setup_est, .fini = teardo
     }
 }
 
+/* Tensor parallelism can change the kernel a rank runs: Falcon-40B's eight kv
+ * groups over 8 ranks leave one a rank, whose multi-query branch sends SDPA
+ * to its math kernel. The bound charges the scores then: at 2^28 tokens the
+ * sums wrapped (batch 2 came out below batch 1). Over 4 ranks (two groups a
+ * rank, the fused kernel) the same job is estimated. */
+Test(terms, overflow_bound_follows_the_ranks_kernel, .init = setup_est, .fini = teardown_est)
+{
+    static const bound_case falcon40 = { "falcon-40b shape", 8192, 60, 128, 8, 32768, 65024,
+                                         LLMEM_PRECISION_BF16_MIXED, LLMEM_ATTENTION_SDPA, 0, 1,
+                                         INT64_C(1) << 28 };
+    llmem_model *m = bound_model(&falcon40);
+    llmem_parallel *l = NULL;
+    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+    config c = default_config();
+    c.attention = LLMEM_ATTENTION_SDPA;
+    c.ckpt = LLMEM_GRAD_CKPT_NON_REENTRANT;
+    c.seq = falcon40.seq;
+    for (int tp = 4; tp <= 8; tp *= 2)
+        for (int64_t batch = 1; batch <= 2; batch++) {
+            c.batch = batch;
+            llmem_train *t = make_train(&c);
+            cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_TP, tp), LLMEM_OK);
+            int rc = llmem_estimate_run_parallel(est, m, t, l);
+            cr_expect_eq(rc, tp == 8 ? LLMEM_EOVERFLOW : LLMEM_OK, "tp %d batch %lld: %d (%s)",
+                         tp, (long long)batch, rc, llmem_ctx_error(ctx));
+            llmem_train_free(t);
+        }
+    llmem_parallel_free(l);
+    llmem_model_free(m);
+}
+
 /* A router bias: on Llama's path the router linear's own bias, trained with
  * it (8 experts x 32 layers more trainable parameters); on DeepSeek-V3
  * e_score_correction_bias, a buffer, never trained. The Llama case was an
