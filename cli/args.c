@@ -159,7 +159,7 @@ static const cli_flag flags[] = {
       "plan: also try offloading to host memory" },
     { "top", NULL, CLI_TARGET_TOP, 0, CLI_KIND_INT, "K", "plan: layouts to print (default 10)" },
     { "capacity", NULL, CLI_TARGET_CAPACITY, 0, CLI_KIND_TEXT, "SIZE",
-      "memory of one GPU (bytes, or 80GiB, 79.6GB) for --max and plan" },
+      "memory of one GPU (bytes, or 80GiB, 79.6GB) for --max, plan and --svg's line" },
     { "margin", NULL, CLI_TARGET_MARGIN, 0, CLI_KIND_REAL, "P",
       "percent of the GPU to keep free (default 5)" },
     { "max", NULL, CLI_TARGET_MAX, 0, CLI_KIND_TEXT, "batch|seq",

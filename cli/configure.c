@@ -3,8 +3,8 @@
 
 #include "args.h"
 #include "cli.h"
+#include "number.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +18,6 @@ typedef struct model_choice {
     const char *family;    /* last --family */
     const char *arch_flag; /* first architecture flag, for the message */
 } model_choice;
-
-/* The library parses the training values; model integers are parsed here,
- * strictly: an optional sign, digits, nothing else. */
-static int parse_int64(const char *s, int64_t *out)
-{
-    char *end = NULL;
-    if (*s == '\0' || isspace((unsigned char)*s))
-        return 0;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return 0;
-    *out = (int64_t)v;
-    return 1;
-}
 
 /* The preset's full id, for a name that may be the part after the slash
  * (the library matches both but does not say which preset it chose). */
@@ -76,7 +61,7 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
 {
     int64_t n = 0;
     double d = 0;
-    char *end = NULL;
+    cli_number number;
     switch (f->target) {
     case CLI_TARGET_CAPACITY:
         if (!parse_size(v, &req->capacity)) {
@@ -86,8 +71,7 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
         }
         break;
     case CLI_TARGET_MARGIN:
-        d = strtod(v, &end);
-        if (end == v || *end != '\0' || !(d >= 0 && d < 90)) {
+        if (cli_parse_real(v, &d) != CLI_NUMBER_OK || !(d >= 0 && d < 90)) {
             cli_error("--margin '%s': a percentage in [0, 90)", v);
             return CLI_EXIT_USAGE;
         }
@@ -111,7 +95,12 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
         break;
     case CLI_TARGET_TOP:
     case CLI_TARGET_PLAN:
-        if (!parse_int64(v, &n) || n < 0) {
+        number = cli_parse_int(v, &n);
+        if (number == CLI_NUMBER_RANGE) {
+            cli_error("--%s '%s': too large for a count", f->name, v);
+            return CLI_EXIT_USAGE;
+        }
+        if (number != CLI_NUMBER_OK || n < 0) {
             cli_error("--%s '%s': not a count", f->name, v);
             return CLI_EXIT_USAGE;
         }
@@ -232,28 +221,75 @@ static int open_weights(llmem_ctx *ctx, const model_choice *mc, cli_request *req
     return CLI_EXIT_OK;
 }
 
-static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char *v)
+/* A number out of range, quoted as typed (the library would show the value
+ * strtoll clamped it to). */
+static int out_of_range(const cli_flag *f, const char *v)
 {
-    int rc = LLMEM_OK;
+    int64_t lo = 0, hi = 0;
+    if (f->kind == CLI_KIND_REAL) {
+        cli_error("--%s '%s': too large for a number", f->name, v);
+        return CLI_EXIT_USAGE;
+    }
+    if (f->target == CLI_TARGET_MODEL)
+        llmem_model_field_info(f->key, NULL, &lo, &hi);
+    else if (f->target == CLI_TARGET_PARALLEL)
+        llmem_parallel_field_info(f->key, NULL, &lo, &hi);
+    else
+        llmem_train_field_info(f->key, NULL, &lo, &hi, NULL);
+    cli_error("--%s '%s': out of range [%lld, %lld]", f->name, v, (long long)lo, (long long)hi);
+    return CLI_EXIT_USAGE;
+}
+
+/* Set a model, training or layout field from the flag's text: numbers are
+ * parsed here, the same way for every flag (cli/number.h). */
+static int set_field(cli_request *req, const cli_flag *f, const char *v, int *rc)
+{
+    cli_number parsed = CLI_NUMBER_OK;
     int64_t n = 0;
+    double d = 0;
+    if (f->kind == CLI_KIND_INT)
+        parsed = cli_parse_int(v, &n);
+    else if (f->kind == CLI_KIND_REAL)
+        parsed = cli_parse_real(v, &d);
+    if (parsed == CLI_NUMBER_RANGE)
+        return out_of_range(f, v);
+    if (parsed == CLI_NUMBER_INVALID) {
+        cli_error("--%s '%s': not %s", f->name, v,
+                  f->kind == CLI_KIND_INT ? "an integer" : "a decimal number");
+        return CLI_EXIT_USAGE;
+    }
     switch (f->target) {
     case CLI_TARGET_MODEL:
-        if (f->kind == CLI_KIND_NAME) {
-            rc = llmem_model_set_str(req->model, f->key, v);
-        } else if (!parse_int64(v, &n)) {
-            cli_error("--%s '%s': not an integer", f->name, v);
-            return CLI_EXIT_USAGE;
-        } else {
-            rc = llmem_model_set_int(req->model, f->key, n);
-        }
+        *rc = f->kind == CLI_KIND_INT ? llmem_model_set_int(req->model, f->key, n)
+                                      : llmem_model_set_str(req->model, f->key, v);
+        break;
+    case CLI_TARGET_PARALLEL:
+        *rc = f->kind == CLI_KIND_INT ? llmem_parallel_set_int(req->parallel, f->key, n)
+                                      : llmem_parallel_set_str(req->parallel, f->key, v);
+        break;
+    default:
+        *rc = f->kind == CLI_KIND_INT    ? llmem_train_set_int(req->train, f->key, n)
+              : f->kind == CLI_KIND_REAL ? llmem_train_set_double(req->train, f->key, d)
+                                         : llmem_train_set_str(req->train, f->key, v);
+        break;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char *v)
+{
+    int rc = LLMEM_OK, status = CLI_EXIT_OK;
+    switch (f->target) {
+    case CLI_TARGET_MODEL:
+        status = set_field(req, f, v, &rc);
         req->arch_flags++;
         break;
     case CLI_TARGET_TRAIN:
-        rc = llmem_train_set_str(req->train, f->key, v);
+        status = set_field(req, f, v, &rc);
         req->train_flags++;
         break;
     case CLI_TARGET_PARALLEL:
-        rc = llmem_parallel_set_str(req->parallel, f->key, v);
+        status = set_field(req, f, v, &rc);
         req->layout_flags++;
         break;
     case CLI_TARGET_ZERO:
@@ -272,6 +308,8 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
     default: break; /* the model was made first (new_model), the weights are read
                        last (open_weights), the job flags are read (job_flag) */
     }
+    if (status != CLI_EXIT_OK)
+        return status;
     if (rc != LLMEM_OK) {
         cli_error("--%s '%s': %s", f->name, v, cli_message_body(f, llmem_ctx_error(ctx)));
         return rc == LLMEM_ENOMEM ? CLI_EXIT_ESTIMATE : CLI_EXIT_USAGE;

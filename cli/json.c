@@ -5,10 +5,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Length of the UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    size_t extra;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        extra = 2;
+        lo = c == 0xE0 ? 0xA0 : lo;
+        hi = c == 0xED ? 0x9F : hi;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        extra = 3;
+        lo = c == 0xF0 ? 0x90 : lo;
+        hi = c == 0xF4 ? 0x8F : hi;
+    } else {
+        return 0;
+    }
+    /* A NUL ends the string before any continuation byte is missed. */
+    for (size_t k = 1; k <= extra; k++)
+        if (s[k] < (k == 1 ? lo : 0x80) || s[k] > (k == 1 ? hi : 0xBF))
+            return 0;
+    return extra + 1;
+}
+
+/* A JSON string is Unicode text: bytes that are not UTF-8 (a path on a
+ * Latin-1 file system) each become U+FFFD, the replacement character, so the
+ * output stays valid UTF-8 JSON (RFC 8259 section 8.1). */
 static void write_escaped(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_seq(p);
+        if (n == 0) {
+            fputs("\\ufffd", out);
+            p++;
+            continue;
+        }
+        if (n > 1) {
+            fwrite(p, 1, n, out);
+            p += n;
+            continue;
+        }
         switch (*p) {
         case '"': fputs("\\\"", out); break;
         case '\\': fputs("\\\\", out); break;
@@ -23,6 +65,7 @@ static void write_escaped(FILE *out, const char *s)
             else
                 fputc(*p, out);
         }
+        p++;
     }
     fputc('"', out);
 }

@@ -351,12 +351,13 @@ LLMEM_API const char *llmem_preset_name(size_t index);
  * mistral, mixtral, qwen2, qwen2_moe, qwen3, gemma, gemma2, phi, phi3, gpt2,
  * opt, bloom, gpt_neox, falcon, starcoder2, deepseek_v2, deepseek_v3; the
  * parameter count of the model equals the checkpoint's.
- * @return #LLMEM_EIO when the file cannot be read (or the directory has no
- * config.json); #LLMEM_EPARSE for text that is not JSON, a missing field
- * ("config.json: missing field 'hidden_size' for model_type 'llama'"), a
- * field of the wrong JSON type or out of bounds, or fields that contradict
- * each other; #LLMEM_ENOTSUP for an unknown `model_type` (the message names
- * it). *out is NULL on failure. @since 0.1.0
+ * @return #LLMEM_EIO when the file cannot be read, is not a regular file (a
+ * FIFO, device or socket is never opened for reading), or the directory has
+ * no config.json; #LLMEM_EPARSE for text that is not strict JSON (RFC 8259),
+ * a missing field ("config.json: missing field 'hidden_size' for model_type
+ * 'llama'"), a field of the wrong JSON type or out of bounds, or fields that
+ * contradict each other; #LLMEM_ENOTSUP for an unknown `model_type` (the
+ * message names it). *out is NULL on failure. @since 0.1.0
  */
 LLMEM_API int llmem_model_new_hf_config(llmem_ctx *ctx, const char *path, llmem_model **out);
 /**
@@ -386,13 +387,15 @@ enum llmem_weights_key {
  * checkpoint stores (GPT-2's attention masks, FP8 scales, DeepSeek-V3's
  * multi-token-prediction layer, a tied head saved twice) make the totals
  * exceed llmem_model_param_count().
- * @return #LLMEM_EIO for a missing or unreadable file; #LLMEM_EPARSE, with a
- * message naming the file and tensor, for a header length beyond the file or
- * above the format's 100,000,000 bytes, a header that is not a UTF-8 JSON
- * object, an unknown dtype, a shape whose size disagrees with its
- * data_offsets, overlapping, out-of-range or gapped offsets (the data region
- * must be covered exactly), a shape product overflowing 64 bits, or an index
- * whose weight_map disagrees with its shards. @since 0.1.0
+ * @return #LLMEM_EIO for a missing or unreadable file, or one that is not a
+ * regular file (a FIFO, device or socket is never opened for reading);
+ * #LLMEM_EPARSE, with a message naming the file and tensor, for a header
+ * length beyond the file or above the format's 100,000,000 bytes, a header
+ * that is not one strict JSON (RFC 8259) object, an unknown dtype, a shape
+ * whose size disagrees with its data_offsets, overlapping, out-of-range or
+ * gapped offsets (the data region must be covered exactly), a shape product
+ * overflowing 64 bits, or an index whose weight_map disagrees with its
+ * shards. @since 0.1.0
  */
 LLMEM_API int llmem_weights_open(llmem_ctx *ctx, const char *path, llmem_weights **out);
 /** As llmem_weights_open(), from one safetensors file's bytes in memory
@@ -791,7 +794,8 @@ LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const 
  * that holds that run's peak), the others by one point each, unless
  * @p expand is 1. Allocates room for @p capacity points a rank once, here
  * (runs allocate nothing); @p capacity 0 turns the timeline off and frees it.
- * A step with more points keeps the first @p capacity. The article's formula
+ * A step with more points keeps the first @p capacity: a count equal to
+ * @p capacity means the room filled, so record again with more. The article's formula
  * has no timeline. @return #LLMEM_ENOMEM. @since 0.2.0
  */
 LLMEM_API int llmem_estimate_timeline(llmem_estimate *est, size_t capacity, int expand);

@@ -336,6 +336,30 @@ private:
     const llmem_term *t_;
 };
 
+/**
+ * One point of a step's timeline (llmem_estimate_timeline_point()): the live
+ * bytes of each term at the allocated level while one op of the step runs.
+ */
+struct TimelinePoint {
+    std::size_t index;        /**< its position in the timeline */
+    int phase;                /**< #llmem_phase */
+    std::string part;         /**< "embedding", "norm", "attention", "mlp", "head", "loss",
+                                   "recompute", "layer" (a layer shown by one point), "optimizer" */
+    std::int64_t layer;       /**< the decoder layer; -1 outside the layers */
+    std::uint64_t parameters; /**< #LLMEM_TERM_PARAMETERS bytes */
+    std::uint64_t optimizer;  /**< #LLMEM_TERM_OPTIMIZER bytes */
+    std::uint64_t data;       /**< #LLMEM_TERM_DATA bytes */
+    std::uint64_t temporary;  /**< #LLMEM_TERM_TEMPORARY bytes */
+    /** The live bytes then: the four terms' sum. */
+    std::uint64_t total() const noexcept { return parameters + optimizer + data + temporary; }
+};
+
+/** A rank's timeline: its points in order and the index of the first at the peak. */
+struct Timeline {
+    std::vector<TimelinePoint> points; /**< empty when none was recorded */
+    std::size_t peak;                  /**< points[peak].total() is the rank's peak_allocated */
+};
+
 /** An llmem_estimate: reusable; run() allocates nothing. */
 class Estimate {
 public:
@@ -429,6 +453,38 @@ public:
         const llmem_term *t = nullptr;
         detail::check(llmem_estimate_term(p_.get(), kind, &t), ctx_);
         return Term(kind, t);
+    }
+    /**
+     * Record the timeline of every later run, with room for @p capacity points
+     * a rank (a step with more keeps the first ones; 0 stops recording), every
+     * layer op by op when @p expand (llmem_estimate_timeline()).
+     */
+    Estimate &record_timeline(std::size_t capacity, bool expand = false)
+    {
+        detail::check(llmem_estimate_timeline(p_.get(), capacity, expand ? 1 : 0), ctx_);
+        return *this;
+    }
+    /** The most loaded rank's timeline (no points unless recorded). */
+    Timeline timeline() const { return rank_timeline(peak_rank()); }
+    /** Rank @p rank's timeline. */
+    Timeline rank_timeline(std::size_t rank) const
+    {
+        Timeline t{};
+        const std::size_t n = llmem_estimate_timeline_count(p_.get(), rank);
+        t.points.reserve(n);
+        for (std::size_t i = 0; i < n; i++) {
+            TimelinePoint p{};
+            const char *part = nullptr;
+            p.index = i;
+            detail::check(llmem_estimate_timeline_point(p_.get(), rank, i, &p.phase, &part,
+                                                        &p.layer, &p.parameters, &p.optimizer,
+                                                        &p.data, &p.temporary),
+                          ctx_);
+            p.part = part != nullptr ? part : "";
+            t.points.push_back(std::move(p));
+        }
+        t.peak = llmem_estimate_timeline_peak(p_.get(), rank);
+        return t;
     }
     /** The C handle (NULL once moved from). */
     llmem_estimate *native() const noexcept { return p_.get(); }

@@ -856,17 +856,22 @@ int llmem_model_new_hf_config(llmem_ctx *ctx, const char *path, llmem_model **ou
         return LLMEM_EINVAL;
     if (path == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, CONFIG_NAME ": path is NULL");
-    int kind = llmem_hf_path_kind(path);
+    int kind;
+    if ((rc = llmem_hf_path_kind(ctx, path, &kind)) != LLMEM_OK)
+        return rc;
     if (kind == HF_PATH_MISSING)
         return llmem__fail(ctx, LLMEM_EIO, "%s: no such file or directory", path);
     if (kind == HF_PATH_DIR) {
         if ((file = llmem_hf_path_join(ctx, path, CONFIG_NAME)) == NULL)
             return llmem__fail(ctx, LLMEM_ENOMEM, CONFIG_NAME ": out of memory");
-        if (llmem_hf_path_kind(file) != HF_PATH_FILE) {
+        if ((rc = llmem_hf_path_kind(ctx, file, &kind)) == LLMEM_OK && kind == HF_PATH_MISSING)
+            rc = llmem__fail(ctx, LLMEM_EIO, "%s: no " CONFIG_NAME " in this directory", path);
+        if (rc != LLMEM_OK) {
             llmem__free(ctx, file);
-            return llmem__fail(ctx, LLMEM_EIO, "%s: no " CONFIG_NAME " in this directory", path);
+            return rc;
         }
     }
+    /* A FIFO, device or socket is refused here, before a read could block. */
     rc = llmem_hf_read_file(ctx, file ? file : path, HF_CONFIG_MAX_BYTES, &text, &len);
     llmem__free(ctx, file);
     if (rc != LLMEM_OK)

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Hugging Face readers: internals shared by config.c, safetensors.c,
- * weights.c and files.c, and the entry points the white-box tests and fuzzers
- * call. */
+ * st_set.c, index.c, weights.c and files.c, and the entry points the
+ * white-box tests and fuzzers call. */
 #ifndef LLMEM_HF_HF_H
 #define LLMEM_HF_HF_H
 
 #include "llmem.h"
+
+#include "hf/scan.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -43,16 +45,53 @@ struct llmem_weights {
     uint64_t files;
 };
 
-struct hf_jv;
+/* One tensor of a safetensors header as its entry gives it; the name points
+ * into the header text, as written (escapes undecoded). 32 bytes: a million
+ * of them are sorted, and glibc sorts records above 32 bytes through an array
+ * of pointers. Its elements are (end - begin) x 8 / the dtype's bits. */
+typedef struct hf_st_tensor {
+    const char *name;
+    uint32_t name_len; /* headers are at most HF_ST_MAX_HEADER bytes */
+    unsigned char name_escaped;
+    unsigned char dtype; /* index in llmem_hf_dtypes */
+    uint64_t begin, end;
+} hf_st_tensor;
+
+/* The tensors of one header, sorted by name (by their decoded bytes). */
+typedef struct hf_st_tensors {
+    hf_st_tensor *t; /* from ctx's allocator */
+    size_t n;
+} hf_st_tensors;
+
+/* Tensor names and strings in messages are cut to this many bytes. */
+#define HF_NAME_SHOWN 80
 
 /* Parse and validate one safetensors header (the JSON after the length),
  * whose file holds data_len bytes after it, and add its tensors to *totals.
- * name names the file in messages. On success, when keep is not NULL, *keep
- * receives the parsed header (free with llmem_hf_json_free) so the caller can look
- * tensors up. Fails with LLMEM_EPARSE (or LLMEM_ENOMEM) and a message naming
- * the tensor or field; *totals is then unchanged. */
+ * name names the file in messages. The header is walked token by token
+ * (hf/scan.h): memory is linear in its tensors, with no JSON tree. A name
+ * given twice keeps its last entry, as the reference implementation's map
+ * does. On success, when keep is not NULL, it receives the tensors sorted by
+ * name (valid while header lives) for the caller to look names up. Fails with
+ * LLMEM_EPARSE (or LLMEM_ENOMEM) and a message naming the tensor or field;
+ * *totals is then unchanged. */
 int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
-                 uint64_t data_len, hf_totals *totals, struct hf_jv **keep);
+                       uint64_t data_len, hf_totals *totals, hf_st_tensors *keep);
+
+/* The tensors of one header together (st_set.c). */
+hf_str llmem_hf_st_name(const hf_st_tensor *t);
+/* Drop the earlier entries of a name given twice (the last is kept, at the
+ * place of the first); t is sorted by name on return. */
+void llmem_hf_st_drop_repeated(hf_st_tensor *t, size_t *n);
+/* Sorted by offsets, the tensors cover [0, data_len) exactly (file names the
+ * file in messages); t is sorted by offsets on return. */
+int llmem_hf_st_check_coverage(llmem_ctx *ctx, const char *file, uint64_t data_len,
+                               hf_st_tensor *t, size_t n);
+/* Totals of t, dtypes in order of first appearance in the header. */
+void llmem_hf_st_count(const hf_st_tensor *t, size_t n, hf_totals *add);
+void llmem_hf_st_sort_by_name(hf_st_tensor *t, size_t n);
+/* Add totals (sums checked by the caller). */
+void llmem_hf_st_merge(hf_totals *into, const hf_totals *add);
 
 /* Check a header length n read from a file of file_size bytes; sets the data
  * length that follows the header. */
@@ -63,16 +102,39 @@ int llmem_hf_st_lengths(llmem_ctx *ctx, const char *name, uint64_t file_size, ui
 int llmem_hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *data, size_t len,
                 const char **header, size_t *header_len, uint64_t *data_len);
 
+/* Weights of totals read from files (weights.c). */
+int llmem_hf_make_weights(llmem_ctx *ctx, const hf_totals *t, uint64_t files, llmem_weights **out);
+/* Read one .safetensors file and add its tensors to *t. With keep (and text),
+ * also its tensors sorted by name, whose names point into *text, the header
+ * (free both with llmem__free). */
+int llmem_hf_read_single(llmem_ctx *ctx, const char *path, hf_totals *t, char **text,
+                         hf_st_tensors *keep);
+
+/* A sharded checkpoint: the index names each tensor's shard (index.c). */
+#define HF_INDEX_NAME "model.safetensors.index.json"
+int llmem_hf_read_index(llmem_ctx *ctx, const char *path, llmem_weights **out);
+
 /* Files. Paths are UTF-8 (or the platform's) and used as given. */
-enum llmem_hf_path_kind { HF_PATH_MISSING = 0, HF_PATH_FILE = 1, HF_PATH_DIR = 2 };
-int llmem_hf_path_kind(const char *path);
+enum llmem_hf_path_kind {
+    HF_PATH_MISSING = 0,
+    HF_PATH_FILE = 1, /* a regular file */
+    HF_PATH_DIR = 2,
+    HF_PATH_OTHER = 3 /* a FIFO, device or socket: never opened */
+};
+/* What path is, following symlinks: LLMEM_OK and *kind (HF_PATH_MISSING
+ * only when it does not exist), or LLMEM_EIO with the cause stat() gives
+ * (permission denied, a symlink loop, ...). */
+int llmem_hf_path_kind(llmem_ctx *ctx, const char *path, int *kind);
+/* LLMEM_EIO, saying why a path of this kind is not read. */
+int llmem_hf_not_regular(llmem_ctx *ctx, const char *path, int kind);
 /* dir + "/" + name in memory from ctx's allocator; NULL when out of memory. */
 char *llmem_hf_path_join(llmem_ctx *ctx, const char *dir, const char *name);
 /* The directory part of path ("." when it has none), allocated from ctx. */
 char *llmem_hf_path_dir(llmem_ctx *ctx, const char *path);
-/* Read a whole file of at most max bytes into a NUL-terminated buffer from
- * ctx's allocator. LLMEM_EIO when it cannot be read, LLMEM_EPARSE when larger
- * than max. */
+/* Read a whole regular file of at most max bytes, to its end whatever size
+ * it reports (/proc), into a NUL-terminated buffer from ctx's allocator.
+ * LLMEM_EIO when it cannot be read or is not a regular file, LLMEM_EPARSE
+ * when larger than max. */
 int llmem_hf_read_file(llmem_ctx *ctx, const char *path, size_t max, char **buf, size_t *len);
 /* Read a safetensors file's header (not its data): *header from ctx's
  * allocator, *data_len the bytes after it. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* hf/json.h on json-c (0.13 or later: json_tokener_get_parse_end needs 0.15,
- * uint64 integers 0.14; Debian 12 has 0.16). json-c allocates its trees with
- * malloc; they live only for the duration of one reader call. */
+/* hf/json.h on json-c (0.14 or later, for uint64 integers; Debian 12 has
+ * 0.16), behind the strict check of hf/scan.h. json-c allocates its trees
+ * with malloc; they live only for the duration of one reader call. */
 #include "hf/json.h"
+
+#include "hf/scan.h"
 
 #include <json-c/json.h>
 
@@ -13,14 +15,6 @@
 #define OBJ(v) ((struct json_object *)(v))
 #define COBJ(v) ((const struct json_object *)(v))
 
-static int only_whitespace(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
-            return 0;
-    return 1;
-}
-
 int llmem_hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t errcap)
 {
     *root = NULL;
@@ -28,6 +22,10 @@ int llmem_hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, s
         snprintf(err, errcap, "JSON text of %zu bytes is too large", len);
         return -1;
     }
+    /* RFC 8259 first: json-c's strict mode lets "1.", NaN, raw control
+     * characters and invalid UTF-8 through (hf/scan.h). */
+    if (llmem_hf_json_check(text, len, err, errcap) != 0)
+        return -1;
     struct json_tokener *tok = json_tokener_new_ex(HF_JSON_MAX_DEPTH);
     if (tok == NULL) {
         snprintf(err, errcap, "out of memory");
@@ -36,19 +34,15 @@ int llmem_hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, s
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
     struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error e = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    if (e == json_tokener_success && !only_whitespace(text + end, len - end)) {
-        snprintf(err, errcap, "unexpected data after the JSON value at byte %zu", end);
-        json_object_put(obj);
-        json_tokener_free(tok);
-        return -1;
+    /* A top-level number or literal ending the text could go on in a later
+     * chunk: a space tells json-c it is complete. */
+    if (e == json_tokener_continue) {
+        obj = json_tokener_parse_ex(tok, " ", 1);
+        e = json_tokener_get_error(tok);
     }
     if (e != json_tokener_success) {
-        if (e == json_tokener_continue)
-            snprintf(err, errcap, "JSON text ends early (%zu bytes)", len);
-        else
-            snprintf(err, errcap, "invalid JSON at byte %zu: %s", end,
-                     json_tokener_error_desc(e));
+        /* The text passed the check above: only a failing allocation gets here. */
+        snprintf(err, errcap, "cannot parse the JSON text: %s", json_tokener_error_desc(e));
         json_object_put(obj);
         json_tokener_free(tok);
         return -1;
@@ -74,19 +68,6 @@ int llmem_hf_json_type(const hf_jv *v)
     case json_type_object: return HF_JOBJECT;
     case json_type_null:
     default: return HF_JNULL;
-    }
-}
-
-const char *llmem_hf_json_type_name(int type)
-{
-    switch (type) {
-    case HF_JBOOL: return "a boolean";
-    case HF_JINT: return "an integer";
-    case HF_JDOUBLE: return "a fractional number";
-    case HF_JSTRING: return "a string";
-    case HF_JARRAY: return "an array";
-    case HF_JOBJECT: return "an object";
-    default: return "null";
     }
 }
 

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* The small JSON interface the Hugging Face readers use. Only json.c includes
- * json-c, so the config and safetensors parsers can be read, tested and fuzzed
- * against this interface alone.
+/* The small JSON tree interface the config reader uses. Only json.c includes
+ * json-c, so the config parser can be read, tested and fuzzed against this
+ * interface alone. (Safetensors headers and indexes are walked with the
+ * scanner of hf/scan.h, without a tree.)
  *
  * Why json-c: it is packaged by Debian (libjson-c5, libjson-c-dev) and every
  * other distribution, has kept a versioned, stable ABI for years, is plain C99
  * with no dependencies, and already sits under systemd, rsyslog, cryptsetup and
- * bind9, so linking it adds nothing new to a system image. Its strict mode
- * rejects what RFC 8259 rejects, and its tokener takes an explicit length and a
- * nesting limit. */
+ * bind9, so linking it adds nothing new to a system image. Its tokener takes an
+ * explicit length and a nesting limit. Its strict mode is not RFC 8259, so
+ * every text passes hf/scan.h's check first. */
 #ifndef LLMEM_HF_JSON_H
 #define LLMEM_HF_JSON_H
+
+#include "hf/scan.h" /* the JSON types, their names, the nesting limit */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,28 +21,12 @@
 /* A JSON value inside a parsed document; NULL is the JSON null. */
 typedef struct hf_jv hf_jv;
 
-enum hf_jtype {
-    HF_JNULL = 1,
-    HF_JBOOL,
-    HF_JINT,    /* a number written without fraction or exponent */
-    HF_JDOUBLE, /* any other number */
-    HF_JSTRING,
-    HF_JARRAY,
-    HF_JOBJECT
-};
-
-/* Nesting deeper than this is an error (safetensors headers need 3 levels,
- * config.json files fewer than 8). */
-#define HF_JSON_MAX_DEPTH 32
-
 /* Parse len bytes of strict JSON (trailing whitespace allowed). On failure
  * returns -1 with a message in err; *root is then NULL. */
 int llmem_hf_json_parse(const char *text, size_t len, hf_jv **root, char *err, size_t errcap);
 void llmem_hf_json_free(hf_jv *root);
 
 int llmem_hf_json_type(const hf_jv *v);
-/* Name of a type, for messages ("an integer", "a string", ...). */
-const char *llmem_hf_json_type_name(int type);
 
 /* Member key of an object: returns 1 and sets *out (NULL for a JSON null)
  * when present, 0 when absent or when obj is not an object. */

@@ -7,10 +7,9 @@
 
 #include "core/checked.h"
 #include "core/ctx.h"
-#include "hf/json.h"
+#include "hf/scan.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Dtype and its bitsize() in tensor.rs. */
@@ -21,8 +20,6 @@ const hf_dtype llmem_hf_dtypes[HF_DTYPE_COUNT] = {
     { "F32", 32 },     { "C64", 64 },     { "F64", 64 },    { "I64", 64 },    { "U64", 64 },
 };
 
-/* Tensor names and strings in messages are cut to this many bytes. */
-#define NAME_SHOWN 80
 
 static int find_dtype(const char *name)
 {
@@ -69,287 +66,322 @@ int llmem_hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *dat
     return LLMEM_OK;
 }
 
-/* RFC 3629 UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static size_t invalid_utf8_at(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t extra;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            extra = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            extra = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            extra = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        } else {
-            return i;
-        }
-        if (n - i <= extra)
-            return i;
-        for (size_t k = 1; k <= extra; k++) {
-            unsigned b = s[i + k];
-            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF))
-                return i;
-        }
-        i += extra + 1;
-    }
-    return n;
-}
-
-/* One tensor's data region, for the coverage check. */
-typedef struct region {
-    uint64_t begin, end;
-    const char *name;
-} region;
+/* ---- one tensor entry ----------------------------------------------------- */
 
 typedef struct walk {
     llmem_ctx *ctx;
     const char *file;
     uint64_t data_len;
-    hf_totals add;
-    region *regions;
-    size_t nregions;
+    hf_scan scan;
+    hf_st_tensor *t; /* in the order of the header */
+    size_t n, cap;
 } walk;
 
-static int bad(walk *w, const char *tensor, const char *fmt_tail, const char *detail)
+#define SHOWN(s) llmem_hf_str_shown((s), HF_NAME_SHOWN), (s)->raw
+
+/* The scanner's token; a syntax error fails with its message. */
+static int next(walk *w, hf_tok *t)
 {
-    return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: tensor '%.*s': %s%s", w->file, NAME_SHOWN,
-                       tensor, fmt_tail, detail ? detail : "");
+    if (llmem_hf_scan_next(&w->scan, t) >= 0)
+        return LLMEM_OK;
+    return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: header: %s", w->file, w->scan.err);
 }
 
-/* __metadata__ is a string-to-string map in the format. */
-static int metadata_value(void *user, const char *key, const hf_jv *value)
+/* A member's value that is not read. */
+static int skip_value(walk *w)
 {
-    walk *w = user;
-    if (llmem_hf_json_string(value) == NULL)
-        return llmem__fail(w->ctx, LLMEM_EPARSE,
-                           "%s: '__metadata__' entry '%.*s' must be a string, not %s", w->file,
-                           NAME_SHOWN, key, llmem_hf_json_type_name(llmem_hf_json_type(value)));
-    return 0;
+    hf_tok t;
+    int rc = next(w, &t);
+    if (rc == LLMEM_OK && llmem_hf_scan_skip(&w->scan, &t) != 0)
+        return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: header: %s", w->file, w->scan.err);
+    return rc;
 }
 
-static int check_metadata(walk *w, const hf_jv *meta)
+static int bad(walk *w, const hf_str *tensor, const char *what, const char *detail)
 {
-    if (llmem_hf_json_type(meta) != HF_JOBJECT)
-        return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: '__metadata__' must be an object, not %s",
-                           w->file, llmem_hf_json_type_name(llmem_hf_json_type(meta)));
-    return llmem_hf_json_each(meta, metadata_value, w);
+    return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: tensor '%.*s': %s%s", w->file, SHOWN(tensor),
+                       what, detail ? detail : "");
 }
 
-static int one_tensor(void *user, const char *name, const hf_jv *info)
+/* A dimension or offset: an integer in [0, 2^64). */
+static int non_negative(const hf_tok *t)
 {
-    walk *w = user;
-    const hf_jv *dtype_v, *shape, *offsets;
-    char detail[96];
-    if (strcmp(name, "__metadata__") == 0)
-        return check_metadata(w, info);
-    if (llmem_hf_json_type(info) != HF_JOBJECT)
-        return bad(w, name, "entry must be an object, not ", llmem_hf_json_type_name(llmem_hf_json_type(info)));
-    if (!llmem_hf_json_member(info, "dtype", &dtype_v))
-        return bad(w, name, "missing 'dtype'", NULL);
-    if (!llmem_hf_json_member(info, "shape", &shape))
-        return bad(w, name, "missing 'shape'", NULL);
-    if (!llmem_hf_json_member(info, "data_offsets", &offsets))
-        return bad(w, name, "missing 'data_offsets'", NULL);
+    return t->kind == HF_TOK_NUMBER && t->integer && t->fits &&
+           (!t->negative || t->magnitude == 0);
+}
 
-    const char *dtype_name = llmem_hf_json_string(dtype_v);
-    if (dtype_name == NULL && llmem_hf_json_type(dtype_v) == HF_JSTRING)
-        return bad(w, name, "'dtype' holds a NUL character", NULL);
-    if (dtype_name == NULL)
-        return bad(w, name, "'dtype' must be a string, not ",
-                   llmem_hf_json_type_name(llmem_hf_json_type(dtype_v)));
-    int dt = find_dtype(dtype_name);
-    if (dt < 0) {
-        snprintf(detail, sizeof detail, "'%.40s'", dtype_name);
-        return bad(w, name, "unknown dtype ", detail);
+static int read_dtype(walk *w, const hf_str *tensor, int *dt)
+{
+    hf_tok t;
+    char name[41];
+    int rc = next(w, &t);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (t.kind != HF_TOK_STRING)
+        return bad(w, tensor, "'dtype' must be a string, not ", llmem_hf_tok_type_name(&t));
+    size_t n = t.str.len < sizeof name ? llmem_hf_str_decode(&t.str, name) : 0;
+    if (memchr(name, '\0', n) != NULL)
+        return bad(w, tensor, "'dtype' holds a NUL character", NULL);
+    name[n] = '\0';
+    *dt = t.str.len < sizeof name ? find_dtype(name) : -1;
+    if (*dt < 0) {
+        char detail[64];
+        snprintf(detail, sizeof detail, "'%.*s'", llmem_hf_str_shown(&t.str, 40), t.str.raw);
+        return bad(w, tensor, "unknown dtype ", detail);
     }
+    return LLMEM_OK;
+}
 
-    if (llmem_hf_json_type(shape) != HF_JARRAY)
-        return bad(w, name, "'shape' must be an array, not ", llmem_hf_json_type_name(llmem_hf_json_type(shape)));
+/* The product of the dimensions; *overflow when it passes 2^64. */
+static int read_shape(walk *w, const hf_str *tensor, uint64_t *elems, int *overflow)
+{
+    hf_tok t;
     checked c = { 0 };
-    uint64_t elems = 1;
-    for (size_t i = 0; i < llmem_hf_json_array_size(shape); i++) {
-        uint64_t dim;
-        if (llmem_hf_json_uint64(llmem_hf_json_array_at(shape, i), &dim) != 0) {
-            snprintf(detail, sizeof detail, "%zu must be a non-negative integer", i);
-            return bad(w, name, "'shape' dimension ", detail);
+    int rc = next(w, &t);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (t.kind != HF_TOK_ARRAY)
+        return bad(w, tensor, "'shape' must be an array, not ", llmem_hf_tok_type_name(&t));
+    *elems = 1;
+    for (size_t i = 0;; i++) {
+        if ((rc = next(w, &t)) != LLMEM_OK)
+            return rc;
+        if (t.kind == HF_TOK_ARRAY_END)
+            break;
+        if (!non_negative(&t)) {
+            char detail[64];
+            snprintf(detail, sizeof detail, "%zu must be a non-negative integer%s", i,
+                     t.kind == HF_TOK_NUMBER && t.integer && !t.negative ? " below 2^64" : "");
+            return bad(w, tensor, "'shape' dimension ", detail);
         }
-        elems = ck_mul(&c, elems, dim);
+        *elems = ck_mul(&c, *elems, t.magnitude);
     }
+    *overflow = c.overflow;
+    return LLMEM_OK;
+}
+
+static int read_offsets(walk *w, const hf_str *tensor, uint64_t *begin, uint64_t *end)
+{
+    hf_tok t;
+    uint64_t v[2];
+    size_t n = 0;
+    int rc = next(w, &t);
+    if (rc != LLMEM_OK)
+        return rc;
+    while (t.kind == HF_TOK_ARRAY) {
+        if ((rc = next(w, &t)) != LLMEM_OK)
+            return rc;
+        if (t.kind == HF_TOK_ARRAY_END && n == 2) {
+            *begin = v[0];
+            *end = v[1];
+            return LLMEM_OK;
+        }
+        if (n == 2 || !non_negative(&t))
+            break;
+        v[n++] = t.magnitude;
+        t.kind = HF_TOK_ARRAY;
+    }
+    return bad(w, tensor, "'data_offsets' must be [begin, end] of non-negative integers", NULL);
+}
+
+/* Which of the three fields a member is: 0, 1, 2, or -1 for another. */
+static int field_of(const hf_str *key)
+{
+    static const char *const fields[] = { "dtype", "shape", "data_offsets" };
+    for (int i = 0; i < 3; i++)
+        if (llmem_hf_str_eq(key, fields[i]))
+            return i;
+    return -1;
+}
+
+/* The checks of tensor.rs on one entry, once all its fields are read. */
+static int check_tensor(walk *w, const hf_str *tensor, int dt, uint64_t elems, int overflow,
+                        uint64_t begin, uint64_t end)
+{
+    char detail[96];
+    checked c = { 0 };
     uint64_t bits = ck_mul(&c, elems, llmem_hf_dtypes[dt].bits);
-    if (c.overflow)
-        return bad(w, name, "shape product overflows 64 bits", NULL);
+    if (overflow || c.overflow)
+        return bad(w, tensor, "shape product overflows 64 bits", NULL);
     if (bits % 8 != 0) {
         snprintf(detail, sizeof detail, " (%llu elements of %s)", (unsigned long long)elems,
                  llmem_hf_dtypes[dt].name);
-        return bad(w, name, "data does not end on a byte boundary", detail);
+        return bad(w, tensor, "data does not end on a byte boundary", detail);
     }
-
-    uint64_t begin, end;
-    if (llmem_hf_json_type(offsets) != HF_JARRAY || llmem_hf_json_array_size(offsets) != 2 ||
-        llmem_hf_json_uint64(llmem_hf_json_array_at(offsets, 0), &begin) != 0 ||
-        llmem_hf_json_uint64(llmem_hf_json_array_at(offsets, 1), &end) != 0)
-        return bad(w, name, "'data_offsets' must be [begin, end] of non-negative integers", NULL);
     if (end < begin) {
         snprintf(detail, sizeof detail, " [%llu, %llu]", (unsigned long long)begin,
                  (unsigned long long)end);
-        return bad(w, name, "'data_offsets' end before begin", detail);
+        return bad(w, tensor, "'data_offsets' end before begin", detail);
     }
     if (end > w->data_len) {
         snprintf(detail, sizeof detail, " [%llu, %llu] (data region %llu bytes)",
                  (unsigned long long)begin, (unsigned long long)end,
                  (unsigned long long)w->data_len);
-        return bad(w, name, "'data_offsets' out of range", detail);
+        return bad(w, tensor, "'data_offsets' out of range", detail);
     }
     if (end - begin != bits / 8) {
         snprintf(detail, sizeof detail, " (%llu bytes) but the shape of %s needs %llu",
                  (unsigned long long)(end - begin), llmem_hf_dtypes[dt].name,
                  (unsigned long long)(bits / 8));
-        return bad(w, name, "'data_offsets' size mismatch", detail);
+        return bad(w, tensor, "'data_offsets' size mismatch", detail);
     }
-
-    hf_totals *t = &w->add;
-    if (t->dtype_params[dt] == 0 && t->dtype_bytes[dt] == 0) {
-        int seen = 0;
-        for (size_t i = 0; i < t->ndtypes; i++)
-            seen |= t->order[i] == dt;
-        if (!seen)
-            t->order[t->ndtypes++] = (unsigned char)dt;
-    }
-    t->dtype_params[dt] += elems;
-    t->dtype_bytes[dt] += bits / 8;
-    t->params += elems;
-    t->bytes += bits / 8;
-    t->tensors++;
-    w->regions[w->nregions++] = (region){ begin, end, name };
-    return 0;
+    return LLMEM_OK;
 }
 
-static int by_offsets(const void *a, const void *b)
+static int append(walk *w, const hf_st_tensor *r)
 {
-    const region *x = a, *y = b;
-    if (x->begin != y->begin)
-        return x->begin < y->begin ? -1 : 1;
-    if (x->end != y->end)
-        return x->end < y->end ? -1 : 1;
-    return 0;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        hf_st_tensor *t = llmem__alloc(w->ctx, cap * sizeof *t);
+        if (t == NULL)
+            return llmem__fail(w->ctx, LLMEM_ENOMEM, "%s: out of memory for %zu tensors",
+                               w->file, cap);
+        if (w->n > 0)
+            memcpy(t, w->t, w->n * sizeof *t);
+        llmem__free(w->ctx, w->t);
+        w->t = t;
+        w->cap = cap;
+    }
+    w->t[w->n++] = *r;
+    return LLMEM_OK;
 }
 
-/* The data region must be covered exactly: sorted by offsets, each tensor
- * starts where the previous one ended, the first at 0, the last at the end. */
-static int check_coverage(walk *w)
+/* One tensor's entry, an object with dtype, shape and data_offsets (other
+ * members are skipped; a field given twice is an error, as serde's derived
+ * TensorInfo has it). */
+static int one_tensor(walk *w, const hf_str *tensor)
 {
-    uint64_t at = 0;
-    if (w->nregions > 1)
-        qsort(w->regions, w->nregions, sizeof *w->regions, by_offsets);
-    for (size_t i = 0; i < w->nregions; i++) {
-        const region *r = &w->regions[i];
-        if (r->begin < at)
+    static const char *const names[] = { "'dtype'", "'shape'", "'data_offsets'" };
+    hf_tok t;
+    int seen[3] = { 0, 0, 0 }, dt = 0, overflow = 0, rc;
+    uint64_t elems = 0, begin = 0, end = 0;
+    if ((rc = next(w, &t)) != LLMEM_OK)
+        return rc;
+    if (t.kind != HF_TOK_OBJECT)
+        return bad(w, tensor, "entry must be an object, not ", llmem_hf_tok_type_name(&t));
+    for (;;) {
+        if ((rc = next(w, &t)) != LLMEM_OK)
+            return rc;
+        if (t.kind == HF_TOK_OBJECT_END)
+            break;
+        int f = field_of(&t.str);
+        if (f >= 0 && seen[f])
+            return bad(w, tensor, names[f], " appears twice");
+        if (f >= 0)
+            seen[f] = 1;
+        if (f == 0)
+            rc = read_dtype(w, tensor, &dt);
+        else if (f == 1)
+            rc = read_shape(w, tensor, &elems, &overflow);
+        else if (f == 2)
+            rc = read_offsets(w, tensor, &begin, &end);
+        else
+            rc = skip_value(w);
+        if (rc != LLMEM_OK)
+            return rc;
+    }
+    for (int f = 0; f < 3; f++)
+        if (!seen[f])
+            return bad(w, tensor, "missing ", names[f]);
+    if ((rc = check_tensor(w, tensor, dt, elems, overflow, begin, end)) != LLMEM_OK)
+        return rc;
+    hf_st_tensor r = { tensor->raw, (uint32_t)tensor->len, (unsigned char)tensor->escaped,
+                       (unsigned char)dt, begin, end };
+    return append(w, &r);
+}
+
+/* __metadata__ is a string-to-string map in the format. */
+static int metadata(walk *w)
+{
+    hf_tok t;
+    int rc = next(w, &t);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (t.kind != HF_TOK_OBJECT)
+        return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: '__metadata__' must be an object, not %s",
+                           w->file, llmem_hf_tok_type_name(&t));
+    for (;;) {
+        if ((rc = next(w, &t)) != LLMEM_OK)
+            return rc;
+        if (t.kind == HF_TOK_OBJECT_END)
+            return LLMEM_OK;
+        hf_str key = t.str;
+        if ((rc = next(w, &t)) != LLMEM_OK)
+            return rc;
+        if (t.kind != HF_TOK_STRING)
             return llmem__fail(w->ctx, LLMEM_EPARSE,
-                               "%s: tensor '%.*s' at [%llu, %llu] overlaps tensor '%.*s'",
-                               w->file, NAME_SHOWN, r->name, (unsigned long long)r->begin,
-                               (unsigned long long)r->end, NAME_SHOWN, w->regions[i - 1].name);
-        if (r->begin > at)
-            return llmem__fail(w->ctx, LLMEM_EPARSE,
-                               "%s: tensor '%.*s' at [%llu, %llu] leaves bytes [%llu, %llu) "
-                               "of the data region unused",
-                               w->file, NAME_SHOWN, r->name, (unsigned long long)r->begin,
-                               (unsigned long long)r->end, (unsigned long long)at,
-                               (unsigned long long)r->begin);
-        at = r->end;
+                               "%s: '__metadata__' entry '%.*s' must be a string, not %s",
+                               w->file, SHOWN(&key), llmem_hf_tok_type_name(&t));
     }
-    if (at != w->data_len)
-        return llmem__fail(w->ctx, LLMEM_EPARSE,
-                           "%s: tensors cover %llu bytes but the data region holds %llu",
-                           w->file, (unsigned long long)at, (unsigned long long)w->data_len);
-    return 0;
 }
 
-static void merge(hf_totals *into, const hf_totals *add)
+/* The header's one object, entry by entry. */
+static int walk_header(walk *w)
 {
-    for (size_t i = 0; i < add->ndtypes; i++) {
-        int dt = add->order[i], seen = 0;
-        for (size_t k = 0; k < into->ndtypes; k++)
-            seen |= into->order[k] == dt;
-        if (!seen)
-            into->order[into->ndtypes++] = (unsigned char)dt;
+    hf_tok t;
+    int rc = next(w, &t);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (t.kind != HF_TOK_OBJECT)
+        return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: header is not a JSON object", w->file);
+    for (;;) {
+        if ((rc = next(w, &t)) != LLMEM_OK)
+            return rc;
+        if (t.kind == HF_TOK_OBJECT_END)
+            break;
+        hf_str key = t.str;
+        rc = llmem_hf_str_eq(&key, "__metadata__") ? metadata(w) : one_tensor(w, &key);
+        if (rc != LLMEM_OK)
+            return rc;
     }
-    for (int dt = 0; dt < HF_DTYPE_COUNT; dt++) {
-        into->dtype_params[dt] += add->dtype_params[dt];
-        into->dtype_bytes[dt] += add->dtype_bytes[dt];
-    }
-    into->params += add->params;
-    into->bytes += add->bytes;
-    into->tensors += add->tensors;
+    return next(w, &t); /* only whitespace may follow */
 }
 
 int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
-                 uint64_t data_len, hf_totals *totals, struct hf_jv **keep)
+                       uint64_t data_len, hf_totals *totals, hf_st_tensors *keep)
 {
-    char err[160];
-    hf_jv *root;
     walk w;
+    hf_totals add;
     int rc;
-    if (keep != NULL)
-        *keep = NULL;
+    if (keep != NULL) {
+        keep->t = NULL;
+        keep->n = 0;
+    }
     if (header_len == 0 || header[0] != '{')
         return llmem__fail(ctx, LLMEM_EPARSE, "%s: header does not start with '{'", name);
-    size_t bad_at = invalid_utf8_at((const unsigned char *)header, header_len);
-    if (bad_at != header_len)
-        return llmem__fail(ctx, LLMEM_EPARSE, "%s: header is not valid UTF-8 at byte %zu", name,
-                           bad_at);
-    if (llmem_hf_json_parse(header, header_len, &root, err, sizeof err) != 0)
-        return llmem__fail(ctx, LLMEM_EPARSE, "%s: header: %s", name, err);
-    if (llmem_hf_json_type(root) != HF_JOBJECT) {
-        llmem_hf_json_free(root);
-        return llmem__fail(ctx, LLMEM_EPARSE, "%s: header is not a JSON object", name);
-    }
-
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     w.file = name;
     w.data_len = data_len;
-    size_t n = llmem_hf_json_object_size(root);
-    if (n > 0) {
-        w.regions = llmem__alloc(ctx, n * sizeof *w.regions);
-        if (w.regions == NULL) {
-            llmem_hf_json_free(root);
-            return llmem__fail(ctx, LLMEM_ENOMEM, "%s: out of memory for %zu tensors", name, n);
-        }
+    llmem_hf_scan_begin(&w.scan, header, header_len);
+    rc = walk_header(&w);
+    if (rc == LLMEM_OK) {
+        llmem_hf_st_drop_repeated(w.t, &w.n);
+        rc = llmem_hf_st_check_coverage(ctx, name, data_len, w.t, w.n);
     }
-    rc = llmem_hf_json_each(root, one_tensor, &w);
-    if (rc == 0)
-        rc = check_coverage(&w);
-    llmem__free(ctx, w.regions);
-    if (rc != 0) {
-        llmem_hf_json_free(root);
-        return LLMEM_EPARSE;
+    if (rc == LLMEM_OK) {
+        /* The tensors cover the data region without overlap, and a data
+         * region (of a file, or an object in memory) is below 2^63 bytes: the
+         * bytes, and the elements (at most two a byte, F4), add up below
+         * 2^64. Sums with other shards are checked. */
+        llmem_hf_st_count(w.t, w.n, &add);
+        checked c = { 0 };
+        ck_add(&c, totals->params, add.params);
+        ck_add(&c, totals->bytes, add.bytes);
+        if (c.overflow)
+            rc = llmem__fail(ctx, LLMEM_EOVERFLOW, "%s: totals overflow 64 bits", name);
     }
-
-    checked c = { 0 };
-    ck_add(&c, totals->params, w.add.params);
-    ck_add(&c, totals->bytes, w.add.bytes);
-    if (c.overflow) {
-        llmem_hf_json_free(root);
-        return llmem__fail(ctx, LLMEM_EOVERFLOW, "%s: totals overflow 64 bits", name);
+    if (rc != LLMEM_OK) {
+        llmem__free(ctx, w.t);
+        return rc;
     }
-    merge(totals, &w.add);
-    if (keep != NULL)
-        *keep = root;
-    else
-        llmem_hf_json_free(root);
+    llmem_hf_st_merge(totals, &add);
+    if (keep != NULL) {
+        llmem_hf_st_sort_by_name(w.t, w.n);
+        keep->t = w.t;
+        keep->n = w.n;
+    } else {
+        llmem__free(ctx, w.t);
+    }
     return LLMEM_OK;
 }

@@ -5,6 +5,7 @@
     >>> est = llmem.estimate("meta-llama/Llama-3.1-8B", batch=4, seq=2048,
     ...                      attention="flash")
     >>> est.peak_allocated, est.peak_phase, est.terms["optimizer"].components
+    >>> llmem.estimate("meta-llama/Llama-3.1-8B", timeline=True).timeline.peak
 
 Pure ctypes over the C library, standard library only. The library is found
 through LLMEM_LIBRARY, the build tree, or the system (see ``_library``); its
@@ -18,8 +19,8 @@ from ._version import __version__
 from .context import Context, default_context
 from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFound,
                      NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
-from .estimate import (LEVELS, PHASES, TERMS, Estimate, Rank, Result, Term, estimate,
-                       largest_fitting)
+from .estimate import (LEVELS, PHASES, TERMS, Estimate, Rank, Result, Term, Timeline,
+                       TimelinePoint, estimate, largest_fitting)
 from .fields import MODEL_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Field
 from .model import Model, presets
 from .parallel import Parallel
@@ -38,7 +39,7 @@ __all__ = [
     "InvalidArgument", "LEVELS", "MODEL_FIELDS", "Model", "NotFound", "NotSupported",
     "OutOfMemory", "OutOfRange", "Overflow", "PARALLEL_FIELDS", "PHASES", "PLAN_FIELDS",
     "Parallel", "ParseError", "Plan", "PlanResult", "PlannedLayout", "Rank", "ReadError",
-    "Rejection", "Result", "TERMS", "Term",
+    "Rejection", "Result", "TERMS", "Term", "Timeline", "TimelinePoint",
     "TRAIN_FIELDS", "Train", "Weights", "__version__", "default_context", "estimate",
     "largest_fitting", "library_path", "library_version", "plan", "presets",
 ]

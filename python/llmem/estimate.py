@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 from ._library import LIB
 from .context import Context, Handle, locked, resolve
@@ -62,6 +62,49 @@ class Term:
 
 
 @dataclass(frozen=True)
+class TimelinePoint:
+    """One point of a step's timeline (``llmem_estimate_timeline_point``):
+    its position, the phase, the part of the model it is in ("embedding",
+    "norm", "attention", "mlp", "head", "loss", "recompute", "layer" for a
+    layer shown by one point, "optimizer"), the decoder layer (-1 outside the
+    layers) and the live bytes of each term then, at the allocated level."""
+
+    index: int
+    phase: str
+    part: str
+    layer: int
+    parameters: int
+    optimizer: int
+    data: int
+    temporary: int
+
+    @property
+    def total(self) -> int:
+        """The live bytes at this point: the four terms' sum."""
+        return self.parameters + self.optimizer + self.data + self.temporary
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A rank's memory through one training step: its points in order, and
+    ``peak``, the index of the first point holding the largest total (that
+    total is the rank's ``peak_allocated``). Iterable and indexable like its
+    points."""
+
+    points: Tuple[TimelinePoint, ...]
+    peak: int
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __iter__(self) -> Iterator[TimelinePoint]:
+        return iter(self.points)
+
+    def __getitem__(self, index: int) -> TimelinePoint:
+        return self.points[index]
+
+
+@dataclass(frozen=True)
 class Rank:
     """One rank class of a layout (ranks whose memory is the same: a pipeline
     stage of every data-parallel replica): what it runs and what it holds."""
@@ -79,6 +122,7 @@ class Rank:
     peak_phase: Optional[str]
     phase_bytes: Dict[str, int]
     terms: Dict[str, Term]
+    timeline: Optional[Timeline] = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +135,10 @@ class Result:
     ``peak_phase`` names the phase holding the peak (None with the article
     formula, which sums terms); ``phase_bytes`` is the peak of each phase.
     With a layout these answer for the most loaded rank, ``ranks[peak_rank]``;
-    ``ranks`` holds every rank class (one for a single GPU).
+    ``ranks`` holds every rank class (one for a single GPU). ``timeline`` is
+    the most loaded rank's timeline when one was recorded
+    (:meth:`Estimate.record_timeline`, or ``estimate(..., timeline=True)``),
+    else None; the article formula has none.
     """
 
     params_total: int
@@ -105,6 +152,7 @@ class Result:
     terms: Dict[str, Term]
     peak_rank: int
     ranks: Tuple[Rank, ...]
+    timeline: Optional[Timeline] = None
 
 
 class Estimate(Handle):
@@ -117,6 +165,9 @@ class Estimate(Handle):
 
     _free = LIB.llmem_estimate_free
     _what = "estimate"
+    # Points a rank the handle makes room for first when record_timeline()
+    # is given no capacity; a run that fills them grows the room and runs again.
+    _TIMELINE_ROOM = 1024
 
     def __init__(self, *, context: Optional[Context] = None) -> None:
         ctx = resolve(context)
@@ -124,6 +175,33 @@ class Estimate(Handle):
             ptr = ctypes.c_void_p()
             ctx.check(LIB.llmem_estimate_new(ctx._handle, ctypes.byref(ptr)))
             super().__init__(ptr, ctx)
+        self._timeline_room = 0  # points a rank; 0: no timeline
+        self._timeline_grows = False
+        self._timeline_expand = False
+
+    def record_timeline(self, expand: bool = False, *, capacity: Optional[int] = None) -> None:
+        """Record the timeline of every later :meth:`run`: its Result (and each
+        Rank) then has ``timeline``. One layer of each run of identical layers
+        is shown op by op (the one holding that run's peak), the others by one
+        point each, unless ``expand``. Without ``capacity`` the room grows as
+        needed (a run that fills it is run again with more); with one, a step
+        with more points keeps the first ``capacity`` (``llmem_estimate_timeline``);
+        ``capacity=0`` stops recording."""
+        if capacity is not None and capacity < 0:
+            raise ValueError("capacity: %d points is negative" % capacity)
+        room = self._TIMELINE_ROOM if capacity is None else capacity
+        with self._context._lock:
+            self._timeline_room = 0  # a failed call leaves the timeline off
+            self._context.check(LIB.llmem_estimate_timeline(self._handle, room, int(expand)))
+            self._timeline_room = room
+            self._timeline_grows = capacity is None
+            self._timeline_expand = bool(expand)
+
+    def _timeline_full(self) -> bool:
+        """Whether a rank's timeline filled the room (so may have lost points)."""
+        return self._timeline_room > 0 and any(
+            LIB.llmem_estimate_timeline_count(self._handle, rank) >= self._timeline_room
+            for rank in range(LIB.llmem_estimate_rank_count(self._handle)))
 
     def run(self, model: Model, train: Train, parallel: Optional[Parallel] = None) -> Result:
         """Estimate ``model`` trained as ``train`` (on one GPU, or laid out
@@ -131,13 +209,21 @@ class Estimate(Handle):
         ctx = self._context
         objects = [model, train] + ([parallel] if parallel is not None else [])
         with locked(ctx, *(o._context for o in objects)):
-            if parallel is None:
-                rc = LIB.llmem_estimate_run(self._handle, model._handle, train._handle)
-            else:
-                rc = LIB.llmem_estimate_run_parallel(self._handle, model._handle, train._handle,
-                                                     parallel._handle)
-            ctx.check(rc)
+            self._run(model, train, parallel)
+            while self._timeline_grows and self._timeline_full():
+                self._timeline_room *= 4
+                ctx.check(LIB.llmem_estimate_timeline(self._handle, self._timeline_room,
+                                                      int(self._timeline_expand)))
+                self._run(model, train, parallel)
             return self._result()
+
+    def _run(self, model: Model, train: Train, parallel: Optional[Parallel]) -> None:
+        if parallel is None:
+            rc = LIB.llmem_estimate_run(self._handle, model._handle, train._handle)
+        else:
+            rc = LIB.llmem_estimate_run_parallel(self._handle, model._handle, train._handle,
+                                                 parallel._handle)
+        self._context.check(rc)
 
     def max(self, model: Model, train: Train, field: str = "batch", *, capacity: int,
             level: str = "device", parallel: Optional[Parallel] = None) -> int:
@@ -204,20 +290,41 @@ class Estimate(Handle):
             phase_bytes={name: self._phase(value, rank) for value, name in PHASES},
             terms={name: self._term(kind, name, rank) for kind, name in TERMS})
 
+    def _timeline(self, rank: int) -> Optional[Timeline]:
+        count = LIB.llmem_estimate_timeline_count(self._handle, rank)
+        if count == 0:
+            return None
+        phases = dict(PHASES)
+        phase, part, layer = ctypes.c_int(), ctypes.c_char_p(), ctypes.c_int64()
+        terms = [ctypes.c_uint64() for _ in range(4)]
+        points = []
+        for index in range(count):
+            self._context.check(LIB.llmem_estimate_timeline_point(
+                self._handle, rank, index, ctypes.byref(phase), ctypes.byref(part),
+                ctypes.byref(layer), *(ctypes.byref(t) for t in terms)))
+            points.append(TimelinePoint(
+                index=index, phase=phases[phase.value], part=part.value.decode(),
+                layer=layer.value, parameters=terms[0].value, optimizer=terms[1].value,
+                data=terms[2].value, temporary=terms[3].value))
+        return Timeline(points=tuple(points),
+                        peak=LIB.llmem_estimate_timeline_peak(self._handle, rank))
+
     def _rank(self, rank: int) -> Rank:
         return Rank(index=rank, stage=self._u64(_RANK_STAGE, rank),
                     layer_first=self._u64(_RANK_LAYER_FIRST, rank),
                     layers=self._u64(_RANK_LAYERS, rank), gpus=self._u64(_RANK_GPUS, rank),
                     micro_batches_in_flight=self._u64(_RANK_IN_FLIGHT_X1000, rank) / 1000,
-                    host_bytes=self._u64(_RANK_HOST, rank), **self._peaks(rank))
+                    host_bytes=self._u64(_RANK_HOST, rank), timeline=self._timeline(rank),
+                    **self._peaks(rank))
 
     def _result(self) -> Result:
+        peak_rank = LIB.llmem_estimate_peak_rank(self._handle)
+        ranks = tuple(self._rank(r) for r in range(LIB.llmem_estimate_rank_count(self._handle)))
         return Result(
             params_total=self._u64(_PARAMS_TOTAL),
             params_trainable=self._u64(_PARAMS_TRAINABLE),
             params_active=self._u64(_PARAMS_ACTIVE),
-            peak_rank=LIB.llmem_estimate_peak_rank(self._handle),
-            ranks=tuple(self._rank(r) for r in range(LIB.llmem_estimate_rank_count(self._handle))),
+            peak_rank=peak_rank, ranks=ranks, timeline=ranks[peak_rank].timeline,
             **self._peaks(None))
 
 
@@ -253,7 +360,8 @@ def largest_fitting(model: Union[str, Model], field: str = "batch", *, capacity:
 
 
 def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
-             parallel: Optional[Parallel] = None, **settings: Any) -> Result:
+             parallel: Optional[Parallel] = None, timeline: bool = False,
+             expand_timeline: bool = False, **settings: Any) -> Result:
     """Estimate one training step in one call.
 
     ``model`` is a preset name (``"meta-llama/Llama-3.1-8B"``) or a
@@ -261,7 +369,9 @@ def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
     attention="flash"``), layout fields (``dp=8, sharding="zero3"``; or a
     :class:`Parallel` as ``parallel``) and, with a preset name, model fields
     that change it (``layers=16``), all named like the ``llmem estimate``
-    flags.
+    flags. ``timeline=True`` records the step's timeline (``Result.timeline``;
+    see :meth:`Estimate.record_timeline`), ``expand_timeline=True`` with every
+    layer op by op.
     """
     model_fields, train_fields, layout_fields = _split("estimate()", settings)
     if parallel is not None and layout_fields:
@@ -270,8 +380,8 @@ def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
     if isinstance(model, str):
         ctx = resolve(context)
         with Model.from_preset(model, context=ctx, **model_fields) as owned:
-            return estimate(owned, context=ctx, parallel=parallel, **train_fields,
-                            **layout_fields)
+            return estimate(owned, context=ctx, parallel=parallel, timeline=timeline,
+                            expand_timeline=expand_timeline, **train_fields, **layout_fields)
     if not isinstance(model, Model):
         raise TypeError("estimate(): model must be a preset name or a llmem.Model, not %s"
                         % type(model).__name__)
@@ -280,6 +390,8 @@ def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
                         "them on the Model instead" % ", ".join(model_fields))
     ctx = context if context is not None else model._context
     with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est:
+        if timeline or expand_timeline:
+            est.record_timeline(expand_timeline)
         if parallel is None and layout_fields:
             with Parallel(context=ctx, **layout_fields) as layout:
                 return est.run(model, train, layout)

@@ -281,6 +281,92 @@ void planning_as_the_c_api()
     status_of_plan_without_capacity(ctx, model, train);
 }
 
+// The timeline: the C API's points, whose largest total is the peak, in the
+// order of the step; folded and expanded agree; per rank with a layout.
+std::uint64_t largest_total(const llmem::Timeline &t)
+{
+    std::uint64_t best = 0;
+    for (const llmem::TimelinePoint &p : t.points)
+        best = p.total() > best ? p.total() : best;
+    return best;
+}
+
+bool same_point(const llmem::TimelinePoint &a, const llmem::TimelinePoint &b)
+{
+    return a.index == b.index && a.phase == b.phase && a.part == b.part && a.layer == b.layer &&
+           a.parameters == b.parameters && a.optimizer == b.optimizer && a.data == b.data &&
+           a.temporary == b.temporary;
+}
+
+void timeline_as_the_c_api()
+{
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "meta-llama/Llama-3.2-1B");
+    llmem::Train train(ctx);
+    train.set(LLMEM_TRAIN_BATCH, 2).set(LLMEM_TRAIN_SEQ, 1024).set(LLMEM_TRAIN_GRAD_CKPT, "full");
+    llmem::Estimate est(ctx);
+    check(est.run(model, train).timeline().points.empty(), "no timeline unless recorded");
+    const llmem::Timeline t = est.record_timeline(1 << 16).run(model, train).timeline();
+
+    llmem_estimate *c = nullptr;
+    llmem_estimate_new(ctx.native(), &c);
+    llmem_estimate_timeline(c, 1 << 16, 0);
+    bool same = llmem_estimate_run(c, model.native(), train.native()) == LLMEM_OK &&
+                t.points.size() == llmem_estimate_timeline_count(c, 0) && t.points.size() > 100 &&
+                t.peak == llmem_estimate_timeline_peak(c, 0);
+    for (std::size_t i = 0; same && i < t.points.size(); i++) {
+        llmem::TimelinePoint p;
+        const char *part = nullptr;
+        p.index = i;
+        same = llmem_estimate_timeline_point(c, 0, i, &p.phase, &part, &p.layer, &p.parameters,
+                                             &p.optimizer, &p.data, &p.temporary) == LLMEM_OK;
+        p.part = part != nullptr ? part : "";
+        same = same && same_point(p, t.points[i]);
+    }
+    llmem_estimate_free(c);
+    check(same, "timeline points and peak as the C API");
+
+    bool first_at_peak = t.peak < t.points.size() && largest_total(t) == est.peak_allocated() &&
+                         t.points[t.peak].total() == est.peak_allocated();
+    for (std::size_t i = 0; first_at_peak && i < t.peak; i++)
+        first_at_peak = t.points[i].total() < est.peak_allocated();
+    check(first_at_peak, "the peak index is the first point at the allocated peak");
+    bool ordered = t.points.front().phase == LLMEM_PHASE_FORWARD &&
+                   t.points.back().phase == LLMEM_PHASE_OPTIMIZER &&
+                   t.points.back().part == "optimizer";
+    for (std::size_t i = 1; ordered && i < t.points.size(); i++)
+        ordered = t.points[i - 1].phase <= t.points[i].phase;
+    check(ordered, "the points follow the phases of the step");
+
+    const llmem::Timeline expanded = est.record_timeline(1 << 16, true).run(model, train).timeline();
+    check(expanded.points.size() > t.points.size() &&
+              largest_total(expanded) == est.peak_allocated() &&
+              expanded.points[expanded.peak].layer == t.points[t.peak].layer &&
+              expanded.points[expanded.peak].part == t.points[t.peak].part,
+          "expanded, more points and the same peak");
+    const llmem::Timeline ten = est.record_timeline(10, true).run(model, train).timeline();
+    bool first_ten = ten.points.size() == 10;
+    for (std::size_t i = 0; first_ten && i < 10; i++)
+        first_ten = same_point(ten.points[i], expanded.points[i]);
+    check(first_ten, "a smaller room keeps the first points");
+    check(est.record_timeline(0).run(model, train).timeline().points.empty(),
+          "a room of 0 stops recording");
+
+    llmem::Parallel layout(ctx);
+    layout.set(LLMEM_PARALLEL_PP, 2).set(LLMEM_PARALLEL_MICRO_BATCHES, 4);
+    est.record_timeline(1 << 16).run(model, train, layout);
+    bool ranks = est.rank_count() == 2;
+    for (std::size_t r = 0; ranks && r < est.rank_count(); r++) {
+        const llmem::Timeline rt = est.rank_timeline(r);
+        ranks = !rt.points.empty() &&
+                largest_total(rt) == est.rank_get(r, LLMEM_EST_PEAK_ALLOCATED) &&
+                rt.points[rt.peak].total() == largest_total(rt);
+    }
+    check(ranks && est.timeline().points.size() ==
+                       est.rank_timeline(est.peak_rank()).points.size(),
+          "each rank's timeline peaks at its own allocated peak");
+}
+
 void handles_move_and_do_not_copy()
 {
     static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
@@ -316,6 +402,7 @@ int main()
         exceptions_carry_status_and_message();
         layouts_as_the_c_api();
         planning_as_the_c_api();
+        timeline_as_the_c_api();
         handles_move_and_do_not_copy();
     } catch (const std::exception &e) {
         check(false, e.what());
