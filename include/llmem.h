@@ -777,8 +777,9 @@ enum llmem_level {
  * within @p capacity bytes, the other fields as @p train has them; 0 when
  * even the smallest does not fit. Only values the layout splits are tried:
  * multiples of 2 x cp for seq under context parallelism, and values that make
- * batch x seq a multiple of tp under sequence parallelism (otherwise 1, 2,
- * 3, ...); a sequence longer than a model's learned positions does not fit.
+ * batch x seq / cp (a rank's tokens) a multiple of tp under sequence
+ * parallelism (otherwise 1, 2, 3, ...); a sequence longer than a model's
+ * learned positions does not fit.
  * Solved by bisection over the field's bounds (the peak grows with batch and
  * with sequence length), about 2 x log2(bound) estimates. The estimate is
  * left with the result of the largest value that fits (or of the smallest).

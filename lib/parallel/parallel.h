@@ -70,7 +70,7 @@ int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out);
 /* The values of batch or seq (key) that p's splits accept, the other of the
  * two being `other`, are the multiples of this step (1 without a layout):
  * context parallelism splits a sequence into 2 x cp chunks, sequence
- * parallelism splits batch x seq tokens over tp ranks. */
+ * parallelism splits the batch x seq / cp tokens of a rank over tp ranks. */
 uint64_t llmem_layout_step(const llmem_parallel *p, int key, uint64_t other);
 
 #endif

@@ -823,7 +823,7 @@ static uint64_t gcd_of(uint64_t a, uint64_t b)
 
 /* The values of batch or seq a layout splits are multiples of this step, as
  * llmem_estimate_max() documents: 2 x cp for seq under context parallelism,
- * batch x seq a multiple of tp under sequence parallelism. */
+ * a rank's batch x seq / cp a multiple of tp under sequence parallelism. */
 static int64_t step_of(const llmem_parallel *l, const llmem_train *t, int key)
 {
     int64_t cp = 1, tp = 1, sp = 0, other = 1;
@@ -837,8 +837,10 @@ static int64_t step_of(const llmem_parallel *l, const llmem_train *t, int key)
     if (key == LLMEM_TRAIN_SEQ && cp > 1)
         step = 2 * (uint64_t)cp;
     if (sp && tp > 1) {
-        uint64_t split = (uint64_t)tp / gcd_of((uint64_t)tp, (uint64_t)other);
-        step = step / gcd_of(step, split) * split;
+        uint64_t rank_other = key == LLMEM_TRAIN_BATCH ? (uint64_t)(other / cp) : (uint64_t)other;
+        uint64_t split = (uint64_t)tp / gcd_of((uint64_t)tp, rank_other);
+        uint64_t unit = key == LLMEM_TRAIN_SEQ ? (uint64_t)cp * split : split;
+        step = step / gcd_of(step, unit) * unit;
     }
     return (int64_t)step;
 }

@@ -634,6 +634,34 @@ Test(parallel, max_tries_only_values_the_layout_splits)
     llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
     cr_expect_gt(peak, capacity);
     close_fixture(&f);
+
+    /* Both: sequence parallelism splits the tokens of a context-parallel rank,
+     * batch x seq / cp. At batch 1 over tp 8 and cp 4 that takes seq in steps
+     * of 32; seq 16 (4 tokens a rank) is refused, naming sp, where a rank's
+     * share of them was 0 tokens and the estimate an internal error. */
+    f = open_fixture("meta-llama/Llama-3.2-1B");
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_ATTENTION, "flash"), LLMEM_OK);
+    set(&f, LLMEM_PARALLEL_TP, "8");
+    set(&f, LLMEM_PARALLEL_SP, "1");
+    set(&f, LLMEM_PARALLEL_CP, "4");
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 1), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 16), LLMEM_OK);
+    int object = 0, key = 0;
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, f.l), LLMEM_EINCONSISTENT);
+    cr_expect(llmem_ctx_error_field(f.ctx, &object, &key) == LLMEM_OK &&
+                  object == LLMEM_OBJECT_PARALLEL && key == LLMEM_PARALLEL_SP,
+              "%s", llmem_ctx_error(f.ctx));
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 32), LLMEM_OK);
+    run(&f);
+    cr_assert_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_SEQ, LLMEM_LEVEL_DEVICE,
+                                    capacity, &best),
+                 LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    cr_expect(best > 0 && best % 32 == 0, "seq %lld over cp 4 and tp 8", (long long)best);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, best + 32), LLMEM_OK);
+    run(&f);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
+    cr_expect_gt(peak, capacity);
+    close_fixture(&f);
 }
 
 /* The planner's micro-batches under sequence parallelism make batch x seq
