@@ -209,8 +209,9 @@ enum llmem_model_key {
     /** 0/1: a sigmoid gate Linear(hidden, 1) on the shared expert (Qwen2-MoE
      * shared_expert_gate). @since 0.1.0 */
     LLMEM_MODEL_SHARED_EXPERT_GATE = 34,
-    /** 0/1: the router has one bias per expert (DeepSeek-V3 e_score_correction_bias).
-     * @since 0.1.0 */
+    /** 0/1: the router has one bias per expert: DeepSeek-V3's e_score_correction_bias
+     * (a buffer, never trained); on the other families a bias of the router's linear
+     * layer, trained with its weight. @since 0.1.0 */
     LLMEM_MODEL_ROUTER_BIAS = 35,
     /** 0/1: attention and MLP read the same input and their outputs are added (GPT-NeoX
      * use_parallel_residual, Falcon parallel_attn, Phi); the norms of such a block are
@@ -777,10 +778,15 @@ enum llmem_level {
  * The largest value of the training field @p key (#LLMEM_TRAIN_BATCH or
  * #LLMEM_TRAIN_SEQ) for which the most loaded rank's peak at @p level stays
  * within @p capacity bytes, the other fields as @p train has them; 0 when
- * even 1 does not fit. Solved by bisection over the field's bounds (the peak
- * grows with batch and with sequence length), about 2 x log2(bound)
- * estimates. The estimate is left with the result of the largest value that
- * fits (or of 1). @since 0.2.0
+ * even the smallest does not fit. Only values the layout splits are tried:
+ * multiples of 2 x cp for seq under context parallelism, and values that make
+ * batch x seq / cp (a rank's tokens) a multiple of tp under sequence
+ * parallelism (otherwise 1, 2, 3, ...); a sequence longer than a model's
+ * learned positions does not fit.
+ * Solved by bisection over the field's bounds (the peak grows with batch and
+ * with sequence length), about 2 x log2(bound) estimates. The estimate is
+ * left with the result of the largest value that fits (or of the smallest).
+ * @since 0.2.0
  */
 LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const llmem_train *train,
                                  const llmem_parallel *layout, int key, int level,

@@ -60,6 +60,43 @@ void llmem_estimate_free(llmem_estimate *e)
     llmem__free(e->ctx, e);
 }
 
+/* A bound on every byte count of the step, for the setup actually run: each
+ * tensor is at most tokens x (vocab + the widths of a layer, all of them
+ * added + the attention scores when the attention materializes them + a
+ * mixture of experts' one-hot routing mask, top-k x experts) elements of at
+ * most 8 bytes, and fewer than 64 of them per layer are live at once. If the
+ * bound fits in 62 bits, no sum the walk forms can wrap. The widths: the
+ * residual stream and the embedding's, q, k and v per head (the values'
+ * own size under latent attention), the latent ranks and rotary part, the
+ * MLP, the shared expert and top-k routed experts per token, LoRA's rank. */
+static int step_overflows(const model_shape *m, const setup *s, int scores_formed)
+{
+    checked c = { 0 };
+    uint64_t attention = ck_mul(&c, m->heads, ck_add(&c, 2 * m->head_dim, m->v_head_dim));
+    uint64_t latent = ck_add(&c, ck_add(&c, m->q_lora_rank, m->kv_lora_rank), m->rotary_dim);
+    uint64_t mlp = ck_add(&c, ck_add(&c, m->intermediate, m->shared_intermediate),
+                          ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
+    uint64_t widest = ck_add(&c, ck_add(&c, m->hidden, m->embed_dim),
+                             ck_add(&c, ck_add(&c, attention, latent), mlp));
+    /* LoRA's A projects each adapted input to rank values a token */
+    if (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA)
+        widest = ck_add(&c, widest, s->lora_rank);
+    uint64_t scores = scores_formed ? ck_mul(&c, m->heads, s->seq) : 0;
+    uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
+    uint64_t tokens = ck_mul(&c, s->batch, s->seq);
+    uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));
+    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
+    return c.overflow || bound > (UINT64_C(1) << 62);
+}
+
+static int step_overflow_error(llmem_ctx *ctx, const setup *s)
+{
+    return llmem__fail_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH, LLMEM_EOVERFLOW,
+                             "batch x seq: %llu x %llu tokens make the step's byte counts "
+                             "overflow 64 bits for this model",
+                             (unsigned long long)s->batch, (unsigned long long)s->seq);
+}
+
 /* The phased model builds the families on a code path of lib/layers: others
  * are refused, naming the field, rather than guessed. */
 static int check_covered(llmem_ctx *ctx, const model_shape *m)
@@ -158,6 +195,21 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
             return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                                "estimate: this model has more kinds of parameter tensors than "
                                "the estimator lists (TENSOR_CLASSES_MAX); please report it");
+        /* The bound on the model's parameters (check_model) leaves out LoRA's
+         * adapters, which a large rank makes outnumber them: bound every
+         * listed tensor the same way, 32 bytes an element. */
+        checked c = { 0 };
+        uint64_t elems = 0;
+        for (int i = 0; i < e->tensors.n; i++)
+            elems = ck_add(&c, elems,
+                           ck_mul(&c, ck_mul(&c, e->tensors.c[i].rows, e->tensors.c[i].cols),
+                                  e->tensors.c[i].count));
+        if (ck_mul(&c, elems, 32) > (UINT64_C(1) << 62) || c.overflow)
+            return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_LORA_RANK,
+                                     LLMEM_EOVERFLOW,
+                                     "lora-rank: %llu: the adapters' parameters overflow the "
+                                     "64-bit byte counts",
+                                     (unsigned long long)rc->run.lora_rank);
         step_static whole;
         memset(&whole, 0, sizeof whole);
         llmem_statics_params(&e->tensors, m, &rc->run, &whole);
@@ -267,8 +319,12 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
         return rc_;
     const model_shape *m = &e->model;
     const model_params *p = &e->params;
-    if ((rc_ = llmem_setup_resolve(train, m, e->ctx, &s)) != LLMEM_OK ||
-        (rc_ = check_model(e, &s)) != LLMEM_OK ||
+    if ((rc_ = llmem_setup_resolve(train, m, e->ctx, &s)) != LLMEM_OK)
+        return rc_;
+    int scores = llmem_layers_quadratic_attention(m, s.attention, s.compute_dt);
+    if (s.formula == LLMEM_FORMULA_PHASED && step_overflows(m, &s, scores))
+        return step_overflow_error(e->ctx, &s);
+    if ((rc_ = check_model(e, &s)) != LLMEM_OK ||
         (rc_ = llmem_layout_resolve(e->ctx, parallel, m, &s, &l)) != LLMEM_OK)
         return rc_;
     if (s.formula == LLMEM_FORMULA_ARTICLE && llmem_parallel_gpus(parallel) > 1)
@@ -280,6 +336,13 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
         e->last_config = NULL;
         return rc_;
     }
+    /* Tensor parallelism can change the kernel a rank runs: Falcon's grouped
+     * layout with one kv group a rank runs its multi-query branch, SDPA's
+     * math kernel. Bound the step again with the scores then. */
+    if (s.formula == LLMEM_FORMULA_PHASED && !scores &&
+        llmem_layers_quadratic_attention(&cf->shape, s.attention, s.compute_dt) &&
+        step_overflows(m, &s, 1))
+        return step_overflow_error(e->ctx, &s);
     int n = cf->nranks;
     /* The walks of one configuration share the model shape and the setup (but
      * batch and seq): the segment cache then need not look them up again. */

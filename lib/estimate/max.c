@@ -3,6 +3,7 @@
 #include "estimate/estimate.h"
 
 #include "core/ctx.h"
+#include "parallel/parallel.h"
 #include "train/train.h"
 
 static uint64_t level_bytes(const est_results *r, int level)
@@ -12,14 +13,21 @@ static uint64_t level_bytes(const est_results *r, int level)
                                            : r->peak_device;
 }
 
-/* 1: value fits; 0: it does not; < 0: an error other than "too large". */
+/* 1: value fits; 0: it does not; < 0: an error other than "too large". A
+ * value beyond 64-bit byte counts, or beyond what the model takes for the
+ * searched field itself (a sequence longer than learned positions), fits no
+ * capacity. */
 static int fits(llmem_estimate *e, llmem_model *model, llmem_train *t,
                 const llmem_parallel *parallel, int key, int64_t value, int level, uint64_t capacity)
 {
+    int object = 0, field = 0;
     t->i[key] = value;
     int rc = llmem_estimate_run_parallel(e, model, t, parallel);
     if (rc == LLMEM_EOVERFLOW)
-        return 0; /* beyond 64-bit byte counts: beyond any capacity */
+        return 0;
+    if (rc == LLMEM_EINCONSISTENT && llmem_ctx_error_field(e->ctx, &object, &field) == LLMEM_OK &&
+        object == LLMEM_OBJECT_TRAIN && field == key)
+        return 0;
     if (rc != LLMEM_OK)
         return rc;
     return level_bytes(&e->r, level) <= capacity;
@@ -40,8 +48,15 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
         return llmem__fail(e->ctx, LLMEM_EINVAL, "max: unknown level %d", level);
     const field_desc *f = llmem_fields_find(&llmem_train_fields, key);
     llmem_train t = *train; /* a private copy whose batch or seq the search moves */
-    int64_t lo = 0, hi = (int64_t)f->max; /* lo fits (0: nothing yet), hi + 1 does not */
-    int ok = fits(e, model, &t, parallel, key, 1, level, capacity);
+    /* Search k: the value is k x step, the multiples the layout accepts. */
+    int other = key == LLMEM_TRAIN_SEQ ? LLMEM_TRAIN_BATCH : LLMEM_TRAIN_SEQ;
+    int64_t step = (int64_t)llmem_layout_step(parallel, key, (uint64_t)train->i[other]);
+    int64_t lo = 0, hi = (int64_t)f->max / step; /* k = lo fits (0: nothing yet), hi + 1 does not */
+    if (hi == 0)
+        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EINCONSISTENT,
+                                 "max: no %s up to %lld splits over this layout (multiples of %lld)",
+                                 f->name, (long long)f->max, (long long)step);
+    int ok = fits(e, model, &t, parallel, key, step, level, capacity);
     if (ok < 0)
         return ok;
     if (ok == 0) {
@@ -50,9 +65,9 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     }
     lo = 1;
     /* Grow until a value does not fit, then bisect: exact, not a scan. */
-    for (int64_t step = 2; lo < hi; step *= 2) {
-        int64_t probe = step < hi ? step : hi;
-        ok = fits(e, model, &t, parallel, key, probe, level, capacity);
+    for (int64_t k = 2; lo < hi; k *= 2) {
+        int64_t probe = k < hi ? k : hi;
+        ok = fits(e, model, &t, parallel, key, probe * step, level, capacity);
         if (ok < 0)
             return ok;
         if (!ok) {
@@ -65,7 +80,7 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     }
     while (lo < hi) {
         int64_t mid = lo + (hi - lo + 1) / 2;
-        ok = fits(e, model, &t, parallel, key, mid, level, capacity);
+        ok = fits(e, model, &t, parallel, key, mid * step, level, capacity);
         if (ok < 0)
             return ok;
         if (ok)
@@ -73,8 +88,8 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
         else
             hi = mid - 1;
     }
-    *out = lo;
+    *out = lo * step;
     /* Leave the estimate describing the answer. */
-    ok = fits(e, model, &t, parallel, key, lo, level, capacity);
+    ok = fits(e, model, &t, parallel, key, lo * step, level, capacity);
     return ok < 0 ? ok : LLMEM_OK;
 }

@@ -2,6 +2,7 @@
 #include "estimate/tensors.h"
 
 #include "layers/layers.h"
+#include "model/families.h"
 
 /* What add() records besides the shape: where and what. */
 typedef struct place {
@@ -85,8 +86,11 @@ static void add_experts(tensor_list *l, const place *at, const model_shape *m, c
     add(l, &expert, Ie, H, count * E * up_mats, weight_dt, trainable);
     add(l, &expert, H, Ie, count * E, weight_dt, trainable);
     add(l, &router, E, H, count, s->param_dt, trainable);
-    if (m->router_bias) /* DeepSeek-V3's e_score_correction_bias: a buffer, never trained */
-        add(l, &router, E, 1, count, s->param_dt, 0);
+    /* DeepSeek-V3's e_score_correction_bias is a buffer, never trained; on
+     * Llama's path the bias is the router linear's, trained with its weight
+     * (as the layer builds it, lib/layers/llama.c) */
+    if (m->router_bias)
+        add(l, &router, E, 1, count, s->param_dt, m->path == PATH_LATENT ? 0 : trainable);
     add(l, &up, Is, H, count * up_mats, weight_dt, trainable);
     add(l, &down, H, Is, count, weight_dt, trainable);
     if (m->shared_gate)
@@ -154,17 +158,20 @@ void llmem_tensors_list(const model_shape *m, const model_params *p, const setup
     int embed_trains = full;
     int head_trains = full || (freeze && !m->tie);
     place embed = { SEG_EMBEDDING, PARAM_EMBEDDING, SPLIT_VOCAB, 0, 1 };
-    place project = as(&embed, PARAM_EMBEDDING, SPLIT_NONE);
+    place project_in = as(&embed, PARAM_EMBEDDING, SPLIT_NONE);
     place position = as(&embed, PARAM_POSITION, SPLIT_NONE);
     place embed_norm = as(&embed, PARAM_NORM, SPLIT_NONE);
     place head = { SEG_HEAD, PARAM_OUTPUT, SPLIT_VOCAB, 0, 1 };
     place final_norm = as(&head, PARAM_NORM, SPLIT_NONE);
+    /* OPTDecoder applies project_out after the last layer: the last pipeline
+     * stage holds it, as it computes its gradient. */
+    place project_out = as(&head, PARAM_EMBEDDING, SPLIT_NONE);
     l->n = 0;
     l->overflow = 0;
 
     add(l, &embed, m->vocab, m->embed_dim, 1, dt, embed_trains);
-    if (m->embed_dim != m->hidden) /* OPT-350m: project_in and project_out */
-        add(l, &project, m->hidden, m->embed_dim, 2, dt, embed_trains);
+    if (m->embed_dim != m->hidden) /* OPT-350m: project_in, embed-dim to hidden */
+        add(l, &project_in, m->hidden, m->embed_dim, 1, dt, embed_trains);
     if (m->positions == LLMEM_POSITIONS_LEARNED)
         add(l, &position, m->max_positions + m->position_offset, m->hidden, 1, dt, embed_trains);
     if (m->embed_norm)
@@ -175,6 +182,8 @@ void llmem_tensors_list(const model_shape *m, const model_params *p, const setup
 
     if (m->final_norm)
         add(l, &final_norm, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt, full || freeze);
+    if (m->embed_dim != m->hidden) /* and project_out, back to embed-dim; it trains with them */
+        add(l, &project_out, m->embed_dim, m->hidden, 1, dt, embed_trains);
     if (!m->tie)
         add(l, &head, m->vocab, m->embed_dim, 1, dt, head_trains);
     if (m->head_bias) /* its own even when the weight is tied */

@@ -86,14 +86,19 @@ static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const mo
 }
 
 /* A segment's cost: from the handle's cache of segments when it knows this
- * one (estimate/cache.h), else simulated, the simulation teaching the cache. */
+ * one (estimate/cache.h), else simulated, the simulation teaching the cache.
+ * Under sequence parallelism a rank holds batch x seq / sp tokens, a floor
+ * division and not a polynomial of batch and seq (with 128 ranks small
+ * samples hold 0 tokens and a polynomial of zeros fits them), so those
+ * segments are always simulated (found by the estimate fuzzer). */
 static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
                      const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
 {
     seg_cache *cache = &e->cache;
     seg_query q = { fn, spec, grad_enabled, mode, b->hold_input,
                     llmem_regime(b->batch, b->seq), llmem_layers_piece(b, m, spec) };
-    if (llmem_segcache_lookup(cache, m, b, &q, c))
+    int cacheable = b->sp == 1;
+    if (cacheable && llmem_segcache_lookup(cache, m, b, &q, c))
         return;
     e->graph.events = cache->log;
     e->graph.event_ops = NULL;
@@ -101,7 +106,7 @@ static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_
     e->graph.events_cap = SEG_LOG;
     simulate_now(e, b, fn, m, spec, grad_enabled, mode, c);
     e->graph.events = NULL;
-    if (!e->graph.overflow && e->graph.nevents <= SEG_LOG)
+    if (cacheable && !e->graph.overflow && e->graph.nevents <= SEG_LOG)
         llmem_segcache_learn(cache, &q, b->batch, b->seq, c, e->graph.nevents_forward,
                              e->graph.nevents);
 }
@@ -279,6 +284,17 @@ static void trace_simulate(walk_scratch *e, walk_trace *t, build *b, segment_bui
     e->graph.event_grads = NULL;
 }
 
+/* Whether the timeline's room is full: each layer left would add a point
+ * that is dropped, so stop (a million layers expanded op by op would cost
+ * seconds for nothing) and say the timeline was cut short. */
+static int room_full(walk_trace *t)
+{
+    if (t->n < t->cap)
+        return 0;
+    t->truncated = 1;
+    return 1;
+}
+
 /* Forward through a run of identical layers starting at layer `first`, from
  * `live` bytes (its input included): the last layer, which holds the run's
  * peak, op by op, the others by the live bytes after each. */
@@ -288,6 +304,8 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
 {
     trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, SIM_PLAIN);
     for (uint64_t k = 0; k < g->count; k++) {
+        if (room_full(t))
+            break;
         uint64_t before = live + k * growth;
         if (t->expand || k + 1 == g->count)
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
@@ -314,6 +332,8 @@ static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model
     b->hold_input = 0;
     int nf = e->graph.nevents_forward, n = e->graph.nevents;
     for (uint64_t k = 0; k < g->count; k++) {
+        if (room_full(t))
+            break;
         uint64_t at = (uint64_t)((int64_t)live + (int64_t)k * delta), g_k = grads + k * kept;
         int64_t layer = (int64_t)(first + g->count - 1 - k);
         if (!t->expand && k != shown) {
@@ -501,14 +521,19 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         }
         w.live = before + head.input_grad + kept;
         w.grads += kept;
-    } else {
-        w.live += x_bytes;
+    } else if (ngroups > 0 && output_rg(&groups[ngroups - 1].spec)) {
+        w.live += x_bytes; /* the output's gradient, from the next stage */
     }
+    /* else this stage's output needs no gradient (its layers are frozen and
+     * take none): the next stage sends nothing back. */
+    uint64_t unvisited = 0; /* parameters held from the forward of layers backward skips */
     for (int i = ngroups - 1; i >= 0; i--) {
         const layer_group *g = &groups[i];
         first -= g->count;
-        if (g->bwd_start == 0)
-            continue; /* frozen layers outside the graph */
+        if (g->bwd_start == 0) { /* frozen layers outside the graph */
+            unvisited += g->count * held;
+            continue;
+        }
         uint64_t kept = accumulating ? 0 : kept_of(keep, g->param_grads, g->param_grads_wide);
         uint64_t step = g->bwd_end - g->param_grads + kept;
         int64_t delta = (int64_t)step - (int64_t)g->bwd_start - (int64_t)held;
@@ -546,6 +571,10 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     } else if (!in->embedding && ngroups > 0 && groups[0].spec.input_rg) {
         w.live -= x_bytes; /* the input's gradient, sent to the previous stage */
     }
+    /* FSDP reshards what a layer's backward would have, for layers used in
+     * forward that backward never reached, once backward ends (its post-
+     * backward final callback, _catch_all_reshard). */
+    w.live -= unvisited;
     w.live -= gather->backward;
     r->end_of_backward = w.live;
 

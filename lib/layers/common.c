@@ -282,6 +282,25 @@ static int sdpa_backend(const model_shape *m, int dt, int enable_gqa)
     return SDPA_MATH;
 }
 
+int llmem_seg_sdpa_math(const model_shape *m, int dt, int enable_gqa)
+{
+    return sdpa_backend(m, dt, enable_gqa) == SDPA_MATH;
+}
+
+/* The step's overflow bound (lib/estimate/estimate.c) asks this, so that it
+ * charges the scores only where the kernel run forms them (no false refusal
+ * under flash or SDPA's fused kernels, no wrap-around under its math path). */
+int llmem_layers_quadratic_attention(const model_shape *m, int attention, int dt)
+{
+    if (attention == LLMEM_ATTENTION_EAGER)
+        return 1;
+    if (attention != LLMEM_ATTENTION_SDPA)
+        return 0;
+    if (m->path == PATH_FALCON)
+        return llmem_falcon_sdpa_quadratic(m, dt);
+    return llmem_seg_sdpa_math(m, dt, 1);
+}
+
 /*
  * F.scaled_dot_product_attention given a float attn_mask (FalconAttention's
  * ALiBi branch): flash declines masks; the memory-efficient kernel takes them
@@ -439,6 +458,27 @@ tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, u
     llmem_graph_hold(b->g, x);
     llmem_graph_hold(b->g, base);
     return out;
+}
+
+/*
+ * Routed experts under sequence parallelism: the experts see the tokens of
+ * the whole tensor-parallel group. Megatron's all-gather token dispatcher
+ * (core/transformer/moe/token_dispatcher.py) gathers the rank's share of the
+ * hidden states before the experts and reduce-scatters their output back to
+ * it; neither collective saves anything for backward, which runs them the
+ * other way. The router runs on the gathered tokens here (Megatron runs it on
+ * the rank's share and gathers its probabilities): tokens x (hidden +
+ * experts) more a layer, small beside the experts' rows.
+ */
+tid llmem_seg_routed_sp(build *b, const model_shape *m, const seg_spec *s, tid h,
+                        tid (*routed)(build *, const model_shape *, const seg_spec *, tid))
+{
+    if (b->sp <= 1)
+        return routed(b, m, s, h);
+    tid whole = llmem_graph_op(b->g, b->tokens * m->hidden, op_dt(b, h), &h, 1, 0, 0, 0, 0, 0);
+    tid out = routed(b, m, s, whole);
+    return llmem_graph_op(b->g, b->tokens / b->sp * m->hidden, op_dt(b, out), &out, 1, 0, 0, 0, 0,
+                          0);
 }
 
 /* The MLP activation of m (transformers' ACT2FN): ReLU saves its output, the

@@ -67,6 +67,13 @@ tid llmem_seg_rotary(build *b, tid x, tid cos, tid sin);
 /* Scores, mask, softmax, dropout and the value product; or the fused kernel. */
 tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask);
 
+/* Whether SDPA's dispatch sends m's attention in dtype dt (bytes) to its math
+ * kernel, which forms the scores; enable_gqa 0 for a family's own call
+ * without it. */
+int llmem_seg_sdpa_math(const model_shape *m, int dt, int enable_gqa);
+/* Whether FalconAttention's SDPA call forms batch x heads x seq^2 elements. */
+int llmem_falcon_sdpa_quadratic(const model_shape *m, int dt);
+
 /* SDPA given a float mask (Falcon-RW's ALiBi): the memory-efficient kernel. */
 tid llmem_seg_sdpa_masked(build *b, const model_shape *m, tid q, tid k, tid v, tid mask);
 
@@ -92,6 +99,10 @@ tid llmem_seg_gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t
  * PEFT's LoRA on every expert when target names it. */
 tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
                             uint64_t experts, unsigned target);
+/* routed(h) over the tensor-parallel group's tokens under sequence
+ * parallelism (gathered before, reduce-scattered after); routed(h) else. */
+tid llmem_seg_routed_sp(build *b, const model_shape *m, const seg_spec *s, tid h,
+                        tid (*routed)(build *, const model_shape *, const seg_spec *, tid));
 /* The MLP activation of m. */
 tid llmem_seg_activation(build *b, const model_shape *m, tid x);
 /* An operand of torch.matmul folded to 3-D: a head view copied when batch > 1. */

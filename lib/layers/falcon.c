@@ -36,6 +36,20 @@ static int grouped(const model_shape *m)
     return m->kv_heads > 1 && m->kv_heads < m->heads;
 }
 
+/* What FalconAttention.forward hands SDPA: ALiBi in a [batch, heads, seq,
+ * seq] float mask; otherwise its own call without enable_gqa, the grouped
+ * layout's keys and values already broadcast to every head (multi-query's
+ * single head is not, which sends it to the math kernel). */
+int llmem_falcon_sdpa_quadratic(const model_shape *m, int dt)
+{
+    if (m->positions == LLMEM_POSITIONS_ALIBI)
+        return 1;
+    model_shape heads = *m;
+    if (grouped(m))
+        heads.kv_heads = m->heads;
+    return llmem_seg_sdpa_math(&heads, dt, 0);
+}
+
 /* The eager ALiBi branch of FalconAttention.forward (Falcon-RW): q @ k^T,
  * cast to fp32 when low-precision, + alibi, *= inv_norm_factor in place,
  * softmax(+ mask, dtype=hidden_states.dtype) with the mask [batch, heads,

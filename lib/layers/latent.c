@@ -190,7 +190,7 @@ static tid moe_v2(build *b, const model_shape *m, const seg_spec *s, tid h)
  * experts (gate_proj, up_proj, down_proj too) on the same input. */
 static tid latent_moe(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
-    tid routed = v3(m) ? moe_v3(b, m, s, h) : moe_v2(b, m, s, h);
+    tid routed = llmem_seg_routed_sp(b, m, s, h, v3(m) ? moe_v3 : moe_v2);
     tid shared = llmem_seg_gated_mlp(b, s, h, m->hidden, m->shared_intermediate, 0);
     return op_add(b, routed, shared);
 }
@@ -215,8 +215,10 @@ static tid latent_block(build *b, const model_shape *m, const seg_spec *s, tid x
     return op_add(b, mid, f);
 }
 
-/* Latent attention needs its kv compression; the shared experts are part
- * of every MoE layer in both versions' code. */
+/* Latent attention needs its kv compression, and kv_b_proj gives every head
+ * its own key and value (the published configs set num_key_value_heads to the
+ * heads; other kv heads would make transformers' repeat_kv multiply them); the
+ * shared experts are part of every MoE layer in both versions' code. */
 static int latent_unsupported(const model_shape *m, const char **why)
 {
     int key = llmem_layers_fixed(m, ACCEPT_LATENT | ACCEPT_PARTIAL_ROTARY, why);
@@ -225,6 +227,10 @@ static int latent_unsupported(const model_shape *m, const char **why)
     if (m->kv_lora_rank == 0) {
         *why = "kv-lora-rank (DeepSeek's attention is latent: it must be set)";
         return LLMEM_MODEL_KV_LORA_RANK;
+    }
+    if (m->kv_heads != m->heads) {
+        *why = "kv-heads (DeepSeek's latent attention has a key and value per head)";
+        return LLMEM_MODEL_KV_HEADS;
     }
     if (m->experts > 0 && m->shared_intermediate == 0) {
         *why = "shared-expert-intermediate (DeepSeek's MoE layers have shared experts)";

@@ -47,6 +47,12 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m);
  * the segment has none. */
 uint64_t llmem_layers_piece(const build *b, const model_shape *m, const seg_spec *s);
 
+/* Whether the attention kernel (llmem_attention) forms batch x heads x seq^2
+ * elements for m in compute dtype dt (bytes): the scores of eager attention or
+ * of SDPA's math kernel, or a full mask handed to SDPA; FlashAttention-2 and
+ * SDPA's fused and memory-efficient kernels form none. */
+int llmem_layers_quadratic_attention(const model_shape *m, int attention, int dt);
+
 /* The model key of a field the phased model does not build for m, with a
  * short reason in *why; 0 when m is covered. */
 int llmem_layers_unsupported(const model_shape *m, const char **why);

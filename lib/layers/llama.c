@@ -42,10 +42,9 @@ static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, ti
 /* MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock: router, fp32 softmax, top-k,
  * a one-hot expert mask (int64, tokens x k x experts) held through the loop,
  * each expert's rows gathered, run, scaled by their routing weight and
- * index_add-ed back; plus the shared expert with its sigmoid gate. The loop
- * over experts is taken in aggregate: the saved tensors of all experts add
- * up to those of one MLP over tokens x k rows. */
-static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+ * index_add-ed back. The loop over experts is taken in aggregate: the saved
+ * tensors of all experts add up to those of one MLP over tokens x k rows. */
+static tid moe_routed(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, E = m->experts, k = m->experts_per_token, T = b->tokens;
     int h_dt = b->g->t[h].dt;
@@ -74,12 +73,23 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid out = llmem_graph_op(b->g, T * H, h_dt, &scaled, 1, 1u, 0, 0, 0, 0);
     llmem_graph_hold(b->g, mask);
     llmem_graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
+    return out;
+}
+
+/* The routed experts, plus the shared expert with its sigmoid gate on the
+ * same (rank's) input. */
+static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden;
+    tid out = llmem_seg_routed_sp(b, m, s, h, moe_routed);
     if (m->shared_intermediate > 0) {
         /* the shared expert's gate_proj, up_proj and down_proj match PEFT's targets too */
         tid shared = llmem_seg_gated_mlp(b, s, h, H, m->shared_intermediate, 0);
         if (m->shared_gate) {
             tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
-            shared = op_mul(b, llmem_graph_op(b->g, T, b->g->t[g].dt, &g, 1, SAVE_OUT, 0, 0, 0, 0),
+            shared = op_mul(b,
+                            llmem_graph_op(b->g, tensor_elems(b, g), b->g->t[g].dt, &g, 1, SAVE_OUT,
+                                           0, 0, 0, 0),
                             shared); /* F.sigmoid saves its output */
         }
         out = op_add(b, out, shared);

@@ -120,13 +120,16 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
     if (m->traits & TRAIT_MASK_POSITIONS) {
         /* OPTLearnedPositionalEmbedding: embedding(position_ids + offset); the
          * index tensor is new (int64 [batch, seq]) and EmbeddingBackward keeps
-         * it for the position table's gradient. */
+         * it for the position table's gradient. Under sequence parallelism
+         * the rank looks up its share of the tokens, as the token embedding
+         * hands it on (or the sum outgrows the residual stream). */
+        uint64_t rank_tokens = b->tokens / b->sp;
         tid ids = llmem_graph_tensor(b->g, b->tokens, INT64, ROLE_EXTERNAL, 0);
-        tid index = llmem_graph_op(b->g, b->tokens, INT64, &ids, 1, 0, 0, 0, 0, 0);
+        tid index = llmem_graph_op(b->g, rank_tokens, INT64, &ids, 1, 0, 0, 0, 0, 0);
         tid table = op_param(b, (m->max_positions + m->position_offset) * m->hidden,
                              s->weights_trainable);
-        tid pos = llmem_graph_op(b->g, b->tokens * m->hidden, b->param_dt, (tid[]){ table, index },
-                                 2, 2u, 0, 0, 0, 0);
+        tid pos = llmem_graph_op(b->g, rank_tokens * m->hidden, b->param_dt,
+                                 (tid[]){ table, index }, 2, 2u, 0, 0, 0, 0);
         if (m->embed_dim != m->hidden) /* project_in, no bias */
             x = op_linear(b, x, m->embed_dim, m->hidden, s->weights_trainable, 0);
         b->g->output = op_add(b, x, pos);
@@ -137,7 +140,11 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
     if (m->traits & TRAIT_EMBED_DROPOUT) /* emb_dropout, embed_dropout, embedding_dropout */
         x = op_dropout(b, x);
     if (m->positions == LLMEM_POSITIONS_LEARNED) {
-        tid pos = llmem_graph_op(b->g, b->seq * m->hidden, b->param_dt,
+        /* The positions of the rank's tokens: under sequence parallelism a
+         * chunk of seq / sp of them (broadcast over the batch), like the
+         * token embedding's output, or the sum outgrows the residual stream. */
+        uint64_t rows = (b->seq + b->sp - 1) / b->sp;
+        tid pos = llmem_graph_op(b->g, rows * m->hidden, b->param_dt,
                            (tid[]){ op_param(b, (m->max_positions + m->position_offset) * m->hidden,
                                              s->weights_trainable) },
                            1, 0, 0, 0, 0, 0);

@@ -47,8 +47,8 @@ int llmem_model_layer_linears(const model_shape *s, model_linear *lin)
         }
         lin[n++] = (model_linear){ ow, H, LLMEM_LORA_O, s->out_bias, SPLIT_ROW };
     }
-    if (s->traits & TRAIT_FUSED_GATE_UP) {
-        /* Phi3MLP: one gate_up_proj */
+    if ((s->traits & TRAIT_FUSED_GATE_UP) && s->mlp == LLMEM_MLP_GATED) {
+        /* Phi3MLP: one gate_up_proj (a plain MLP has no gate to fuse) */
         lin[n++] = (model_linear){ H, 2 * I, LLMEM_LORA_GATE | LLMEM_LORA_UP, s->mlp_bias,
                                    SPLIT_COLUMN };
     } else {

@@ -94,9 +94,6 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
         return FAIL(ctx, SP, "sp: sequence parallelism splits over tp ranks: needs tp >= 2");
     if (l->sp && (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA))
         return FAIL(ctx, SP, "sp: sequence parallelism with LoRA adapters is not modelled");
-    if (l->sp && (s->batch * s->seq) % l->tp != 0)
-        return FAIL(ctx, SP, "sp: batch x seq = %llu tokens do not split over tp %llu",
-                    U(s->batch * s->seq), U(l->tp));
     if (l->cp > 1) {
         /* Ring attention (Megatron/TE context parallelism) splits each sequence
          * into 2 x cp chunks for load balance, with a fused attention kernel. */
@@ -106,7 +103,44 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
         if (s->attention == LLMEM_ATTENTION_EAGER)
             return FAIL(ctx, CP, "cp: context parallelism runs fused attention, not eager");
     }
+    /* Sequence parallelism splits the tokens a context-parallel rank holds. */
+    if (l->sp && (s->batch * (s->seq / l->cp)) % l->tp != 0) {
+        if (l->cp > 1)
+            return FAIL(ctx, SP,
+                        "sp: batch x seq / cp = %llu tokens a rank do not split over tp %llu",
+                        U(s->batch * (s->seq / l->cp)), U(l->tp));
+        return FAIL(ctx, SP, "sp: batch x seq = %llu tokens do not split over tp %llu",
+                    U(s->batch * s->seq), U(l->tp));
+    }
     return LLMEM_OK;
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+uint64_t llmem_layout_step(const llmem_parallel *p, int key, uint64_t other)
+{
+    uint64_t step = 1;
+    if (p == NULL)
+        return 1;
+    uint64_t cp = (uint64_t)p->i[LLMEM_PARALLEL_CP], tp = (uint64_t)p->i[LLMEM_PARALLEL_TP];
+    if (key == LLMEM_TRAIN_SEQ && cp > 1)
+        step = 2 * cp;
+    if (p->i[LLMEM_PARALLEL_SP] && tp > 1) {
+        /* batch x seq / cp divides by tp: batch a multiple of tp / gcd(tp,
+         * seq / cp), or seq of cp x tp / gcd(tp, batch) */
+        uint64_t split = tp / gcd(tp, key == LLMEM_TRAIN_BATCH ? other / cp : other);
+        uint64_t unit = key == LLMEM_TRAIN_SEQ ? cp * split : split;
+        step = step / gcd(step, unit) * unit; /* at most 2^21 x 2^40 */
+    }
+    return step;
 }
 
 int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_shape *m,

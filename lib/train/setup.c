@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "train/setup.h"
 
-#include "core/checked.h"
 #include "core/ctx.h"
 #include "model/families.h"
 #include "train/precisions.h"
@@ -20,26 +19,6 @@ static int lora_targets_exist(const model_shape *m, unsigned targets)
         if (lin[i].lora_target & targets)
             return 1;
     return 0;
-}
-
-/* A bound on every byte count of the step, for the setup actually run: each
- * tensor is at most tokens x (vocab + the widest layer + the attention
- * scores when eager attention materializes them + a mixture of experts'
- * one-hot routing mask, top-k x experts) elements of at most 8 bytes, and
- * fewer than 64 of them per layer are live at once. If the bound fits in 62
- * bits, no sum the walk forms can wrap. */
-static int step_overflows(const model_shape *m, const setup *s)
-{
-    checked c = { 0 };
-    uint64_t widest = ck_add(&c, m->hidden + m->intermediate + m->heads * m->head_dim,
-                             ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
-    /* SDPA's math fallback materializes them too */
-    uint64_t scores = s->attention != LLMEM_ATTENTION_FLASH ? ck_mul(&c, m->heads, s->seq) : 0;
-    uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
-    uint64_t tokens = ck_mul(&c, s->batch, s->seq);
-    uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));
-    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
-    return c.overflow || bound > (UINT64_C(1) << 62);
 }
 
 int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
@@ -108,10 +87,5 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
         return FAIL(ctx, LOSS, LLMEM_EINCONSISTENT,
                     "loss: the chunked cross-entropy with an output-head bias (head-bias) is not "
                     "modelled; use --loss upcast");
-    if (s->formula == LLMEM_FORMULA_PHASED && step_overflows(m, s))
-        return FAIL(ctx, BATCH, LLMEM_EOVERFLOW,
-                    "batch x seq: %llu x %llu tokens make the step's byte counts "
-                    "overflow 64 bits for this model",
-                    (unsigned long long)s->batch, (unsigned long long)s->seq);
     return LLMEM_OK;
 }

@@ -332,6 +332,38 @@ Test(article, mixture_of_experts, .init = setup_est, .fini = teardown_est)
     llmem_model_free(m);
 }
 
+/* Full fine-tuning trains every parameter: in every family, with either MLP
+ * kind, the trainable count (from the parameter tensors) equals the model's
+ * (from its shape). Phi-3 with a plain MLP once counted a fused gate_up. */
+Test(article, full_trains_every_parameter, .init = setup_est, .fini = teardown_est)
+{
+    for (int family = LLMEM_FAMILY_GPT2; family <= LLMEM_FAMILY_MEGATRON_GPT; family++) {
+        for (int mlp = LLMEM_MLP_PLAIN; mlp <= LLMEM_MLP_GATED; mlp++) {
+            llmem_model *m = NULL;
+            uint64_t total = 0, trainable = 0;
+            cr_assert_eq(llmem_model_new(ctx, family, &m), LLMEM_OK);
+            llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 64);
+            llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 2);
+            llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4);
+            llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 128);
+            llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 100);
+            llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 512);
+            llmem_model_set_int(m, LLMEM_MODEL_MLP, mlp);
+            if (family == LLMEM_FAMILY_DEEPSEEK)
+                llmem_model_set_int(m, LLMEM_MODEL_KV_LORA_RANK, 32);
+            llmem_train *t = article_train();
+            cr_assert_eq(llmem_estimate_run(est, m, t), LLMEM_OK, "family %d: %s", family,
+                         llmem_ctx_error(ctx));
+            llmem_estimate_get_u64(est, LLMEM_EST_PARAMS_TOTAL, &total);
+            llmem_estimate_get_u64(est, LLMEM_EST_PARAMS_TRAINABLE, &trainable);
+            cr_expect_eq(trainable, total, "family %d, mlp %d: trainable %" PRIu64 ", total %" PRIu64,
+                         family, mlp, trainable, total);
+            llmem_train_free(t);
+            llmem_model_free(m);
+        }
+    }
+}
+
 /* Switching a handle between the formulas gives each formula's own answer. */
 Test(article, formula_switch_on_one_handle, .init = setup_est, .fini = teardown_est)
 {

@@ -415,3 +415,63 @@ Test(cache, one_handle_through_many_setups_equals_fresh_handles, .timeout = 600)
     reference_done();
     llmem_ctx_free(ctx);
 }
+
+/* The same under layouts: the polynomials are of the rank's batch and seq.
+ * Sequence parallelism's share of the tokens is a division the compile
+ * points do not split: OPT-6.7B with 256 heads over 128 ranks (each point's
+ * share 0 tokens) failed on a reused handle at batch 2 after batch 1. */
+Test(cache, layout_sweeps_on_one_handle_equal_fresh_handles, .timeout = 240)
+{
+    static const struct {
+        const char *preset;
+        int64_t heads;
+        const char *precision;
+        int64_t tp, sp, pp, cp, dp;
+        const char *sharding;
+    } sp_layouts[] = {
+        { "facebook/opt-6.7b", 256, "fp32", 128, 1, 1, 1, 1, "none" },
+        { "meta-llama/Llama-2-7b-hf", 0, "bf16-mixed", 8, 1, 1, 1, 1, "none" },
+        { "meta-llama/Llama-2-7b-hf", 0, "bf16-mixed", 2, 1, 2, 1, 2, "zero1" },
+        { "openai-community/gpt2", 0, "bf16-mixed", 4, 1, 1, 1, 1, "none" },
+        { "meta-llama/Llama-2-7b-hf", 0, "bf16-mixed", 1, 0, 1, 2, 4, "fsdp-full" },
+        { "meta-llama/Llama-2-7b-hf", 0, "bf16-mixed", 4, 0, 4, 1, 1, "none" },
+    };
+    llmem_ctx *ctx;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    for (size_t i = 0; i < N(sp_layouts); i++) {
+        llmem_model *m;
+        llmem_train *t;
+        llmem_parallel *l;
+        llmem_estimate *sweep;
+        cr_assert_eq(llmem_model_new_preset(ctx, sp_layouts[i].preset, &m), LLMEM_OK);
+        if (sp_layouts[i].heads)
+            cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HEADS, sp_layouts[i].heads), LLMEM_OK);
+        cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, sp_layouts[i].precision),
+                     LLMEM_OK);
+        cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_TP, sp_layouts[i].tp), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_SP, sp_layouts[i].sp), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_PP, sp_layouts[i].pp), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_CP, sp_layouts[i].cp), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, sp_layouts[i].dp), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, sp_layouts[i].sharding),
+                     LLMEM_OK);
+        cr_assert_eq(llmem_estimate_new(ctx, &sweep), LLMEM_OK);
+        for (size_t k = 0; k < N(points); k++) {
+            char what[256];
+            set_point(t, points[k][0], points[k][1]);
+            snprintf(what, sizeof what, "%s tp %lld sp %lld pp %lld cp %lld b%llu s%llu",
+                     sp_layouts[i].preset, (long long)sp_layouts[i].tp, (long long)sp_layouts[i].sp,
+                     (long long)sp_layouts[i].pp, (long long)sp_layouts[i].cp,
+                     (unsigned long long)points[k][0], (unsigned long long)points[k][1]);
+            same_as_fresh(ctx, sweep, m, t, l, what);
+        }
+        llmem_estimate_free(sweep);
+        llmem_parallel_free(l);
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+    reference_done();
+    llmem_ctx_free(ctx);
+}

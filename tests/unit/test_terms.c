@@ -999,12 +999,13 @@ Test(terms, reuse_matches_fresh_handles, .init = setup_est, .fini = teardown_est
 /* Huge batches and sequences: an answer that fits in 64 bits, or an error;
  * never a wrapped-around small number. Each step doubles the batch or the
  * sequence, up to the largest the setup accepts (2^24 and 2^28). */
-static void expect_no_wrap(const char *name, int64_t batch0, int64_t seq0, int vary_seq)
+static void expect_no_wrap(const char *name, int64_t batch0, int64_t seq0, int vary_seq,
+                           const config *base)
 {
     llmem_model *m = preset(name);
     uint64_t previous = 0;
     for (int step = 0;; step++) {
-        config c = default_config();
+        config c = base ? *base : default_config();
         c.batch = vary_seq ? batch0 : batch0 << step;
         c.seq = vary_seq ? seq0 << step : seq0;
         if (c.batch > (INT64_C(1) << 24) || c.seq > (INT64_C(1) << 28))
@@ -1037,12 +1038,190 @@ static void expect_no_wrap(const char *name, int64_t batch0, int64_t seq0, int v
 
 Test(terms, extreme_batch_does_not_wrap, .init = setup_est, .fini = teardown_est)
 {
-    expect_no_wrap("Llama-2-7b-hf", INT64_C(1) << 10, INT64_C(1) << 20, 0);
+    expect_no_wrap("Llama-2-7b-hf", INT64_C(1) << 10, INT64_C(1) << 20, 0, NULL);
 }
 
 Test(terms, extreme_seq_does_not_wrap, .init = setup_est, .fini = teardown_est)
 {
-    expect_no_wrap("Llama-2-7b-hf", 1, INT64_C(1) << 14, 1);
+    expect_no_wrap("Llama-2-7b-hf", 1, INT64_C(1) << 14, 1, NULL);
+}
+
+/* SDPA in fp32 with grouped kv heads runs PyTorch's math kernel, which
+ * materializes the scores: the overflow bound charges them (it once counted
+ * them for eager attention only, and the walk's sums wrapped). */
+Test(terms, extreme_seq_sdpa_math_does_not_wrap, .init = setup_est, .fini = teardown_est)
+{
+    config c = default_config();
+    c.precision = LLMEM_PRECISION_FP32;
+    c.attention = LLMEM_ATTENTION_SDPA;
+    expect_no_wrap("Meta-Llama-3-8B", 1, INT64_C(1) << 14, 1, &c);
+}
+
+/* The overflow bound charges the batch x heads x seq^2 scores only where the
+ * kernel run forms them. Each model is run where the bound without the scores
+ * fits in 62 bits and the bound with them does not: estimated under the
+ * kernels that form none, refused (never wrapped) under those that do. */
+typedef struct bound_case {
+    const char *name;
+    int64_t hidden, layers, heads, kv_heads, intermediate, vocab; /* 0: the preset */
+    int precision, attention, forms_scores;
+    int64_t batch, seq;
+} bound_case;
+
+static llmem_model *bound_model(const bound_case *k)
+{
+    if (k->hidden == 0)
+        return preset(k->name);
+    llmem_model *m = NULL;
+    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_FALCON, &m), LLMEM_OK);
+    const int64_t v[][2] = { { LLMEM_MODEL_HIDDEN, k->hidden }, { LLMEM_MODEL_LAYERS, k->layers },
+                             { LLMEM_MODEL_HEADS, k->heads }, { LLMEM_MODEL_KV_HEADS, k->kv_heads },
+                             { LLMEM_MODEL_INTERMEDIATE, k->intermediate },
+                             { LLMEM_MODEL_VOCAB, k->vocab } };
+    for (size_t i = 0; i < N_OF(v); i++)
+        cr_assert_eq(llmem_model_set_int(m, (int)v[i][0], v[i][1]), LLMEM_OK);
+    return m;
+}
+
+Test(terms, overflow_bound_follows_the_kernel, .init = setup_est, .fini = teardown_est)
+{
+    enum { BF16 = LLMEM_PRECISION_BF16_MIXED, FP32 = LLMEM_PRECISION_FP32 };
+    enum { EAGER = LLMEM_ATTENTION_EAGER, SDPA = LLMEM_ATTENTION_SDPA,
+           FLASH = LLMEM_ATTENTION_FLASH };
+    static const bound_case cases[] = {
+        /* issue 12's case: 2^22 tokens; the fused kernels form no scores */
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, BF16, FLASH, 0, 32, 131072 },
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, BF16, SDPA, 0, 32, 131072 },
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, BF16, EAGER, 1, 32, 131072 },
+        /* fp32 with grouped kv heads: SDPA's math kernel */
+        { "meta-llama/Llama-3.1-405B", 0, 0, 0, 0, 0, 0, FP32, SDPA, 1, 32, 131072 },
+        /* Falcon calls SDPA without enable_gqa: multi-query (Falcon-7B's shape)
+         * runs the math kernel; the grouped layout (Falcon-40B's) broadcasts
+         * its kv heads first and runs the fused one. */
+        { "falcon-7b shape", 4544, 32, 71, 1, 18176, 65024, BF16, SDPA, 1, 1024, 131072 },
+        { "falcon-7b shape", 4544, 32, 71, 1, 18176, 65024, BF16, FLASH, 0, 1024, 131072 },
+        { "falcon-40b shape", 8192, 60, 128, 8, 32768, 65024, BF16, SDPA, 0, 1024, 131072 },
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        const bound_case *k = &cases[i];
+        llmem_model *m = bound_model(k);
+        config c = default_config();
+        c.precision = k->precision;
+        c.attention = k->attention;
+        c.ckpt = LLMEM_GRAD_CKPT_NON_REENTRANT;
+        c.batch = k->batch;
+        c.seq = k->seq;
+        llmem_train *t = make_train(&c);
+        int rc = llmem_estimate_run(est, m, t);
+        cr_expect_eq(rc, k->forms_scores ? LLMEM_EOVERFLOW : LLMEM_OK,
+                     "%s, precision %d, attention %d: %d (%s)", k->name, k->precision,
+                     k->attention, rc, rc == LLMEM_OK ? "estimated" : llmem_ctx_error(ctx));
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+}
+
+/* Tensor parallelism can change the kernel a rank runs: Falcon-40B's eight kv
+ * groups over 8 ranks leave one a rank, whose multi-query branch sends SDPA
+ * to its math kernel. The bound charges the scores then: at 2^28 tokens the
+ * sums wrapped (batch 2 came out below batch 1). Over 4 ranks (two groups a
+ * rank, the fused kernel) the same job is estimated. */
+Test(terms, overflow_bound_follows_the_ranks_kernel, .init = setup_est, .fini = teardown_est)
+{
+    static const bound_case falcon40 = { "falcon-40b shape", 8192, 60, 128, 8, 32768, 65024,
+                                         LLMEM_PRECISION_BF16_MIXED, LLMEM_ATTENTION_SDPA, 0, 1,
+                                         INT64_C(1) << 28 };
+    llmem_model *m = bound_model(&falcon40);
+    llmem_parallel *l = NULL;
+    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+    config c = default_config();
+    c.attention = LLMEM_ATTENTION_SDPA;
+    c.ckpt = LLMEM_GRAD_CKPT_NON_REENTRANT;
+    c.seq = falcon40.seq;
+    for (int tp = 4; tp <= 8; tp *= 2)
+        for (int64_t batch = 1; batch <= 2; batch++) {
+            c.batch = batch;
+            llmem_train *t = make_train(&c);
+            cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_TP, tp), LLMEM_OK);
+            int rc = llmem_estimate_run_parallel(est, m, t, l);
+            cr_expect_eq(rc, tp == 8 ? LLMEM_EOVERFLOW : LLMEM_OK, "tp %d batch %lld: %d (%s)",
+                         tp, (long long)batch, rc, llmem_ctx_error(ctx));
+            llmem_train_free(t);
+        }
+    llmem_parallel_free(l);
+    llmem_model_free(m);
+}
+
+/* A router bias: on Llama's path the router linear's own bias, trained with
+ * it (8 experts x 32 layers more trainable parameters); on DeepSeek-V3
+ * e_score_correction_bias, a buffer, never trained. The Llama case was an
+ * internal error once DeepSeek's bias stopped training. */
+Test(terms, router_bias_trains_on_llamas_path_only, .init = setup_est, .fini = teardown_est)
+{
+    uint64_t trainable[2], total[2];
+    for (int bias = 0; bias <= 1; bias++) {
+        llmem_model *m = preset("mistralai/Mistral-7B-v0.1");
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_EXPERTS, 8), LLMEM_OK);
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_EXPERTS_PER_TOKEN, 2), LLMEM_OK);
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_EXPERT_INTERMEDIATE, 14336), LLMEM_OK);
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_ROUTER_BIAS, bias), LLMEM_OK);
+        config c = default_config();
+        llmem_train *t = make_train(&c);
+        int rc = llmem_estimate_run(est, m, t);
+        cr_assert_eq(rc, LLMEM_OK, "router bias %d: %s", bias, llmem_ctx_error(ctx));
+        llmem_estimate_get_u64(est, LLMEM_EST_PARAMS_TRAINABLE, &trainable[bias]);
+        llmem_estimate_get_u64(est, LLMEM_EST_PARAMS_TOTAL, &total[bias]);
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+    cr_expect_eq(trainable[1] - trainable[0], 8 * 32);
+    cr_expect_eq(trainable[1], total[1]);
+}
+
+/* LoRA's adapters are bounded like the model's parameters: 2^20 adapters'
+ * rank on q and v projections 2^40 wide (2^63 elements over 4 layers) is
+ * refused as overflowing, naming lora-rank, where its byte counts wrapped
+ * (an optimizer term above the peak); smaller ranks are estimated, their
+ * terms adding up to the peak. */
+Test(terms, lora_adapters_are_bounded, .init = setup_est, .fini = teardown_est)
+{
+    static const int64_t ranks[] = { 1, 1024, 1048576 };
+    llmem_model *m = NULL;
+    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_LLAMA, &m), LLMEM_OK);
+    const int64_t fields[][2] = { { LLMEM_MODEL_HIDDEN, 128 },       { LLMEM_MODEL_LAYERS, 4 },
+                                  { LLMEM_MODEL_HEADS, 1048576 },    { LLMEM_MODEL_KV_HEADS, 1048576 },
+                                  { LLMEM_MODEL_HEAD_DIM, 1048576 }, { LLMEM_MODEL_INTERMEDIATE, 256 },
+                                  { LLMEM_MODEL_VOCAB, 1000 } };
+    for (size_t i = 0; i < N_OF(fields); i++)
+        cr_assert_eq(llmem_model_set_int(m, (int)fields[i][0], fields[i][1]), LLMEM_OK);
+    for (size_t i = 0; i < N_OF(ranks); i++) {
+        config c = default_config();
+        c.method = LLMEM_METHOD_LORA;
+        c.batch = 1;
+        c.seq = 1;
+        c.lora_rank = ranks[i];
+        llmem_train *t = make_train(&c);
+        int rc = llmem_estimate_run(est, m, t), object = 0, key = 0;
+        if (ranks[i] < 1048576) {
+            cr_expect_eq(rc, LLMEM_OK, "rank %lld: %s", (long long)ranks[i], llmem_ctx_error(ctx));
+            result r;
+            read_result(est, &r);
+            uint64_t sum = 0;
+            for (int k = LLMEM_TERM_PARAMETERS; k <= LLMEM_TERM_TEMPORARY; k++) {
+                cr_expect_leq(r.at_peak[k], r.allocated, "rank %lld, term %d",
+                              (long long)ranks[i], k);
+                sum += r.at_peak[k];
+            }
+            cr_expect_eq(sum, r.allocated, "rank %lld", (long long)ranks[i]);
+        } else {
+            cr_expect_eq(rc, LLMEM_EOVERFLOW, "rank %lld: %d", (long long)ranks[i], rc);
+            cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+            cr_expect(object == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_LORA_RANK, "%s",
+                      llmem_ctx_error(ctx));
+        }
+        llmem_train_free(t);
+    }
+    llmem_model_free(m);
 }
 
 /* LoRA targets that match no module of the model train nothing; PEFT
