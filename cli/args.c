@@ -123,6 +123,9 @@ static const cli_flag flags[] = {
           CLI_KIND_REAL, "F", "article formula: m_tmp = F x m_p"),
     TRAIN("article-param-bytes", "article_param_bytes", LLMEM_TRAIN_ARTICLE_PARAM_BYTES,
           CLI_KIND_INT, "N", "article formula: bytes per parameter"),
+    /* Written as the "gpu" object of the JSON (report_json.c), not echoed as a string. */
+    TRAIN("gpu", NULL, LLMEM_TRAIN_GPU, CLI_KIND_TEXT, "NAME",
+          "the GPU (see `llmem gpus`): its CUDA context, workspace and usable memory"),
 
     LAYOUT("dp", "dp", DP, CLI_KIND_INT, "N", "data-parallel degree (replicas or shards)"),
     LAYOUT("tp", "tp", TP, CLI_KIND_INT, "N", "tensor-parallel degree (Megatron column/row split)"),
@@ -159,11 +162,12 @@ static const cli_flag flags[] = {
       "plan: also try offloading to host memory" },
     { "top", NULL, CLI_TARGET_TOP, 0, CLI_KIND_INT, "K", "plan: layouts to print (default 10)" },
     { "capacity", NULL, CLI_TARGET_CAPACITY, 0, CLI_KIND_TEXT, "SIZE",
-      "memory of one GPU (bytes, or 80GiB, 79.6GB) for --max, plan and --svg's line" },
+      "memory of one GPU (bytes, or 80GiB, 79.6GB) for --max, plan and --svg's line; "
+      "wins over --gpu's" },
     { "margin", NULL, CLI_TARGET_MARGIN, 0, CLI_KIND_REAL, "P",
       "percent of the GPU to keep free (default 5)" },
     { "max", NULL, CLI_TARGET_MAX, 0, CLI_KIND_TEXT, "batch|seq",
-      "the largest batch (or seq) whose device peak fits --capacity" },
+      "the largest batch (or seq) whose device peak fits --capacity (or --gpu)" },
 
     { "svg", NULL, CLI_TARGET_SVG, 0, CLI_KIND_TEXT, "FILE",
       "write the step's timeline (the four terms through the phases) as an SVG picture" },

@@ -57,7 +57,7 @@ static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
         if (llmem_estimate_run_parallel(est, req->model, req->train, req->parallel) == LLMEM_OK)
             llmem_estimate_get_u64(est, LLMEM_EST_PEAK_DEVICE, &need);
         cli_error("--max %s: even %s 1 needs %llu bytes at the device level, above the %llu "
-                  "usable (--capacity less --margin)",
+                  "usable (the capacity less --margin)",
                   req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq",
                   req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq",
                   (unsigned long long)need, (unsigned long long)usable);
@@ -148,7 +148,7 @@ int cli_cmd_estimate(int argc, char **argv)
     unsigned accepted = ~(CLI_ACCEPTS(CLI_TARGET_PLAN) | CLI_ACCEPTS(CLI_TARGET_TOP));
     int status = cli_configure(ctx, argc, argv, accepted, "estimate", &req);
     if (status == CLI_EXIT_OK && !req.help && req.max_key != 0 && req.capacity == 0) {
-        cli_error("--max needs --capacity (the memory of one GPU)");
+        cli_error("--max needs --capacity SIZE or --gpu NAME (the memory of one GPU)");
         status = CLI_EXIT_USAGE;
     }
     if (status == CLI_EXIT_OK && req.help)

@@ -4,8 +4,8 @@
  * [--margin P] [--min-compute N] [--json]`: which MIG profiles of a GPU, and
  * whether the whole GPU, hold a job. The job is an estimate (the flags of
  * `llmem estimate`, layout flags included: each rank is fitted, and the
- * slice for the layout is the one its most loaded rank needs) or a plain
- * byte count.
+ * slice for the layout is the one its most loaded rank needs), estimated
+ * with the GPU's CUDA context and cuBLAS workspace, or a plain byte count.
  */
 #include "args.h"
 #include "cli.h"
@@ -41,15 +41,18 @@ typedef struct fit_job {
      CLI_ACCEPTS(CLI_TARGET_TRAIN) | CLI_ACCEPTS(CLI_TARGET_PARALLEL) |                      \
      CLI_ACCEPTS(CLI_TARGET_ZERO) | CLI_ACCEPTS(CLI_TARGET_FSDP))
 
-/* Each rank's device-level peak, from the estimate flags. */
-static int estimate_job(llmem_ctx *ctx, int argc, char **argv, fit_job *job)
+/* Each rank's device-level peak, from the estimate flags, on GPU gpu (its
+ * CUDA context and cuBLAS workspace: a MIG instance has its architecture's). */
+static int estimate_job(llmem_ctx *ctx, int argc, char **argv, size_t gpu, fit_job *job)
 {
     cli_request req;
     llmem_estimate *est = NULL;
     int status = cli_configure(ctx, argc, argv, FIT_ACCEPTS, "fit", &req);
     if (status != CLI_EXIT_OK)
         return status;
-    int rc = llmem_estimate_new(ctx, &est);
+    int rc = llmem_train_set_int(req.train, LLMEM_TRAIN_GPU, (int64_t)gpu + 1);
+    if (rc == LLMEM_OK)
+        rc = llmem_estimate_new(ctx, &est);
     if (rc == LLMEM_OK)
         rc = llmem_estimate_run_parallel(est, req.model, req.train, req.parallel);
     if (rc == LLMEM_OK) {
@@ -286,7 +289,7 @@ int cli_cmd_fit(int argc, char **argv)
                                                                        : CLI_EXIT_USAGE;
     /* The estimate last: its flags' errors come after the command's own. */
     if (status == CLI_EXIT_OK && opts[OPT_BYTES].value == NULL)
-        status = estimate_job(ctx, argc, argv, &job);
+        status = estimate_job(ctx, argc, argv, gpu, &job);
     if (status == CLI_EXIT_OK)
         status = fit_run(ctx, fit, opts, gpu, &job, &margin);
     if (status == CLI_EXIT_OK) {

@@ -6,8 +6,10 @@
  * GPUs with valid MIG layouts. FILE is a JSON array of jobs, each with an
  * "id" and either "memory_bytes" (with an optional "memory_level": device or
  * reserved) or the flags of `llmem estimate` by name ("model", "method",
- * "batch", "lora-rank" or "lora_rank", ...); "min_compute" asks for compute
- * slices.
+ * "batch", "lora-rank" or "lora_rank", ...; not "gpu": the fleet decides);
+ * "min_compute" asks for compute slices. An estimated job takes the CUDA
+ * context and cuBLAS workspace of the fleet's type that adds most, so its
+ * need holds on every type.
  */
 #include "args.h"
 #include "cli.h"
@@ -28,9 +30,22 @@ enum {
 
 typedef enum out_format { OUT_TEXT, OUT_JSON, OUT_MIG_PARTED, OUT_NVIDIA_SMI } out_format;
 
-/* The fleet from "NAME[:COUNT],..." with default count. */
-static int add_fleet(llmem_ctx *ctx, llmem_pack *pack, const char *spec, uint64_t fallback)
+/* Bytes an architecture adds to a step: its CUDA context and cuBLAS workspace. */
+static uint64_t constants_of(size_t gpu)
 {
+    uint64_t context = 0, workspace = 0;
+    llmem_gpu_get_u64(gpu, LLMEM_GPU_CONTEXT_BYTES, &context);
+    llmem_gpu_get_u64(gpu, LLMEM_GPU_WORKSPACE_BYTES, &workspace);
+    return context + workspace;
+}
+
+/* The fleet from "NAME[:COUNT],..." with default count; *costliest: the type
+ * whose architecture adds most to a step, whose constants the jobs' estimates
+ * take so that each need holds on every type. */
+static int add_fleet(llmem_ctx *ctx, llmem_pack *pack, const char *spec, uint64_t fallback,
+                     size_t *costliest)
+{
+    int first = 1;
     char buf[512];
     if (strlen(spec) >= sizeof buf) {
         cli_error("--gpu: too long");
@@ -58,6 +73,9 @@ static int add_fleet(llmem_ctx *ctx, llmem_pack *pack, const char *spec, uint64_
         }
         if (!cli_find_gpu(ctx, "gpu", item, &gpu))
             return 0;
+        if (first || constants_of(gpu) > constants_of(*costliest))
+            *costliest = gpu;
+        first = 0;
         if (llmem_pack_add_gpu(pack, gpu, count) != LLMEM_OK) {
             cli_error("--gpu '%s': %s", spec, cli_message_tail(llmem_ctx_error(ctx)));
             return 0;
@@ -90,7 +108,9 @@ static const cli_flag *field_flag(const char *key)
     for (size_t i = 0; i <= n; i++)
         name[i] = key[i] == '_' ? '-' : key[i];
     const cli_flag *f = cli_flag_find(name, n);
-    if (f == NULL || !(PACK_ACCEPTS & CLI_ACCEPTS(f->target)))
+    /* The fleet (--gpu) says where jobs run, not the job. */
+    if (f == NULL || !(PACK_ACCEPTS & CLI_ACCEPTS(f->target)) ||
+        (f->target == CLI_TARGET_TRAIN && f->key == LLMEM_TRAIN_GPU))
         return NULL;
     return f;
 }
@@ -113,6 +133,7 @@ typedef struct job_env {
     llmem_ctx *ctx;
     llmem_pack *pack;
     llmem_estimate *est;
+    size_t gpu; /* whose constants estimates take (add_fleet) */
 } job_env;
 
 /* The device-level peak of a job given by estimate flags. */
@@ -135,7 +156,9 @@ static int estimate_bytes(job_env *env, const jobs_spec *job, uint64_t *bytes)
     int status = cli_configure(env->ctx, argc, argv, PACK_ACCEPTS, "pack", &req);
     if (status != CLI_EXIT_OK)
         return status;
-    int rc = llmem_estimate_run(env->est, req.model, req.train);
+    int rc = llmem_train_set_int(req.train, LLMEM_TRAIN_GPU, (int64_t)env->gpu + 1);
+    if (rc == LLMEM_OK)
+        rc = llmem_estimate_run(env->est, req.model, req.train);
     if (rc == LLMEM_OK)
         rc = llmem_estimate_get_u64(env->est, LLMEM_EST_PEAK_DEVICE, bytes);
     if (rc != LLMEM_OK) {
@@ -506,7 +529,7 @@ static int settings(llmem_ctx *ctx, llmem_pack *pack, const cli_opt *opts)
 static int pack_jobs(const cli_opt *opts, out_format fmt)
 {
     llmem_ctx *ctx = NULL;
-    job_env env = { NULL, NULL, NULL };
+    job_env env = { NULL, NULL, NULL, 0 };
     jobs_file file;
     uint64_t per_type = 0;
     int status = CLI_EXIT_USAGE;
@@ -519,7 +542,8 @@ static int pack_jobs(const cli_opt *opts, out_format fmt)
         goto done_ctx;
     }
     env.ctx = ctx;
-    if (!add_fleet(ctx, env.pack, opts[OPT_GPU].value, per_type) || !settings(ctx, env.pack, opts))
+    if (!add_fleet(ctx, env.pack, opts[OPT_GPU].value, per_type, &env.gpu) ||
+        !settings(ctx, env.pack, opts))
         goto done_ctx;
     if (!cli_jobs_read(opts[OPT_JOBS].value, &file)) {
         status = CLI_EXIT_ESTIMATE;

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* `llmem plan --gpus N --capacity SIZE [model and training flags]`: the
- * layouts of the job that fit, best first, and why the others do not. */
+/* `llmem plan --gpus N (--gpu NAME | --capacity SIZE) [model and training
+ * flags]`: the layouts of the job that fit, best first, and why the others do
+ * not. --gpu names the GPU (its constants in every estimate, its usable
+ * memory the capacity unless --capacity). */
 #include "args.h"
 #include "cli.h"
 #include "configure.h"
 #include "format.h"
+#include "gpu_fit.h"
 #include "json.h"
 
 #include <string.h>
 
-/* The planner's fields from the flags: --gpus, the capacity, the margin. */
+/* The planner's fields from the flags: --gpus, the capacity, the margin.
+ * Without --capacity the planner takes --gpu's usable memory itself (0). */
 static int configure_plan(const cli_request *req, llmem_plan *plan)
 {
-    int rc = llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, (int64_t)req->capacity);
+    int rc = llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES,
+                                req->capacity_from_gpu ? 0 : (int64_t)req->capacity);
     if (rc == LLMEM_OK)
         rc = llmem_plan_set_int(plan, LLMEM_PLAN_MARGIN_PERMILLE, req->margin_permille);
     for (int key = 1; key < 16 && rc == LLMEM_OK; key++)
@@ -47,12 +52,25 @@ static const char *name_of(int key, int64_t v)
     return llmem_parallel_value_name(key, v);
 }
 
-static void print_json(const llmem_plan *plan, llmem_parallel *layout, uint64_t top)
+/* --gpu's verdict on the best layout's peak; 0 without --gpu. */
+static int gpu_verdict(const cli_request *req, const llmem_plan *plan, cli_gpu_fit *g)
+{
+    uint64_t peak = 0;
+    int found = llmem_plan_result_count(plan) > 0 &&
+                llmem_plan_result_get_u64(plan, 0, LLMEM_PLAN_PEAK_DEVICE, &peak) == LLMEM_OK;
+    return cli_gpu_fit_of(req, found, peak, g);
+}
+
+static void print_json(const cli_request *req, const llmem_plan *plan, llmem_parallel *layout,
+                       uint64_t top)
 {
     json_writer w;
     plan_row row;
+    cli_gpu_fit g;
     json_begin(&w, stdout);
     json_object_begin(&w, NULL);
+    if (gpu_verdict(req, plan, &g))
+        cli_gpu_fit_json(&w, &g);
     json_array_begin(&w, "layouts");
     for (size_t i = 0; i < llmem_plan_result_count(plan) && i < top; i++) {
         if (read_row(plan, i, layout, &row) != LLMEM_OK)
@@ -95,10 +113,16 @@ static void print_json(const llmem_plan *plan, llmem_parallel *layout, uint64_t 
     json_end(&w);
 }
 
-static void print_text(const llmem_plan *plan, llmem_parallel *layout, uint64_t top)
+static void print_text(const cli_request *req, const llmem_plan *plan, llmem_parallel *layout,
+                       uint64_t top)
 {
     plan_row row;
+    cli_gpu_fit g;
     size_t n = llmem_plan_result_count(plan);
+    if (gpu_verdict(req, plan, &g)) {
+        cli_gpu_fit_text(stdout, &g, "the best layout's device peak");
+        putchar('\n');
+    }
     printf("%zu layouts fit; the best %zu by the throughput proxy (docs/partitioning.md):\n\n",
            n, (size_t)(top < n ? top : n));
     printf("  %-4s %-3s %-3s %-3s %-3s %-3s %-12s %-8s %-5s %-5s %-22s %-22s %-6s %s\n", "dp", "tp",
@@ -151,7 +175,7 @@ int cli_cmd_plan(int argc, char **argv)
     if (status == CLI_EXIT_OK && req.help) {
         cli_usage(stdout);
     } else if (status == CLI_EXIT_OK && (req.capacity == 0 || !(req.plan_given & (1u << LLMEM_PLAN_GPUS)))) {
-        cli_error("plan needs --gpus N and --capacity SIZE (the memory of one GPU)");
+        cli_error("plan needs --gpus N and --gpu NAME or --capacity SIZE (the memory of one GPU)");
         status = CLI_EXIT_USAGE;
     } else if (status == CLI_EXIT_OK) {
         int rc = llmem_plan_new(ctx, &plan);
@@ -165,9 +189,9 @@ int cli_cmd_plan(int argc, char **argv)
             cli_error("%s", llmem_ctx_error(ctx)[0] ? llmem_ctx_error(ctx) : llmem_status_str(rc));
             status = CLI_EXIT_ESTIMATE;
         } else if (req.json) {
-            print_json(plan, layout, req.top);
+            print_json(&req, plan, layout, req.top);
         } else {
-            print_text(plan, layout, req.top);
+            print_text(&req, plan, layout, req.top);
         }
     }
     llmem_parallel_free(layout);

@@ -286,7 +286,9 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
         break;
     case CLI_TARGET_TRAIN:
         status = set_field(req, f, v, &rc);
-        req->train_flags++;
+        /* --gpu says where the step runs, not how it trains. */
+        if (f->key != LLMEM_TRAIN_GPU)
+            req->train_flags++;
         break;
     case CLI_TARGET_PARALLEL:
         status = set_field(req, f, v, &rc);
@@ -349,6 +351,19 @@ static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, i
     return CLI_EXIT_OK;
 }
 
+/* --gpu: which GPU, and its usable memory as the capacity unless --capacity. */
+static void gpu_capacity(cli_request *req)
+{
+    int64_t id = 0;
+    if (llmem_train_get_int(req->train, LLMEM_TRAIN_GPU, &id) != LLMEM_OK || id <= 0)
+        return;
+    req->has_gpu = 1;
+    req->gpu = (size_t)id - 1;
+    if (req->capacity == 0 &&
+        llmem_gpu_get_u64(req->gpu, LLMEM_GPU_USABLE_BYTES, &req->capacity) == LLMEM_OK)
+        req->capacity_from_gpu = 1;
+}
+
 int cli_configure(llmem_ctx *ctx, int argc, char **argv, unsigned accepted, const char *command,
                   cli_request *req)
 {
@@ -370,6 +385,8 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, unsigned accepted, cons
     }
     for (int pass = PASS_FAMILY; pass < PASSES && status == CLI_EXIT_OK; pass++)
         status = apply_pass(ctx, argc, argv, req, pass);
+    if (status == CLI_EXIT_OK)
+        gpu_capacity(req);
     /* Last: a bad flag is reported before a file is read. */
     if (status == CLI_EXIT_OK)
         status = open_weights(ctx, &mc, req);

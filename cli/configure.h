@@ -28,7 +28,10 @@ typedef struct cli_request {
     int json;
     int help;
     /* Job flags: --capacity, --margin, --max, --top and the planner's fields. */
-    uint64_t capacity;       /* 0: not given */
+    uint64_t capacity;       /* --capacity, else --gpu's usable memory; 0: neither */
+    int capacity_from_gpu;   /* 1: capacity is --gpu's (no --capacity) */
+    int has_gpu;             /* --gpu given: gpu is its catalog index */
+    size_t gpu;
     int margin_permille;     /* 50 unless --margin */
     int max_key;             /* LLMEM_TRAIN_BATCH or _SEQ with --max; 0 without */
     int64_t max_value;       /* what --max found */

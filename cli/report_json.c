@@ -3,6 +3,7 @@
 #include "report.h"
 
 #include "args.h"
+#include "gpu_fit.h"
 #include "json.h"
 #include "settings.h"
 #include "weights.h"
@@ -157,6 +158,9 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
         cli_timeline_json(&w, "timeline", &r->timeline);
         json_u64(&w, "timeline_peak", r->timeline.peak);
     }
+    cli_gpu_fit g;
+    if (cli_gpu_fit_of(req, 1, r->peak_device, &g))
+        cli_gpu_fit_json(&w, &g);
     if (req->max_key != 0) {
         json_object_begin(&w, "max");
         json_string(&w, "field", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq");

@@ -5,6 +5,7 @@
 #include "args.h"
 #include "cli.h"
 #include "format.h"
+#include "gpu_fit.h"
 #include "settings.h"
 #include "weights.h"
 
@@ -364,13 +365,18 @@ int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
     print_model(out, req, r, &s);
     print_setup(out, req, &s, article);
     print_layout(out, req, r);
+    cli_gpu_fit g;
+    if (cli_gpu_fit_of(req, 1, r->peak_device, &g))
+        cli_gpu_fit_text(out, &g, r->nranks > 1 ? "the most loaded rank's device peak"
+                                                : "device peak");
     if (req->max_key != 0) {
         char cap[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP];
         cli_format_bytes(req->usable, cap, sizeof cap);
         cli_format_bytes(req->usable - r->peak_device, room, sizeof room);
-        fprintf(out, "%-*sthe largest %s whose device peak fits %s (capacity less %g%%): %lld, "
+        fprintf(out, "%-*sthe largest %s whose device peak fits %s (%s less %g%%): %lld, "
                      "%s to spare\n",
                 LABEL_WIDTH, "Max", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq", cap,
+                req->capacity_from_gpu ? "the GPU's usable memory" : "capacity",
                 req->margin_permille / 10.0, (long long)req->max_value, room);
     }
     print_terms(out, r, article);

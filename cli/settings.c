@@ -49,11 +49,14 @@ int cli_setting_read(const cli_request *req, const cli_flag *flag,
         rc = llmem_train_get_int(req->train, flag->key, &out->i);
     if (rc != LLMEM_OK)
         return rc;
-    if (flag->kind == CLI_KIND_NAME) {
-        /* A value newer than this command's list shows as its number. */
+    if (flag->kind == CLI_KIND_NAME || flag->kind == CLI_KIND_TEXT) {
+        /* A value newer than this command's list shows as its number; a
+         * named field's 0 is no value chosen (--gpu). */
         const char *name = cli_value_name(flag, out->i);
         if (name != NULL)
             snprintf(out->text, sizeof out->text, "%s", name);
+        else if (flag->kind == CLI_KIND_TEXT && out->i == 0)
+            snprintf(out->text, sizeof out->text, "none");
         else
             snprintf(out->text, sizeof out->text, "%lld", (long long)out->i);
     } else if (flag->kind == CLI_KIND_NAMES) {

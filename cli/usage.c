@@ -37,7 +37,7 @@ static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f
         (f->target != CLI_TARGET_TRAIN && f->target != CLI_TARGET_PARALLEL) ||
         cli_setting_read(req, f, &s) != LLMEM_OK)
         return;
-    if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_NAMES)
+    if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_NAMES || f->kind == CLI_KIND_TEXT)
         snprintf(buf, cap, " (default: %s)", s.text);
     else if (f->kind == CLI_KIND_REAL)
         snprintf(buf, cap, " (default: %g)", s.d);
@@ -79,7 +79,7 @@ void cli_usage(FILE *out)
           "\n"
           "Commands:\n"
           "  estimate [flags]            the memory of one training step (a table, or --json)\n"
-          "  plan --gpus N --capacity SIZE [flags]\n"
+          "  plan --gpus N (--gpu NAME | --capacity SIZE) [flags]\n"
           "                              the layouts of a job over N GPUs that fit, best first\n"
           "  models [--json]             the built-in model presets\n"
           "  weights PATH [--json]       what safetensors headers hold (PATH: a .safetensors\n"

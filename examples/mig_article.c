@@ -2,7 +2,8 @@
 /*
  * mig_article: the source article's scenario. One A100 80GB split by MIG into
  * seven instances, each fine-tuning its own small model at the same time.
- * Each job is estimated (its device-level peak, CUDA context included),
+ * Each job is estimated on the A100 (its device-level peak, that GPU's CUDA
+ * context and cuBLAS workspace included),
  * fitted to the smallest MIG slice that holds it with the default 5 % margin,
  * and the seven are packed onto one GPU with a valid MIG layout, printed as
  * an NVIDIA mig-parted configuration and `nvidia-smi` commands.
@@ -85,6 +86,8 @@ int main(void)
         CHECK(llmem_train_set_int(train, LLMEM_TRAIN_LORA_RANK, j->lora_rank));
         CHECK(llmem_train_set_str(train, LLMEM_TRAIN_ATTENTION, "flash"));
         CHECK(llmem_train_set_str(train, LLMEM_TRAIN_LOSS, "chunked"));
+        /* The A100's CUDA context and cuBLAS workspace in the peak. */
+        CHECK(llmem_train_set_str(train, LLMEM_TRAIN_GPU, "A100-80GB"));
         if (j->grad_ckpt)
             CHECK(llmem_train_set_str(train, LLMEM_TRAIN_GRAD_CKPT, "full"));
         CHECK(llmem_estimate_run(est, model, train));

@@ -427,7 +427,8 @@ LLMEM_API int llmem_weights_dtype(const llmem_weights *weights, size_t index, co
  * `adamw_torch_fused`, its default with torch >= 2.8), full fine-tuning, no
  * checkpointing (non-reentrant when asked for: transformers' default since
  * 5.x), SDPA attention (the Trainer's `attn_implementation` default), dropout
- * 0, LoRA dropout 0 (PEFT's default), fp32-upcast loss, phased formula.
+ * 0, LoRA dropout 0 (PEFT's default), fp32-upcast loss, phased formula, no
+ * GPU chosen (a Hopper GPU's CUDA context and cuBLAS workspace).
  * Before 0.2.0 the defaults were eager attention and the foreach AdamW step.
  * @{
  */
@@ -459,7 +460,21 @@ enum llmem_train_key {
     LLMEM_TRAIN_OPTIMIZER_IMPL = 17,
     /** PEFT's `lora_dropout` in [0, 1) (double): with p > 0 each adapted module runs
      * its own nn.Dropout on its input before lora_A. Default 0 (PEFT's). @since 0.2.0 */
-    LLMEM_TRAIN_LORA_DROPOUT = 18
+    LLMEM_TRAIN_LORA_DROPOUT = 18,
+    /** The GPU the step runs on, from the @ref gpu "GPU catalog": set it by name
+     * with llmem_train_set_str() (any name llmem_gpu_find() accepts: "H100",
+     * "A100-80GB", "NVIDIA H100 80GB HBM3"; the message of an unknown or
+     * ambiguous name says why); read, its value is the catalog index + 1 and
+     * llmem_train_value_name() gives the canonical name. Like the catalog's
+     * indices, values are stable within one library version only: keep the
+     * name. 0, the default and the field's lower bound, is no GPU chosen:
+     * the estimate then assumes a Hopper GPU (sm_90). The reserved
+     * level counts the GPU's cuBLAS workspace (#LLMEM_GPU_WORKSPACE_BYTES) and
+     * the device level its CUDA context (#LLMEM_GPU_CONTEXT_BYTES); the
+     * planner takes its usable memory as #LLMEM_PLAN_GPU_BYTES when that is 0.
+     * Whether the step fits is the caller's comparison: #LLMEM_EST_PEAK_DEVICE
+     * against #LLMEM_GPU_USABLE_BYTES. @since 0.2.0 */
+    LLMEM_TRAIN_GPU = 19
 };
 
 /** Precision recipes. @since 0.1.0 */
@@ -859,7 +874,10 @@ typedef struct llmem_plan llmem_plan;
 /** Keys of planner fields. @since 0.2.0 */
 enum llmem_plan_key {
     LLMEM_PLAN_GPUS = 1,            /**< GPUs to lay the job on */
-    LLMEM_PLAN_GPU_BYTES = 2,       /**< bytes one GPU holds at the device level (required) */
+    /** Bytes one GPU holds at the device level: required, unless the training
+     * setup names a GPU (#LLMEM_TRAIN_GPU), whose #LLMEM_GPU_USABLE_BYTES a 0
+     * here stands for. */
+    LLMEM_PLAN_GPU_BYTES = 2,
     LLMEM_PLAN_GPUS_PER_NODE = 3,   /**< GPUs a node holds: tensor parallelism stays within one (8) */
     LLMEM_PLAN_MAX_MICRO_BATCH = 4, /**< largest micro-batch tried (64) */
     LLMEM_PLAN_GLOBAL_BATCH = 5,    /**< sequences per optimizer step; 0: 2 x pp micro-batches */

@@ -55,6 +55,9 @@ int llmem_fields_accept_int(llmem_ctx *ctx, const field_table *t, int key, int64
     const field_desc *f = *row;
     if (f->kind == FIELD_REAL)
         return llmem_fields_accept_real(ctx, t, key, (double)value, row);
+    /* An enumeration whose bounds start at 0 takes 0: no value chosen (the GPU). */
+    if (f->kind == FIELD_ENUM && value == 0 && f->min == 0)
+        return LLMEM_OK;
     if ((double)value < f->min || (double)value > f->max)
         return fail_range(ctx, t, f, value);
     if (f->kind == FIELD_ENUM && llmem_names_name(f->values, (int)value) == NULL)
@@ -130,9 +133,19 @@ int llmem_fields_accept_str(llmem_ctx *ctx, const field_table *t, int key, const
         return llmem__fail_field(ctx, t->object, key, LLMEM_EINVAL, "%s: value is NULL", f->name);
     switch (f->kind) {
     case FIELD_ENUM: {
-        int v = llmem_names_lookup(f->values, text);
-        if (v == 0)
+        int v = 0;
+        if (f->values->find != NULL) {
+            /* The finder's message names the field ("gpu: unknown GPU ..."). */
+            if ((rc = f->values->find(ctx, text, &v)) != LLMEM_OK) {
+                if (ctx != NULL) {
+                    ctx->error_object = t->object;
+                    ctx->error_key = key;
+                }
+                return rc;
+            }
+        } else if ((v = llmem_names_lookup(f->values, text)) == 0) {
             return unknown_name(ctx, t, f, "value", text);
+        }
         *ints = v;
         return llmem_fields_accept_int(ctx, t, key, v, row);
     }

@@ -16,7 +16,7 @@
 
 typedef enum field_kind {
     FIELD_INT,  /* an integer */
-    FIELD_ENUM, /* one value of `values` */
+    FIELD_ENUM, /* one value of `values`; also 0, no value chosen, when min is 0 */
     FIELD_MASK, /* an OR of values of `values` (names listed with commas) */
     FIELD_REAL  /* a finite double */
 } field_kind;

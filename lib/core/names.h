@@ -6,6 +6,8 @@
 #ifndef LLMEM_CORE_NAMES_H
 #define LLMEM_CORE_NAMES_H
 
+#include "llmem.h"
+
 #include <stddef.h>
 
 typedef struct name_value {
@@ -22,16 +24,25 @@ typedef struct name_table {
     const void *more;
     size_t more_count;
     size_t more_stride;
+    /* How the field engine reads text for these values, when plain names do
+     * not do (the GPU catalog's aliases and spellings): the value of name,
+     * or a failed status with the context's message saying why; NULL: by
+     * the names. */
+    int (*find)(llmem_ctx *ctx, const char *name, int *value);
 } name_table;
 
 /* A table over an array of name_value. */
-#define NAME_TABLE(arr) { &(arr)[0], sizeof(arr) / sizeof((arr)[0]), sizeof((arr)[0]), NULL, 0, 0 }
+#define NAME_TABLE(arr) \
+    { &(arr)[0], sizeof(arr) / sizeof((arr)[0]), sizeof((arr)[0]), NULL, 0, 0, NULL }
 /* A table over an array of rows whose first member is a name_value. */
-#define NAME_TABLE_OF_ROWS(rows, count) { &(rows)[0], (count), sizeof((rows)[0]), NULL, 0, 0 }
+#define NAME_TABLE_OF_ROWS(rows, count) { &(rows)[0], (count), sizeof((rows)[0]), NULL, 0, 0, NULL }
 /* The same, followed by an array of alias rows (each starting with a name_value). */
 #define NAME_TABLE_OF_ROWS_AND_ALIASES(rows, count, aliases) \
     { &(rows)[0], (count), sizeof((rows)[0]), &(aliases)[0], \
-      sizeof(aliases) / sizeof((aliases)[0]), sizeof((aliases)[0]) }
+      sizeof(aliases) / sizeof((aliases)[0]), sizeof((aliases)[0]), NULL }
+/* A table over rows whose text is read by find (see name_table). */
+#define NAME_TABLE_OF_ROWS_FOUND_BY(rows, count, find) \
+    { &(rows)[0], (count), sizeof((rows)[0]), NULL, 0, 0, find }
 
 /* Names in the table, aliases included. */
 size_t llmem_names_count(const name_table *t);

@@ -4,6 +4,8 @@
  * PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp) rounds
  * every request up to kMinBlockSize = 512 B and serves requests of
  * kMinLargeAlloc = 10 MiB or more from segments rounded to kRoundLarge = 2 MiB.
+ * The cuBLAS workspace and the CUDA context are the GPU's architecture's, from
+ * the catalog (lib/gpu/archs.c), resolved into the setup.
  */
 #include "estimate/statics.h"
 
@@ -13,12 +15,6 @@
 #define MIN_BLOCK UINT64_C(512)
 #define MIN_LARGE_ALLOC (10 * MIB)
 #define ROUND_LARGE (2 * MIB)
-/* cuBLAS workspace PyTorch allocates through the caching allocator on sm_90
- * (aten/src/ATen/cuda/CublasHandlePool.cpp, getChosenWorkspaceSize): 32 MiB. */
-#define CUBLAS_WORKSPACE (32 * MIB)
-/* CUDA context with lazy module loading: 287 MB measured in PyTorch PR #86509
- * (CUDA_MODULE_LOADING=LAZY, the default since PyTorch 1.13 / CUDA 12.2). */
-#define CUDA_CONTEXT (287 * MIB)
 
 static uint64_t round_up(uint64_t n, uint64_t to)
 {
@@ -48,10 +44,12 @@ uint64_t llmem_allocator_overhead(const tensor_list *l, const setup *s)
         if (c->trainable && o->step_counter && s->optimizer_impl == LLMEM_OPTIMIZER_IMPL_FUSED)
             waste += (block_size(STEP_COUNTER_BYTES) - STEP_COUNTER_BYTES) * c->count;
     }
-    return waste + CUBLAS_WORKSPACE;
+    /* PyTorch allocates the workspace through the caching allocator
+     * (CublasHandlePool.cpp, getNewWorkspace). */
+    return waste + s->cublas_workspace;
 }
 
-uint64_t llmem_allocator_device(uint64_t reserved, uint64_t paged)
+uint64_t llmem_allocator_device(const setup *s, uint64_t reserved, uint64_t paged)
 {
-    return reserved + CUDA_CONTEXT + paged;
+    return reserved + s->cuda_context + paged;
 }

@@ -292,7 +292,7 @@ static int run_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
         e->trace_peak[rank] = llmem_trace_peak(e->trace);
     }
     r->peak_reserved = r->peak_allocated + overhead;
-    r->peak_device = llmem_allocator_device(r->peak_reserved, st->paged_states);
+    r->peak_device = llmem_allocator_device(&rc->run, r->peak_reserved, st->paged_states);
     return LLMEM_OK;
 }
 
@@ -361,7 +361,7 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
                 return rc_;
             results[i].peak_reserved = results[i].peak_allocated + share.overhead;
             /* The article's m_os already holds any paged states. */
-            results[i].peak_device = llmem_allocator_device(results[i].peak_reserved, 0);
+            results[i].peak_device = llmem_allocator_device(&s, results[i].peak_reserved, 0);
             ends[i] = 0;
         } else if ((rc_ = run_rank(e, (size_t)i, &cf->shape, &rc, &l, &cf->classes[i], &share,
                                    share.overhead, &results[i], &ends[i])) != LLMEM_OK) {

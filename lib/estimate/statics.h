@@ -34,6 +34,6 @@ uint64_t llmem_statics_data(const setup *s);
  * parameter-sized tensors, and the cuBLAS workspace. */
 uint64_t llmem_allocator_overhead(const tensor_list *l, const setup *s);
 /* Device level: reserved bytes, the CUDA context, and paged optimizer states. */
-uint64_t llmem_allocator_device(uint64_t reserved, uint64_t paged);
+uint64_t llmem_allocator_device(const setup *s, uint64_t reserved, uint64_t paged);
 
 #endif

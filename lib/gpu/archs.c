@@ -2,11 +2,16 @@
 /*
  * Per-architecture constants (docs/gpu-constants.md, sections b and c).
  *
- * CUDA context: 287 MiB, the estimator's constant (lib/estimate/allocator.c),
- * from the lazy-loading measurement of pytorch/pytorch PR #86509 (287,047,680 B,
- * GPU not named). No architecture has a better sourced figure, so every row
- * keeps it and says it is a default; the reports for one GPU each (256 MiB on
- * an RTX 3090, 426 MiB on an RTX 6000 Ada) are in gpu-constants.md.
+ * CUDA context: 287 MiB (300,941,312 B), the estimator's default since 0.1.0
+ * (the device level of a setup with no GPU chosen is GPU_DEFAULT_ARCH's row).
+ * Its source is the lazy-loading measurement of pytorch/pytorch PR #86509:
+ * `total - free` = 287,047,680 B ("287 MB", read as MiB), GPU not named, with
+ * the 20 MiB segment the caching allocator took for the test's 6.4 MB tensor
+ * included, so the context alone was 266,076,160 B (253.75 MiB). The default
+ * stays above that and within the other reports (256 MiB on an RTX 3090,
+ * 426 MiB on an RTX 6000 Ada, "~300 MB" and "around 400MB" from a PyTorch
+ * maintainer: gpu-constants.md). No architecture has a better sourced
+ * figure, so every row keeps it and says it is a default.
  *
  * cuBLAS workspace, aten/src/ATen/cuda/CublasHandlePool.cpp
  * (parseChosenWorkspaceSize): ":4096:2:16:8" = 4096 KiB x 2 + 16 KiB x 8 =

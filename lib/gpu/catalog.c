@@ -12,7 +12,7 @@ size_t llmem_gpu_count(void)
 const char *llmem_gpu_name(size_t gpu)
 {
     const gpu_desc *g = llmem_gpu_row(gpu);
-    return g ? g->name : NULL;
+    return g ? g->id.name : NULL;
 }
 
 int llmem_gpu_get_u64(size_t gpu, int key, uint64_t *out)

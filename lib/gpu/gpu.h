@@ -9,6 +9,9 @@
 #ifndef LLMEM_GPU_GPU_H
 #define LLMEM_GPU_GPU_H
 
+#include "core/names.h"
+#include "llmem.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +31,11 @@ typedef enum gpu_arch {
     ARCH_CDNA3,    /* AMD Instinct MI300X (ROCm) */
     ARCH_END
 } gpu_arch;
+
+/* The architecture the estimate assumes when no GPU is chosen (the training
+ * defaults' Hopper GPU, include/llmem.h): its context and workspace are the
+ * device level's defaults. */
+#define GPU_DEFAULT_ARCH ARCH_SM90
 
 typedef struct arch_desc {
     const char *name;          /* "sm_80" */
@@ -64,8 +72,19 @@ typedef struct mig_table {
     size_t count;
 } mig_table;
 
+/* The whole GPUs, in catalog order: row index + 1 (gpus.c places each row by
+ * it and checks the count at compile time). The value of the training field
+ * LLMEM_TRAIN_GPU; like the catalog's indices, stable within one version. */
+typedef enum gpu_id {
+    GPU_V100_16GB = 1, GPU_V100_32GB, GPU_T4, GPU_A10, GPU_A10G, GPU_L4, GPU_L40S, GPU_A6000,
+    GPU_RTX_3090, GPU_RTX_4090, GPU_RTX_5090, GPU_A30, GPU_A100_40GB, GPU_A100_80GB,
+    GPU_H100_SXM, GPU_H100_PCIE, GPU_H100_NVL, GPU_H200, GPU_H20, GPU_H20_141GB, GPU_GH200_96GB,
+    GPU_GH200_144GB, GPU_B200, GPU_GB200, GPU_B300, GPU_GB300, GPU_RTX_PRO_6000, GPU_MI300X,
+    GPU_END
+} gpu_id;
+
 typedef struct gpu_desc {
-    const char *name;        /* canonical: "A100-80GB" */
+    name_value id;           /* canonical name ("A100-80GB") and gpu_id */
     const char *device_name; /* as the driver reports it: "NVIDIA A100-SXM4-80GB" */
     const char *aliases;     /* other accepted names, '|'-separated */
     int arch;                /* gpu_arch */
@@ -82,6 +101,14 @@ const gpu_desc *llmem_gpu_row(size_t index);
 const arch_desc *llmem_gpu_arch_row(int arch);
 /* Profile `profile` of GPU `gpu`, or NULL. */
 const mig_profile_desc *llmem_gpu_profile(size_t gpu, size_t profile);
+
+/* The GPUs as the values of an enumerated field (LLMEM_TRAIN_GPU): canonical
+ * names, and text found as llmem_gpu_find() finds it (aliases, folding). */
+extern const name_table llmem_names_gpu;
+/* The gpu_id of a name, as llmem_gpu_find(); the context says why not. */
+int llmem_gpu_find_id(llmem_ctx *ctx, const char *name, int *id);
+/* The architecture row of GPU id (0: none chosen, GPU_DEFAULT_ARCH). */
+const arch_desc *llmem_gpu_id_arch(int id);
 
 /* The MIG tables, one per GPU or family (mig_*.c). */
 extern const mig_table llmem_mig_a30, llmem_mig_a100_40, llmem_mig_a100_80, llmem_mig_h100_80,

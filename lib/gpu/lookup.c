@@ -75,9 +75,10 @@ static void candidates(const char *folded, char *buf, size_t cap)
     buf[0] = '\0';
     for (size_t i = 0; i < llmem_gpu_rows() && used < cap; i++) {
         const gpu_desc *g = llmem_gpu_row(i);
-        if (folded[0] == '\0' || !fold(g->name, strlen(g->name), f) || strstr(f, folded) == NULL)
+        if (folded[0] == '\0' || !fold(g->id.name, strlen(g->id.name), f) ||
+            strstr(f, folded) == NULL)
             continue;
-        int n = snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", g->name);
+        int n = snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", g->id.name);
         if (n < 0)
             break;
         used += (size_t)n;
@@ -96,7 +97,7 @@ int llmem_gpu_find(llmem_ctx *ctx, const char *name, size_t *gpu)
     for (size_t i = 0; i < llmem_gpu_rows(); i++) {
         const gpu_desc *g = llmem_gpu_row(i);
         char f[FOLD_CAP];
-        if (fold(g->name, strlen(g->name), f) && strcmp(f, folded) == 0) {
+        if (fold(g->id.name, strlen(g->id.name), f) && strcmp(f, folded) == 0) {
             *gpu = i;
             llmem__ok(ctx);
             return LLMEM_OK;
@@ -114,12 +115,28 @@ int llmem_gpu_find(llmem_ctx *ctx, const char *name, size_t *gpu)
     }
     candidates(folded, list, sizeof list);
     if (hits > 1)
-        return llmem__fail(ctx, LLMEM_ENOTFOUND, "gpu: '%.80s' is ambiguous: one of %s", name,
-                           list);
+        return llmem__fail(ctx, LLMEM_ENOTFOUND,
+                           "gpu: '%.80s' is ambiguous: one of %s (see `llmem gpus`)", name, list);
     if (list[0] != '\0')
-        return llmem__fail(ctx, LLMEM_ENOTFOUND, "gpu: unknown GPU '%.80s' (did you mean %s?)",
-                           name, list);
+        return llmem__fail(ctx, LLMEM_ENOTFOUND,
+                           "gpu: unknown GPU '%.80s' (did you mean %s? see `llmem gpus`)", name,
+                           list);
     return llmem__fail(ctx, LLMEM_ENOTFOUND, "gpu: unknown GPU '%.80s' (see `llmem gpus`)", name);
+}
+
+int llmem_gpu_find_id(llmem_ctx *ctx, const char *name, int *id)
+{
+    size_t gpu = 0;
+    int rc = llmem_gpu_find(ctx, name, &gpu);
+    if (rc == LLMEM_OK)
+        *id = llmem_gpu_row(gpu)->id.value;
+    return rc;
+}
+
+const arch_desc *llmem_gpu_id_arch(int id)
+{
+    const gpu_desc *g = id > 0 ? llmem_gpu_row((size_t)id - 1) : NULL;
+    return llmem_gpu_arch_row(g != NULL ? g->arch : GPU_DEFAULT_ARCH);
 }
 
 static int same_ci(const char *a, const char *b)
@@ -140,7 +157,7 @@ int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *name, size_t 
     if (g == NULL)
         return llmem__fail(ctx, LLMEM_ERANGE, "mig: no GPU of index %zu", gpu);
     if (g->mig == NULL)
-        return llmem__fail(ctx, LLMEM_ENOTFOUND, "mig: %s has no MIG profiles", g->name);
+        return llmem__fail(ctx, LLMEM_ENOTFOUND, "mig: %s has no MIG profiles", g->id.name);
     list[0] = '\0';
     for (size_t i = 0; i < g->mig->count; i++) {
         const char *p = g->mig->profiles[i].name;
@@ -156,5 +173,5 @@ int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *name, size_t 
         }
     }
     return llmem__fail(ctx, LLMEM_ENOTFOUND, "mig: %s has no profile '%.40s' (expected %s)",
-                       g->name, name, list);
+                       g->id.name, name, list);
 }

@@ -151,7 +151,8 @@ int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limi
         t->step[k] = states;
         states *= (uint32_t)t->kind[k].max + 1;
         if (states > PACK_MAX_STATES)
-            return llmem__fail(ctx, LLMEM_ENOTSUP, "pack: %s has too many MIG layouts", g->name);
+            return llmem__fail(ctx, LLMEM_ENOTSUP, "pack: %s has too many MIG layouts",
+                               g->id.name);
     }
     t->states = states;
     t->feasible = llmem__calloc(ctx, states);

@@ -68,7 +68,7 @@ static void config_entry(const llmem_pack *p, out *o, size_t first, size_t last)
 {
     const pack_gpu *g = &p->gpus[first];
     const pack_type *t = &p->types[g->type];
-    put(o, "    # %s\n    - devices: [", llmem_gpu_row(t->gpu)->name);
+    put(o, "    # %s\n    - devices: [", llmem_gpu_row(t->gpu)->id.name);
     for (size_t i = first; i <= last; i++)
         put(o, "%s%u", i > first ? ", " : "", (unsigned)p->gpus[i].device);
     put(o, "]\n");
@@ -133,7 +133,7 @@ int llmem_pack_nvidia_smi(const llmem_pack *p, char *buf, size_t cap, size_t *le
             node = g->node;
             put(&o, "# node %u\n", (unsigned)node);
         }
-        put(&o, "# GPU %u: %s\n", dev, llmem_gpu_row(t->gpu)->name);
+        put(&o, "# GPU %u: %s\n", dev, llmem_gpu_row(t->gpu)->id.name);
         if (t->grid == 0)
             continue; /* no MIG: nothing to create */
         if (g->nunits == 1 && t->kind[g->unit[0].kind].whole) {

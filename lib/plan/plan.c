@@ -3,6 +3,8 @@
 #include "plan/plan.h"
 
 #include "core/ctx.h"
+#include "gpu/gpu.h"
+#include "train/train.h"
 
 #include <string.h>
 
@@ -66,16 +68,25 @@ int llmem_plan_field_info(int key, const char **name, int64_t *min, int64_t *max
     return llmem_fields_info(&llmem_plan_fields, key, name, min, max, NULL);
 }
 
+uint64_t llmem_plan_gpu_bytes(const llmem_plan *p, const llmem_train *train)
+{
+    int64_t gpu = train->i[LLMEM_TRAIN_GPU];
+    if (p->i[LLMEM_PLAN_GPU_BYTES] != 0 || gpu == 0)
+        return (uint64_t)p->i[LLMEM_PLAN_GPU_BYTES];
+    return llmem_gpu_row((size_t)gpu - 1)->usable;
+}
+
 int llmem_plan_run(llmem_plan *p, llmem_model *model, const llmem_train *train)
 {
     if (p == NULL)
         return LLMEM_EINVAL;
     if (model == NULL || train == NULL)
         return llmem__fail(p->ctx, LLMEM_EINVAL, "plan: model or train is NULL");
-    if (p->i[LLMEM_PLAN_GPU_BYTES] == 0)
+    if (llmem_plan_gpu_bytes(p, train) == 0)
         return llmem__fail_field(p->ctx, LLMEM_OBJECT_PLAN, LLMEM_PLAN_GPU_BYTES,
                                  LLMEM_EINCONSISTENT,
-                                 "gpu-bytes: not set (the memory one GPU holds)");
+                                 "gpu-bytes: not set (the memory one GPU holds; or name the "
+                                 "GPU in the training setup)");
     p->nresults = 0;
     p->nreject = 0;
     int rc = llmem_plan_search(p, model, train);

@@ -54,6 +54,10 @@ typedef struct plan_cost_input {
 /* The proxy's figures for one layout (cost.c). */
 void llmem_plan_cost(const plan_cost_input *in, plan_result *out);
 
+/* The memory one GPU holds: LLMEM_PLAN_GPU_BYTES, or when that is 0 the
+ * usable memory of the training setup's GPU (LLMEM_TRAIN_GPU); 0 for neither. */
+uint64_t llmem_plan_gpu_bytes(const llmem_plan *p, const llmem_train *train);
+
 /* Enumerate and rank (search.c); the planner's fields are checked. */
 int llmem_plan_search(llmem_plan *plan, llmem_model *model, const llmem_train *train);
 

@@ -228,7 +228,7 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
     }
     uint64_t gpus = (uint64_t)p->i[LLMEM_PLAN_GPUS], per_node = (uint64_t)p->i[LLMEM_PLAN_GPUS_PER_NODE];
     uint64_t margin = (uint64_t)p->i[LLMEM_PLAN_MARGIN_PERMILLE];
-    x.capacity = (uint64_t)p->i[LLMEM_PLAN_GPU_BYTES] / 1000 * (1000 - margin);
+    x.capacity = llmem_plan_gpu_bytes(p, train) / 1000 * (1000 - margin);
     int fused = train->i[LLMEM_TRAIN_ATTENTION] != LLMEM_ATTENTION_EAGER;
     uint64_t seq = (uint64_t)train->i[LLMEM_TRAIN_SEQ];
     int64_t *L = p->layout->i;

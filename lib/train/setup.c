@@ -2,6 +2,7 @@
 #include "train/setup.h"
 
 #include "core/ctx.h"
+#include "gpu/gpu.h"
 #include "model/families.h"
 #include "train/precisions.h"
 #include "train/train.h"
@@ -52,6 +53,9 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     s->param_dt = p->param_dt;
     s->compute_dt = p->compute_dt;
     s->autocast = p->autocast;
+    const arch_desc *arch = llmem_gpu_id_arch((int)t->i[LLMEM_TRAIN_GPU]);
+    s->cublas_workspace = arch->workspace;
+    s->cuda_context = arch->context;
     if (s->method == LLMEM_METHOD_FREEZE && s->frozen_layers > m->layers)
         return FAIL(ctx, FROZEN_LAYERS, LLMEM_EINCONSISTENT, "freeze-layers: %llu exceeds layers %llu",
                     (unsigned long long)s->frozen_layers, (unsigned long long)m->layers);

@@ -18,6 +18,10 @@ typedef struct setup {
     uint64_t lora_rank, frozen_layers, grad_accum;
     unsigned lora_targets;
     int param_dt, compute_dt, autocast; /* from the precision's row */
+    /* The GPU's architecture (LLMEM_TRAIN_GPU, else the default's): the
+     * cuBLAS workspace the reserved level counts, the CUDA context the
+     * device level adds. */
+    uint64_t cublas_workspace, cuda_context;
 } setup;
 
 /* Read t, check it against the model m; the message names the field. */

@@ -10,7 +10,7 @@
 
 /* One past the largest llmem_train_key (train_fields.c checks its table
  * against it at compile time). */
-#define TRAIN_KEY_END (LLMEM_TRAIN_LORA_DROPOUT + 1)
+#define TRAIN_KEY_END (LLMEM_TRAIN_GPU + 1)
 
 struct llmem_train {
     llmem_ctx *ctx;

@@ -3,6 +3,7 @@
  * key, in key order, with the documented defaults. */
 #include "train/train.h"
 
+#include "gpu/gpu.h"
 #include "train/optimizers.h"
 #include "train/precisions.h"
 
@@ -44,6 +45,9 @@ static const field_desc rows[] = {
           LLMEM_OPTIMIZER_IMPL_FUSED, &llmem_names_optimizer_impl),
     /* PEFT's LoraConfig.lora_dropout defaults to 0.0; p = 1 is open, as for dropout. */
     { LLMEM_TRAIN_LORA_DROPOUT, "lora-dropout", FIELD_REAL, 0, 1, 1, 0, NULL },
+    /* A GPU of the catalog, or 0 (the default): none chosen, the estimate
+     * takes GPU_DEFAULT_ARCH's constants. */
+    { LLMEM_TRAIN_GPU, "gpu", FIELD_ENUM, 0, GPU_END - 1, 0, 0, &llmem_names_gpu },
 };
 
 /* The handle's arrays have one slot a key: a new key needs its row here. */

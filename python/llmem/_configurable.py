@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Dict, Iterable, Mapping, TypeVar
+from typing import Any, Dict, Iterable, Mapping, Optional, TypeVar
 
 from . import errors
 from .context import Handle
@@ -33,11 +33,12 @@ class Configurable(Handle):
             self._set(self._field(keyword, "set()"), value)
         return self
 
-    def get(self, keyword: str) -> Value:
-        """The value of a field: a name for an enumerated field, else a number."""
+    def get(self, keyword: str) -> Optional[Value]:
+        """The value of a field: a name for an enumerated field (None for no
+        value chosen, as the GPU's default), else a number."""
         return self._get(self._field(keyword, "get()"))
 
-    def to_dict(self) -> Dict[str, Value]:
+    def to_dict(self) -> Dict[str, Optional[Value]]:
         """Every field by keyword, defaults resolved."""
         return {keyword: self._get(field) for keyword, field in self._fields.items()}
 
@@ -54,6 +55,8 @@ class Configurable(Handle):
     def _set(self, field: Field, value: Any) -> None:
         if isinstance(value, (list, tuple, set, frozenset)):  # a bitmask by names
             value = ",".join(_names(field, value))
+        if value is None and field.is_enum:  # no value chosen (the GPU): 0
+            value = 0
         ctx = self._context
         with ctx._lock:
             handle = self._handle
@@ -74,7 +77,7 @@ class Configurable(Handle):
                     type(value).__name__))
             ctx.check(rc)
 
-    def _get(self, field: Field) -> Value:
+    def _get(self, field: Field) -> Optional[Value]:
         ctx = self._context
         with ctx._lock:
             if field.is_real:
@@ -105,7 +108,7 @@ def add_properties(cls: type, fields: Mapping[str, Field]) -> None:
         if hasattr(cls, keyword):
             continue  # a method of the same name wins; get()/set() still reach it
 
-        def getter(self: Configurable, _f: Field = field) -> Value:
+        def getter(self: Configurable, _f: Field = field) -> Optional[Value]:
             return self._get(_f)
 
         def setter(self: Configurable, value: Any, _f: Field = field) -> None:

@@ -71,10 +71,13 @@ class Field:
                 names.append(name)
         return tuple(names) if named == mask else None
 
-    def show(self, raw: Union[int, float]) -> Value:
-        """A value as Python code sees it: the name of an enumerated value,
-        the comma-separated names of a bitmask, else the number."""
+    def show(self, raw: Union[int, float]) -> Optional[Value]:
+        """A value as Python code sees it: the name of an enumerated value
+        (None for 0, no value chosen: the GPU), the comma-separated names of
+        a bitmask, else the number."""
         if self.is_enum:
+            if int(raw) == 0 and self.minimum == 0:
+                return None
             name = self.value_name(int(raw))
             return name if name is not None else int(raw)
         if self.is_mask:
@@ -122,7 +125,9 @@ def _describe(object: str, key: int) -> Optional[Field]:
         return None
     choices = _choices(object, key)
     value_name = _FUNCTIONS[object]["value_name"]
-    is_enum = value_name is not None and value_name(key, lo.value) is not None
+    # An enumeration from 0 (no value chosen, as the GPU) names its values from 1.
+    first = lo.value if lo.value != 0 else 1
+    is_enum = value_name is not None and value_name(key, first) is not None
     return Field(object=object, key=key, name=name.value.decode(), minimum=lo.value,
                  maximum=hi.value, is_real=bool(is_real.value), is_enum=is_enum,
                  is_mask=bool(choices) and not is_enum, choices=choices)

@@ -19,6 +19,8 @@ class Train(Configurable):
     fields of :data:`llmem.TRAIN_FIELDS`, named like the ``llmem`` command's
     flags; enumerated values by name. Unset fields keep the library's
     defaults (batch 1, seq 512, bf16-mixed, AdamW, full fine-tuning, ...).
+    ``gpu="A100-80GB"`` (any name ``llmem gpus`` accepts) estimates with that
+    GPU's CUDA context and cuBLAS workspace; unset, it reads ``None``.
     """
 
     _free = LIB.llmem_train_free

@@ -159,12 +159,186 @@ def check_plan(t, llmem):
     t.check(rc == 2 and "not a flag of `llmem estimate`" in err, "plan's flags are plan's", err)
 
 
+def catalog(llmem):
+    rc, out, err = llmem.run("gpus", "--json")
+    if rc != 0:
+        raise AssertionError("llmem gpus --json: %s" % err)
+    return {g["name"]: g for g in json.loads(out)}
+
+
+def check_gpu(t, llmem):
+    """--gpu on estimate: the GPU's constants, its memory as the capacity, the verdict."""
+    cat = catalog(llmem)
+    base = ["--model", LLAMA_32_1B, "--method", "lora", "--seq", "1024"]
+    none = llmem.json(*base)
+    t.check("gpu" not in none, "without --gpu no gpu object", sorted(none))
+    h100 = llmem.json(*base, "--gpu", "H100")
+    g = h100.get("gpu", {})
+    want = cat["H100-SXM"]
+    t.check((g.get("name"), g.get("device_name"), g.get("arch")) ==
+            ("H100-SXM", want["device_name"], "sm_90"), "the gpu object names the GPU", g)
+    t.check((g["usable_bytes"], g["context_bytes"], g["workspace_bytes"]) ==
+            (want["usable_bytes"], want["context_bytes"], want["workspace_bytes"]),
+            "the gpu object holds the catalog's numbers", g)
+    t.check((g["capacity_bytes"], g["capacity_source"], g["margin_permille"]) ==
+            (want["usable_bytes"], "gpu", 50), "the capacity is the GPU's usable memory", g)
+    t.check(g["fits"] is True and g["headroom_bytes"] == g["usable_bytes"] - h100["peak_device_bytes"],
+            "fits, headroom = usable - device peak", g)
+    t.check(all(h100[k] == none[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
+                                            "peak_device_bytes")) and
+            none["peak_device_bytes"] - none["peak_reserved_bytes"] == 287 * (1 << 20),
+            "no --gpu: the Hopper constants, byte for byte the H100's",
+            (none["peak_device_bytes"], h100["peak_device_bytes"]))
+    for every_key in set(none):
+        if every_key not in h100:
+            t.check(False, "--gpu keeps the key %s" % every_key)
+    for name in ("A100-80GB", "RTX-4090", "MI300X"):
+        d = llmem.json(*base, "--gpu", name)
+        want = cat[name]
+        t.check(d["peak_allocated_bytes"] == none["peak_allocated_bytes"] and
+                d["peak_reserved_bytes"] - none["peak_reserved_bytes"] ==
+                want["workspace_bytes"] - 32 * (1 << 20) and
+                d["peak_device_bytes"] - d["peak_reserved_bytes"] == want["context_bytes"],
+                "--gpu %s: its workspace and context" % name,
+                (d["peak_reserved_bytes"], none["peak_reserved_bytes"]))
+    d = llmem.json(*base, "--gpu", "NVIDIA A100-SXM4-80GB")
+    t.check(d["gpu"]["name"] == "A100-80GB", "the driver's name finds the GPU", d["gpu"]["name"])
+
+    # --capacity wins, and the text says so.
+    d = llmem.json(*base, "--gpu", "H100", "--capacity", "8GiB")
+    t.check((d["gpu"]["capacity_bytes"], d["gpu"]["capacity_source"], d["gpu"]["fits"]) ==
+            (8 * GIB, "capacity", False) and
+            d["gpu"]["headroom_bytes"] == 8 * GIB - d["peak_device_bytes"] < 0,
+            "--capacity wins over the GPU's memory; does not fit: negative headroom", d["gpu"])
+    rc, out, err = llmem.run("estimate", *base, "--gpu", "H100", "--capacity", "8GiB")
+    t.check(rc == 0 and "--capacity, not the GPU's 79.18 GiB" in out and "Fits          no: " in out
+            and "short by" in out, "the text: --capacity used, does not fit, short by", out)
+    rc, out, err = llmem.run("estimate", *base, "--gpu", "H100")
+    t.check(rc == 0 and "GPU           H100-SXM (NVIDIA H100 80GB HBM3, sm_90): 79.18 GiB usable, "
+            "CUDA context 287.00 MiB, cuBLAS workspace 32.00 MiB" in out and
+            "Fits          yes, with 5% kept free: device peak" in out and "to spare" in out,
+            "the text: the GPU line and the verdict", out)
+    rc, out, err = llmem.run("estimate", "--gpu", "A100-40GB")
+    t.check(rc == 0 and "the defaults: what transformers" in out,
+            "--gpu is no training flag: the defaults note stays", out)
+
+    # The margin: a capacity just above the peak fits with --margin 0 only.
+    capacity = none["peak_device_bytes"] * 101 // 100
+    d = llmem.json(*base, "--gpu", "H100", "--capacity", str(capacity))
+    t.check(d["gpu"]["fits"] is False and d["gpu"]["headroom_bytes"] > 0,
+            "inside the 5% margin: does not fit, headroom still positive", d["gpu"])
+    rc, out, err = llmem.run("estimate", *base, "--gpu", "H100", "--capacity", str(capacity))
+    t.check("inside the margin" in out, "the text says the margin is why", out)
+    d = llmem.json(*base, "--gpu", "H100", "--capacity", str(capacity), "--margin", "0")
+    t.check(d["gpu"]["fits"] is True and d["gpu"]["margin_permille"] == 0,
+            "--margin 0: it fits", d["gpu"])
+
+    # The issue's example: a 70B model sharded over 8 H100s.
+    d = llmem.json("--model", "Llama-3.1-70B", "--gpu", "H100-80GB", "--dp", "8", "--fsdp", "full",
+                   "--grad-ckpt", "full", "--batch", "2", "--seq", "4096")
+    t.check(d["gpu"]["fits"] == (d["peak_device_bytes"] <= d["gpu"]["usable_bytes"] // 1000 * 950)
+            and d["gpu"]["headroom_bytes"] == d["gpu"]["usable_bytes"] - d["peak_device_bytes"],
+            "a layout: the verdict is on the most loaded rank", d["gpu"])
+
+    # --max takes the GPU's memory; the same as --capacity with those bytes.
+    d = llmem.json(*base, "--gpu", "A100-40GB", "--max", "batch")
+    usable = cat["A100-40GB"]["usable_bytes"]
+    e = llmem.json(*base, "--gpu", "A100-40GB", "--max", "batch", "--capacity", str(usable))
+    t.check(d["max"]["capacity_bytes"] == usable and d["max"]["value"] == e["max"]["value"] > 1,
+            "--max with --gpu: the GPU's usable memory", (d["max"], e["max"]))
+    more = llmem.json(*base, "--gpu", "A100-40GB", "--batch", str(d["max"]["value"] + 1))
+    t.check(d["peak_device_bytes"] <= d["max"]["usable_bytes"] < more["peak_device_bytes"],
+            "--max with --gpu: one more does not fit")
+    rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--max", "batch")
+    t.check(rc == 2 and "--capacity" in err and "--gpu" in err, "--max needs one of them", err)
+
+    # --svg draws the GPU's memory as --capacity would.
+    work = tempfile.mkdtemp(prefix="llmem-gpu-svg-")
+    a, b = os.path.join(work, "gpu.svg"), os.path.join(work, "capacity.svg")
+    llmem.run("estimate", *base, "--gpu", "A100-40GB", "--svg", a)
+    llmem.run("estimate", *base, "--gpu", "A100-40GB", "--capacity", str(usable), "--svg", b)
+    with open(a) as fa, open(b) as fb:
+        t.check(fa.read() == fb.read(), "--svg: the GPU's capacity line")
+
+    rc, out, err = llmem.run("help")
+    t.check("--gpu NAME" in out and "(default: none)" in out, "the usage lists --gpu", out)
+    for bad, needle in (("bogus", "see `llmem gpus`"), ("A100", "A100-40GB, A100-80GB")):
+        rc, out, err = llmem.run("estimate", "--gpu", bad)
+        t.check(rc == 2 and out == "" and ("--gpu '%s'" % bad) in err and needle in err,
+                "--gpu %s: a usage error naming the flag and value" % bad, err)
+
+
+def check_plan_gpu(t, llmem):
+    """--gpu on plan: the GPU's memory as the capacity, its constants in every layout."""
+    cat = catalog(llmem)
+    args = ["plan", "--model", LLAMA_32_1B, "--gpus", "4", "--seq", "1024", "--top", "1000",
+            "--json"]
+    rc, out, err = llmem.run(*args, "--gpu", "A100-40GB")
+    t.check(rc == 0, "plan --gpu runs", err)
+    d = json.loads(out)
+    usable = cat["A100-40GB"]["usable_bytes"]
+    g = d.get("gpu", {})
+    t.check(g.get("name") == "A100-40GB" and g.get("capacity_bytes") == usable and
+            g.get("capacity_source") == "gpu" and g.get("fits") is True,
+            "the gpu object: the GPU's memory, fits", g)
+    best = d["layouts"][0]
+    t.check(g["headroom_bytes"] == usable - best["peak_device_bytes"],
+            "headroom: the best layout's", (g, best))
+    t.check(all(p["peak_device_bytes"] <= usable // 1000 * 950 for p in d["layouts"]),
+            "every layout within the GPU less the margin")
+    flags = ["--model", LLAMA_32_1B, "--seq", "1024", "--batch", str(best["micro_batch"]),
+             "--grad-ckpt", best["grad_ckpt"], "--micro-batches", str(best["micro_batches"]),
+             "--sharding", best["sharding"], "--offload", best["offload"]]
+    for key in ("dp", "tp", "pp", "cp", "ep", "sp"):
+        flags += ["--" + key, str(best[key])]
+    e = llmem.json(*flags, "--gpu", "A100-40GB")
+    t.check(e["peak_device_bytes"] == best["peak_device_bytes"],
+            "the plan's peak is the estimate's on that GPU", (e["peak_device_bytes"], best))
+    # The same bytes as --capacity without --gpu: the Hopper constants, larger peaks.
+    rc, out, err = llmem.run(*args, "--capacity", str(usable))
+    c = json.loads(out)
+    t.check("gpu" not in c and set(c) < set(d), "without --gpu: no gpu object, no key lost")
+    same = [p for p in c["layouts"] if {k: p[k] for k in ("dp", "tp", "pp", "sharding", "grad_ckpt",
+                                                          "micro_batch")} ==
+            {k: best[k] for k in ("dp", "tp", "pp", "sharding", "grad_ckpt", "micro_batch")}]
+    t.check(same and same[0]["peak_device_bytes"] - best["peak_device_bytes"] ==
+            32 * (1 << 20) - 8519680, "the A100's workspace in the plan's peaks", same[:1])
+    # --capacity wins; the text says it.
+    rc, out, err = llmem.run(*args, "--gpu", "A100-40GB", "--capacity", "20GiB")
+    g = json.loads(out)["gpu"]
+    t.check((g["capacity_bytes"], g["capacity_source"]) == (20 * GIB, "capacity") and
+            all(p["peak_device_bytes"] <= 20 * GIB for p in json.loads(out)["layouts"]),
+            "plan: --capacity wins", g)
+    rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--gpu", "A100-40GB")
+    t.check(rc == 0 and "GPU           A100-40GB" in out and "Fits          yes, with 5% kept free"
+            in out and "layouts fit" in out, "plan text: the GPU and the verdict", out)
+    # Nothing fits: said, and the headroom is null.
+    rc, out, err = llmem.run("plan", "--model", "Llama-3.1-70B", "--gpus", "1", "--gpu", "T4",
+                             "--json")
+    g = json.loads(out)["gpu"]
+    t.check(rc == 0 and g["fits"] is False and g["headroom_bytes"] is None,
+            "plan: nothing fits: fits false, no headroom", g)
+    rc, out, err = llmem.run("plan", "--model", "Llama-3.1-70B", "--gpus", "1", "--gpu", "T4")
+    t.check("Fits          no: no layout fits" in out, "plan text: nothing fits", out)
+    rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4")
+    t.check(rc == 2 and "--gpu" in err and "--capacity" in err, "plan needs --gpu or --capacity",
+            err)
+    # The issue's example.
+    rc, out, err = llmem.run("plan", "--model", "Llama-3.1-405B", "--gpu", "H100-80GB", "--gpus",
+                             "1024", "--seq", "8192", "--json")
+    d = json.loads(out) if rc == 0 else {}
+    t.check(rc == 0 and d["layouts_fitting"] > 0 and d["gpu"]["name"] == "H100-SXM",
+            "405B on 1,024 H100s: layouts fit", err)
+
+
 GROUPS = {
     "timeline": check_timeline,
     "svg": check_svg,
     "layout": check_layout,
     "max": check_max,
     "plan": check_plan,
+    "gpu": check_gpu,
+    "plan-gpu": check_plan_gpu,
 }
 
 

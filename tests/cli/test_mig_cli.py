@@ -162,10 +162,15 @@ def check_fit(t, llmem):
     c = llmem.json("fit", "--gpu", "h100", "--bytes", str(12 * GIB), "--min-compute", "2", "--json")
     t.check(c["best"] == "2g.20gb", "fit: --min-compute", c["best"])
     est_args = ["--model", "gpt2", "--method", "full", "--batch", "4", "--seq", "256"]
-    peak = llmem.json("estimate", *est_args, "--json")["peak_device_bytes"]
+    peak = llmem.json("estimate", *est_args, "--gpu", "A100-40GB", "--json")["peak_device_bytes"]
     e = llmem.json("fit", "--gpu", "A100-40GB", *est_args, "--json")
     t.check(e["need_bytes"] == peak and e["model"] == "openai-community/gpt2",
-            "fit with estimate flags: the estimate's device-level peak", (e["need_bytes"], peak))
+            "fit with estimate flags: the estimate's device-level peak on that GPU",
+            (e["need_bytes"], peak))
+    # Ampere's cuBLAS workspace (8,519,680 B), not the default Hopper one (32 MiB).
+    hopper = llmem.json("estimate", *est_args, "--json")["peak_device_bytes"]
+    t.check(hopper - e["need_bytes"] == 32 * MIB - 8519680,
+            "fit: the estimate takes the GPU's workspace", (hopper, e["need_bytes"]))
     pp = ["--model", "Llama-3.2-3B", "--method", "lora", "--pp", "4", "--micro-batches", "8",
           "--batch", "2", "--seq", "1024", "--attention", "flash"]
     ranks = llmem.json("estimate", *pp, "--json")["ranks"]
@@ -247,9 +252,17 @@ def check_pack(t, llmem):
                 jobs["reserved"]["profile"].startswith("2g"), "pack: memory_level and min_compute",
                 jobs["reserved"])
         est = llmem.json("estimate", "--model", "gpt2", "--method", "full", "--batch", "8",
-                         "--seq", "512", "--json")
+                         "--seq", "512", "--gpu", "A100-80GB", "--json")
         t.check(jobs["gpt2-full"]["need_bytes"] == est["peak_device_bytes"],
-                "pack: an estimated job needs its device-level peak")
+                "pack: an estimated job needs its device-level peak on the fleet's GPU")
+        # A fleet of Ampere and Hopper GPUs: the Hopper constants, which need more.
+        mixed = llmem.json("pack", "--gpu", "A100-80GB,H100", "--jobs", path, "--json")
+        hopper = llmem.json("estimate", "--model", "gpt2", "--method", "full", "--batch", "8",
+                            "--seq", "512", "--gpu", "H100", "--json")
+        need = {j["id"]: j["need_bytes"] for j in mixed["jobs"]}["gpt2-full"]
+        t.check(need == hopper["peak_device_bytes"] > est["peak_device_bytes"],
+                "pack: a mixed fleet estimates with the constants that need most",
+                (need, hopper["peak_device_bytes"]))
         # The mig-parted config, parsed back, holds the JSON result's instances.
         rc, out, err = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", path, "--format",
                                  "mig-parted", "--config-name", "article")
@@ -333,6 +346,7 @@ def check_pack_errors(t, llmem):
         ('[{"id": "a", "memory_bytes": 5, "memory_level": "host"}]', ["job 'a'", "'memory_level'"], "an unknown level"),
         ('[{"id": "a", "memory_bytes": 5, "id": "b"}]', ["'id' given twice"], "a duplicate key"),
         ('[{"id": "a", "model": "gpt2", "json": true}]', ["job 'a'", "unknown field 'json'"], "an output flag as a field"),
+        ('[{"id": "a", "model": "gpt2", "gpu": "H100"}]', ["job 'a'", "unknown field 'gpu'"], "a GPU per job (the fleet's)"),
         ('[{"id": "a", "model": null}]', ["job 'a'", "'model'", "null"], "null"),
         ('[{"id": "a\\u0000", "memory_bytes": 5}]', ["NUL"], "a NUL escape"),
         ('[{"id": "a", "memory_bytes": 5', ["end of file"], "a truncated file"),

@@ -156,6 +156,22 @@ void exceptions_carry_status_and_message()
         status = dynamic_cast<const llmem::error &>(e).status();
     }
     check(status == LLMEM_ENOTFOUND, "a bad name throws LLMEM_ENOTFOUND");
+    // The GPU by any catalog name; its number is the catalog index + 1.
+    std::size_t a100 = 0;
+    llmem_gpu_find(nullptr, "A100-80GB", &a100);
+    train.set(LLMEM_TRAIN_GPU, "NVIDIA A100-SXM4-80GB");
+    check(train.get(LLMEM_TRAIN_GPU) == static_cast<std::int64_t>(a100) + 1,
+          "the GPU by the driver's name");
+    status = key = 0;
+    try {
+        train.set(LLMEM_TRAIN_GPU, "A100");
+    } catch (const llmem::error &e) {
+        status = e.status();
+        key = e.field_key();
+    }
+    check(status == LLMEM_ENOTFOUND && key == LLMEM_TRAIN_GPU,
+          "an ambiguous GPU throws, naming the field");
+    train.set(LLMEM_TRAIN_GPU, std::int64_t{0});
     llmem::Model gpt2 = llmem::Model::preset(ctx, "openai-community/gpt2");
     llmem::Train frozen(ctx);
     frozen.set(LLMEM_TRAIN_METHOD, "freeze").set(LLMEM_TRAIN_FROZEN_LAYERS, 20);

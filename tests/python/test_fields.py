@@ -62,11 +62,16 @@ def test_enumerated_values_round_trip_by_name():
         for keyword, field in llmem.TRAIN_FIELDS.items():
             if not field.is_enum:
                 continue
-            names = [field.value_name(v) for v in range(field.minimum, field.maximum + 1)]
+            # 0 of an enumeration from 0 is no value chosen (the GPU): None.
+            first = max(field.minimum, 1)
+            names = [field.value_name(v) for v in range(first, field.maximum + 1)]
             assert all(names), keyword
             for name in names:
                 train.set(**{keyword: name})
                 assert train.get(keyword) == name
+            if field.minimum == 0:
+                train.set(**{keyword: None})
+                assert train.get(keyword) is None
     assert llmem.TRAIN_FIELDS["attention"].value_name(2) == "flash"
 
 
@@ -123,3 +128,29 @@ def test_lora_targets_read_as_names_from_the_library():
         assert train.lora_targets == "q_proj,k_proj,v_proj,o_proj"
         train.lora_targets = "v_proj"
         assert train.lora_targets == "v_proj"
+
+
+def test_the_gpu_is_a_field_named_by_the_catalog():
+    field = llmem.TRAIN_FIELDS["gpu"]
+    assert field.is_enum and not field.is_mask and field.minimum == 0
+    names = [name for name, _ in field.choices]
+    assert "H100-SXM" in names and "A100-80GB" in names and len(names) == field.maximum
+    with llmem.Train() as train:
+        assert train.gpu is None  # no GPU chosen
+        train.gpu = "NVIDIA H100 80GB HBM3"  # any name llmem gpus accepts
+        assert train.gpu == "H100-SXM"
+        train.set(gpu="a100-80gb")
+        assert train.get("gpu") == "A100-80GB"
+        with pytest.raises(llmem.NotFound) as info:
+            train.gpu = "A100"
+        assert info.value.field == "gpu" and "A100-40GB" in str(info.value)
+        assert train.gpu == "A100-80GB"  # unchanged by the failure
+        train.gpu = None
+        assert train.gpu is None and train.to_dict()["gpu"] is None
+
+
+def test_the_gpu_changes_the_estimate():
+    hopper = llmem.estimate("gpt2", batch=2)
+    ampere = llmem.estimate("gpt2", batch=2, gpu="A100-80GB")
+    assert llmem.estimate("gpt2", batch=2, gpu="H100").peak_device == hopper.peak_device
+    assert hopper.peak_device - ampere.peak_device == 32 * 2**20 - 8519680

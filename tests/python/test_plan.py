@@ -112,3 +112,17 @@ def test_planner_fields_and_errors():
         llmem.largest_fitting(LLAMA_1B, capacity=GIB, level="nvidia-smi")
     with pytest.raises(llmem.Error):
         llmem.largest_fitting(LLAMA_1B, "dropout", capacity=GIB)
+
+
+def test_plan_on_a_gpu_equals_the_cli(llmem_json):
+    """gpu= names the GPU: its usable memory is the capacity (gpu_bytes unset)."""
+    result = llmem.plan(LLAMA_8B, gpus=8, gpu="A100-80GB", seq=2048)
+    js = llmem_json("plan", "--model", LLAMA_8B, "--gpus", 8, "--gpu", "A100-80GB", "--seq",
+                    2048, "--top", TOP_ALL)
+    assert js["gpu"]["name"] == "A100-80GB" and js["gpu"]["capacity_source"] == "gpu"
+    assert len(result.layouts) == js["layouts_fitting"] > 0
+    assert [p.peak_device for p in result.layouts] == \
+        [jl["peak_device_bytes"] for jl in js["layouts"]]
+    usable = js["gpu"]["usable_bytes"]
+    same = llmem.plan(LLAMA_8B, gpus=8, gpu="A100-80GB", gpu_bytes=usable, seq=2048)
+    assert [p.peak_device for p in same.layouts] == [p.peak_device for p in result.layouts]

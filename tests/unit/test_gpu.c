@@ -4,7 +4,8 @@
  * every MIG profile consistent with its grid (placements inside the slots,
  * counts that fit, usable memory below the GPU's), the profile names of
  * ../shared/reference/mig_profiles.csv, the per-architecture constants of
- * docs/gpu-constants.md, and the errors of bad lookups.
+ * docs/gpu-constants.md, the errors of bad lookups, and the estimate and
+ * the planner on a GPU chosen in the training setup (LLMEM_TRAIN_GPU).
  */
 #include <criterion/criterion.h>
 
@@ -133,7 +134,7 @@ Test(gpu, architecture_constants)
     cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_WORKSPACE_BYTES), 32 * MIB);
     cr_expect_eq(gpu_u64(find("B200"), LLMEM_GPU_WORKSPACE_BYTES), 32 * MIB);
     cr_expect_eq(gpu_u64(find("RTX-5090"), LLMEM_GPU_WORKSPACE_BYTES), 32 * MIB);
-    /* The estimator's context (lib/estimate/allocator.c), a default everywhere. */
+    /* The estimator's default context (lib/gpu/archs.c), the same everywhere. */
     cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_CONTEXT_BYTES), 287 * MIB);
     cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_CONTEXT_ESTIMATED), 1);
     cr_expect_eq(gpu_u64(find("A100-40GB"), LLMEM_GPU_COMPUTE_CAPABILITY), 80);
@@ -318,4 +319,168 @@ Test(gpu, reference_figures)
     size_t b200 = find("B200");
     cr_assert_eq(llmem_mig_profile_find(NULL, b200, "7g.180gb", &p), LLMEM_OK);
     cr_expect(mig_u64(b200, p, LLMEM_MIG_UNCERTAIN) & LLMEM_MIG_MEMORY_ESTIMATED);
+}
+
+/* ------------------------------------------------------------------ */
+/* The estimate on a chosen GPU: its architecture's constants. */
+
+typedef struct peaks {
+    uint64_t allocated, reserved, device;
+} peaks;
+
+/* gpt2, batch 2 x 256, full fine-tuning, on gpu (NULL: none chosen). */
+static peaks estimate_on(const char *gpu, const llmem_parallel *layout)
+{
+    llmem_ctx *ctx = NULL;
+    llmem_model *m = NULL;
+    llmem_train *t = NULL;
+    llmem_estimate *e = NULL;
+    peaks p = { 0, 0, 0 };
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(ctx, "gpt2", &m), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 2);
+    llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 256);
+    if (gpu != NULL)
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GPU, gpu), LLMEM_OK, "%s",
+                     llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_estimate_run_parallel(e, m, t, layout), LLMEM_OK, "%s",
+                 llmem_ctx_error(ctx));
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, &p.allocated);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_RESERVED, &p.reserved);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &p.device);
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+    return p;
+}
+
+Test(gpu, no_gpu_is_the_hopper_default)
+{
+    peaks none = estimate_on(NULL, NULL), h100 = estimate_on("H100", NULL);
+    /* The defaults of 0.1.0: 287 MiB of context, 32 MiB of cuBLAS workspace. */
+    cr_expect_eq(none.device - none.reserved, 287 * MIB);
+    cr_expect_eq(none.allocated, h100.allocated);
+    cr_expect_eq(none.reserved, h100.reserved);
+    cr_expect_eq(none.device, h100.device);
+}
+
+Test(gpu, every_gpu_adds_its_constants)
+{
+    peaks none = estimate_on(NULL, NULL);
+    for (size_t g = 0; g < llmem_gpu_count(); g++) {
+        peaks p = estimate_on(llmem_gpu_name(g), NULL);
+        uint64_t workspace = gpu_u64(g, LLMEM_GPU_WORKSPACE_BYTES);
+        /* The live tensors do not depend on the GPU; the workspace is reserved
+         * through the caching allocator, the context comes on top. */
+        cr_expect_eq(p.allocated, none.allocated, "%s", llmem_gpu_name(g));
+        cr_expect_eq(p.reserved + 32 * MIB, none.reserved + workspace, "%s", llmem_gpu_name(g));
+        cr_expect_eq(p.device - p.reserved, gpu_u64(g, LLMEM_GPU_CONTEXT_BYTES), "%s",
+                     llmem_gpu_name(g));
+    }
+    /* Ampere's smaller workspace, ROCm's larger one. */
+    cr_expect_eq(none.device - estimate_on("A100-80GB", NULL).device, 32 * MIB - 8519680);
+    cr_expect_eq(estimate_on("MI300X", NULL).device - none.device, 76 * MIB - 32 * MIB);
+}
+
+Test(gpu, every_rank_of_a_layout_takes_the_constants)
+{
+    llmem_ctx *ctx = NULL;
+    llmem_parallel *l = NULL;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, 4), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, "zero3"), LLMEM_OK);
+    peaks none = estimate_on(NULL, l), a100 = estimate_on("A100-40GB", l);
+    cr_expect_eq(a100.allocated, none.allocated);
+    cr_expect_eq(none.reserved - a100.reserved, 32 * MIB - 8519680);
+    cr_expect_eq(a100.device - a100.reserved, 287 * MIB);
+    llmem_parallel_free(l);
+    llmem_ctx_free(ctx);
+}
+
+/* The largest batch on a GPU: with the GPU's workspace, a capacity that holds
+ * batch b exactly on an A100 does not hold it with the default constants. */
+Test(gpu, max_uses_the_gpus_constants)
+{
+    llmem_ctx *ctx = NULL;
+    llmem_model *m = NULL;
+    llmem_train *t = NULL;
+    llmem_estimate *e = NULL;
+    uint64_t device = 0;
+    int64_t best = 0;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(ctx, "gpt2", &m), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 8);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GPU, "A100-80GB"), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_run(e, m, t), LLMEM_OK);
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &device);
+    cr_assert_eq(llmem_estimate_max(e, m, t, NULL, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, device,
+                                    &best),
+                 LLMEM_OK);
+    cr_expect_eq(best, 8);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_GPU, 0), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_max(e, m, t, NULL, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, device,
+                                    &best),
+                 LLMEM_OK);
+    cr_expect_lt(best, 8);
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+}
+
+/* The planner: the GPU's usable memory when LLMEM_PLAN_GPU_BYTES is 0. */
+Test(gpu, plan_takes_the_gpus_memory)
+{
+    llmem_ctx *ctx = NULL;
+    llmem_model *m = NULL;
+    llmem_train *t = NULL;
+    llmem_plan *p = NULL, *q = NULL;
+    size_t a100 = find("A100-40GB");
+    uint64_t usable = gpu_u64(a100, LLMEM_GPU_USABLE_BYTES), peak = 0, peak_q = 0;
+    int object = 0, key = 0;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(ctx, "Qwen2.5-0.5B", &m), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_plan_new(ctx, &p), LLMEM_OK);
+    cr_assert_eq(llmem_plan_new(ctx, &q), LLMEM_OK);
+    llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 1024);
+    llmem_plan_set_int(p, LLMEM_PLAN_GPUS, 2);
+    llmem_plan_set_int(q, LLMEM_PLAN_GPUS, 2);
+    /* Neither bytes nor a GPU: the planner says what it needs. */
+    cr_expect_eq(llmem_plan_run(p, m, t), LLMEM_EINCONSISTENT);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "gpu-bytes"), "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+    cr_expect_eq(key, LLMEM_PLAN_GPU_BYTES);
+    /* The GPU alone, and the same bytes given with the GPU: the same plan. */
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GPU, "A100-40GB"), LLMEM_OK);
+    cr_assert_eq(llmem_plan_run(p, m, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    llmem_plan_set_int(q, LLMEM_PLAN_GPU_BYTES, (int64_t)usable);
+    cr_assert_eq(llmem_plan_run(q, m, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    cr_assert_gt(llmem_plan_result_count(p), 0);
+    cr_expect_eq(llmem_plan_result_count(p), llmem_plan_result_count(q));
+    for (size_t i = 0; i < llmem_plan_result_count(p); i++) {
+        llmem_plan_result_get_u64(p, i, LLMEM_PLAN_PEAK_DEVICE, &peak);
+        llmem_plan_result_get_u64(q, i, LLMEM_PLAN_PEAK_DEVICE, &peak_q);
+        cr_expect_eq(peak, peak_q);
+        cr_expect_leq(peak, usable / 1000 * 950, "layout %zu within the 5%% margin", i);
+    }
+    /* Bytes given win over the GPU's: a smaller capacity fits fewer layouts. */
+    llmem_plan_set_int(q, LLMEM_PLAN_GPU_BYTES, (int64_t)(usable / 8));
+    cr_assert_eq(llmem_plan_run(q, m, t), LLMEM_OK);
+    cr_expect_lt(llmem_plan_result_count(q), llmem_plan_result_count(p));
+    for (size_t i = 0; i < llmem_plan_result_count(q); i++) {
+        llmem_plan_result_get_u64(q, i, LLMEM_PLAN_PEAK_DEVICE, &peak);
+        cr_expect_leq(peak, usable / 8);
+    }
+    llmem_plan_free(q);
+    llmem_plan_free(p);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
 }

@@ -66,22 +66,22 @@ Test(layouts, eight_slot_gpus_have_the_derived_counts)
             continue;
         pack_type t;
         layout_stats s;
-        cr_assert_eq(llmem_pack_type_init(ctx, &t, g, 0), LLMEM_OK, "%s", d->name);
+        cr_assert_eq(llmem_pack_type_init(ctx, &t, g, 0), LLMEM_OK, "%s", d->id.name);
         llmem_pack_layout_stats(&t, kinds(&t, 1), &s);
-        cr_expect_eq(s.maximal_positional, 19, "%s classic: %llu maximal layouts", d->name,
+        cr_expect_eq(s.maximal_positional, 19, "%s classic: %llu maximal layouts", d->id.name,
                      (unsigned long long)s.maximal_positional);
-        cr_expect_eq(s.multisets, 37, "%s classic multisets", d->name);
+        cr_expect_eq(s.multisets, 37, "%s classic multisets", d->id.name);
         cr_expect_eq(s.maximal_layout_multisets, 14, "%s classic: multisets of maximal layouts",
-                     d->name);
+                     d->id.name);
         /* Two of them (3g+2g+1g, 3g+3x1g) are maximal only with the 3g at slot 0. */
-        cr_expect_eq(s.maximal_multisets, 12, "%s classic maximal multisets %llu", d->name,
+        cr_expect_eq(s.maximal_multisets, 12, "%s classic maximal multisets %llu", d->id.name,
                      (unsigned long long)s.maximal_multisets);
         llmem_pack_layout_stats(&t, kinds(&t, 0), &s);
-        cr_expect_eq(s.maximal_positional, 78, "%s: %llu maximal layouts", d->name,
+        cr_expect_eq(s.maximal_positional, 78, "%s: %llu maximal layouts", d->id.name,
                      (unsigned long long)s.maximal_positional);
-        cr_expect_eq(s.multisets, 77, "%s multisets", d->name);
+        cr_expect_eq(s.multisets, 77, "%s multisets", d->id.name);
         cr_expect_eq(s.maximal_layout_multisets, 38, "%s multisets of maximal layouts %llu",
-                     d->name, (unsigned long long)s.maximal_layout_multisets);
+                     d->id.name, (unsigned long long)s.maximal_layout_multisets);
         llmem_pack_type_free(ctx, &t);
         seen++;
     }

@@ -90,6 +90,8 @@ Test(train, defaults, .init = setup_train, .fini = teardown_train)
     /* The article's example stores parameters in fp32. */
     cr_expect_eq(get_int(LLMEM_TRAIN_ARTICLE_PARAM_BYTES), 4);
     cr_expect(get_double(LLMEM_TRAIN_ARTICLE_TMP_FACTOR) >= 0.0);
+    /* No GPU chosen. */
+    cr_expect_eq(get_int(LLMEM_TRAIN_GPU), 0);
     cr_expect_str_empty(llmem_ctx_error(ctx));
 }
 
@@ -103,7 +105,7 @@ Test(train, getter_kinds, .init = setup_train, .fini = teardown_train)
     cr_expect_eq(llmem_train_get_double(train, LLMEM_TRAIN_BATCH, &d), LLMEM_EINVAL);
     cr_expect(d == 77.0);
     cr_expect_eq(llmem_train_get_int(train, 0, &i), LLMEM_EINVAL);
-    cr_expect_eq(llmem_train_get_int(train, 19, &i), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_GPU + 1, &i), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_LORA_DROPOUT, &i), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_double(train, -3, &d), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_BATCH, NULL), LLMEM_EINVAL);
@@ -510,7 +512,7 @@ ParameterizedTest(size_t *index, train, set_int_rejects, .init = setup_train,
 
 Test(train, unknown_keys_and_wrong_kinds, .init = setup_train, .fini = teardown_train)
 {
-    static const int bad_keys[] = { 0, -1, 19, 20, 1000 };
+    static const int bad_keys[] = { 0, -1, LLMEM_TRAIN_GPU + 1, LLMEM_TRAIN_GPU + 2, 1000 };
     snapshot before;
     set_non_defaults();
     take(&before);
@@ -632,4 +634,87 @@ Test(train, trainer_names_imply_the_implementation, .init = setup_train, .fini =
     /* the value's name stays ours */
     cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_OPTIMIZER, LLMEM_OPTIMIZER_LION_32BIT),
                      "lion-32bit");
+}
+
+/* ------------------------------------------------------------------ */
+/* The GPU: a name llmem_gpu_find() accepts, read back as catalog index + 1. */
+
+Test(train, gpu_by_name, .init = setup_train, .fini = teardown_train)
+{
+    size_t h100 = SIZE_MAX, a100 = SIZE_MAX;
+    cr_assert_eq(llmem_gpu_find(NULL, "H100-SXM", &h100), LLMEM_OK);
+    cr_assert_eq(llmem_gpu_find(NULL, "A100-80GB", &a100), LLMEM_OK);
+    /* Aliases and the driver's spelling, as llmem_gpu_find() folds them. */
+    static const char *const h100_names[] = { "H100-SXM", "H100", "h100-80gb",
+                                              "NVIDIA H100 80GB HBM3" };
+    for (size_t i = 0; i < sizeof h100_names / sizeof h100_names[0]; i++) {
+        cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_GPU, 0), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_GPU, h100_names[i]), LLMEM_OK,
+                     "'%s': %s", h100_names[i], llmem_ctx_error(ctx));
+        cr_expect_eq(get_int(LLMEM_TRAIN_GPU), (int64_t)h100 + 1, "'%s'", h100_names[i]);
+    }
+    cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_GPU, (int64_t)h100 + 1), "H100-SXM");
+    /* By number, and back to none. */
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_GPU, (int64_t)a100 + 1), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_GPU), (int64_t)a100 + 1);
+    cr_assert_eq(llmem_train_set_int(train, LLMEM_TRAIN_GPU, 0), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_GPU), 0);
+    cr_expect_null(llmem_train_value_name(LLMEM_TRAIN_GPU, 0), "0 is no GPU, not a name");
+}
+
+Test(train, gpu_names_are_the_catalogs, .init = setup_train, .fini = teardown_train)
+{
+    const char *name = NULL;
+    int64_t lo = -1, hi = -1, value = -1;
+    cr_assert_eq(llmem_train_field_info(LLMEM_TRAIN_GPU, &name, &lo, &hi, NULL), LLMEM_OK);
+    cr_expect_str_eq(name, "gpu");
+    cr_expect_eq(lo, 0);
+    cr_expect_eq(hi, (int64_t)llmem_gpu_count());
+    for (size_t g = 0; g < llmem_gpu_count(); g++) {
+        const char *choice = llmem_train_choice(LLMEM_TRAIN_GPU, g, &value);
+        cr_assert_not_null(choice, "choice %zu", g);
+        cr_expect_str_eq(choice, llmem_gpu_name(g));
+        cr_expect_eq(value, (int64_t)g + 1, "%s", choice);
+        cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_GPU, (int64_t)g + 1),
+                         llmem_gpu_name(g));
+    }
+    cr_expect_null(llmem_train_choice(LLMEM_TRAIN_GPU, llmem_gpu_count(), NULL));
+}
+
+Test(train, gpu_rejects_say_why, .init = setup_train, .fini = teardown_train)
+{
+    static const struct {
+        const char *name;
+        int status;
+        const char *needle;
+    } cases[] = {
+        { "bogus", LLMEM_ENOTFOUND, "gpu: unknown GPU 'bogus' (see `llmem gpus`)" },
+        { "", LLMEM_ENOTFOUND, "unknown GPU ''" },
+        { "A100", LLMEM_ENOTFOUND, "did you mean A100-40GB, A100-80GB?" },
+        { "3g.40gb", LLMEM_ENOTFOUND, "unknown GPU '3g.40gb'" },
+        { NULL, LLMEM_EINVAL, "gpu" },
+    };
+    size_t h200 = 0;
+    cr_assert_eq(llmem_gpu_find(NULL, "H200", &h200), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_GPU, "H200"), LLMEM_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int object = 0, key = 0;
+        cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_GPU, cases[i].name), cases[i].status,
+                     "'%s'", cases[i].name ? cases[i].name : "(null)");
+        cr_expect_not_null(strstr(llmem_ctx_error(ctx), cases[i].needle), "'%s'",
+                           llmem_ctx_error(ctx));
+        /* The message is about the field, so a caller can name its own spelling. */
+        cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK, "%s",
+                     llmem_ctx_error(ctx));
+        cr_expect_eq(object, LLMEM_OBJECT_TRAIN);
+        cr_expect_eq(key, LLMEM_TRAIN_GPU);
+        cr_expect_eq(get_int(LLMEM_TRAIN_GPU), (int64_t)h200 + 1, "a failed set changed it");
+    }
+    static const int64_t bad[] = { -1, (int64_t)1 << 40 };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_GPU, bad[i]), LLMEM_ERANGE);
+    int64_t hi = 0;
+    llmem_train_field_info(LLMEM_TRAIN_GPU, NULL, NULL, &hi, NULL);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_GPU, hi + 1), LLMEM_ERANGE);
+    cr_expect_eq(get_int(LLMEM_TRAIN_GPU), (int64_t)h200 + 1);
 }
