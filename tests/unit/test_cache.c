@@ -117,7 +117,7 @@ static void set_point(llmem_train *t, uint64_t batch, uint64_t seq)
 static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
                      const llmem_parallel *par, const char *label);
 
-Test(cache, sweeps_on_one_handle_equal_fresh_handles, .timeout = 600)
+Test(cache, sweeps_on_one_handle_equal_fresh_handles)
 {
     llmem_ctx *ctx;
     llmem_estimate *sweep;
@@ -238,7 +238,7 @@ static void apply_setup(llmem_train *t, size_t i)
 }
 
 /* Batch 1, seq 1..3, the chunked loss and the compile path, per setup. */
-Test(cache, grids_in_every_regime_equal_fresh_handles, .timeout = 600)
+Test(cache, grids_in_every_regime_equal_fresh_handles)
 {
     llmem_ctx *ctx;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
@@ -272,7 +272,7 @@ Test(cache, grids_in_every_regime_equal_fresh_handles, .timeout = 600)
 static const char *const family_attentions[] = { "sdpa", "eager", "flash" };
 static const char *const family_ckpts[] = { "none", "reentrant", "non-reentrant" };
 
-Test(cache, families_from_configs_equal_fresh_handles, .timeout = 600)
+Test(cache, families_from_configs_equal_fresh_handles)
 {
     llmem_ctx *ctx;
     size_t seen = 0;
@@ -346,7 +346,7 @@ static llmem_parallel *make_layout(llmem_ctx *ctx, size_t i)
     return p;
 }
 
-Test(cache, layouts_equal_fresh_handles, .timeout = 600)
+Test(cache, layouts_equal_fresh_handles)
 {
     llmem_ctx *ctx;
     static const char *const presets[] = { "meta-llama/Llama-3.1-8B", "openai-community/gpt2",
@@ -379,7 +379,7 @@ Test(cache, layouts_equal_fresh_handles, .timeout = 600)
 /* One handle through more setups, layouts and models than it keeps (its
  * configurations, contexts and segments are evicted and its arena starts
  * over): every answer still a fresh handle's. */
-Test(cache, one_handle_through_many_setups_equals_fresh_handles, .timeout = 600)
+Test(cache, one_handle_through_many_setups_equals_fresh_handles)
 {
     llmem_ctx *ctx;
     really_new = 1;
@@ -420,7 +420,7 @@ Test(cache, one_handle_through_many_setups_equals_fresh_handles, .timeout = 600)
  * Sequence parallelism's share of the tokens is a division the compile
  * points do not split: OPT-6.7B with 256 heads over 128 ranks (each point's
  * share 0 tokens) failed on a reused handle at batch 2 after batch 1. */
-Test(cache, layout_sweeps_on_one_handle_equal_fresh_handles, .timeout = 240)
+Test(cache, layout_sweeps_on_one_handle_equal_fresh_handles)
 {
     static const struct {
         const char *preset;

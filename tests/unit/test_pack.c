@@ -375,7 +375,7 @@ Test(pack, matches_exhaustive_search_four_slot_grids)
 
 /* Mixed fleets are where first fit and the rounded LP most often miss the
  * optimum (the exact search then finds it). */
-Test(pack, matches_exhaustive_search_mixed_fleet, .timeout = 120)
+Test(pack, matches_exhaustive_search_mixed_fleet)
 {
     const char *t[] = { "A30", "A100-80GB" };
     compare_with_search(t, 2, 40, 6, 6);
@@ -397,7 +397,7 @@ static void add_random_jobs(size_t n, uint64_t seed, uint64_t max_gib, int compu
     }
 }
 
-Test(pack, ten_thousand_jobs_fast_and_close_to_the_bound, .timeout = 120)
+Test(pack, ten_thousand_jobs_fast_and_close_to_the_bound)
 {
     static const struct {
         const char *gpu;
@@ -421,7 +421,7 @@ Test(pack, ten_thousand_jobs_fast_and_close_to_the_bound, .timeout = 120)
     }
 }
 
-Test(pack, large_results_are_valid_layouts, .timeout = 120)
+Test(pack, large_results_are_valid_layouts)
 {
     enum { N = 3000 };
     static uint64_t bytes[N];

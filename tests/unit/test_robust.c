@@ -81,7 +81,7 @@ static const char *describe(const llmem_model *m, const llmem_train *t, char *bu
     return buf;
 }
 
-Test(robust, random_inputs_fail_cleanly_or_hold_together, .timeout = 240)
+Test(robust, random_inputs_fail_cleanly_or_hold_together)
 {
     llmem_ctx *ctx;
     llmem_estimate *e;
