@@ -10,43 +10,18 @@ uses (and by PyYAML too when it is installed).
 import json
 import os
 import re
-import shlex
-import subprocess
 import sys
 import tempfile
+
+import test_cli
+from test_cli import Tap
 
 GIB = 1 << 30
 MIB = 1 << 20
 
 
-class Tap:
-    def __init__(self):
-        self.count = 0
-        self.failed = 0
-
-    def check(self, ok, what, detail=""):
-        self.count += 1
-        if not ok:
-            self.failed += 1
-        print("%s %d - %s" % ("ok" if ok else "not ok", self.count, what))
-        if not ok and detail:
-            for line in str(detail).splitlines():
-                print("  # " + line)
-        return ok
-
-    def finish(self):
-        print("1..%d" % self.count)
-        return 1 if self.failed else 0
-
-
-class Llmem:
-    def __init__(self, path):
-        self.command = shlex.split(os.environ.get("LLMEM_TEST_WRAPPER", "")) + [path]
-
-    def run(self, *args):
-        proc = subprocess.run(self.command + list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
-        return proc.returncode, proc.stdout, proc.stderr
+class Llmem(test_cli.Llmem):
+    """test_cli's runner; json() takes the whole command line."""
 
     def json(self, *args):
         rc, out, err = self.run(*args)
