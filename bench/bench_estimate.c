@@ -24,6 +24,7 @@
  * usage: bench_estimate [seconds per batch, default 0.002] [batches, default 150]
  *                       [cases, default 300] [peer script, default the source's]
  *        bench_estimate --calls LABEL N [PRESET]  (N calls of one configuration, untimed)
+ *        bench_estimate --time LABEL N [PRESET]   (the best of N batches of one, ns per estimate)
  *        bench_estimate --presets                 (the preset names)
  */
 #define _POSIX_C_SOURCE 200112L
@@ -501,10 +502,25 @@ static int calls_only(bench *b, const char *label, long n)
     return EXIT_FAILURE;
 }
 
+/* bench_estimate --time LABEL N: the best of N batches of one configuration,
+ * in ns per estimate (to compare two builds configuration by configuration). */
+static int time_only(bench *b, const char *label, long n)
+{
+    for (size_t i = 0; i < NCONFIGS; i++)
+        if (strcmp(configs[i].label, label) == 0) {
+            configure(b, &configs[i]);
+            printf("%-28s %8.1f ns\n", label, time_per_call(b, configs[i].fn, 0.002, (int)n));
+            return EXIT_SUCCESS;
+        }
+    fprintf(stderr, "bench_estimate: no configuration \"%s\"\n", label);
+    return EXIT_FAILURE;
+}
+
 int main(int argc, char **argv)
 {
     bench b;
-    int calls = (argc == 4 || argc == 5) && strcmp(argv[1], "--calls") == 0;
+    int timed = (argc == 4 || argc == 5) && strcmp(argv[1], "--time") == 0;
+    int calls = ((argc == 4 || argc == 5) && strcmp(argv[1], "--calls") == 0) || timed;
     if (argc == 2 && strcmp(argv[1], "--presets") == 0) {
         for (size_t i = 0; i < llmem_preset_count(); i++)
             printf("%s\n", llmem_preset_name(i));
@@ -531,7 +547,7 @@ int main(int argc, char **argv)
         die(b.ctx, "new", rc);
     set_str(b.train, b.ctx, LLMEM_TRAIN_PRECISION, "bf16-mixed");
     if (calls) {
-        rc = calls_only(&b, argv[2], atol(argv[3]));
+        rc = timed ? time_only(&b, argv[2], atol(argv[3])) : calls_only(&b, argv[2], atol(argv[3]));
         llmem_estimate_free(b.est);
         llmem_parallel_free(b.layout);
         llmem_train_free(b.train);

@@ -12,6 +12,9 @@ void llmem_segcache_init(seg_cache *c)
     c->walk_start = 0;
     for (int i = 0; i < SEG_HINTS; i++)
         c->hint[i] = 0;
+    c->walk = -1;
+    for (int w = 0; w < SEG_WALKS; w++)
+        c->walk_key[w] = 0;
     c->reset = 0;
     c->last = NULL;
     c->top = 0;
@@ -28,12 +31,28 @@ static void start_over(seg_cache *c)
     c->clock = clock;
 }
 
-void llmem_segcache_begin(seg_cache *c, int same_context)
+void llmem_segcache_begin(seg_cache *c, int same_context, uint64_t walk_key)
 {
     c->pos = 0;
     c->walk_start = ++c->clock;
     if (!same_context)
         c->context_known = 0;
+    c->walk = walk_key ? (int)(walk_key % SEG_WALKS) : -1;
+    c->walk_full = 1;
+    if (c->walk >= 0 && c->walk_key[c->walk] != walk_key) {
+        c->walk_key[c->walk] = walk_key;
+        for (int i = 0; i < SEG_HINTS; i++)
+            c->walk_stamp[c->walk][i] = 0;
+    }
+}
+
+/* Remember x as what this walk found at position pos. */
+static void walk_found(seg_cache *c, int pos, const seg_entry *x)
+{
+    if (c->walk < 0 || pos >= SEG_HINTS)
+        return;
+    c->walk_entry[c->walk][pos] = (int)(x - c->entry);
+    c->walk_stamp[c->walk][pos] = x->stamp;
 }
 
 static uint64_t *arena_words(seg_cache *c, size_t n)
@@ -315,31 +334,45 @@ int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, co
     seg_entry *x = NULL;
     if (c->reset)
         start_over(c);
+    int at = c->pos++;
+    if (c->walk >= 0 && at < SEG_HINTS && c->walk_stamp[c->walk][at] != 0 && c->context_known) {
+        seg_entry *w = &c->entry[c->walk_entry[c->walk][at]];
+        if (c->walk_entry[c->walk][at] < c->high && w->stamp == c->walk_stamp[c->walk][at] &&
+            w->regime == q->regime &&
+            w->piece == q->piece) {
+            x = w;
+            c->last = x;
+            goto found;
+        }
+    }
     if (!c->context_known)
         find_context(c, m, b);
     /* The walk asks for its segments in the same order every time: try the
      * entry after the last one found first. */
     uint64_t tag = query_tag(c->context, q);
-    int pos = c->pos < SEG_HINTS ? c->pos : SEG_HINTS - 1, h = c->hint[pos];
+    int pos = at < SEG_HINTS ? at : SEG_HINTS - 1, h = c->hint[pos];
     c->tag = tag;
-    c->pos++;
     if (c->context_entries == 0)
-        return c->last = NULL, 0;
+        return c->last = NULL, c->walk_full = 0;
     if (h < c->high && matches(&c->entry[h], tag, c->context, q))
         x = &c->entry[h];
     for (int i = 0; x == NULL && i < c->high; i++)
         if (c->entry[i].tag == tag && matches(&c->entry[i], tag, c->context, q))
             x = &c->entry[i];
-    if (x != NULL)
+    if (x != NULL) {
         c->hint[pos] = (int)(x - c->entry);
+        walk_found(c, at, x);
+    }
     c->last = x;
     if (x == NULL)
-        return 0;
+        return c->walk_full = 0;
+found:
     x->used = ++c->clock;
     if (x->full.kind != FORM_NONE) {
         llmem_form_eval(&x->full, b->batch, b->seq, out);
         return 1;
     }
+    c->walk_full = 0;
     if (!answer(x, b->batch, b->seq, out))
         return 0;
     if (x->lift)
@@ -368,6 +401,7 @@ static seg_entry *add_entry(seg_cache *c, const seg_query *q)
     x->unstable = x->lift = 0;
     x->y = NULL;
     x->full.kind = FORM_NONE;
+    x->stamp = ++c->clock;
     x->tag = c->tag;
     x->context = c->context;
     x->fn = q->fn;
@@ -385,8 +419,10 @@ void llmem_segcache_learn(seg_cache *c, const seg_query *q, uint64_t batch, uint
                           const seg_cost *cost, int nevents_forward, int nevents)
 {
     seg_entry *x = c->last;
-    if (x == NULL)
+    if (x == NULL) {
         x = c->last = add_entry(c, q);
+        walk_found(c, c->pos - 1, x);
+    }
     if (x->unstable)
         return;
     if (x->regime >= REGIME_POINT1) { /* one point: its cost is all there is to keep */
@@ -415,4 +451,19 @@ void llmem_segcache_learn(seg_cache *c, const seg_query *q, uint64_t batch, uint
     x->sample[slot].cost = *cost;
     llmem_sample_pack(cost, c->log, nevents, x->y + (size_t)slot * values(x));
     learn_forms(c, x, slot);
+}
+
+int llmem_segcache_walk_forms(const seg_cache *c, int n, const compiled_form *seg[SEG_HINTS])
+{
+    if (c->walk < 0 || n > SEG_HINTS)
+        return 0;
+    for (int p = 0; p < n; p++) {
+        int i = c->walk_entry[c->walk][p];
+        const seg_entry *x = &c->entry[i];
+        if (c->walk_stamp[c->walk][p] == 0 || i >= c->high ||
+            x->stamp != c->walk_stamp[c->walk][p] || x->full.kind == FORM_NONE)
+            return 0;
+        seg[p] = &x->full;
+    }
+    return 1;
 }

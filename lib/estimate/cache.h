@@ -29,6 +29,7 @@
 #define SEG_LOG 1024      /* steps one simulation may log */
 #define SEG_ARENA 49152   /* words of samples and forms, for every entry */
 #define SEG_HINTS 8       /* segments a walk asks for, remembered in order */
+#define SEG_WALKS 4       /* walks whose entries are remembered (a configuration's ranks) */
 
 typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
@@ -53,6 +54,7 @@ typedef struct seg_sample {
 } seg_sample;
 
 typedef struct seg_entry {
+    uint64_t stamp;    /* when it was made (hints name an entry and its stamp) */
     uint64_t tag;      /* the key's scalars mixed (a quick first test) */
     uint64_t context;  /* its context's serial; 0: free */
     segment_builder fn;
@@ -78,6 +80,15 @@ typedef struct seg_cache {
     int context_entries; /* 0: the context is new, no entry is its yet */
     int pos;           /* lookups so far in this walk */
     int hint[SEG_HINTS]; /* the entry found at each position of the last walks */
+    /* A walk the caller names (walk_key: its configuration and rank) asks for
+     * the same segments in the same order every time, but for their regime
+     * and piece: the entry it found at each position, checked by stamp,
+     * regime and piece, needs no key compared. */
+    int walk;          /* this walk's slot, or -1 */
+    int walk_full;     /* every segment of this walk so far came from a compiled form */
+    uint64_t walk_key[SEG_WALKS];
+    int walk_entry[SEG_WALKS][SEG_HINTS];
+    uint64_t walk_stamp[SEG_WALKS][SEG_HINTS]; /* 0: none */
     int high;          /* entries in use: entry[0 .. high) */
     int victim;        /* the next entry to reuse when all are in use */
     uint64_t walk_start; /* the clock when this walk began */
@@ -96,12 +107,17 @@ typedef struct seg_cache {
 /* An empty cache (the arena and logs need no clearing; all zeros is one too). */
 void llmem_segcache_init(seg_cache *c);
 /* A walk starts: its segments will be asked for in order; same_context: its
- * model shape and build settings are the last walk's (else looked up again). */
-void llmem_segcache_begin(seg_cache *c, int same_context);
+ * model shape and build settings are the last walk's (else looked up again);
+ * walk_key: nonzero names the walk's structure (the same key, the same
+ * segments asked for in the same order), 0 names none. */
+void llmem_segcache_begin(seg_cache *c, int same_context, uint64_t walk_key);
 /* The segment's cost from what c learnt, 1; or 0: simulate it (with
  * c->log as the graph's events), then call llmem_segcache_learn. */
 int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, const seg_query *q,
                           seg_cost *out);
+/* The compiled forms this walk's segments came from, by position: 1, or 0
+ * when one of the first n was not (or is gone). */
+int llmem_segcache_walk_forms(const seg_cache *c, int n, const compiled_form *seg[SEG_HINTS]);
 /* Learn from the simulation just run for the last lookup's query. */
 void llmem_segcache_learn(seg_cache *c, const seg_query *q, uint64_t batch, uint64_t seq,
                           const seg_cost *cost, int nevents_forward, int nevents);

@@ -29,6 +29,12 @@ void llmem_estimate_forget(llmem_estimate *e)
     e->walk.graph.events_cap = 0;
     e->walk.graph_overflow = 0;
     e->walk.same_context = 0;
+    e->walk.walk_key = 0;
+    for (int k = 0; k < SEG_WALKS; k++) {
+        e->walk.memo[k].key = 0;
+        for (int g = 0; g < WALK_REGIMES; g++)
+            e->walk.forms[k][g].state = 0;
+    }
     e->last_config = NULL;
     llmem_segcache_init(&e->walk.cache);
 }
@@ -68,8 +74,9 @@ void llmem_estimate_free(llmem_estimate *e)
  * bound fits in 62 bits, no sum the walk forms can wrap. The widths: the
  * residual stream and the embedding's, q, k and v per head (the values'
  * own size under latent attention), the latent ranks and rotary part, the
- * MLP, the shared expert and top-k routed experts per token, LoRA's rank. */
-static int step_overflows(const model_shape *m, const setup *s, int scores_formed)
+ * MLP, the shared expert and top-k routed experts per token, LoRA's rank.
+ * What depends on the model alone is summed once per model (step_bound). */
+static void step_bound_model(const model_shape *m, step_bound *sb)
 {
     checked c = { 0 };
     uint64_t attention = ck_mul(&c, m->heads, ck_add(&c, 2 * m->head_dim, m->v_head_dim));
@@ -78,15 +85,25 @@ static int step_overflows(const model_shape *m, const setup *s, int scores_forme
                           ck_mul(&c, m->experts_per_token, m->expert_intermediate + m->hidden));
     uint64_t widest = ck_add(&c, ck_add(&c, m->hidden, m->embed_dim),
                              ck_add(&c, ck_add(&c, attention, latent), mlp));
+    uint64_t routing = ck_add(&c, ck_mul(&c, m->experts_per_token, m->experts), m->experts);
+    sb->per_token = ck_add(&c, ck_add(&c, m->vocab, widest), routing);
+    sb->per_layer = ck_mul(&c, m->layers + 2, 8 * 64);
+    sb->heads = m->heads;
+    sb->overflow = c.overflow;
+}
+
+static int step_overflows(const step_bound *sb, const setup *s, int scores_formed)
+{
+    checked c = { 0 };
+    uint64_t per_token = sb->per_token;
     /* LoRA's A projects each adapted input to rank values a token */
     if (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA)
-        widest = ck_add(&c, widest, s->lora_rank);
-    uint64_t scores = scores_formed ? ck_mul(&c, m->heads, s->seq) : 0;
-    uint64_t routing = ck_mul(&c, m->experts_per_token, m->experts) + m->experts;
+        per_token = ck_add(&c, per_token, s->lora_rank);
+    if (scores_formed)
+        per_token = ck_add(&c, per_token, ck_mul(&c, sb->heads, s->seq));
     uint64_t tokens = ck_mul(&c, s->batch, s->seq);
-    uint64_t per_token = ck_add(&c, ck_add(&c, m->vocab, widest), ck_add(&c, scores, routing));
-    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), ck_mul(&c, m->layers + 2, 8 * 64));
-    return c.overflow || bound > (UINT64_C(1) << 62);
+    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), sb->per_layer);
+    return sb->overflow || c.overflow || bound > (UINT64_C(1) << 62);
 }
 
 static int step_overflow_error(llmem_ctx *ctx, const setup *s)
@@ -133,6 +150,7 @@ static int resolve_model(llmem_estimate *e, llmem_model *model)
         return rc;
     }
     memcpy(e->model_field, model->field, sizeof e->model_field);
+    step_bound_model(&e->model, &e->bound);
     e->model_valid = 1;
     e->model_serial++;
     return LLMEM_OK;
@@ -234,66 +252,157 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
     return LLMEM_OK;
 }
 
-/* One rank's walk, terms and levels. */
-static int run_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
-                    const rank_recipe *rc, const layout *l, const rank_class *c,
-                    const rank_share *share, uint64_t overhead, est_results *r,
-                    uint64_t *end_of_backward)
+/* What a rank's walk takes, at the batch and seq of rc's setup. */
+static void rank_input(const model_shape *shape, const rank_recipe *rc, const layout *l,
+                       const rank_class *c, const rank_share *share, const step_static *st,
+                       walk_input *in)
 {
-    if (e->trace != NULL)
-        e->trace->points = e->trace_room + rank * e->trace->cap;
-    walk_input in;
-    walk_result w;
-    llmem_walk_single(&in, shape, &rc->run, &share->st);
-    in.layer_first = c->layer_first;
-    in.layer_count = c->layers;
-    in.embedding = c->embedding;
-    in.head = c->head;
-    in.in_flight = c->in_flight_num;
-    in.in_flight_den = c->in_flight_den;
-    in.grads_persist = rc->run.grad_accum > 1 || l->micro_batches > 1;
-    in.gather = share->gather;
+    llmem_walk_single(in, shape, &rc->run, st);
+    in->layer_first = c->layer_first;
+    in->layer_count = c->layers;
+    in->embedding = c->embedding;
+    in->head = c->head;
+    in->in_flight = c->in_flight_num;
+    in->in_flight_den = c->in_flight_den;
+    in->grads_persist = rc->run.grad_accum > 1 || l->micro_batches > 1;
+    in->gather = share->gather;
     if (l->cp > 1) {
         /* Ring attention (TransformerEngine's AttnFuncWithCPAndKVP2P): the
          * keys and values of a sequence chunk go round the cp ranks double
          * buffered, and backward sends their gradients the same way. */
         uint64_t kv = rc->run.batch * rc->run.seq * shape->kv_heads *
                       (shape->head_dim + shape->v_head_dim) * (uint64_t)rc->run.compute_dt;
-        in.gather.layer_fwd += 2 * kv;
-        in.gather.layer_bwd += 4 * kv;
+        in->gather.layer_fwd += 2 * kv;
+        in->gather.layer_bwd += 4 * kv;
     }
-    in.keep = share->keep;
-    in.sp = l->sp ? l->tp : 1;
-    in.ep = l->ep;
-    in.trace = e->trace;
-    if (llmem_walk(&e->walk, &in, &w) != LLMEM_OK)
-        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                           "estimate: this model's layer needs more operations than the "
-                           "simulator holds (GRAPH_MAX_OPS); please report it");
+    in->keep = share->keep;
+    in->sp = l->sp ? l->tp : 1;
+    in->ep = l->ep;
+}
+
+/* After a walk whose segments all came compiled, compile the walk itself
+ * for its key and regime (walkform.h): the walk again at the regime's grid
+ * and check points, each cheap, then the fit. Refused for good (for this
+ * key and regime) when a sample walk simulates or the fit fails; a chunked
+ * loss is not compiled (its chunk, so its segment, changes with the tokens). */
+static void compile_walk(llmem_estimate *e, const model_shape *shape, const rank_recipe *rc,
+                         const layout *l, const rank_class *c, const rank_share *share,
+                         const step_static *st)
+{
+    walk_scratch *ws = &e->walk;
+    uint64_t batch = rc->run.batch, seq = rc->run.seq;
+    walk_form *f = llmem_walk_form(ws, batch, seq);
+    if (f == NULL || (f->key == ws->walk_key && f->state != 0) || !ws->walked ||
+        !ws->cache.walk_full || ws->log.overflow || ws->log.positions > SEG_HINTS ||
+        rc->run.loss == LLMEM_LOSS_CHUNKED || e->trace != NULL)
+        return;
+    uint64_t bs[WALK_GRID + WALK_CHECKS], ss[WALK_GRID + WALK_CHECKS];
+    walk_log logs[WALK_GRID + WALK_CHECKS];
+    int regime = llmem_regime(batch, seq), n = llmem_walkform_grid(regime, seq, bs, ss);
+    f->key = ws->walk_key;
+    f->state = -1;
+    if (n == 0)
+        return;
+    n += WALK_CHECKS;
+    for (int k = 0; k < n; k++) {
+        rank_recipe at = *rc;
+        at.run.batch = bs[k];
+        at.run.seq = ss[k];
+        step_static st_at = *st;
+        st_at.batch = llmem_statics_data(&at.run);
+        walk_input in;
+        walk_result w;
+        rank_input(shape, &at, l, c, share, &st_at, &in);
+        if (step_overflows(&e->bound, &at.run, 1) ||
+            llmem_walk_logged(ws, &in, &w, &logs[k]) != LLMEM_OK || !ws->cache.walk_full)
+            return;
+    }
+    const compiled_form *seg[SEG_HINTS] = { NULL };
+    if (!llmem_segcache_walk_forms(&ws->cache, ws->log.positions, seg))
+        return;
+    if (llmem_walkform_fit(f, regime, logs, n, &ws->log, batch, seq, seg))
+        f->state = 1;
+}
+
+/* One rank's walk (checked), into w. */
+static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
+                     const rank_recipe *rc, const layout *l, const rank_class *c,
+                     const rank_share *share, const step_static *st, walk_result *out)
+{
+    walk_input in;
+    e->walk.walked = 0;
+    /* Known without walking (the same point again, a compiled walk): no input to build. */
+    int known = e->trace == NULL && llmem_walk_known(&e->walk, rc->run.batch, rc->run.seq,
+                                                     c->in_flight_num, c->in_flight_den, out);
+    if (!known) {
+        if (e->trace != NULL)
+            e->trace->points = e->trace_room + rank * e->trace->cap;
+        rank_input(shape, rc, l, c, share, st, &in);
+        in.trace = e->trace;
+        if (llmem_walk(&e->walk, &in, out) != LLMEM_OK)
+            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                               "estimate: this model's layer needs more operations than the "
+                               "simulator holds (GRAPH_MAX_OPS); please report it");
+    }
     /* The walk must end backward holding exactly what the rank holds from the
      * start and its gradients; anything else means the layer model and the
      * tensor list disagree: refuse rather than print a wrong number. Shards
      * are rounded per segment: a byte a layer at most. */
-    const step_static *st = &share->st;
     uint64_t expected = st->weights + st->quant_constants + st->adapters + st->buffers +
                         st->states + st->master + st->comm + st->batch + st->grads;
-    uint64_t off = w.end_of_backward > expected ? w.end_of_backward - expected
-                                                : expected - w.end_of_backward;
+    uint64_t end = out->end_of_backward;
+    uint64_t off = end > expected ? end - expected : expected - end;
     uint64_t rounding = share->keep.den > 2 ? c->layers + 2 + l->shard : 0;
-    *end_of_backward = w.end_of_backward;
     if (off > rounding)
         return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                            "estimate: the layer model does not cover this combination of "
                            "fields (%llu bytes unaccounted); please report it",
                            (unsigned long long)off);
-    llmem_terms_phased(r, st, &w);
+    if (known)
+        return LLMEM_OK;
+    compile_walk(e, shape, rc, l, c, share, st);
     if (e->trace != NULL) {
         e->trace_count[rank] = e->trace->n;
         e->trace_peak[rank] = llmem_trace_peak(e->trace);
     }
-    r->peak_reserved = r->peak_allocated + overhead;
-    r->peak_device = llmem_allocator_device(&rc->run, r->peak_reserved, st->paged_states);
     return LLMEM_OK;
+}
+
+/* A rank's terms and levels from its walk. */
+static void rank_results(est_results *r, const step_static *st, const walk_result *w,
+                         const rank_share *share, const setup *run)
+{
+    llmem_terms_phased(r, st, w);
+    r->peak_reserved = r->peak_allocated + share->overhead;
+    r->peak_device = llmem_allocator_device(run, r->peak_reserved, st->paged_states);
+}
+
+/* A result copied field by field, the terms' components as many as there
+ * are: a struct copy is 600 bytes, which compilers turn into a string move
+ * costing more than the rest of a cached estimate's bookkeeping. */
+static void copy_results(est_results *to, const est_results *from)
+{
+    to->params_total = from->params_total;
+    to->params_trainable = from->params_trainable;
+    to->params_active = from->params_active;
+    to->peak_allocated = from->peak_allocated;
+    to->peak_reserved = from->peak_reserved;
+    to->peak_device = from->peak_device;
+    to->peak_phase = from->peak_phase;
+    for (int i = 0; i < PHASE_COUNT; i++)
+        to->phase_peak[i] = from->phase_peak[i];
+    for (int k = 0; k < TERM_COUNT; k++) {
+        struct llmem_term *t = &to->term[k];
+        const struct llmem_term *f = &from->term[k];
+        t->kind = f->kind;
+        t->at_peak = f->at_peak;
+        t->max = f->max;
+        t->ncomp = f->ncomp;
+        for (size_t j = 0; j < f->ncomp; j++) {
+            t->comp_name[j] = f->comp_name[j];
+            t->comp_bytes[j] = f->comp_bytes[j];
+        }
+    }
 }
 
 int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train *train)
@@ -308,8 +417,6 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
     layout l;
     rank_recipe rc;
     est_config *cf = NULL;
-    est_results results[RANKS_MAX];
-    uint64_t ends[RANKS_MAX];
     if (e == NULL)
         return LLMEM_EINVAL;
     if (model == NULL || train == NULL)
@@ -322,7 +429,7 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
     if ((rc_ = llmem_setup_resolve(train, m, e->ctx, &s)) != LLMEM_OK)
         return rc_;
     int scores = llmem_layers_quadratic_attention(m, s.attention, s.compute_dt);
-    if (s.formula == LLMEM_FORMULA_PHASED && step_overflows(m, &s, scores))
+    if (s.formula == LLMEM_FORMULA_PHASED && step_overflows(&e->bound, &s, scores))
         return step_overflow_error(e->ctx, &s);
     if ((rc_ = check_model(e, &s)) != LLMEM_OK ||
         (rc_ = llmem_layout_resolve(e->ctx, parallel, m, &s, &l)) != LLMEM_OK)
@@ -341,7 +448,7 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
      * math kernel. Bound the step again with the scores then. */
     if (s.formula == LLMEM_FORMULA_PHASED && !scores &&
         llmem_layers_quadratic_attention(&cf->shape, s.attention, s.compute_dt) &&
-        step_overflows(m, &s, 1))
+        step_overflows(&e->bound, &s, 1))
         return step_overflow_error(e->ctx, &s);
     int n = cf->nranks;
     /* The walks of one configuration share the model shape and the setup (but
@@ -350,40 +457,53 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
     e->last_config = cf;
     e->last_serial = cf->serial;
 
-    /* Results are written only on success, so a failed run keeps the last one. */
+    /* Every check comes first, then the results are written: a failed run
+     * keeps the last one. */
+    step_static st[RANKS_MAX];
+    walk_result walks[RANKS_MAX];
+    est_results article[RANKS_MAX];
+    for (int i = 0; i < n; i++) {
+        const rank_share *share = &cf->share[i];
+        st[i] = share->st;
+        st[i].batch = llmem_statics_data(&rc.run);
+        if (s.formula == LLMEM_FORMULA_ARTICLE) {
+            est_results *a = &article[i];
+            memset(a, 0, sizeof *a);
+            if ((rc_ = llmem_article_estimate(e->ctx, a, p, train, &s)) != LLMEM_OK)
+                return rc_;
+            a->peak_reserved = a->peak_allocated + share->overhead;
+            /* The article's m_os already holds any paged states. */
+            a->peak_device = llmem_allocator_device(&s, a->peak_reserved, 0);
+            walks[i].end_of_backward = 0;
+            e->trace_count[i] = 0;
+            continue;
+        }
+        /* a configuration's rank: the same segments asked for at every run */
+        e->walk.walk_key = cf->serial * RANKS_MAX + (uint64_t)i + 1;
+        if ((rc_ = walk_rank(e, (size_t)i, &cf->shape, &rc, &l, &cf->classes[i], share, &st[i],
+                             &walks[i])) != LLMEM_OK)
+            return rc_;
+    }
     size_t peak = 0;
     for (int i = 0; i < n; i++) {
-        rank_share share = cf->share[i];
-        share.st.batch = llmem_statics_data(&rc.run);
-        if (s.formula == LLMEM_FORMULA_ARTICLE) {
-            memset(&results[i], 0, sizeof results[i]);
-            if ((rc_ = llmem_article_estimate(e->ctx, &results[i], p, train, &s)) != LLMEM_OK)
-                return rc_;
-            results[i].peak_reserved = results[i].peak_allocated + share.overhead;
-            /* The article's m_os already holds any paged states. */
-            results[i].peak_device = llmem_allocator_device(&s, results[i].peak_reserved, 0);
-            ends[i] = 0;
-        } else if ((rc_ = run_rank(e, (size_t)i, &cf->shape, &rc, &l, &cf->classes[i], &share,
-                                   share.overhead, &results[i], &ends[i])) != LLMEM_OK) {
-            return rc_;
-        }
-        e->rank_static[i] = share.st;
+        est_results *r = &e->rank[i];
         if (s.formula == LLMEM_FORMULA_ARTICLE)
-            e->trace_count[i] = 0;
-        results[i].params_total = p->total;
-        results[i].params_active = p->active;
-        results[i].params_trainable = cf->trainable;
-        if (results[i].peak_device > results[peak].peak_device)
+            copy_results(r, &article[i]);
+        else
+            rank_results(r, &st[i], &walks[i], &cf->share[i], &rc.run);
+        r->params_total = p->total;
+        r->params_active = p->active;
+        r->params_trainable = cf->trainable;
+        e->rank_static[i] = st[i];
+        e->rank_class[i] = cf->classes[i];
+        e->rank_host[i] = cf->share[i].host;
+        if (r->peak_device > e->rank[peak].peak_device)
             peak = (size_t)i;
     }
-    memcpy(e->rank, results, (size_t)n * sizeof results[0]);
-    memcpy(e->rank_class, cf->classes, (size_t)n * sizeof cf->classes[0]);
-    for (int i = 0; i < n; i++)
-        e->rank_host[i] = cf->share[i].host;
     e->nranks = (size_t)n;
     e->peak_rank = peak;
-    e->r = results[peak];
-    e->end_of_backward = ends[peak];
+    copy_results(&e->r, &e->rank[peak]);
+    e->end_of_backward = walks[peak].end_of_backward;
     e->valid = 1;
     llmem__ok(e->ctx);
     return LLMEM_OK;

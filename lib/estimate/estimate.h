@@ -29,6 +29,12 @@ typedef struct est_config {
     uint64_t trainable;
 } est_config;
 
+/* The model's part of the bound on the step's byte counts (estimate.c). */
+typedef struct step_bound {
+    uint64_t per_token, per_layer, heads;
+    int overflow;
+} step_bound;
+
 struct llmem_estimate {
     llmem_ctx *ctx;
     int valid;
@@ -48,6 +54,7 @@ struct llmem_estimate {
     int64_t model_field[MODEL_KEY_END];
     model_shape model;
     model_params params;
+    step_bound bound;
     est_config config[ESTIMATE_CONFIGS];
     /* The parameter tensors under the last rank setup (but batch and seq). */
     int tensors_valid;

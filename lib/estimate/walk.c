@@ -20,11 +20,18 @@
 typedef struct layer_group {
     uint64_t count;
     seg_spec spec;
-    uint64_t fwd_peak, fwd_growth;          /* forward: counting the input at start */
-    uint64_t bwd_start, bwd_peak, bwd_end;  /* backward: from its saved set + output grad */
+    uint64_t fwd_growth;                    /* forward: what each layer adds */
+    uint64_t bwd_start, bwd_end;            /* backward: from its saved set + output grad */
     uint64_t param_grads, param_grads_wide;
     uint64_t cache;                         /* checkpointing: autocast's cached casts */
     uint64_t grad_out, held_input;          /* checkpointing: the recomputation's footing */
+    /* The peaks as their segments give them (a moment is a base plus one
+     * segment's peak: walkform.h): forward, the run's segment's forward
+     * peak plus fwd_extra; backward, its backward peak, or under
+     * checkpointing the recomputation's forward peak plus grad_out and its
+     * backward peak plus held_input. */
+    int pos_fwd, pos_bwd;                   /* the segments' positions in the walk */
+    uint64_t seg_fwd_peak, fwd_extra, seg_bwd_fwd_peak, seg_bwd_peak;
 } layer_group;
 
 /* The maxima of a walk. Moments of forward and backward are recorded for
@@ -42,9 +49,14 @@ typedef struct walk {
     moment step, opt;           /* the largest moment of forward/backward, of the optimizer */
     uint64_t temp_max;          /* temporaries' maximum over forward and backward */
     uint64_t phase_peak[PHASE_COUNT];
+    walk_log *log;              /* the moments, for a compiled walk (walkform.h), or NULL */
 } walk;
 
-static void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
+/* A moment: base bytes plus a segment's peak (src: its position x 2 + 1 for
+ * backward, or -1 for none). */
+static void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src, uint64_t grads);
+
+static inline void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
 {
     moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w->opt : &w->step;
     if (total > w->phase_peak[phase - 1])
@@ -57,6 +69,26 @@ static void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
     if (phase != LLMEM_PHASE_OPTIMIZER && total - w->fixed - grads > w->temp_max)
         w->temp_max = total - w->fixed - grads;
 }
+
+static void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src, uint64_t grads)
+{
+    walk_log *l = w->log;
+    if (l != NULL) {
+        if (l->n < WALK_MOMENTS) {
+            l->phase[l->n] = (int8_t)phase;
+            l->src[l->n] = (int8_t)src;
+            l->base[l->n] = base;
+            l->grads[l->n] = grads;
+            l->n++;
+        } else {
+            l->overflow = 1;
+        }
+    }
+    candidate(w, phase, base + peak, grads);
+}
+
+#define FWD_OF(pos) (2 * (pos)) /* a moment's source (walk_log.src) */
+#define BWD_OF(pos) (2 * (pos) + 1)
 
 /* The peak over both, with `stash` more bytes live in forward and backward. */
 static void finish(const walk *w, uint64_t stash, walk_result *r)
@@ -98,8 +130,10 @@ static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_
     seg_query q = { fn, spec, grad_enabled, mode, b->hold_input,
                     llmem_regime(b->batch, b->seq), llmem_layers_piece(b, m, spec) };
     int cacheable = b->sp == 1;
+    e->positions++;
     if (cacheable && llmem_segcache_lookup(cache, m, b, &q, c))
         return;
+    cache->walk_full = 0;
     e->graph.events = cache->log;
     e->graph.event_ops = NULL;
     e->graph.event_grads = NULL;
@@ -169,11 +203,16 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         seg_cost again;
         uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b->ep);
         int mode = recompute_mode(s);
+        grp->pos_fwd = e->positions;
         simulate(e, b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN, &c);
         b->hold_input = 1; /* the checkpoint keeps its saved input while recomputing */
+        grp->pos_bwd = e->positions;
         simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, mode, &again);
         b->hold_input = 0;
-        grp->fwd_peak = c.fwd_peak + cache;
+        grp->seg_fwd_peak = c.fwd_peak;
+        grp->fwd_extra = cache;
+        grp->seg_bwd_fwd_peak = again.fwd_peak;
+        grp->seg_bwd_peak = again.bwd_peak;
         grp->fwd_growth = c.out_bytes + cache;
         uint64_t grad_out = again.out_bytes;
         uint64_t held_input = again.input_saved ? 0 : x_bytes;
@@ -181,19 +220,19 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         grp->grad_out = grad_out;
         grp->held_input = held_input;
         grp->bwd_start = x_bytes + grad_out;
-        grp->bwd_peak = grad_out + again.fwd_peak; /* fwd_peak counts the input */
-        if (held_input + again.bwd_peak > grp->bwd_peak)
-            grp->bwd_peak = held_input + again.bwd_peak;
+        /* the recomputation's fwd_peak counts its input (layer_backward) */
         grp->bwd_end = again.param_grads + again.input_grad;
         grp->param_grads = again.param_grads;
         grp->param_grads_wide = again.param_grads_wide;
         return;
     }
+    grp->pos_fwd = grp->pos_bwd = e->positions;
     simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, SIM_PLAIN, &c);
-    grp->fwd_peak = c.fwd_peak;
+    grp->seg_fwd_peak = c.fwd_peak;
+    grp->fwd_extra = 0;
+    grp->seg_bwd_peak = c.bwd_peak;
     grp->fwd_growth = c.persist + c.out_bytes - x_bytes;
     grp->bwd_start = c.bwd_start;
-    grp->bwd_peak = c.bwd_peak;
     grp->bwd_end = c.param_grads + c.input_grad;
     grp->param_grads = c.param_grads;
     grp->param_grads_wide = c.param_grads_wide;
@@ -234,36 +273,27 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
                           .lora_rank = s->lora_rank,
                           .nf4 = s->method == LLMEM_METHOD_QLORA };
     seg_spec frozen = { .input_rg = ckpt };
-    memset(g, 0, MAX_GROUPS * sizeof *g);
     if (lora) {
         /* The frozen embedding's output needs no grad, so the first layer saves
          * less, unless PEFT's enable_input_require_grads (used with checkpointing). */
-        g[n].count = ckpt ? m->layers : 1;
-        g[n].spec = adapters;
+        g[n] = (layer_group){ .count = ckpt ? m->layers : 1, .spec = adapters };
         g[n++].spec.input_rg = ckpt;
-        if (!ckpt && m->layers > 1) {
-            g[n].count = m->layers - 1;
-            g[n++].spec = adapters;
-        }
+        if (!ckpt && m->layers > 1)
+            g[n++] = (layer_group){ .count = m->layers - 1, .spec = adapters };
     } else if (s->method == LLMEM_METHOD_FREEZE) {
         uint64_t rest = m->layers - s->frozen_layers;
-        if (s->frozen_layers > 0) {
-            g[n].count = s->frozen_layers;
-            g[n++].spec = frozen;
-        }
+        if (s->frozen_layers > 0)
+            g[n++] = (layer_group){ .count = s->frozen_layers, .spec = frozen };
         if (rest > 0 && !ckpt) {
-            g[n].count = 1; /* its input comes from frozen layers or the frozen embedding */
-            g[n].spec = trainable;
+            /* its input comes from frozen layers or the frozen embedding */
+            g[n] = (layer_group){ .count = 1, .spec = trainable };
             g[n++].spec.input_rg = 0;
             rest--;
         }
-        if (rest > 0) {
-            g[n].count = rest;
-            g[n++].spec = trainable;
-        }
+        if (rest > 0)
+            g[n++] = (layer_group){ .count = rest, .spec = trainable };
     } else {
-        g[n].count = m->layers;
-        g[n++].spec = trainable;
+        g[n++] = (layer_group){ .count = m->layers, .spec = trainable };
     }
     return split_at_experts(m, g, n);
 }
@@ -390,10 +420,33 @@ static uint64_t kept_of(const walk_keep *k, uint64_t grads, uint64_t wide)
 {
     if (k->den == 0)
         return 0;
-    return ((grads - wide) * k->k16 + wide * k->k32) / k->den;
+    uint64_t kept = (grads - wide) * k->k16 + wide * k->k32;
+    return k->den == 1 ? kept : kept / k->den; /* a division costs as much as the rest */
 }
 
-int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
+/* A layer's backward moment from `base` bytes (its input's place taken by
+ * the segment's footing): its backward peak, or under checkpointing the
+ * larger of its recomputation's forward and backward. */
+static void layer_backward(walk *w, const layer_group *g, uint64_t base, uint64_t grads, int ckpt)
+{
+    if (!ckpt) {
+        moment_at(w, LLMEM_PHASE_BACKWARD, base, g->seg_bwd_peak, BWD_OF(g->pos_bwd), grads);
+        return;
+    }
+    moment_at(w, LLMEM_PHASE_BACKWARD, base + g->grad_out, g->seg_bwd_fwd_peak,
+              FWD_OF(g->pos_bwd), grads);
+    moment_at(w, LLMEM_PHASE_BACKWARD, base + g->held_input, g->seg_bwd_peak,
+              BWD_OF(g->pos_bwd), grads);
+}
+
+/* What the other micro-batches in flight add: one stash each. */
+static uint64_t in_flight_extra(uint64_t in_flight, uint64_t in_flight_den, uint64_t stash)
+{
+    uint64_t den = in_flight_den ? in_flight_den : 1;
+    return in_flight > den ? (in_flight - den) * stash / den : 0;
+}
+
+static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk_log *log)
 {
     const model_shape *m = in->model;
     const setup *s = in->setup;
@@ -412,7 +465,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     memset(&emb, 0, sizeof emb);
     memset(&head, 0, sizeof head);
     e->graph_overflow = 0;
-    llmem_segcache_begin(&e->cache, e->same_context);
+    e->positions = 0;
+    llmem_segcache_begin(&e->cache, e->same_context, e->walk_key);
     b.batch = s->batch;
     b.seq = s->seq;
     b.tokens = s->batch * s->seq;
@@ -425,7 +479,7 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     b.sp = in->sp;
     b.ep = in->ep;
     /* The residual stream between layers (split over sp ranks under sequence parallelism). */
-    uint64_t x_bytes = b.tokens / b.sp * m->hidden * (uint64_t)residual_dt(&b);
+    uint64_t x_bytes = (b.sp == 1 ? b.tokens : b.tokens / b.sp) * m->hidden * (uint64_t)residual_dt(&b);
     uint64_t held = gather->layer_held;
 
     int nall = layer_groups(m, s, all);
@@ -442,8 +496,10 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
                            .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
                            .projections_trainable = embed_trains,
                            .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
+    int pos_emb = e->positions;
     if (in->embedding)
         simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);
+    int pos_head = e->positions;
     if (in->head)
         simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
 
@@ -454,6 +510,11 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     if (t != NULL)
         llmem_trace_reset(t);
     memset(&w, 0, sizeof w);
+    w.log = log;
+    if (log != NULL) {
+        log->n = log->overflow = 0;
+        log->positions = e->positions;
+    }
     w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states +
               st->master + st->comm + st->batch;
     w.grads = accumulating ? st->grads : 0;
@@ -462,7 +523,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
 
     /* Forward: the embedding, or the activation received from the previous stage. */
     if (in->embedding) {
-        candidate(&w, LLMEM_PHASE_FORWARD, w.live + emb.fwd_peak + gather->embedding, w.grads);
+        moment_at(&w, LLMEM_PHASE_FORWARD, w.live + gather->embedding, emb.fwd_peak,
+                  FWD_OF(pos_emb), w.grads);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
@@ -476,9 +538,9 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
-        candidate(&w, LLMEM_PHASE_FORWARD,
-                  w.live + (g->count - 1) * growth - x_bytes + g->fwd_peak + gather->layer_fwd,
-                  w.grads);
+        moment_at(&w, LLMEM_PHASE_FORWARD,
+                  w.live + (g->count - 1) * growth - x_bytes + g->fwd_extra + gather->layer_fwd,
+                  g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads);
         if (t != NULL)
             trace_forward(e, t, &b, m, g, first, w.live, growth, x_bytes, gather->layer_fwd,
                           w.grads, ckpt);
@@ -490,8 +552,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     if (!ckpt) /* the model's forward returns before the head: its mask goes */
         w.live -= mask;
     if (in->head) {
-        candidate(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + head.fwd_peak + gather->head,
-                  w.grads);
+        moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
+                  FWD_OF(pos_head), w.grads);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
@@ -512,7 +574,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     if (in->head) {
         uint64_t before = w.live - head.persist - head.out_bytes;
         uint64_t kept = accumulating ? 0 : kept_of(keep, head.param_grads, head.param_grads_wide);
-        candidate(&w, LLMEM_PHASE_LOSS_BACKWARD, before + head.bwd_peak + gather->head, w.grads);
+        moment_at(&w, LLMEM_PHASE_LOSS_BACKWARD, before + gather->head, head.bwd_peak,
+                  BWD_OF(pos_head), w.grads);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
@@ -537,11 +600,10 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         uint64_t kept = accumulating ? 0 : kept_of(keep, g->param_grads, g->param_grads_wide);
         uint64_t step = g->bwd_end - g->param_grads + kept;
         int64_t delta = (int64_t)step - (int64_t)g->bwd_start - (int64_t)held;
-        candidate(&w, LLMEM_PHASE_BACKWARD,
-                  w.live - g->bwd_start + g->bwd_peak + gather->layer_bwd, w.grads);
         uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);
-        candidate(&w, LLMEM_PHASE_BACKWARD, last - g->bwd_start + g->bwd_peak + gather->layer_bwd,
-                  w.grads + (g->count - 1) * kept);
+        layer_backward(&w, g, w.live - g->bwd_start + gather->layer_bwd, w.grads, ckpt);
+        layer_backward(&w, g, last - g->bwd_start + gather->layer_bwd,
+                       w.grads + (g->count - 1) * kept, ckpt);
         if (t != NULL)
             trace_backward(e, t, &b, m, g, first, w.live, delta, w.grads, kept,
                            gather->layer_bwd, recompute_mode(s));
@@ -556,7 +618,8 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
                             ? m->vocab * m->embed_dim * (uint64_t)s->param_dt : 0;
         uint64_t tied_wide = s->param_dt >= 4 ? tied : 0;
         uint64_t before = w.live - emb.bwd_start;
-        candidate(&w, LLMEM_PHASE_BACKWARD, before + emb.bwd_peak + gather->embedding, w.grads);
+        moment_at(&w, LLMEM_PHASE_BACKWARD, before + gather->embedding, emb.bwd_peak,
+                  BWD_OF(pos_emb), w.grads);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
@@ -579,10 +642,14 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
     r->end_of_backward = w.live;
 
     /* The optimizer step: weights, states, gradients, and its own transient. */
-    candidate(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, st->grads);
-
-    uint64_t den = in->in_flight_den ? in->in_flight_den : 1;
-    uint64_t extra = in->in_flight > den ? (in->in_flight - den) * stash / den : 0;
+    moment_at(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, 0, -1,
+              st->grads);
+    if (log != NULL) {
+        log->fixed = w.fixed;
+        log->stash = stash;
+        log->end_of_backward = r->end_of_backward;
+    }
+    uint64_t extra = in_flight_extra(in->in_flight, in->in_flight_den, stash);
     finish(&w, extra, r);
     if (t != NULL) {
         llmem_trace_point(t, LLMEM_PHASE_OPTIMIZER, "optimizer", -1,
@@ -590,4 +657,119 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
         llmem_trace_shift(t, extra);
     }
     return e->graph_overflow ? LLMEM_ENOTSUP : LLMEM_OK;
+}
+
+/* The compiled walk at the walk's batch and seq. Its moments come phase by
+ * phase in time order (checked when it was fitted), so the walk's rules
+ * (candidate: a phase's maximum, the first of the largest, the
+ * temporaries' maximum) become one tight loop per phase; one per kind, so
+ * that the compiler writes each polynomial out. */
+#define COMPILED_PHASE(VALUE)                                                           \
+    do {                                                                                \
+        for (; k < end; k++) {                                                          \
+            uint64_t t = VALUE(f->total[k], m), g = f->grads[k];                        \
+            if (t > top) {                                                              \
+                top = t;                                                                \
+                top_grads = g;                                                          \
+            }                                                                           \
+            if (t - w.fixed - g > temp)                                                 \
+                temp = t - w.fixed - g;                                                 \
+        }                                                                               \
+    } while (0)
+
+/* One of the form's values of its own kind. */
+static uint64_t form_value(const walk_form *f, const int64_t *c, const uint64_t *m)
+{
+    return f->kind == FORM_FULL  ? llmem_form_value6(c, m)
+           : f->kind == FORM_COL ? llmem_form_value3(c, m)
+                                 : llmem_form_value2(c, m);
+}
+
+static void walk_compiled(const walk_form *f, uint64_t batch, uint64_t seq, uint64_t in_flight,
+                          uint64_t in_flight_den, walk_result *r)
+{
+    uint64_t m[6];
+    llmem_form_monomials(f->kind, batch, seq, m);
+    walk w;
+    memset(&w, 0, sizeof w);
+    w.fixed = form_value(f, f->fixed, m);
+    int k = 0;
+    for (int phase = 1; phase <= PHASE_COUNT; phase++) {
+        int end = f->phase_end[phase - 1];
+        uint64_t top = 0, top_grads = 0, temp = 0;
+        if (f->kind == FORM_FULL)
+            COMPILED_PHASE(llmem_form_value6);
+        else if (f->kind == FORM_COL)
+            COMPILED_PHASE(llmem_form_value3);
+        else
+            COMPILED_PHASE(llmem_form_value2);
+        moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w.opt : &w.step;
+        w.phase_peak[phase - 1] = top;
+        if (top > best->total) {
+            best->total = top;
+            best->grads = top_grads;
+            best->phase = phase;
+        }
+        if (phase != LLMEM_PHASE_OPTIMIZER && temp > w.temp_max)
+            w.temp_max = temp;
+    }
+    r->end_of_backward = form_value(f, f->end_of_backward, m);
+    finish(&w, in_flight_extra(in_flight, in_flight_den, form_value(f, f->stash, m)), r);
+}
+
+/* The compiled walk of this walk's key and regime, if there is one. */
+walk_form *llmem_walk_form(walk_scratch *e, uint64_t batch, uint64_t seq)
+{
+    int regime = llmem_regime(batch, seq);
+    if (e->walk_key == 0 || regime >= WALK_REGIMES)
+        return NULL;
+    return &e->forms[e->walk_key % SEG_WALKS][regime];
+}
+
+static void remember(walk_scratch *e, uint64_t batch, uint64_t seq, const walk_result *r)
+{
+    struct walk_memo *memo = &e->memo[e->walk_key % SEG_WALKS];
+    memo->key = e->walk_key;
+    memo->batch = batch;
+    memo->seq = seq;
+    memo->r = *r;
+}
+
+int llmem_walk_known(walk_scratch *e, uint64_t batch, uint64_t seq, uint64_t in_flight,
+                     uint64_t in_flight_den, walk_result *r)
+{
+    const struct walk_memo *memo = &e->memo[e->walk_key % SEG_WALKS];
+    if (e->walk_key == 0)
+        return 0;
+    if (memo->key == e->walk_key && memo->batch == batch && memo->seq == seq) {
+        *r = memo->r; /* the same walk again */
+        return 1;
+    }
+    const walk_form *f = llmem_walk_form(e, batch, seq);
+    if (f == NULL || f->state != 1 || f->key != e->walk_key)
+        return 0;
+    walk_compiled(f, batch, seq, in_flight, in_flight_den, r);
+    remember(e, batch, seq, r);
+    return 1;
+}
+
+int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
+{
+    uint64_t batch = in->setup->batch, seq = in->setup->seq;
+    e->walked = 1;
+    if (e->walk_key == 0 || in->trace != NULL)
+        return walk_step(e, in, r, NULL);
+    if (llmem_walk_known(e, batch, seq, in->in_flight, in->in_flight_den, r)) {
+        e->walked = 0;
+        return LLMEM_OK;
+    }
+    int rc = walk_step(e, in, r, &e->log);
+    if (rc == LLMEM_OK)
+        remember(e, batch, seq, r);
+    return rc;
+}
+
+int llmem_walk_logged(walk_scratch *e, const walk_input *in, walk_result *r, walk_log *log)
+{
+    return walk_step(e, in, r, log);
 }

@@ -15,6 +15,7 @@
 #include "estimate/results.h"
 #include "estimate/statics.h"
 #include "estimate/trace.h"
+#include "estimate/walkform.h"
 
 /* Bytes gathered while a segment runs and released after it (ZeRO-3, FSDP),
  * or held from a layer's forward to its backward (parameters not resharded). */
@@ -66,12 +67,34 @@ typedef struct walk_scratch {
     int graph_overflow; /* a segment did not fit the graph: a bug, reported as such */
     int same_context;   /* set by the caller: this walk's model shape and setup are the
                            last walk's, but batch and seq (the cache skips looking them up) */
+    uint64_t walk_key;  /* set by the caller: nonzero names what the walk asks of the cache
+                           (its configuration and rank; seg_cache's walk slots), 0 none */
+    int positions;      /* segments asked for so far in this walk */
+    int walked;         /* the last llmem_walk walked (0: it evaluated a compiled walk) */
+    walk_log log;       /* the last walk's moments, when it had a key */
+    walk_form forms[SEG_WALKS][WALK_REGIMES]; /* compiled walks: by key slot and regime */
+    struct walk_memo {                        /* by key slot: the last result, at its point */
+        uint64_t key, batch, seq;             /* key 0: none */
+        walk_result r;
+    } memo[SEG_WALKS];
 } walk_scratch;
 
 /* The whole model on one GPU. */
 void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
                        const step_static *st);
-/* Walk the step; 0, or LLMEM_ENOTSUP when a segment overflowed the graph. */
+/* Walk the step; 0, or LLMEM_ENOTSUP when a segment overflowed the graph.
+ * With a walk_key, a compiled walk of its key and regime answers instead
+ * when there is one (walkform.h), and a walk logs its moments in ws->log. */
 int llmem_walk(walk_scratch *ws, const walk_input *in, walk_result *out);
+/* The walk of ws's walk_key at (batch, seq) when it is known without
+ * walking (the last result at that point, or a compiled walk): 1 and r, or
+ * 0. llmem_walk tries it first. */
+int llmem_walk_known(walk_scratch *ws, uint64_t batch, uint64_t seq, uint64_t in_flight,
+                     uint64_t in_flight_den, walk_result *r);
+/* Walk the step, logging its moments (never a compiled walk). */
+int llmem_walk_logged(walk_scratch *ws, const walk_input *in, walk_result *out, walk_log *log);
+/* The compiled walk slot of ws's walk_key at (batch, seq), or NULL (no key,
+ * or a regime of one point). */
+walk_form *llmem_walk_form(walk_scratch *ws, uint64_t batch, uint64_t seq);
 
 #endif

@@ -65,7 +65,7 @@ static int64_t wmul(int64_t a, uint64_t b)
 
 /* ---- monomials and evaluation -------------------------------------------- */
 
-static void monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[6])
+void llmem_form_monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[6])
 {
     switch (kind) {
     case FORM_ROW:
@@ -88,13 +88,6 @@ static void monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[6])
     }
 }
 
-static uint64_t eval_terms(const int64_t *c, const uint64_t *m, int terms)
-{
-    uint64_t v = (uint64_t)c[0];
-    for (int k = 1; k < terms; k++)
-        v += (uint64_t)c[k] * m[k];
-    return v;
-}
 
 /* ---- the frontier of steps that can hold a phase's peak ------------------ */
 
@@ -207,7 +200,7 @@ static void fit_begin(fit *f, compiled_form *out, int kind, uint64_t at, int nfw
     f->checks = checks;
     f->nchecks = nchecks > 8 ? 8 : nchecks;
     for (int s = 0; s < f->nchecks; s++)
-        monomials(kind, checks[s].batch, checks[s].seq, f->check_m[s]);
+        llmem_form_monomials(kind, checks[s].batch, checks[s].seq, f->check_m[s]);
 }
 
 /* Value i's coefficients c are in: check them, store them, keep the step
@@ -218,7 +211,7 @@ static int fit_value(fit *f, int kind, int i, const int64_t *c)
         if (c[k] < 0)
             return 0; /* sizes never have negative terms */
     for (int s = 0; s < f->nchecks; s++)
-        if (eval_terms(c, f->check_m[s], f->terms) != f->checks[s].y[i])
+        if (llmem_form_value(c, f->check_m[s], f->terms) != f->checks[s].y[i])
             return 0;
     memcpy(f->out->coef + (size_t)i * (size_t)f->terms, c, (size_t)f->terms * sizeof *c);
     if (i < COST_FIELDS)
@@ -439,6 +432,19 @@ void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_c
     out->param_grads_wide = v[7];
     out->fwd_peak = fwd;
     out->bwd_peak = bwd;
+}
+
+void llmem_form_peaks(const compiled_form *f, const uint64_t *m, uint64_t *fwd, uint64_t *bwd)
+{
+    int terms = llmem_form_terms(f->kind);
+    uint64_t top[2] = { 0, 0 };
+    for (int j = 0; j < f->nf + f->nb; j++) {
+        uint64_t x = llmem_form_value(f->coef + (size_t)f->front[j] * (size_t)terms, m, terms);
+        uint64_t *t = &top[j >= f->nf];
+        *t = x > *t ? x : *t;
+    }
+    *fwd = top[0];
+    *bwd = top[1];
 }
 
 void llmem_sample_pack(const seg_cost *c, const uint64_t *events, int nevents, uint64_t *y)

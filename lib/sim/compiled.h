@@ -92,6 +92,39 @@ int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int 
 int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int nchecks,
                    int nfwd, int nbwd, compiled_form *out);
 
+/* The monomials of a form kind at (batch, seq), in its coefficients' order
+ * (full: 1, S, B, BS, BS^2, S^2), and a value from them. */
+void llmem_form_monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[6]);
+
+static inline uint64_t llmem_form_value(const int64_t *c, const uint64_t *m, int terms)
+{
+    uint64_t v = (uint64_t)c[0];
+    for (int k = 1; k < terms; k++)
+        v += (uint64_t)c[k] * m[k];
+    return v;
+}
+
+/* The same, written out for each kind (what compilers do not unroll at -O2). */
+static inline uint64_t llmem_form_value2(const int64_t *c, const uint64_t *m)
+{
+    return (uint64_t)c[0] + (uint64_t)c[1] * m[1];
+}
+
+static inline uint64_t llmem_form_value3(const int64_t *c, const uint64_t *m)
+{
+    return (uint64_t)c[0] + (uint64_t)c[1] * m[1] + (uint64_t)c[2] * m[2];
+}
+
+static inline uint64_t llmem_form_value6(const int64_t *c, const uint64_t *m)
+{
+    return (uint64_t)c[0] + (uint64_t)c[1] * m[1] + (uint64_t)c[2] * m[2] +
+           (uint64_t)c[3] * m[3] + (uint64_t)c[4] * m[4] + (uint64_t)c[5] * m[5];
+}
+
+/* The forward and backward peaks alone (the frontier's maxima) at the
+ * monomials m of (batch, seq). */
+void llmem_form_peaks(const compiled_form *f, const uint64_t *m, uint64_t *fwd, uint64_t *bwd);
+
 /* The segment's cost at (batch, seq), which must lie in the form's domain. */
 void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_cost *out);
 

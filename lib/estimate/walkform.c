@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+#include "estimate/walkform.h"
+
+#include <string.h>
+
+/* Grid points first, then the checks: small, so that every value is far
+ * from 64 bits, and the checks at odd points (a wrong halving shows there). */
+int llmem_walkform_grid(int regime, uint64_t seq, uint64_t batch[WALK_GRID + WALK_CHECKS],
+                        uint64_t seqs[WALK_GRID + WALK_CHECKS])
+{
+    static const uint64_t full_b[] = { 2, 3, 2, 3, 2, 3, 5, 7 }, full_s[] = { 4, 4, 5, 5, 6, 6, 9, 13 };
+    static const uint64_t row_b[] = { 2, 3, 5, 11 }, col_s[] = { 4, 5, 6, 9, 17 };
+    if (regime == REGIME_GENERAL) {
+        memcpy(batch, full_b, sizeof full_b);
+        memcpy(seqs, full_s, sizeof full_s);
+        return 6;
+    }
+    if (regime == REGIME_BATCH1) {
+        for (int i = 0; i < 5; i++) {
+            batch[i] = 1;
+            seqs[i] = col_s[i];
+        }
+        return 3;
+    }
+    if (regime >= REGIME_SEQ1 && regime < REGIME_SEQ1 + 3) {
+        for (int i = 0; i < 4; i++) {
+            batch[i] = row_b[i];
+            seqs[i] = seq;
+        }
+        return 2;
+    }
+    return 0; /* a point: nothing to fit */
+}
+
+static int form_kind(int regime)
+{
+    return regime == REGIME_GENERAL ? FORM_FULL : regime == REGIME_BATCH1 ? FORM_COL : FORM_ROW;
+}
+
+/* A log's values as one vector (WALK_VALUES). */
+static uint64_t log_value(const walk_log *l, int i)
+{
+    if (i < l->n)
+        return l->base[i];
+    if (i < 2 * l->n)
+        return l->grads[i - l->n];
+    return i == 2 * l->n ? l->fixed : i == 2 * l->n + 1 ? l->stash : l->end_of_backward;
+}
+
+/* Through f0, f1, f2 at x, x + 1, x + 2: c0 + c1 X + c2 X^2, wrapping; 0
+ * when the second difference is odd (no integer quadratic goes through). */
+static int quadratic(uint64_t x, uint64_t f0, uint64_t f1, uint64_t f2, int64_t c[3])
+{
+    uint64_t d1 = f1 - f0, d2 = f2 - f1, dd = d2 - d1;
+    if (dd & 1)
+        return 0;
+    uint64_t c2 = (uint64_t)((int64_t)dd / 2);
+    uint64_t c1 = d1 - c2 * (2 * x + 1);
+    uint64_t c0 = f0 - c1 * x - c2 * x * x;
+    c[0] = (int64_t)c0;
+    c[1] = (int64_t)c1;
+    c[2] = (int64_t)c2;
+    return 1;
+}
+
+/* One value's coefficients from the grid's values y (llmem_walkform_grid's order). */
+static int fit_value(int kind, const uint64_t *y, int64_t c[6])
+{
+    if (kind == FORM_ROW) { /* B = 2, 3 */
+        uint64_t slope = y[1] - y[0];
+        c[0] = (int64_t)(y[0] - 2 * slope);
+        c[1] = (int64_t)slope;
+        return 1;
+    }
+    if (kind == FORM_COL) /* S = 4, 5, 6 */
+        return quadratic(4, y[0], y[1], y[2], c);
+    /* A line in B at each of S = 4, 5, 6, then a quadratic in S through its
+     * intercepts and one through its slopes. */
+    uint64_t icpt[3], slope[3];
+    int64_t i[3], s[3];
+    for (int k = 0; k < 3; k++) {
+        slope[k] = y[2 * k + 1] - y[2 * k];
+        icpt[k] = y[2 * k] - 2 * slope[k];
+    }
+    if (!quadratic(4, icpt[0], icpt[1], icpt[2], i) || !quadratic(4, slope[0], slope[1], slope[2], s))
+        return 0;
+    /* 1, S, B, BS, BS^2, S^2 */
+    c[0] = i[0];
+    c[1] = i[1];
+    c[2] = s[0];
+    c[3] = s[1];
+    c[4] = s[2];
+    c[5] = i[2];
+    return 1;
+}
+
+/* The moments are the same in every log: count, phases and sources. */
+static int same_moments(const walk_log *a, const walk_log *b)
+{
+    return !a->overflow && !b->overflow && a->n == b->n && a->positions == b->positions &&
+           memcmp(a->phase, b->phase, (size_t)a->n) == 0 && memcmp(a->src, b->src, (size_t)a->n) == 0;
+}
+
+/* The log's values fitted: base[n], grads[n], fixed, stash, end. */
+typedef struct fitted {
+    int n, kind;
+    int64_t c[WALK_VALUES(WALK_MOMENTS)][6];
+} fitted;
+
+static int check_at(const fitted *f, const walk_log *l, uint64_t batch, uint64_t seq)
+{
+    uint64_t m[6];
+    int terms = llmem_form_terms(f->kind);
+    llmem_form_monomials(f->kind, batch, seq, m);
+    for (int i = 0; i < WALK_VALUES(f->n); i++)
+        if (llmem_form_value(f->c[i], m, terms) != log_value(l, i))
+            return 0;
+    return 1;
+}
+
+static int constant(const int64_t c[6])
+{
+    return c[1] == 0 && c[2] == 0 && c[3] == 0 && c[4] == 0 && c[5] == 0;
+}
+
+/* Coefficients of real byte counts are far below this (64 PiB a unit of a
+ * monomial): beyond it a fit is refused, so a stored coefficient is the
+ * true one and differences and shifts below cannot wrap. */
+#define COEF_BOUND ((int64_t)1 << 56)
+
+static int bounded(const int64_t c[6])
+{
+    for (int i = 0; i < 6; i++)
+        if (c[i] > COEF_BOUND || c[i] < -COEF_BOUND)
+            return 0;
+    return 1;
+}
+
+/* Each moment with each step of its segment's frontier. */
+static int expand(walk_form *f, const fitted *v, const walk_log *at,
+                  const compiled_form *const seg[SEG_HINTS])
+{
+    int terms = llmem_form_terms(f->kind);
+    f->n = 0;
+    for (int k = 0; k < v->n; k++) {
+        const int64_t *base = v->c[k];
+        if (!constant(v->c[v->n + k]))
+            return 0;
+        int first = 0, last = 0, src = at->src[k];
+        const compiled_form *g = NULL;
+        if (src >= 0) {
+            g = seg[src / 2];
+            if (g == NULL || g->kind != f->kind)
+                return 0;
+            first = src % 2 ? g->nf : 0;
+            last = src % 2 ? g->nf + g->nb : g->nf;
+        }
+        /* no step: a segment without a backward peaks at 0, the base alone */
+        for (int j = first; j < (last > first ? last : first + 1); j++) {
+            if (f->n == WALK_TERMS)
+                return 0;
+            int64_t *t = f->total[f->n];
+            memset(t, 0, 6 * sizeof *t);
+            for (int i = 0; i < terms; i++) {
+                uint64_t step = last > first ? (uint64_t)g->coef[(size_t)g->front[j] * (size_t)terms + (size_t)i] : 0;
+                t[i] = (int64_t)((uint64_t)base[i] + step);
+            }
+            if (!bounded(t))
+                return 0;
+            f->phase[f->n] = at->phase[k];
+            f->grads[f->n] = (uint64_t)v->c[v->n + k][0];
+            f->n++;
+        }
+    }
+    /* phase by phase, in time order, as the walk runs */
+    for (int p = 0; p < 4; p++)
+        f->phase_end[p] = 0;
+    for (int k = 0; k < f->n; k++) {
+        if (f->phase[k] < 1 || f->phase[k] > 4 || (k > 0 && f->phase[k] < f->phase[k - 1]))
+            return 0;
+        f->phase_end[f->phase[k] - 1] = k + 1;
+    }
+    for (int p = 1; p < 4; p++)
+        if (f->phase_end[p] < f->phase_end[p - 1])
+            f->phase_end[p] = f->phase_end[p - 1];
+    memcpy(f->fixed, v->c[2 * v->n], sizeof f->fixed);
+    memcpy(f->stash, v->c[2 * v->n + 1], sizeof f->stash);
+    memcpy(f->end_of_backward, v->c[2 * v->n + 2], sizeof f->end_of_backward);
+    return 1;
+}
+
+int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs,
+                       const walk_log *at, uint64_t b, uint64_t s,
+                       const compiled_form *const seg[SEG_HINTS])
+{
+    uint64_t batch[WALK_GRID + WALK_CHECKS], seq[WALK_GRID + WALK_CHECKS], y[WALK_GRID];
+    int grid = llmem_walkform_grid(regime, s, batch, seq);
+    if (grid == 0 || nlogs != grid + WALK_CHECKS)
+        return 0;
+    for (int k = 0; k < nlogs; k++)
+        if (!same_moments(&logs[k], at))
+            return 0;
+    fitted v;
+    v.n = at->n;
+    v.kind = form_kind(regime);
+    for (int i = 0; i < WALK_VALUES(v.n); i++) {
+        for (int k = 0; k < grid; k++)
+            y[k] = log_value(&logs[k], i);
+        memset(v.c[i], 0, sizeof v.c[i]);
+        if (!fit_value(v.kind, y, v.c[i]) || !bounded(v.c[i]))
+            return 0;
+    }
+    for (int k = grid; k < nlogs; k++)
+        if (!check_at(&v, &logs[k], batch[k], seq[k]))
+            return 0;
+    if (!check_at(&v, at, b, s))
+        return 0;
+    f->regime = regime;
+    f->kind = v.kind;
+    return expand(f, &v, at, seg);
+}
