@@ -30,10 +30,13 @@ void llmem_estimate_forget(llmem_estimate *e)
     e->walk.graph_overflow = 0;
     e->walk.same_context = 0;
     e->walk.walk_key = 0;
+    e->walk.compiled = e->walk.answered = 0;
     for (int k = 0; k < SEG_WALKS; k++) {
         e->walk.memo[k].key = 0;
-        for (int g = 0; g < WALK_REGIMES; g++)
+        for (int g = 0; g < WALK_REGIMES; g++) {
             e->walk.forms[k][g].state = 0;
+            e->walk.forms[k][g].key = 0;
+        }
     }
     e->last_config = NULL;
     llmem_segcache_init(&e->walk.cache);
@@ -282,9 +285,11 @@ static void rank_input(const model_shape *shape, const rank_recipe *rc, const la
 
 /* After a walk whose segments all came compiled, compile the walk itself
  * for its key and regime (walkform.h): the walk again at the regime's grid
- * and check points, each cheap, then the fit. Refused for good (for this
- * key and regime) when a sample walk simulates or the fit fails; a chunked
- * loss is not compiled (its chunk, so its segment, changes with the tokens). */
+ * and check points, each cheap, then the fit. Only at the second such walk
+ * of a key and regime (a sweep; a planner that tries a configuration once
+ * does not pay for it). Refused for good (for this key and regime) when a
+ * sample walk simulates or the fit fails; a chunked loss is not compiled
+ * (its chunk, so its segment, changes with the tokens). */
 static void compile_walk(llmem_estimate *e, const model_shape *shape, const rank_recipe *rc,
                          const layout *l, const rank_class *c, const rank_share *share,
                          const step_static *st)
@@ -293,8 +298,14 @@ static void compile_walk(llmem_estimate *e, const model_shape *shape, const rank
     uint64_t batch = rc->run.batch, seq = rc->run.seq;
     walk_form *f = llmem_walk_form(ws, batch, seq);
     if (f == NULL || (f->key == ws->walk_key && f->state != 0) || !ws->walked ||
-        !ws->cache.walk_full || ws->log.overflow || ws->log.positions > SEG_HINTS ||
-        rc->run.loss == LLMEM_LOSS_CHUNKED || e->trace != NULL)
+        !ws->cache.walk_full || rc->run.loss == LLMEM_LOSS_CHUNKED || e->trace != NULL)
+        return;
+    if (f->key != ws->walk_key) { /* the first: wait for a second */
+        f->key = ws->walk_key;
+        f->state = 0;
+        return;
+    }
+    if (!ws->logged || ws->log.overflow || ws->log.positions > SEG_HINTS)
         return;
     uint64_t bs[WALK_GRID + WALK_CHECKS], ss[WALK_GRID + WALK_CHECKS];
     walk_log logs[WALK_GRID + WALK_CHECKS];
@@ -320,8 +331,10 @@ static void compile_walk(llmem_estimate *e, const model_shape *shape, const rank
     const compiled_form *seg[SEG_HINTS] = { NULL };
     if (!llmem_segcache_walk_forms(&ws->cache, ws->log.positions, seg))
         return;
-    if (llmem_walkform_fit(f, regime, logs, n, &ws->log, batch, seq, seg))
+    if (llmem_walkform_fit(f, regime, logs, n, &ws->log, batch, seq, seg)) {
         f->state = 1;
+        ws->compiled++;
+    }
 }
 
 /* One rank's walk (checked), into w. */
@@ -330,7 +343,7 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
                      const rank_share *share, const step_static *st, walk_result *out)
 {
     walk_input in;
-    e->walk.walked = 0;
+    e->walk.walked = e->walk.logged = 0;
     /* Known without walking (the same point again, a compiled walk): no input to build. */
     int known = e->trace == NULL && llmem_walk_known(&e->walk, rc->run.batch, rc->run.seq,
                                                      c->in_flight_num, c->in_flight_den, out);

@@ -54,7 +54,8 @@ typedef struct walk {
 
 /* A moment: base bytes plus a segment's peak (src: its position x 2 + 1 for
  * backward, or -1 for none). */
-static void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src, uint64_t grads);
+static inline void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src,
+                             uint64_t grads);
 
 static inline void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
 {
@@ -70,7 +71,8 @@ static inline void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
         w->temp_max = total - w->fixed - grads;
 }
 
-static void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src, uint64_t grads)
+static inline void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src,
+                             uint64_t grads)
 {
     walk_log *l = w->log;
     if (l != NULL) {
@@ -91,7 +93,7 @@ static void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src,
 #define BWD_OF(pos) (2 * (pos) + 1)
 
 /* The peak over both, with `stash` more bytes live in forward and backward. */
-static void finish(const walk *w, uint64_t stash, walk_result *r)
+static inline void finish(const walk *w, uint64_t stash, walk_result *r)
 {
     uint64_t opt_temp = w->opt.total - w->fixed - w->opt.grads;
     moment step = w->step;
@@ -427,7 +429,7 @@ static uint64_t kept_of(const walk_keep *k, uint64_t grads, uint64_t wide)
 /* A layer's backward moment from `base` bytes (its input's place taken by
  * the segment's footing): its backward peak, or under checkpointing the
  * larger of its recomputation's forward and backward. */
-static void layer_backward(walk *w, const layer_group *g, uint64_t base, uint64_t grads, int ckpt)
+static inline void layer_backward(walk *w, const layer_group *g, uint64_t base, uint64_t grads, int ckpt)
 {
     if (!ckpt) {
         moment_at(w, LLMEM_PHASE_BACKWARD, base, g->seg_bwd_peak, BWD_OF(g->pos_bwd), grads);
@@ -749,6 +751,7 @@ int llmem_walk_known(walk_scratch *e, uint64_t batch, uint64_t seq, uint64_t in_
     if (f == NULL || f->state != 1 || f->key != e->walk_key)
         return 0;
     walk_compiled(f, batch, seq, in_flight, in_flight_den, r);
+    e->answered++;
     remember(e, batch, seq, r);
     return 1;
 }
@@ -757,13 +760,18 @@ int llmem_walk(walk_scratch *e, const walk_input *in, walk_result *r)
 {
     uint64_t batch = in->setup->batch, seq = in->setup->seq;
     e->walked = 1;
+    e->logged = 0;
     if (e->walk_key == 0 || in->trace != NULL)
         return walk_step(e, in, r, NULL);
     if (llmem_walk_known(e, batch, seq, in->in_flight, in->in_flight_den, r)) {
         e->walked = 0;
         return LLMEM_OK;
     }
-    int rc = walk_step(e, in, r, &e->log);
+    /* Log the moments only for a walk that may be compiled next (the second
+     * of its key and regime: estimate.c's compile_walk). */
+    const walk_form *f = llmem_walk_form(e, batch, seq);
+    e->logged = f != NULL && f->key == e->walk_key && f->state == 0;
+    int rc = walk_step(e, in, r, e->logged ? &e->log : NULL);
     if (rc == LLMEM_OK)
         remember(e, batch, seq, r);
     return rc;

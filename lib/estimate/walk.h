@@ -70,8 +70,10 @@ typedef struct walk_scratch {
     uint64_t walk_key;  /* set by the caller: nonzero names what the walk asks of the cache
                            (its configuration and rank; seg_cache's walk slots), 0 none */
     int positions;      /* segments asked for so far in this walk */
-    int walked;         /* the last llmem_walk walked (0: it evaluated a compiled walk) */
-    walk_log log;       /* the last walk's moments, when it had a key */
+    int walked;         /* the last llmem_walk walked (0: it knew the result: walk_known) */
+    int logged;         /* and logged its moments in log (a walk that may be compiled next) */
+    uint64_t compiled, answered; /* walks compiled, and estimates they answered (white-box tests) */
+    walk_log log;
     walk_form forms[SEG_WALKS][WALK_REGIMES]; /* compiled walks: by key slot and regime */
     struct walk_memo {                        /* by key slot: the last result, at its point */
         uint64_t key, batch, seq;             /* key 0: none */

@@ -46,7 +46,7 @@ typedef struct walk_log {
  * frontier (so the segments' own forms are copied in, not referred to),
  * its gradients (constant within a regime), and what finishing needs. */
 typedef struct walk_form {
-    int state;                         /* 0: none, 1: compiled, -1: refused for this key */
+    int state;                         /* 0: none (key seen once), 1: compiled, -1: refused */
     uint64_t key;                      /* the walk's key (walk_scratch) */
     int regime;
     int kind;                          /* FORM_ROW, FORM_COL or FORM_FULL */

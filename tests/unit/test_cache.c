@@ -254,6 +254,15 @@ Test(cache, grids_in_every_regime_equal_fresh_handles)
             apply_setup(t, si);
             snprintf(label, sizeof label, "%s setup %zu", grid_presets[pi], si);
             walk_grid(ctx, e, m, t, NULL, label);
+            /* the compiled walks answered (estimate/walkform.h): not only the
+             * segment cache; a chunked loss is never compiled */
+            if (strcmp(grid_setups[si].loss, "chunked") != 0)
+                cr_expect(e->walk.compiled > 0 && e->walk.answered > 0,
+                          "%s: %llu walks compiled, %llu estimates answered by them", label,
+                          (unsigned long long)e->walk.compiled,
+                          (unsigned long long)e->walk.answered);
+            else
+                cr_expect_eq(e->walk.compiled, 0, "%s: a chunked loss compiled", label);
             llmem_estimate_free(e);
             llmem_train_free(t);
             llmem_model_free(m);
