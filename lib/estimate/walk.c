@@ -664,59 +664,47 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
 /* The compiled walk at the walk's batch and seq. Its moments come phase by
  * phase in time order (checked when it was fitted), so the walk's rules
  * (candidate: a phase's maximum, the first of the largest, the
- * temporaries' maximum) become one tight loop per phase; one per kind, so
- * that the compiler writes each polynomial out. */
-#define COMPILED_PHASE(VALUE)                                                           \
+ * temporaries' maximum) become one tight loop per phase; the whole written
+ * once per kind, so that the compiler writes each polynomial out. */
+#define COMPILED_WALK(VALUE)                                                            \
     do {                                                                                \
-        for (; k < end; k++) {                                                          \
-            uint64_t t = VALUE(f->total[k], m), g = f->grads[k];                        \
-            if (t > top) {                                                              \
-                top = t;                                                                \
-                top_grads = g;                                                          \
+        w.fixed = VALUE(f->fixed, m);                                                   \
+        for (int phase = 1, k = 0; phase <= PHASE_COUNT; phase++) {                     \
+            uint64_t top = 0, top_grads = 0, temp = 0;                                  \
+            for (int end = f->phase_end[phase - 1]; k < end; k++) {                     \
+                uint64_t t = VALUE(f->total[k], m), g = f->grads[k];                    \
+                if (t > top) {                                                          \
+                    top = t;                                                            \
+                    top_grads = g;                                                      \
+                }                                                                       \
+                if (t - w.fixed - g > temp)                                             \
+                    temp = t - w.fixed - g;                                             \
             }                                                                           \
-            if (t - w.fixed - g > temp)                                                 \
-                temp = t - w.fixed - g;                                                 \
+            moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w.opt : &w.step;           \
+            w.phase_peak[phase - 1] = top;                                              \
+            if (top > best->total)                                                      \
+                *best = (moment){ top, top_grads, phase };                              \
+            if (phase != LLMEM_PHASE_OPTIMIZER && temp > w.temp_max)                    \
+                w.temp_max = temp;                                                      \
         }                                                                               \
+        r->end_of_backward = VALUE(f->end_of_backward, m);                              \
+        stash = in_flight > (in_flight_den ? in_flight_den : 1) ? VALUE(f->stash, m) : 0;\
     } while (0)
-
-/* One of the form's values of its own kind. */
-static uint64_t form_value(const walk_form *f, const int64_t *c, const uint64_t *m)
-{
-    return f->kind == FORM_FULL  ? llmem_form_value6(c, m)
-           : f->kind == FORM_COL ? llmem_form_value3(c, m)
-                                 : llmem_form_value2(c, m);
-}
 
 static void walk_compiled(const walk_form *f, uint64_t batch, uint64_t seq, uint64_t in_flight,
                           uint64_t in_flight_den, walk_result *r)
 {
-    uint64_t m[6];
-    llmem_form_monomials(f->kind, batch, seq, m);
+    uint64_t m[6], stash;
     walk w;
+    llmem_form_monomials(f->kind, batch, seq, m);
     memset(&w, 0, sizeof w);
-    w.fixed = form_value(f, f->fixed, m);
-    int k = 0;
-    for (int phase = 1; phase <= PHASE_COUNT; phase++) {
-        int end = f->phase_end[phase - 1];
-        uint64_t top = 0, top_grads = 0, temp = 0;
-        if (f->kind == FORM_FULL)
-            COMPILED_PHASE(llmem_form_value6);
-        else if (f->kind == FORM_COL)
-            COMPILED_PHASE(llmem_form_value3);
-        else
-            COMPILED_PHASE(llmem_form_value2);
-        moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w.opt : &w.step;
-        w.phase_peak[phase - 1] = top;
-        if (top > best->total) {
-            best->total = top;
-            best->grads = top_grads;
-            best->phase = phase;
-        }
-        if (phase != LLMEM_PHASE_OPTIMIZER && temp > w.temp_max)
-            w.temp_max = temp;
-    }
-    r->end_of_backward = form_value(f, f->end_of_backward, m);
-    finish(&w, in_flight_extra(in_flight, in_flight_den, form_value(f, f->stash, m)), r);
+    if (f->kind == FORM_FULL)
+        COMPILED_WALK(llmem_form_value6);
+    else if (f->kind == FORM_COL)
+        COMPILED_WALK(llmem_form_value3);
+    else
+        COMPILED_WALK(llmem_form_value2);
+    finish(&w, in_flight_extra(in_flight, in_flight_den, stash), r);
 }
 
 /* The compiled walk of this walk's key and regime, if there is one. */
