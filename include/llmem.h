@@ -741,13 +741,14 @@ enum llmem_term_kind {
 LLMEM_API const char *llmem_term_name(int kind);
 
 /**
- * Create an empty estimate: one allocation of about 530 KiB, holding the
+ * Create an empty estimate: one allocation of about 615 KiB, holding the
  * simulator's scratch and its caches, not cleared (memory is touched as the
  * caches fill, so a new handle costs well under a microsecond). A handle
  * remembers the segments it simulated, keyed by what they depend on but batch
  * and seq, and soon evaluates polynomials of batch and seq instead of
- * simulating; it keeps recent models, setups and layouts too, so reuse one
- * handle in a loop (docs/benchmarks.md). @since 0.1.0
+ * simulating, then compiles whole steps the same way; it keeps recent models,
+ * setups and layouts too, so reuse one handle in a loop
+ * (docs/benchmarks.md). @since 0.1.0
  */
 LLMEM_API int llmem_estimate_new(llmem_ctx *ctx, llmem_estimate **out);
 /** Free an estimate and its terms; NULL is allowed. @since 0.1.0 */
