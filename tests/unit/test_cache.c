@@ -284,7 +284,8 @@ static const char *const family_ckpts[] = { "none", "reentrant", "non-reentrant"
 Test(cache, families_from_configs_equal_fresh_handles)
 {
     llmem_ctx *ctx;
-    size_t seen = 0;
+    size_t seen = 0, combos = 0;
+    uint64_t compiled = 0, answered = 0;
     DIR *dir = opendir(LLMEM_TEST_HF_CONFIGS);
     cr_assert_not_null(dir, "%s", LLMEM_TEST_HF_CONFIGS);
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
@@ -311,6 +312,9 @@ Test(cache, families_from_configs_equal_fresh_handles)
             snprintf(label, sizeof label, "%s setup %zu %s %s %s", d->d_name, si, precisions[pr],
                      family_attentions[a], family_ckpts[c]);
             walk_grid(ctx, e, m, t, NULL, label);
+            compiled += e->walk.compiled;
+            answered += e->walk.answered;
+            combos++;
             llmem_estimate_free(e);
             llmem_train_free(t);
         }
@@ -319,6 +323,11 @@ Test(cache, families_from_configs_equal_fresh_handles)
     }
     closedir(dir);
     cr_expect_geq(seen, 20, "only %zu configs read", seen);
+    /* compiled walks answered across the families (not every combination:
+     * a chunked loss never compiles, a refused fit walks) */
+    cr_expect(compiled >= combos / 2 && answered > compiled,
+              "%llu walks compiled, %llu estimates answered by them, over %zu combinations",
+              (unsigned long long)compiled, (unsigned long long)answered, combos);
     reference_done();
     llmem_ctx_free(ctx);
 }
@@ -376,6 +385,13 @@ Test(cache, layouts_equal_fresh_handles)
                 snprintf(label, sizeof label, "%s %s setup %zu", presets[pi], layouts[li].label,
                          si);
                 walk_grid(ctx, e, m, t, p, label);
+                /* every rank's walk compiled, micro-batches in flight included;
+                 * sequence parallelism's segments are never compiled */
+                if (layouts[li].pp == 1 && layouts[li].cp == 1 && layouts[li].sp == 0 && si != 2)
+                    cr_expect(e->walk.compiled > 0 && e->walk.answered > 0,
+                              "%s: %llu walks compiled, %llu estimates answered by them",
+                              label, (unsigned long long)e->walk.compiled,
+                              (unsigned long long)e->walk.answered);
                 llmem_estimate_free(e);
                 llmem_parallel_free(p);
                 llmem_train_free(t);
@@ -476,6 +492,73 @@ Test(cache, layout_sweeps_on_one_handle_equal_fresh_handles)
                      (unsigned long long)points[k][0], (unsigned long long)points[k][1]);
             same_as_fresh(ctx, sweep, m, t, l, what);
         }
+        llmem_estimate_free(sweep);
+        llmem_parallel_free(l);
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+    reference_done();
+    llmem_ctx_free(ctx);
+}
+
+/* Pipeline stages with micro-batches in flight (their stashes added to the
+ * moments: walk_compiled's stash) and data parallelism with sharding, over
+ * many points on one handle: compiled walks answer, each a fresh handle's
+ * answer to the byte. */
+Test(cache, compiled_walks_of_pipelines_equal_fresh_handles)
+{
+    static const struct {
+        int64_t pp, micro, dp, virtual_stages;
+        const char *sharding, *schedule;
+    } pipes[] = {
+        { 2, 2, 1, 1, "none", "1f1b" },
+        { 4, 4, 1, 1, "none", "1f1b" },
+        { 2, 4, 1, 2, "none", "interleaved" },
+        { 1, 1, 2, 1, "zero3", "1f1b" },
+    };
+    static const uint64_t batches[] = { 1, 2, 3, 4, 5, 6, 7, 9 }, seqs[] = { 8, 12, 64, 300, 1024 };
+    llmem_ctx *ctx;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    for (size_t i = 0; i < N(pipes); i++) {
+        llmem_model *m;
+        llmem_train *t;
+        llmem_parallel *l;
+        llmem_estimate *sweep;
+        cr_assert_eq(llmem_model_new_preset(ctx, "meta-llama/Llama-3.2-1B", &m), LLMEM_OK);
+        cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_PP, pipes[i].pp), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, pipes[i].dp), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, pipes[i].sharding),
+                     LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SCHEDULE, pipes[i].schedule),
+                     LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_VIRTUAL_STAGES,
+                                            pipes[i].virtual_stages), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_MICRO_BATCHES, pipes[i].micro),
+                     LLMEM_OK);
+        cr_assert_eq(llmem_estimate_new(ctx, &sweep), LLMEM_OK);
+        /* the batch is the step's: micro-batches x dp x each rank's batch */
+        uint64_t per = (uint64_t)(pipes[i].micro * pipes[i].dp);
+        for (int round = 0; round < 2; round++)
+            for (size_t si = 0; si < N(seqs); si++)
+                for (size_t bi = 0; bi < N(batches); bi++) {
+                    char what[256];
+                    set_point(t, per * batches[bi], seqs[si]);
+                    snprintf(what, sizeof what, "pp %lld mb %lld dp %lld %s %s b%llu s%llu",
+                             (long long)pipes[i].pp, (long long)pipes[i].micro,
+                             (long long)pipes[i].dp, pipes[i].sharding, pipes[i].schedule,
+                             (unsigned long long)(per * batches[bi]),
+                             (unsigned long long)seqs[si]);
+                    if (!same_as_fresh(ctx, sweep, m, t, l, what))
+                        goto next;
+                }
+        cr_expect(sweep->walk.compiled > 0 && sweep->walk.answered > 0,
+                  "pp %lld mb %lld: %llu walks compiled, %llu estimates answered by them",
+                  (long long)pipes[i].pp, (long long)pipes[i].micro,
+                  (unsigned long long)sweep->walk.compiled,
+                  (unsigned long long)sweep->walk.answered);
+    next:
         llmem_estimate_free(sweep);
         llmem_parallel_free(l);
         llmem_train_free(t);
