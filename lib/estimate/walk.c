@@ -28,8 +28,8 @@ typedef struct layer_group {
     /* The peaks as their segments give them (a moment is a base plus one
      * segment's peak: walkform.h): forward, the run's segment's forward
      * peak plus fwd_extra; backward, its backward peak, or under
-     * checkpointing the recomputation's forward peak plus grad_out and its
-     * backward peak plus held_input. */
+     * checkpointing the recomputation's forward peak (which counts its
+     * input) plus grad_out and its backward peak plus held_input. */
     int pos_fwd, pos_bwd;                   /* the segments' positions in the walk */
     uint64_t seg_fwd_peak, fwd_extra, seg_bwd_fwd_peak, seg_bwd_peak;
 } layer_group;
@@ -52,11 +52,6 @@ typedef struct walk {
     walk_log *log;              /* the moments, for a compiled walk (walkform.h), or NULL */
 } walk;
 
-/* A moment: base bytes plus a segment's peak (src: its position x 2 + 1 for
- * backward, or -1 for none). */
-static inline void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src,
-                             uint64_t grads);
-
 static inline void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
 {
     moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w->opt : &w->step;
@@ -71,6 +66,8 @@ static inline void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
         w->temp_max = total - w->fixed - grads;
 }
 
+/* A moment: base bytes plus a segment's peak (src: its position x 2 + 1 for
+ * backward, or -1 for none), logged for a compiled walk when asked. */
 static inline void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src,
                              uint64_t grads)
 {
@@ -222,7 +219,6 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         grp->grad_out = grad_out;
         grp->held_input = held_input;
         grp->bwd_start = x_bytes + grad_out;
-        /* the recomputation's fwd_peak counts its input (layer_backward) */
         grp->bwd_end = again.param_grads + again.input_grad;
         grp->param_grads = again.param_grads;
         grp->param_grads_wide = again.param_grads_wide;
