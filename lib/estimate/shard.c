@@ -98,14 +98,21 @@ static int rank_classes(const tensor_list *all, const model_shape *m, const layo
 }
 
 /* The same classes with the trainable non-adapter ones in dt bytes. */
-static void retype(const tensor_list *in, int dt, tensor_list *out)
+/* The list with its trainable weights in dt; 0 when that changes nothing
+ * (the list is then in as it was). */
+static int retype(const tensor_list *in, int dt, tensor_list *out)
 {
+    int changed = 0;
     out->n = in->n; /* the classes in use only: a list is kilobytes */
     out->overflow = in->overflow;
     memcpy(out->c, in->c, (size_t)in->n * sizeof in->c[0]);
     for (int i = 0; i < out->n; i++)
-        if (out->c[i].trainable && out->c[i].role != PARAM_ADAPTER && out->c[i].dt != DT_NF4)
+        if (out->c[i].trainable && out->c[i].role != PARAM_ADAPTER && out->c[i].dt != DT_NF4 &&
+            out->c[i].dt != dt) {
             out->c[i].dt = dt;
+            changed = 1;
+        }
+    return changed;
 }
 
 /* Bytes of one decoder layer's parameters as stored (the largest kind of
@@ -153,11 +160,15 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
     memset(&stm, 0, sizeof stm);
     if (rank_classes(all, m, l, r, &mine))
         return LLMEM_ENOTSUP;
-    retype(&mine, rc->master_dt, &master);
+    int retyped = retype(&mine, rc->master_dt, &master);
     llmem_statics_params(&mine, m, &rc->run, &st16);
     llmem_statics_optimizer(&mine, &rc->run, &st16);
-    llmem_statics_params(&master, m, &rc->run, &stm);
-    llmem_statics_optimizer(&master, &rc->run, &stm);
+    if (retyped) {
+        llmem_statics_params(&master, m, &rc->run, &stm);
+        llmem_statics_optimizer(&master, &rc->run, &stm);
+    } else {
+        stm = st16; /* the same list: the same statics */
+    }
 
     step_static *st = &out->st;
     uint64_t pdiv = sh->params ? n : 1, sdiv = sh->states ? n : 1, gdiv = sh->grads ? n : 1;

@@ -117,6 +117,8 @@ static void add_experts(tensor_list *l, const place *at, const model_shape *m, c
 static void add_layers(tensor_list *l, const model_shape *m, const model_params *p,
                        const setup *s, uint64_t first, uint64_t count, int trainable, int moe)
 {
+    if (count == 0)
+        return; /* no layers of this kind (a dense model's experts): nothing to list */
     model_linear lin[MODEL_MAX_LINEARS];
     int n = llmem_model_layer_linears(m, lin);
     int adapters = s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA;
