@@ -47,20 +47,10 @@ static uint64_t log_value(const walk_log *l, int i)
     return i == 2 * l->n ? l->fixed : i == 2 * l->n + 1 ? l->stash : l->end_of_backward;
 }
 
-/* Through f0, f1, f2 at x, x + 1, x + 2: c0 + c1 X + c2 X^2, wrapping; 0
- * when the second difference is odd (no integer quadratic goes through). */
-static int quadratic(uint64_t x, uint64_t f0, uint64_t f1, uint64_t f2, int64_t c[3])
+/* Through f0, f1, f2 at S = 4, 5, 6 (sim/compiled.h's interpolation). */
+static int quadratic(uint64_t f0, uint64_t f1, uint64_t f2, int64_t c[3])
 {
-    uint64_t d1 = f1 - f0, d2 = f2 - f1, dd = d2 - d1;
-    if (dd & 1)
-        return 0;
-    uint64_t c2 = (uint64_t)((int64_t)dd / 2);
-    uint64_t c1 = d1 - c2 * (2 * x + 1);
-    uint64_t c0 = f0 - c1 * x - c2 * x * x;
-    c[0] = (int64_t)c0;
-    c[1] = (int64_t)c1;
-    c[2] = (int64_t)c2;
-    return 1;
+    return llmem_quadratic_through(4, 5, 6, (int64_t)f0, (int64_t)f1, (int64_t)f2, c);
 }
 
 /* One value's coefficients from the grid's values y (llmem_walkform_grid's order). */
@@ -73,7 +63,7 @@ static int fit_value(int kind, const uint64_t *y, int64_t c[6])
         return 1;
     }
     if (kind == FORM_COL) /* S = 4, 5, 6 */
-        return quadratic(4, y[0], y[1], y[2], c);
+        return quadratic(y[0], y[1], y[2], c);
     /* A line in B at each of S = 4, 5, 6, then a quadratic in S through its
      * intercepts and one through its slopes. */
     uint64_t icpt[3], slope[3];
@@ -82,7 +72,7 @@ static int fit_value(int kind, const uint64_t *y, int64_t c[6])
         slope[k] = y[2 * k + 1] - y[2 * k];
         icpt[k] = y[2 * k] - 2 * slope[k];
     }
-    if (!quadratic(4, icpt[0], icpt[1], icpt[2], i) || !quadratic(4, slope[0], slope[1], slope[2], s))
+    if (!quadratic(icpt[0], icpt[1], icpt[2], i) || !quadratic(slope[0], slope[1], slope[2], s))
         return 0;
     /* 1, S, B, BS, BS^2, S^2 */
     c[0] = i[0];

@@ -283,6 +283,16 @@ static int quadratic_fit(const quadratic *q, int64_t y0, int64_t y1, int64_t y2,
     return 1;
 }
 
+int llmem_quadratic_through(uint64_t x0, uint64_t x1, uint64_t x2, int64_t y0, int64_t y1,
+                            int64_t y2, int64_t c[3])
+{
+    quadratic q;
+    if (!(x0 < x1 && x1 < x2))
+        return 0;
+    quadratic_begin(&q, x0, x1, x2);
+    return quadratic_fit(&q, y0, y1, y2, c);
+}
+
 static void sort3(const sample_view **p)
 {
     for (int i = 1; i < 3; i++)

@@ -125,6 +125,11 @@ static inline uint64_t llmem_form_value6(const int64_t *c, const uint64_t *m)
  * monomials m of (batch, seq). */
 void llmem_form_peaks(const compiled_form *f, const uint64_t *m, uint64_t *fwd, uint64_t *bwd);
 
+/* Newton's divided differences through (x_k, y_k), k = 0, 1, 2, x ascending:
+ * c0 + c1 x + c2 x^2, every division exact (else 0). */
+int llmem_quadratic_through(uint64_t x0, uint64_t x1, uint64_t x2, int64_t y0, int64_t y1,
+                            int64_t y2, int64_t c[3]);
+
 /* The segment's cost at (batch, seq), which must lie in the form's domain. */
 void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_cost *out);
 
