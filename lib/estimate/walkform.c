@@ -47,41 +47,34 @@ static uint64_t log_value(const walk_log *l, int i)
     return i == 2 * l->n ? l->fixed : i == 2 * l->n + 1 ? l->stash : l->end_of_backward;
 }
 
-/* Through f0, f1, f2 at S = 4, 5, 6 (sim/compiled.h's interpolation). */
-static int quadratic(uint64_t f0, uint64_t f1, uint64_t f2, int64_t c[3])
+/* The line c0 + c1 B through values at B = 2 and 3 (wrapping). */
+static void line(uint64_t at2, uint64_t at3, int64_t c[2])
 {
-    return llmem_quadratic_through(4, 5, 6, (int64_t)f0, (int64_t)f1, (int64_t)f2, c);
+    uint64_t slope = at3 - at2;
+    c[0] = (int64_t)(at2 - 2 * slope);
+    c[1] = (int64_t)slope;
 }
 
-/* One value's coefficients from the grid's values y (llmem_walkform_grid's order). */
+/* One value's coefficients from the grid's values y (llmem_walkform_grid's
+ * order), with sim/compiled.c's exact interpolation in S. */
 static int fit_value(int kind, const uint64_t *y, int64_t c[6])
 {
+    static const uint64_t seqs[3] = { 4, 5, 6 };
     if (kind == FORM_ROW) { /* B = 2, 3 */
-        uint64_t slope = y[1] - y[0];
-        c[0] = (int64_t)(y[0] - 2 * slope);
-        c[1] = (int64_t)slope;
+        line(y[0], y[1], c);
         return 1;
     }
     if (kind == FORM_COL) /* S = 4, 5, 6 */
-        return quadratic(y[0], y[1], y[2], c);
-    /* A line in B at each of S = 4, 5, 6, then a quadratic in S through its
-     * intercepts and one through its slopes. */
-    uint64_t icpt[3], slope[3];
-    int64_t i[3], s[3];
+        return llmem_quadratic_through(4, 5, 6, (int64_t)y[0], (int64_t)y[1], (int64_t)y[2], c);
+    /* a line in B at each of S = 4, 5, 6, then the full form through them */
+    int64_t icpt[3], slope[3];
     for (int k = 0; k < 3; k++) {
-        slope[k] = y[2 * k + 1] - y[2 * k];
-        icpt[k] = y[2 * k] - 2 * slope[k];
+        int64_t l[2];
+        line(y[2 * k], y[2 * k + 1], l);
+        icpt[k] = l[0];
+        slope[k] = l[1];
     }
-    if (!quadratic(icpt[0], icpt[1], icpt[2], i) || !quadratic(slope[0], slope[1], slope[2], s))
-        return 0;
-    /* 1, S, B, BS, BS^2, S^2 */
-    c[0] = i[0];
-    c[1] = i[1];
-    c[2] = s[0];
-    c[3] = s[1];
-    c[4] = s[2];
-    c[5] = i[2];
-    return 1;
+    return llmem_full_through_rows(seqs, icpt, slope, c);
 }
 
 /* The moments are the same in every log: count, phases and sources. */

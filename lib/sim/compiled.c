@@ -283,6 +283,35 @@ static int quadratic_fit(const quadratic *q, int64_t y0, int64_t y1, int64_t y2,
     return 1;
 }
 
+/* The full form from rows at three seqs (each row c0 + c1 B): a quadratic
+ * in S through their intercepts, another through their slopes, in the full
+ * form's order 1, S, B, BS, BS^2, S^2. */
+static int full_from_rows(const quadratic *q, const int64_t icpt[3], const int64_t slope[3],
+                          int64_t k[6])
+{
+    int64_t alpha[3], beta[3];
+    if (!quadratic_fit(q, icpt[0], icpt[1], icpt[2], alpha) ||
+        !quadratic_fit(q, slope[0], slope[1], slope[2], beta))
+        return 0;
+    k[0] = alpha[0];
+    k[1] = alpha[1];
+    k[5] = alpha[2];
+    k[2] = beta[0];
+    k[3] = beta[1];
+    k[4] = beta[2];
+    return 1;
+}
+
+int llmem_full_through_rows(const uint64_t seq[3], const int64_t icpt[3], const int64_t slope[3],
+                            int64_t k[6])
+{
+    quadratic q;
+    if (!(seq[0] < seq[1] && seq[1] < seq[2]))
+        return 0;
+    quadratic_begin(&q, seq[0], seq[1], seq[2]);
+    return full_from_rows(&q, icpt, slope, k);
+}
+
 int llmem_quadratic_through(uint64_t x0, uint64_t x1, uint64_t x2, int64_t y0, int64_t y1,
                             int64_t y2, int64_t c[3])
 {
@@ -349,17 +378,8 @@ int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int 
     quadratic_begin(&q, r[0]->at, r[1]->at, r[2]->at);
     for (int i = 0; i < f.n; i++) {
         const int64_t *a = r[0]->coef + 2 * i, *b = r[1]->coef + 2 * i, *c = r[2]->coef + 2 * i;
-        int64_t alpha[3], beta[3], k[6];
-        if (!quadratic_fit(&q, a[0], b[0], c[0], alpha) ||
-            !quadratic_fit(&q, a[1], b[1], c[1], beta))
-            return 0;
-        k[0] = alpha[0];
-        k[1] = alpha[1];
-        k[5] = alpha[2];
-        k[2] = beta[0];
-        k[3] = beta[1];
-        k[4] = beta[2];
-        if (!fit_value(&f, FORM_FULL, i, k))
+        int64_t icpt[3] = { a[0], b[0], c[0] }, slope[3] = { a[1], b[1], c[1] }, k[6];
+        if (!full_from_rows(&q, icpt, slope, k) || !fit_value(&f, FORM_FULL, i, k))
             return 0;
     }
     return fit_end(&f, FORM_FULL);

@@ -130,6 +130,11 @@ void llmem_form_peaks(const compiled_form *f, const uint64_t *m, uint64_t *fwd, 
 int llmem_quadratic_through(uint64_t x0, uint64_t x1, uint64_t x2, int64_t y0, int64_t y1,
                             int64_t y2, int64_t c[3]);
 
+/* A full form's coefficients (1, S, B, BS, BS^2, S^2) from rows at three
+ * seqs, ascending: intercepts and slopes in B; every division exact (else 0). */
+int llmem_full_through_rows(const uint64_t seq[3], const int64_t icpt[3], const int64_t slope[3],
+                            int64_t k[6]);
+
 /* The segment's cost at (batch, seq), which must lie in the form's domain. */
 void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_cost *out);
 
