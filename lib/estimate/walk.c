@@ -106,42 +106,97 @@ static inline void finish(const walk *w, uint64_t stash, walk_result *r)
         r->phase_peak[i] = w->phase_peak[i] + (i + 1 != LLMEM_PHASE_OPTIMIZER && w->phase_peak[i] ? stash : 0);
 }
 
-static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
-                         const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
+static void record(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
+                   const seg_spec *spec, int grad_enabled)
 {
     llmem_graph_reset(&e->graph, grad_enabled);
     b->g = &e->graph;
     fn(b, m, spec);
-    llmem_graph_simulate(&e->graph, mode, c);
     e->graph_overflow |= e->graph.overflow;
 }
 
+static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
+                         const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
+{
+    record(e, b, fn, m, spec, grad_enabled);
+    llmem_graph_simulate(&e->graph, mode, c);
+}
+
 /* A segment's cost: from the handle's cache of segments when it knows this
- * one (estimate/cache.h), else simulated, the simulation teaching the cache.
- * Under sequence parallelism a rank holds batch x seq / sp tokens, a floor
+ * one (estimate/cache.h), 1; else 0, and the caller runs sim_cached. Under
+ * sequence parallelism a rank holds batch x seq / sp tokens, a floor
  * division and not a polynomial of batch and seq (with 128 ranks small
  * samples hold 0 tokens and a polynomial of zeros fits them), so those
  * segments are always simulated (found by the estimate fuzzer). */
+static int cached(walk_scratch *e, const build *b, const model_shape *m, const seg_query *q,
+                  seg_cost *c)
+{
+    e->positions++;
+    if (b->sp == 1 && llmem_segcache_lookup(&e->cache, m, b, q, c))
+        return 1;
+    e->cache.walk_full = 0;
+    return 0;
+}
+
+/* Run the tape on the scratch graph in `mode`, the simulation teaching the
+ * cache what `cached` just missed. */
+static void sim_cached(walk_scratch *e, const build *b, const seg_query *q, int mode, seg_cost *c)
+{
+    graph *g = &e->graph;
+    g->events = e->cache.log;
+    g->event_ops = NULL;
+    g->event_grads = NULL;
+    g->events_cap = SEG_LOG;
+    llmem_graph_simulate(g, mode, c);
+    g->events = NULL;
+    if (b->sp == 1 && !g->overflow && g->nevents <= SEG_LOG)
+        llmem_segcache_learn(&e->cache, q, b->batch, b->seq, c, g->nevents_forward, g->nevents);
+}
+
+static seg_query query(const build *b, segment_builder fn, const model_shape *m,
+                       const seg_spec *spec, int grad_enabled, int mode)
+{
+    return (seg_query){ fn, spec, grad_enabled, mode, b->hold_input,
+                        llmem_regime(b->batch, b->seq), llmem_layers_piece(b, m, spec) };
+}
+
+/* A segment's cost, from the cache or simulated. */
 static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
                      const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
 {
-    seg_cache *cache = &e->cache;
-    seg_query q = { fn, spec, grad_enabled, mode, b->hold_input,
-                    llmem_regime(b->batch, b->seq), llmem_layers_piece(b, m, spec) };
-    int cacheable = b->sp == 1;
-    e->positions++;
-    if (cacheable && llmem_segcache_lookup(cache, m, b, &q, c))
+    seg_query q = query(b, fn, m, spec, grad_enabled, mode);
+    if (cached(e, b, m, &q, c))
         return;
-    cache->walk_full = 0;
-    e->graph.events = cache->log;
-    e->graph.event_ops = NULL;
-    e->graph.event_grads = NULL;
-    e->graph.events_cap = SEG_LOG;
-    simulate_now(e, b, fn, m, spec, grad_enabled, mode, c);
-    e->graph.events = NULL;
-    if (cacheable && !e->graph.overflow && e->graph.nevents <= SEG_LOG)
-        llmem_segcache_learn(cache, &q, b->batch, b->seq, c, e->graph.nevents_forward,
-                             e->graph.nevents);
+    record(e, b, fn, m, spec, grad_enabled);
+    sim_cached(e, b, &q, mode, c);
+}
+
+/* A checkpointed layer's two runs: its forward under no_grad (fwd) and its
+ * recomputation in backward, holding its input (again). When neither is
+ * cached one recording serves both (SIM_NO_GRAD): the layer is recorded
+ * with grad enabled and its input's hold added for the second run. */
+static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *m,
+                                  layer_group *grp, int mode, seg_cost *fwd, seg_cost *again)
+{
+    int taped = 0;
+    grp->pos_fwd = e->positions;
+    seg_query q = query(b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN);
+    if (!cached(e, b, m, &q, fwd)) {
+        record(e, b, llmem_layers_decoder, m, &grp->spec, 1);
+        sim_cached(e, b, &q, SIM_NO_GRAD, fwd);
+        taped = 1;
+    }
+    b->hold_input = 1;
+    grp->pos_bwd = e->positions;
+    q = query(b, llmem_layers_decoder, m, &grp->spec, 1, mode);
+    if (!cached(e, b, m, &q, again)) {
+        if (taped)
+            llmem_layers_hold_input(&e->graph);
+        else
+            record(e, b, llmem_layers_decoder, m, &grp->spec, 1);
+        sim_cached(e, b, &q, mode, again);
+    }
+    b->hold_input = 0;
 }
 
 /* Autocast caches the low-precision copy of each trainable leaf weight until
@@ -201,13 +256,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
          * gradient (reentrant), or up to its last saved tensor (non-reentrant). */
         seg_cost again;
         uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b->ep);
-        int mode = recompute_mode(s);
-        grp->pos_fwd = e->positions;
-        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN, &c);
-        b->hold_input = 1; /* the checkpoint keeps its saved input while recomputing */
-        grp->pos_bwd = e->positions;
-        simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, mode, &again);
-        b->hold_input = 0;
+        simulate_checkpointed(e, b, m, grp, recompute_mode(s), &c, &again);
         grp->seg_fwd_peak = c.fwd_peak;
         grp->fwd_extra = cache;
         grp->seg_bwd_fwd_peak = again.fwd_peak;

@@ -93,7 +93,13 @@ void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
                                s->input_rg);
     b->g->output = llmem_layer_path(m->path)->block(b, m, s, x, &sh);
     if (b->hold_input)
-        llmem_graph_hold(b->g, x);
+        llmem_layers_hold_input(b->g);
+}
+
+void llmem_layers_hold_input(graph *g)
+{
+    if (g->ninputs > 0)
+        llmem_graph_hold(g, g->inputs[0]);
 }
 
 /* The token (and position) embedding. input_rg here means PEFT's

@@ -154,7 +154,7 @@ static int last_save(const graph *g)
     return -1;
 }
 
-static void simulate_forward(graph *g, int early_stop, seg_cost *c)
+static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
 {
     /* drop[i]: tensors whose last reference goes after op i, as a linked list. */
     int16_t head[GRAPH_MAX_OPS], next[GRAPH_MAX_TENSORS];
@@ -166,7 +166,7 @@ static void simulate_forward(graph *g, int early_stop, seg_cost *c)
         const g_tensor *x = &g->t[t];
         if (!owns_storage(x))
             continue;
-        if (x->saved > 0)
+        if (x->saved > 0 && !no_grad)
             persist += x->bytes;
         else if (t != g->output && x->last_use >= 0) {
             next[t] = head[x->last_use];
@@ -178,7 +178,7 @@ static void simulate_forward(graph *g, int early_stop, seg_cost *c)
         const g_tensor *x = &g->t[input_at(g, k)];
         if (x->role == ROLE_INPUT) {
             live += x->bytes;
-            c->input_saved |= x->saved > 0;
+            c->input_saved |= x->saved > 0 && !no_grad;
         }
     }
     peak = live;
@@ -200,7 +200,9 @@ static void simulate_forward(graph *g, int early_stop, seg_cost *c)
     }
     c->fwd_peak = peak;
     c->persist = persist;
-    c->out_bytes = g->output >= 0 && g->t[g->output].saved == 0 ? g->t[g->output].bytes : 0;
+    c->out_bytes = g->output >= 0 && (g->t[g->output].saved == 0 || no_grad)
+                       ? g->t[g->output].bytes
+                       : 0;
 }
 
 /* Gradient storages are reference-counted: an addition passes its output
@@ -336,9 +338,11 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
 
 void llmem_graph_simulate(graph *g, int mode, seg_cost *c)
 {
+    int no_grad = mode == SIM_NO_GRAD;
     memset(c, 0, sizeof *c);
-    simulate_forward(g, mode == SIM_EARLY_STOP, c);
+    g->nevents = 0;
+    simulate_forward(g, mode == SIM_EARLY_STOP, no_grad, c);
     g->nevents_forward = g->nevents;
-    if (g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
+    if (!no_grad && g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
         simulate_backward(g, mode == SIM_HOLD_OUTPUT, c);
 }

@@ -122,11 +122,21 @@ enum sim_mode {
      * forward stops once the last tensor the first forward packed is saved
      * again (_StopRecomputationError: before the op runs when it saves an input,
      * after it when it saves its output), and nothing else is held. */
-    SIM_EARLY_STOP = 2
+    SIM_EARLY_STOP = 2,
+    /* A tape recorded with grad enabled, run forward as if recorded under
+     * torch.no_grad (a checkpoint's first forward): nothing saved, every
+     * tensor freed at its last use, no backward. The builders record the
+     * same ops, sizes and uses either way (only save bits, grad flags and
+     * backward workspace follow grad mode; tests/unit/test_walk.c checks
+     * it for every family), so one recording serves both runs of a
+     * checkpointed layer. */
+    SIM_NO_GRAD = 3
 };
 
-/* Simulate forward and backward in one of the sim_mode ways, once per
- * recording (backward counts the tensors' saved state down). */
+/* Simulate forward and backward in one of the sim_mode ways. A tape may be
+ * run any number of times forward only (SIM_NO_GRAD), then once more in
+ * another mode: backward counts the tensors' saved state down. Each run
+ * logs its events from the first. */
 void llmem_graph_simulate(graph *g, int mode, seg_cost *cost);
 
 static inline int graph_rg(const graph *g, tid t)

@@ -342,14 +342,15 @@ static void check_segments(const char *name, llmem_model *mm)
     }
 }
 
-Test(walk, segments_end_backward_with_their_gradients)
+/* A check run on every preset and every family variant's real config. */
+static void for_every_model(void (*check)(const char *, llmem_model *))
 {
     llmem_ctx *ctx;
     llmem_model *mm;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
     for (size_t i = 0; i < llmem_preset_count(); i++) {
         cr_assert_eq(llmem_model_new_preset(ctx, llmem_preset_name(i), &mm), LLMEM_OK);
-        check_segments(llmem_preset_name(i), mm);
+        check(llmem_preset_name(i), mm);
         llmem_model_free(mm);
     }
 #ifdef LLMEM_TEST_HF_CONFIGS
@@ -362,11 +363,113 @@ Test(walk, segments_end_backward_with_their_gradients)
             cr_assert_eq(llmem_model_set_int(mm, v->key1, v->value1), LLMEM_OK);
         if (v->key2)
             cr_assert_eq(llmem_model_set_int(mm, v->key2, v->value2), LLMEM_OK);
-        check_segments(v->config, mm);
+        check(v->config, mm);
         llmem_model_free(mm);
     }
 #endif
     llmem_ctx_free(ctx);
+}
+
+Test(walk, segments_end_backward_with_their_gradients)
+{
+    for_every_model(check_segments);
+}
+
+/* One run of a recorded layer: its cost and every step it logged. */
+typedef struct layer_run {
+    seg_cost cost;
+    int nevents, nforward;
+    uint64_t events[1024];
+} layer_run;
+
+static void run_layer(graph *g, build *b, const model_shape *m, const seg_spec *spec,
+                      int grad_enabled, int hold, int apply_hold, int mode, layer_run *r)
+{
+    if (apply_hold < 2) {
+        llmem_graph_reset(g, grad_enabled);
+        b->hold_input = hold;
+        llmem_layers_decoder(b, m, spec);
+        b->hold_input = 0;
+        cr_assert_eq(g->overflow, 0);
+    }
+    if (apply_hold)
+        llmem_layers_hold_input(g);
+    g->events = r->events;
+    g->event_ops = NULL;
+    g->events_cap = (int)N(r->events);
+    llmem_graph_simulate(g, mode, &r->cost);
+    g->events = NULL;
+    r->nevents = g->nevents;
+    r->nforward = g->nevents_forward;
+    cr_assert_leq(r->nevents, (int)N(r->events));
+}
+
+static int same_run(const layer_run *a, const layer_run *c)
+{
+    return !memcmp(&a->cost, &c->cost, sizeof a->cost) && a->nevents == c->nevents &&
+           a->nforward == c->nforward &&
+           !memcmp(a->events, c->events, (size_t)a->nevents * sizeof a->events[0]);
+}
+
+/* The walk runs a checkpointed layer's no_grad forward and its
+ * recomputation from one recording with grad enabled (SIM_NO_GRAD, then
+ * the input's hold added): each run must equal its own recording, for
+ * every family, spec, kernel, precision, dropout and adapter dropout. */
+static void check_one_recording(const char *name, llmem_model *mm)
+{
+    static graph g;
+    static layer_run alone, shared;
+    model_shape m;
+    model_params p;
+    const seg_spec specs[] = {
+        { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
+        { .input_rg = 1 },
+        { .input_rg = 1, .lora_targets = 127, .lora_rank = 8 },
+        { .input_rg = 1, .lora_targets = 5, .lora_rank = 16, .nf4 = 1 },
+        { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1, .moe = 1 },
+        { .input_rg = 1, .lora_targets = 127, .lora_rank = 8, .moe = 1 },
+    };
+    static const int kernels[] = { LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA,
+                                   LLMEM_ATTENTION_FLASH };
+    static const int modes[] = { SIM_HOLD_OUTPUT, SIM_EARLY_STOP };
+    cr_assert_eq(llmem_model_resolve(mm, &m, &p), LLMEM_OK);
+    if (m.path == PATH_NONE)
+        return;
+    for (size_t k = 0; k < N(specs); k++) {
+        if (specs[k].moe && m.experts == 0)
+            continue;
+        for (int run = 0; run < 4 * (int)N(kernels); run++) {
+            int kernel = kernels[run % N(kernels)], mixed = (run / N(kernels)) & 1;
+            int dropout = run / N(kernels) >= 2;
+            if (kernel == LLMEM_ATTENTION_SDPA && (m.traits & TRAIT_NO_SDPA))
+                continue;
+            build b = { .g = &g, .batch = 3, .seq = 96, .tokens = 288, .autocast = mixed,
+                        .sp = 1, .attention = kernel, .ep = 1, .compute = 2,
+                        .param_dt = mixed ? 4 : 2, .dropout = dropout ? 0.1 : 0.0,
+                        .lora_dropout = dropout ? 0.05 : 0.0 };
+            int mode = modes[run & 1];
+            run_layer(&g, &b, &m, &specs[k], 0, 0, 0, SIM_PLAIN, &alone);
+            run_layer(&g, &b, &m, &specs[k], 1, 0, 0, SIM_NO_GRAD, &shared);
+            cr_expect(same_run(&alone, &shared),
+                      "%s spec %zu kernel %d mixed %d dropout %d: the no_grad forward "
+                      "differs from its own recording (peak %llu, %llu)",
+                      name, k, kernel, mixed, dropout, (unsigned long long)alone.cost.fwd_peak,
+                      (unsigned long long)shared.cost.fwd_peak);
+            run_layer(&g, &b, &m, &specs[k], 1, 0, 2, mode, &shared);
+            run_layer(&g, &b, &m, &specs[k], 1, 1, 0, mode, &alone);
+            cr_expect(same_run(&alone, &shared),
+                      "%s spec %zu kernel %d mixed %d dropout %d mode %d: the recomputation "
+                      "differs from its own recording (backward peak %llu, %llu)",
+                      name, k, kernel, mixed, dropout, mode,
+                      (unsigned long long)alone.cost.bwd_peak,
+                      (unsigned long long)shared.cost.bwd_peak);
+        }
+    }
+}
+
+Test(walk, one_recording_serves_both_runs_of_a_checkpointed_layer)
+{
+    for_every_model(check_one_recording);
 }
 
 /* The walk's input, white-box: one rank's share of a step. */
