@@ -191,7 +191,7 @@ static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s,
     tid w = op_param(b, m->vocab * E, s->weights_trainable);
     tid xc = op_cast(b, x, b->compute);
     uint64_t grad_in = graph_rg(b->g, xc) ? b->g->t[xc].bytes : 0;
-    uint64_t grad_w = s->weights_trainable ? b->g->t[w].grad_bytes : 0;
+    uint64_t grad_w = s->weights_trainable ? b->g->t[w].bytes : 0;
     uint64_t workspace = chunk * m->vocab * (uint64_t)b->compute + chunk * E * FP32;
     tid in[2] = { xc, w };
     b->g->output = llmem_graph_op(b->g, 1, FP32, in, 2, SAVE_AUX, GRADS_IN_AUX, grad_in + grad_w,

@@ -21,70 +21,57 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
         g->overflow = 1;
         return 0;
     }
-    g_tensor *t = &g->t[g->nt];
-    t->bytes = elems * (uint64_t)dt;
-    t->grad_bytes = t->bytes;
-    t->dt = (uint8_t)dt;
-    t->last_use = -1;
-    t->saved = 0;
-    t->base = (tid)g->nt;
-    t->role = (uint8_t)role;
-    t->rg = (uint8_t)(rg && g->grad_enabled);
-    t->param_done = 0;
-    t->grad = -1;
+    tid id = (tid)g->nt++;
+    g->t[id] = (g_tensor){ .bytes = elems * (uint64_t)dt, .last_use = -1, .base = id,
+                           .role = (uint8_t)role, .rg = (uint8_t)(rg && g->grad_enabled),
+                           .dt = (uint8_t)dt, .grad = -1 };
     if (role == ROLE_INPUT) {
         if (g->ninputs < GRAPH_MAX_INPUTS)
-            g->inputs[g->ninputs] = (tid)g->nt;
+            g->inputs[g->ninputs] = id;
         g->ninputs++;
     }
-    return (tid)g->nt++;
+    return id;
 }
 
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
 {
     g_tensor *t = g->t;
-    int any_rg = 0, nt = g->nt;
-    for (int j = 0; j < nin; j++)
-        any_rg |= graph_rg(g, in[j]);
-    if (nt + 1 + (aux_bytes > 0) > GRAPH_MAX_TENSORS || g->nop >= GRAPH_MAX_OPS ||
-        nin > GRAPH_MAX_IN) {
+    int nt = g->nt, has_aux = aux_bytes > 0, any_rg = 0;
+    if (nt + 1 + has_aux > GRAPH_MAX_TENSORS || g->nop >= GRAPH_MAX_OPS || nin > GRAPH_MAX_IN) {
+        for (int j = 0; j < nin && j < GRAPH_MAX_IN; j++)
+            any_rg |= graph_rg(g, in[j]);
         tid out = llmem_graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
         g->overflow = 1;
         return out;
     }
     int16_t index = (int16_t)g->nop++;
     g_op *op = &g->op[index];
-    tid out = (tid)nt, aux = aux_bytes > 0 ? (tid)(nt + 1) : -1;
-    g_tensor *o = &t[out];
-    o->bytes = o->grad_bytes = out_elems * (uint64_t)out_dt;
-    o->dt = (uint8_t)out_dt;
-    o->last_use = index;
-    o->base = out;
-    o->role = ROLE_ACT;
-    o->rg = (uint8_t)(any_rg && g->grad_enabled);
-    o->param_done = 0;
-    o->grad = -1;
-    /* Nothing is saved outside autograd (no grad mode, or no input needing grad),
-     * and an op without a second output saves none. */
+    /* Using an input (a view: its base) keeps its storage alive to here. */
+    for (int j = 0; j < nin; j++) {
+        g_tensor *x = &t[in[j]];
+        op->in[j] = in[j];
+        any_rg |= x->rg;
+        x->last_use = t[x->base].last_use = index;
+    }
+    /* Nothing is saved outside autograd (no grad mode, or no input needing
+     * grad), and an op without a second output saves none. */
     if (!any_rg)
         save = 0;
-    o->saved = (save & SAVE_OUT) != 0;
-    if (aux >= 0) {
-        g_tensor *a = &t[aux];
-        a->bytes = a->grad_bytes = aux_bytes;
-        a->dt = 1;
-        a->last_use = index;
-        a->base = aux;
-        a->role = ROLE_ACT;
-        a->rg = 0;
-        a->param_done = 0;
-        a->grad = -1;
-        a->saved = (save & SAVE_AUX) != 0;
-    } else {
+    if (!has_aux)
         save &= ~SAVE_AUX;
-    }
-    g->nt = nt + 1 + (aux >= 0);
+    for (int j = 0; (save & 7u) >> j; j++)
+        if (save & (1u << j))
+            t[t[in[j]].base].saved++;
+    tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
+    t[out] = (g_tensor){ .bytes = out_elems * (uint64_t)out_dt, .last_use = index, .base = out,
+                         .saved = (save & SAVE_OUT) != 0, .role = ROLE_ACT,
+                         .rg = (uint8_t)any_rg, .dt = (uint8_t)out_dt, .grad = -1 };
+    if (has_aux)
+        t[aux] = (g_tensor){ .bytes = aux_bytes, .last_use = index, .base = aux,
+                             .saved = (save & SAVE_AUX) != 0, .role = ROLE_ACT, .dt = 1,
+                             .grad = -1 };
+    g->nt = nt + 1 + has_aux;
     op->out = out;
     op->aux = aux;
     op->nin = (uint8_t)nin;
@@ -93,14 +80,6 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     op->fwd_extra = fwd_extra;
     op->bwd_extra = bwd_extra;
     op->region = g->region;
-    for (int j = 0; j < nin; j++) {
-        /* Using or saving a view keeps its base's storage alive. */
-        g_tensor *x = &t[in[j]], *owner = &t[x->base];
-        op->in[j] = in[j];
-        x->last_use = owner->last_use = index;
-        if (save & (1u << j))
-            owner->saved++;
-    }
     return out;
 }
 
@@ -237,7 +216,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
 
     pool.n = 0;
     live = c->persist + (hold_output ? c->out_bytes : 0);
-    t[out].grad = (int16_t)pool_new(&pool, t[out].grad_bytes, &live);
+    t[out].grad = (int16_t)pool_new(&pool, t[out].bytes, &live);
     /* Reentrant checkpointing's backward holds the incoming gradient in its
      * arguments, so sums into that buffer go out of place. */
     int held_grad = hold_output ? t[out].grad : -1;
@@ -261,22 +240,22 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
             if (from_aux) {
                 /* Already live as the aux output: change the owner, not the bytes. */
                 if (xt->role == ROLE_PARAM) {
-                    param_grads += xt->grad_bytes;
-                    param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
+                    param_grads += xt->bytes;
+                    param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
                 } else {
-                    xt->grad = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
-                    live -= xt->grad_bytes;
+                    xt->grad = (int16_t)pool_new(&pool, xt->bytes, &live);
+                    live -= xt->bytes;
                 }
                 continue;
             }
             if (xt->role == ROLE_PARAM) {
                 /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
-                live += xt->grad_bytes;
+                live += xt->bytes;
                 if (xt->param_done) {
-                    transient += xt->grad_bytes;
+                    transient += xt->bytes;
                 } else {
-                    param_grads += xt->grad_bytes;
-                    param_grads_wide += xt->dt >= 4 ? xt->grad_bytes : 0;
+                    param_grads += xt->bytes;
+                    param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
                 }
                 xt->param_done = 1;
             } else if ((op->grad_alias >> j) & 1u) {
@@ -285,19 +264,19 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
                     pool.refs[gout]++;
                 } else {
                     /* The buffer is shared, so autograd adds out of place. */
-                    int s = pool_new(&pool, xt->grad_bytes, &live);
+                    int s = pool_new(&pool, xt->bytes, &live);
                     deferred[ndeferred++] = xt->grad;
                     xt->grad = (int16_t)s;
                 }
             } else if (xt->grad < 0) {
-                xt->grad = (int16_t)pool_new(&pool, xt->grad_bytes, &live);
+                xt->grad = (int16_t)pool_new(&pool, xt->bytes, &live);
             } else if (pool.refs[xt->grad] == 1) {
-                live += xt->grad_bytes; /* computed, then added in place */
-                transient += xt->grad_bytes;
+                live += xt->bytes; /* computed, then added in place */
+                transient += xt->bytes;
             } else {
-                int s = pool_new(&pool, xt->grad_bytes, &live);
-                live += xt->grad_bytes; /* the new term before the sum replaces both */
-                transient += xt->grad_bytes;
+                int s = pool_new(&pool, xt->bytes, &live);
+                live += xt->bytes; /* the new term before the sum replaces both */
+                transient += xt->bytes;
                 deferred[ndeferred++] = xt->grad;
                 xt->grad = (int16_t)s;
             }

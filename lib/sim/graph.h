@@ -34,8 +34,7 @@ typedef enum tensor_role {
 } tensor_role;
 
 typedef struct g_tensor {
-    uint64_t bytes;
-    uint64_t grad_bytes; /* bytes of its gradient (a parameter's .grad) */
+    uint64_t bytes;      /* its storage, and its gradient's (a parameter's .grad too) */
     int16_t last_use;    /* last forward op that references it */
     tid base;            /* the tensor owning its storage: itself, or a view's base */
     uint16_t saved;      /* ops that keep it for backward (counted down by backward) */
