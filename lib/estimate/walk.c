@@ -113,6 +113,7 @@ static void record(walk_scratch *e, build *b, segment_builder fn, const model_sh
     b->g = &e->graph;
     fn(b, m, spec);
     e->graph_overflow |= e->graph.overflow;
+    e->taped = 0;
 }
 
 static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
@@ -237,6 +238,34 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     return bytes + projections * spec->lora_rank * adapted * cdt;
 }
 
+/* Whether two specs differ at most in whether the layer's input requires grad. */
+static int same_but_input(const seg_spec *x, const seg_spec *y)
+{
+    seg_spec a = *x;
+    a.input_rg = y->input_rg;
+    return !memcmp(&a, y, sizeof a);
+}
+
+/* A layer run plainly (not checkpointed). When it is not cached and the
+ * scratch graph holds the layer this walk recorded last, with the same
+ * spec but for its input's grad (LoRA's or freeze's first trainable layer,
+ * after a frozen embedding or frozen layers, then the rest), that tape is
+ * retargeted instead of recorded again. */
+static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec,
+                           seg_cost *c)
+{
+    seg_query q = query(b, llmem_layers_decoder, m, spec, 1, SIM_PLAIN);
+    if (cached(e, b, m, &q, c))
+        return;
+    if (e->taped && same_but_input(&e->tape_spec, spec))
+        llmem_graph_retarget(&e->graph, spec->input_rg);
+    else
+        record(e, b, llmem_layers_decoder, m, spec, 1);
+    sim_cached(e, b, &q, SIM_PLAIN, c);
+    e->taped = 1;
+    e->tape_spec = *spec;
+}
+
 /* How a checkpointed layer is recomputed in backward (SIM_PLAIN: not checkpointed). */
 static int recompute_mode(const setup *s)
 {
@@ -274,7 +303,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         return;
     }
     grp->pos_fwd = grp->pos_bwd = e->positions;
-    simulate(e, b, llmem_layers_decoder, m, &grp->spec, 1, SIM_PLAIN, &c);
+    simulate_layer(e, b, m, &grp->spec, &c);
     grp->seg_fwd_peak = c.fwd_peak;
     grp->fwd_extra = 0;
     grp->seg_bwd_peak = c.bwd_peak;
@@ -513,6 +542,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     memset(&head, 0, sizeof head);
     e->graph_overflow = 0;
     e->positions = 0;
+    e->taped = 0; /* a tape of another walk was built for its own batch and seq */
     llmem_segcache_begin(&e->cache, e->same_context, e->walk_key);
     b.batch = s->batch;
     b.seq = s->seq;

@@ -70,6 +70,9 @@ typedef struct walk_scratch {
     uint64_t walk_key;  /* set by the caller: nonzero names what the walk asks of the cache
                            (its configuration and rank; seg_cache's walk slots), 0 none */
     int positions;      /* segments asked for so far in this walk */
+    int taped;          /* graph holds a decoder layer of this walk, recorded with grad
+                           enabled and no hold, of spec tape_spec (walk.c: simulate_layer) */
+    seg_spec tape_spec;
     int walked;         /* the last llmem_walk walked (0: it knew the result: walk_known) */
     int logged;         /* and logged its moments in log (a walk that may be compiled next) */
     uint64_t compiled, answered; /* walks compiled, and estimates they answered (white-box tests) */

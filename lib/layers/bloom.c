@@ -34,9 +34,8 @@ static tid bloom_attention(build *b, const model_shape *m, const seg_spec *s, ti
         tid alibi = b->autocast ? op_cast(b, sh->alibi, b->compute) : sh->alibi;
         tid qc = b->autocast ? op_cast(b, q, b->compute) : q;
         tid kc = b->autocast ? op_cast(b, k, b->compute) : k;
-        unsigned save = (op_rg(b, kc) ? BIT(1) : 0) | (op_rg(b, qc) ? BIT(2) : 0);
-        tid scores = llmem_graph_op(b->g, scores_elems, op_dt(b, qc), (tid[]){ alibi, qc, kc }, 3,
-                                    save, 0, 0, 0, 0);
+        tid scores = llmem_graph_op(b->g, scores_elems, op_dt(b, qc), (tid[]){ qc, kc, alibi }, 3,
+                                    SAVE_CROSS, 0, 0, 0, 0);
         tid w = op_add(b, scores, sh->mask);
         tid p = op_cast(b, op_softmax(b, w, FP32), op_dt(b, q)); /* .to(query_layer.dtype) */
         p = op_dropout(b, p); /* attention_dropout */

@@ -40,11 +40,10 @@ tid llmem_seg_linear_sp(build *b, tid x, uint64_t in_f, uint64_t out_f, int trai
     uint64_t rows = tensor_elems(b, xc) / in_f;
     uint64_t out_rows = column ? rows * b->sp : rows / b->sp;
     uint64_t gathered = column ? rows * b->sp * in_f * (uint64_t)dt : rows * out_f * (uint64_t)dt;
-    unsigned save = (op_rg(b, wc) ? BIT(0) : 0) | (op_rg(b, xc) ? BIT(1) : 0);
     /* column: the gathered input in forward, it and the input's unreduced
      * gradient in backward; row: the unreduced output, the gathered gradient. */
-    return llmem_graph_op(b->g, out_rows * out_f, dt, in, bias ? 3 : 2, save, 0, 0, gathered,
-                          column ? 2 * gathered : gathered);
+    return llmem_graph_op(b->g, out_rows * out_f, dt, in, bias ? 3 : 2, SAVE_CROSS, 0, 0,
+                          gathered, column ? 2 * gathered : gathered);
 }
 
 /* PEFT's LoRA Linear: base(x) + lora_B(lora_A(dropout(x))) * scaling, with x
@@ -209,8 +208,7 @@ static tid efficient_kernel(build *b, const model_shape *m, tid q, tid k, tid v)
 static tid plain_bmm(build *b, tid x, tid y, uint64_t out_elems)
 {
     tid in[2] = { x, y };
-    unsigned save = (op_rg(b, y) ? BIT(0) : 0) | (op_rg(b, x) ? BIT(1) : 0);
-    return llmem_graph_op(b->g, out_elems, op_dt(b, x), in, 2, save, 0, 0, 0, 0);
+    return llmem_graph_op(b->g, out_elems, op_dt(b, x), in, 2, SAVE_CROSS, 0, 0, 0, 0);
 }
 
 /*
@@ -434,8 +432,7 @@ static tid expert_matmul(build *b, tid x, uint64_t in_f, uint64_t out_f, uint64_
     tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
     tid wc = b->autocast ? op_cast(b, w, b->compute) : w;
     tid in[2] = { xc, wc };
-    unsigned save = (graph_rg(b->g, wc) ? 1u : 0) | (graph_rg(b->g, xc) ? 2u : 0);
-    return llmem_graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, save, 0, 0, 0, 0);
+    return llmem_graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, SAVE_CROSS, 0, 0, 0, 0);
 }
 
 /* An expert projection, with PEFT's LoRA on every expert when its name is

@@ -27,9 +27,8 @@ static tid latent_rotary(build *b, tid x, const shared_tensors *sh, const model_
     if (v3(m))
         return llmem_seg_rotary(b, op_copy(b, x), sh->cos, sh->sin);
     tid xf = op_cast(b, x, FP32);
-    tid in[2] = { xf, sh->cos };
-    tid prod = llmem_graph_op(b->g, tensor_elems(b, xf), FP32, in, 2,
-                              op_rg(b, xf) ? BIT(1) : 0, 0, 0, 0, 0);
+    tid in[2] = { xf, sh->cos }; /* freqs_cis, saved for x's gradient, needs none */
+    tid prod = llmem_graph_op(b->g, tensor_elems(b, xf), FP32, in, 2, SAVE_CROSS, 0, 0, 0, 0);
     return op_cast(b, prod, op_dt(b, x));
 }
 
@@ -88,9 +87,8 @@ static tid router_logits(build *b, const model_shape *m, const seg_spec *s, tid 
     tid x32 = op_cast(b, h, FP32), w32 = op_cast(b, w, FP32);
     tid xc = b->autocast ? op_cast(b, x32, b->compute) : x32;
     tid wc = b->autocast ? op_cast_param(b, w32) : w32;
-    unsigned save = (op_rg(b, wc) ? BIT(0) : 0) | (op_rg(b, xc) ? BIT(1) : 0);
-    return llmem_graph_op(b->g, b->tokens * E, op_dt(b, xc), (tid[]){ xc, wc }, 2, save, 0, 0, 0,
-                          0);
+    return llmem_graph_op(b->g, b->tokens * E, op_dt(b, xc), (tid[]){ xc, wc }, 2, SAVE_CROSS, 0,
+                          0, 0, 0);
 }
 
 /* The routed experts over the T x k rows, in aggregate: their gate, up and

@@ -33,6 +33,52 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     return id;
 }
 
+/* The saves and backward workspace of op (its rule) given what requires grad. */
+static inline void apply_rule(g_tensor *t, g_op *op, int any_rg)
+{
+    unsigned rule = op->rule, save;
+    /* Nothing is saved outside autograd (no grad mode, or no input needing
+     * grad, a creation op's included), and an op without a second output
+     * saves none. */
+    if (!any_rg) {
+        op->save = 0;
+        if (rule & BWD_REDUCE)
+            op->bwd_extra = 0;
+        return;
+    }
+    save = rule & (7u | SAVE_OUT | SAVE_AUX);
+    if (op->aux < 0)
+        save &= ~SAVE_AUX;
+    if (rule & (SAVE_CROSS | BWD_REDUCE)) { /* two inputs */
+        const g_tensor *x = &t[op->in[0]], *y = &t[op->in[1]];
+        if (rule & SAVE_CROSS)
+            save |= (y->rg ? 1u : 0) | (x->rg ? 2u : 0);
+        if (rule & BWD_REDUCE) {
+            uint64_t out = t[op->out].bytes;
+            op->bwd_extra = (x->rg && x->bytes != out) || (y->rg && y->bytes != out) ? out : 0;
+        }
+    }
+    op->save = (uint8_t)save;
+}
+
+/* Count op's saves on the tensors that own their storage. */
+static inline void count_saves(g_tensor *t, const g_op *op)
+{
+    unsigned save = op->save;
+    if (save == 0)
+        return;
+    if (save & 1u)
+        t[t[op->in[0]].base].saved++;
+    if (save & 2u)
+        t[t[op->in[1]].base].saved++;
+    if (save & 4u)
+        t[t[op->in[2]].base].saved++;
+    if (save & SAVE_OUT)
+        t[op->out].saved++;
+    if (save & SAVE_AUX)
+        t[op->aux].saved++;
+}
+
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
 {
@@ -54,33 +100,46 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
         any_rg |= x->rg;
         x->last_use = t[x->base].last_use = index;
     }
-    /* Nothing is saved outside autograd (no grad mode, or no input needing
-     * grad), and an op without a second output saves none. */
-    if (!any_rg)
-        save = 0;
-    if (!has_aux)
-        save &= ~SAVE_AUX;
-    for (int j = 0; (save & 7u) >> j; j++)
-        if (save & (1u << j))
-            t[t[in[j]].base].saved++;
     tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
     t[out] = (g_tensor){ .bytes = out_elems * (uint64_t)out_dt, .last_use = index, .base = out,
-                         .saved = (save & SAVE_OUT) != 0, .role = ROLE_ACT,
-                         .rg = (uint8_t)any_rg, .dt = (uint8_t)out_dt, .grad = -1 };
+                         .role = ROLE_ACT, .rg = (uint8_t)any_rg, .dt = (uint8_t)out_dt,
+                         .grad = -1 };
     if (has_aux)
         t[aux] = (g_tensor){ .bytes = aux_bytes, .last_use = index, .base = aux,
-                             .saved = (save & SAVE_AUX) != 0, .role = ROLE_ACT, .dt = 1,
-                             .grad = -1 };
+                             .role = ROLE_ACT, .dt = 1, .grad = -1 };
     g->nt = nt + 1 + has_aux;
     op->out = out;
     op->aux = aux;
     op->nin = (uint8_t)nin;
-    op->save = (uint8_t)save;
+    op->rule = (uint8_t)(nin >= 2 ? save : save & ~(SAVE_CROSS | BWD_REDUCE));
     op->grad_alias = (uint8_t)grad_alias;
     op->fwd_extra = fwd_extra;
     op->bwd_extra = bwd_extra;
     op->region = g->region;
+    apply_rule(t, op, any_rg);
+    count_saves(t, op);
     return out;
+}
+
+void llmem_graph_retarget(graph *g, int input_rg)
+{
+    g_tensor *t = g->t;
+    for (int i = 0; i < g->nt; i++) {
+        t[i].saved = 0;
+        t[i].param_done = 0;
+        t[i].grad = -1;
+        if (t[i].role == ROLE_INPUT)
+            t[i].rg = (uint8_t)(input_rg && g->grad_enabled);
+    }
+    for (int i = 0; i < g->nop; i++) {
+        g_op *op = &g->op[i];
+        int any_rg = 0;
+        for (int j = 0; j < op->nin; j++)
+            any_rg |= t[op->in[j]].rg;
+        t[op->out].rg = (uint8_t)any_rg;
+        apply_rule(t, op, any_rg);
+        count_saves(t, op);
+    }
 }
 
 void llmem_graph_hold(graph *g, tid t)

@@ -51,6 +51,8 @@ typedef struct g_op {
     tid aux;            /* a second output created with it (dropout mask, norm stats); -1 = none */
     uint8_t nin;
     uint8_t save;       /* bit i: input i saved; bit 3: output saved */
+    uint8_t rule;       /* the save argument as recorded: save and bwd_extra follow it
+                           when what requires grad changes (llmem_graph_retarget) */
     uint8_t grad_alias; /* bit i: input i's gradient is the output gradient itself */
     uint64_t fwd_extra; /* workspace while the op runs forward */
     uint64_t bwd_extra; /* workspace while the op runs backward */
@@ -59,6 +61,14 @@ typedef struct g_op {
 
 #define SAVE_OUT 8u
 #define SAVE_AUX 16u
+/* save bit: each of inputs 0 and 1 is saved for the other's gradient, when
+ * the other requires grad (a product: mm, bmm, mul). This and BWD_REDUCE
+ * concern ops of two or more inputs. */
+#define SAVE_CROSS 32u
+/* save bit: backward computes the gradient of an input that requires grad
+ * and was broadcast or promoted at the output's size first, then reduces
+ * or casts it (bwd_extra: the output's bytes). */
+#define BWD_REDUCE 64u
 /* grad_alias bit: the op computed its input gradients in forward and saved
  * them as its aux output, which backward hands over (fused linear + loss). */
 #define GRADS_IN_AUX 0x80u
@@ -107,6 +117,14 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
  * second output (saved when save has SAVE_AUX). */
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra);
+/* The tape as if recorded with its input requiring grad or not (a layer
+ * after a frozen embedding, or after a layer that trains): what requires
+ * grad, the save bits and reduce workspaces of every op re-derived from
+ * their rules, and backward's state reset, so it may be simulated again.
+ * A decoder layer's ops, sizes and uses do not depend on it (its builders'
+ * saves go through SAVE_CROSS and BWD_REDUCE; tests/unit/test_walk.c checks
+ * every family); the chunked loss's do. */
+void llmem_graph_retarget(graph *g, int input_rg);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 void llmem_graph_hold(graph *g, tid t);
 

@@ -47,11 +47,6 @@ static inline int op_dt(const build *b, tid x)
     return b->g->t[x].dt;
 }
 
-static inline int op_rg(const build *b, tid x)
-{
-    return graph_rg(b->g, x);
-}
-
 static inline tid op_unary(build *b, tid x, uint64_t out_elems, int out_dt, unsigned save, unsigned alias)
 {
     return llmem_graph_op(b->g, out_elems, out_dt, &x, 1, save, alias, 0, 0, 0);
@@ -91,27 +86,14 @@ static inline tid op_linear(build *b, tid x, uint64_t in_f, uint64_t out_f, int 
     tid bc = bias ? op_cast_param(b, bp) : -1;
     tid in[3] = { xc, wc, bc };
     /* mm saves the input for the weight's gradient and the weight for the input's. */
-    unsigned save = (op_rg(b, wc) ? BIT(0) : 0) | (op_rg(b, xc) ? BIT(1) : 0);
     uint64_t rows = tensor_elems(b, x) / in_f;
-    return llmem_graph_op(b->g, rows * out_f, op_dt(b, xc), in, bias ? 3 : 2, save, 0, 0, 0, 0);
+    return llmem_graph_op(b->g, rows * out_f, op_dt(b, xc), in, bias ? 3 : 2, SAVE_CROSS, 0, 0, 0,
+                          0);
 }
 
 static inline uint64_t op_max(uint64_t a, uint64_t c)
 {
     return a > c ? a : c;
-}
-
-/* The gradient of an input that was broadcast or promoted is computed at
- * the output's size and dtype first, then reduced or cast. */
-static inline uint64_t op_reduce_extra(const build *b, tid x, tid y, uint64_t out_bytes)
-{
-    uint64_t extra = 0;
-    const g_tensor *tx = &b->g->t[x], *ty = &b->g->t[y];
-    if (op_rg(b, x) && tx->bytes != out_bytes)
-        extra = out_bytes;
-    if (op_rg(b, y) && ty->bytes != out_bytes)
-        extra = out_bytes;
-    return extra;
 }
 
 /* Elementwise binary ops with type promotion. */
@@ -120,9 +102,7 @@ static inline tid op_mul(build *b, tid x, tid y)
     int dt = op_max((uint64_t)op_dt(b, x), (uint64_t)op_dt(b, y)) == FP32 ? FP32 : op_dt(b, x);
     uint64_t elems = op_max(tensor_elems(b, x), tensor_elems(b, y));
     tid in[2] = { x, y };
-    unsigned save = (op_rg(b, y) ? BIT(0) : 0) | (op_rg(b, x) ? BIT(1) : 0);
-    return llmem_graph_op(b->g, elems, dt, in, 2, save, 0, 0, 0,
-                    op_reduce_extra(b, x, y, elems * (uint64_t)dt));
+    return llmem_graph_op(b->g, elems, dt, in, 2, SAVE_CROSS | BWD_REDUCE, 0, 0, 0, 0);
 }
 
 static inline tid op_add(build *b, tid x, tid y)
@@ -251,8 +231,7 @@ static inline tid op_bmm(build *b, tid x, tid y, uint64_t out_elems)
     tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
     tid yc = b->autocast ? op_cast(b, y, b->compute) : y;
     tid in[2] = { xc, yc };
-    unsigned save = (op_rg(b, yc) ? BIT(0) : 0) | (op_rg(b, xc) ? BIT(1) : 0);
-    return llmem_graph_op(b->g, out_elems, op_dt(b, xc), in, 2, save, 0, 0, 0, 0);
+    return llmem_graph_op(b->g, out_elems, op_dt(b, xc), in, 2, SAVE_CROSS, 0, 0, 0, 0);
 }
 
 /* torch.where(bool buffer, x, scalar): saves only the buffer. */

@@ -382,6 +382,9 @@ typedef struct layer_run {
     uint64_t events[1024];
 } layer_run;
 
+/* apply_hold: 0 records the layer (holding its input when hold), 1 records
+ * it and adds the hold, 2 adds the hold to the tape on g, 3 runs that tape
+ * again retargeted to its spec's input_rg. */
 static void run_layer(graph *g, build *b, const model_shape *m, const seg_spec *spec,
                       int grad_enabled, int hold, int apply_hold, int mode, layer_run *r)
 {
@@ -392,7 +395,9 @@ static void run_layer(graph *g, build *b, const model_shape *m, const seg_spec *
         b->hold_input = 0;
         cr_assert_eq(g->overflow, 0);
     }
-    if (apply_hold)
+    if (apply_hold == 3)
+        llmem_graph_retarget(g, spec->input_rg);
+    else if (apply_hold)
         llmem_layers_hold_input(g);
     g->events = r->events;
     g->event_ops = NULL;
@@ -413,8 +418,10 @@ static int same_run(const layer_run *a, const layer_run *c)
 
 /* The walk runs a checkpointed layer's no_grad forward and its
  * recomputation from one recording with grad enabled (SIM_NO_GRAD, then
- * the input's hold added): each run must equal its own recording, for
- * every family, spec, kernel, precision, dropout and adapter dropout. */
+ * the input's hold added), and a plain layer whose input requires grad
+ * from the tape of one whose input did not (llmem_graph_retarget): each
+ * run must equal its own recording, for every family, spec, kernel,
+ * precision, dropout and adapter dropout. */
 static void check_one_recording(const char *name, llmem_model *mm)
 {
     static graph g;
@@ -463,11 +470,28 @@ static void check_one_recording(const char *name, llmem_model *mm)
                       name, k, kernel, mixed, dropout, mode,
                       (unsigned long long)alone.cost.bwd_peak,
                       (unsigned long long)shared.cost.bwd_peak);
+            /* A plain layer's tape run, then retargeted to its input
+             * requiring grad or not (and to the same, a second run). */
+            static const int from_to[][2] = { { 0, 1 }, { 1, 0 }, { 1, 1 }, { 0, 0 } };
+            for (size_t f = 0; f < N(from_to); f++) {
+                seg_spec from = specs[k], to = specs[k];
+                from.input_rg = from_to[f][0];
+                to.input_rg = from_to[f][1];
+                run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &shared);
+                run_layer(&g, &b, &m, &to, 1, 0, 3, SIM_PLAIN, &shared);
+                run_layer(&g, &b, &m, &to, 1, 0, 0, SIM_PLAIN, &alone);
+                cr_expect(same_run(&alone, &shared),
+                          "%s spec %zu kernel %d mixed %d dropout %d: input_rg %d retargeted "
+                          "to %d differs from its own recording (backward peak %llu, %llu)",
+                          name, k, kernel, mixed, dropout, from.input_rg, to.input_rg,
+                          (unsigned long long)alone.cost.bwd_peak,
+                          (unsigned long long)shared.cost.bwd_peak);
+            }
         }
     }
 }
 
-Test(walk, one_recording_serves_both_runs_of_a_checkpointed_layer)
+Test(walk, one_recording_serves_the_runs_of_a_layer)
 {
     for_every_model(check_one_recording);
 }
