@@ -172,34 +172,6 @@ static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_
     sim_cached(e, b, &q, mode, c);
 }
 
-/* A checkpointed layer's two runs: its forward under no_grad (fwd) and its
- * recomputation in backward, holding its input (again). When neither is
- * cached one recording serves both (SIM_NO_GRAD): the layer is recorded
- * with grad enabled and its input's hold added for the second run. */
-static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *m,
-                                  layer_group *grp, int mode, seg_cost *fwd, seg_cost *again)
-{
-    int taped = 0;
-    grp->pos_fwd = e->positions;
-    seg_query q = query(b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN);
-    if (!cached(e, b, m, &q, fwd)) {
-        record(e, b, llmem_layers_decoder, m, &grp->spec, 1);
-        sim_cached(e, b, &q, SIM_NO_GRAD, fwd);
-        taped = 1;
-    }
-    b->hold_input = 1;
-    grp->pos_bwd = e->positions;
-    q = query(b, llmem_layers_decoder, m, &grp->spec, 1, mode);
-    if (!cached(e, b, m, &q, again)) {
-        if (taped)
-            llmem_layers_hold_input(&e->graph);
-        else
-            record(e, b, llmem_layers_decoder, m, &grp->spec, 1);
-        sim_cached(e, b, &q, mode, again);
-    }
-    b->hold_input = 0;
-}
-
 /* Autocast caches the low-precision copy of each trainable leaf weight until
  * it exits, even under no_grad: checkpointed layers keep theirs to the end of
  * the forward pass. */
@@ -238,32 +210,81 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     return bytes + projections * spec->lora_rank * adapted * cdt;
 }
 
-/* Whether two specs differ at most in whether the layer's input requires grad. */
-static int same_but_input(const seg_spec *x, const seg_spec *y)
+/* Whether every parameter of a layer of this spec trains, or none: a
+ * layer without adapters whose weights and norms train together. */
+static int params_uniform(const seg_spec *s)
+{
+    return s->lora_targets == 0 && s->weights_trainable == s->norms_trainable;
+}
+
+/* Whether a layer's tape of spec x serves spec y once retargeted: they
+ * differ at most in what requires grad (the input, uniform parameters). */
+static int retargetable(const seg_spec *x, const seg_spec *y)
 {
     seg_spec a = *x;
     a.input_rg = y->input_rg;
+    if (params_uniform(x) && params_uniform(y)) {
+        a.weights_trainable = y->weights_trainable;
+        a.norms_trainable = y->norms_trainable;
+    }
     return !memcmp(&a, y, sizeof a);
 }
 
-/* A layer run plainly (not checkpointed). When it is not cached and the
- * scratch graph holds the layer this walk recorded last, with the same
- * spec but for its input's grad (LoRA's or freeze's first trainable layer,
- * after a frozen embedding or frozen layers, then the rest), that tape is
- * retargeted instead of recorded again. */
+/* The decoder layer of spec on the scratch graph, as recorded with grad
+ * enabled and without the input's hold: the tape already there when it
+ * serves (retargeted unless it is that spec's and unrun backward), else
+ * recorded. One recording so serves a step's layers that differ only in
+ * what trains or in their input (LoRA's first layer and the rest, freeze's
+ * frozen and trainable ones), and a checkpointed layer's no_grad forward
+ * and recomputation (SIM_NO_GRAD: graph.h). */
+static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
+{
+    if (e->taped && retargetable(&e->tape_spec, spec)) {
+        if (e->tape_run || memcmp(&e->tape_spec, spec, sizeof *spec))
+            llmem_graph_retarget(&e->graph, spec->input_rg,
+                                 params_uniform(spec) ? spec->weights_trainable : -1);
+    } else {
+        record(e, b, llmem_layers_decoder, m, spec, 1);
+        e->taped = 1;
+    }
+    e->graph.hold_input = 0;
+    e->tape_spec = *spec;
+    e->tape_run = 0;
+}
+
+/* A layer run plainly (not checkpointed). */
 static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec,
                            seg_cost *c)
 {
     seg_query q = query(b, llmem_layers_decoder, m, spec, 1, SIM_PLAIN);
     if (cached(e, b, m, &q, c))
         return;
-    if (e->taped && same_but_input(&e->tape_spec, spec))
-        llmem_graph_retarget(&e->graph, spec->input_rg);
-    else
-        record(e, b, llmem_layers_decoder, m, spec, 1);
+    layer_tape(e, b, m, spec);
     sim_cached(e, b, &q, SIM_PLAIN, c);
-    e->taped = 1;
-    e->tape_spec = *spec;
+    e->tape_run = 1;
+}
+
+/* A checkpointed layer's two runs: its forward under no_grad (fwd) and its
+ * recomputation in backward, holding its input (again). */
+static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *m,
+                                  layer_group *grp, int mode, seg_cost *fwd, seg_cost *again)
+{
+    grp->pos_fwd = e->positions;
+    seg_query q = query(b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN);
+    if (!cached(e, b, m, &q, fwd)) {
+        layer_tape(e, b, m, &grp->spec);
+        sim_cached(e, b, &q, SIM_NO_GRAD, fwd);
+    }
+    b->hold_input = 1;
+    grp->pos_bwd = e->positions;
+    q = query(b, llmem_layers_decoder, m, &grp->spec, 1, mode);
+    if (!cached(e, b, m, &q, again)) {
+        layer_tape(e, b, m, &grp->spec);
+        llmem_layers_hold_input(&e->graph);
+        sim_cached(e, b, &q, mode, again);
+        e->tape_run = 1;
+    }
+    b->hold_input = 0;
 }
 
 /* How a checkpointed layer is recomputed in backward (SIM_PLAIN: not checkpointed). */

@@ -71,7 +71,8 @@ typedef struct walk_scratch {
                            (its configuration and rank; seg_cache's walk slots), 0 none */
     int positions;      /* segments asked for so far in this walk */
     int taped;          /* graph holds a decoder layer of this walk, recorded with grad
-                           enabled and no hold, of spec tape_spec (walk.c: simulate_layer) */
+                           enabled, of spec tape_spec (walk.c: layer_tape) */
+    int tape_run;       /* and was run backward since (its saved counts are spent) */
     seg_spec tape_spec;
     int walked;         /* the last llmem_walk walked (0: it knew the result: walk_known) */
     int logged;         /* and logged its moments in log (a walk that may be compiled next) */

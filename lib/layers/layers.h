@@ -30,7 +30,7 @@ void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s);
 void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s);
 /* What a decoder layer recorded with hold_input adds last: its input stays
  * referenced to the end (a checkpoint's recomputation), applied to a tape
- * recorded without it. */
+ * recorded without it (graph's hold_input: llmem_graph_reset clears it). */
 void llmem_layers_hold_input(graph *g);
 
 /* Bytes of the tensors the model's forward creates for every layer: the

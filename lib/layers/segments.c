@@ -98,8 +98,7 @@ void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 
 void llmem_layers_hold_input(graph *g)
 {
-    if (g->ninputs > 0)
-        llmem_graph_hold(g, g->inputs[0]);
+    g->hold_input = 1;
 }
 
 /* The token (and position) embedding. input_rg here means PEFT's

@@ -9,6 +9,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->nop = 0;
     g->overflow = 0;
     g->grad_enabled = grad_enabled;
+    g->hold_input = 0;
     g->output = -1;
     g->nevents = 0;
     g->region = NULL;
@@ -121,15 +122,19 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     return out;
 }
 
-void llmem_graph_retarget(graph *g, int input_rg)
+void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
 {
     g_tensor *t = g->t;
+    uint8_t input = (uint8_t)(input_rg && g->grad_enabled);
+    uint8_t params = (uint8_t)(params_rg && g->grad_enabled);
     for (int i = 0; i < g->nt; i++) {
         t[i].saved = 0;
         t[i].param_done = 0;
         t[i].grad = -1;
         if (t[i].role == ROLE_INPUT)
-            t[i].rg = (uint8_t)(input_rg && g->grad_enabled);
+            t[i].rg = input;
+        else if (t[i].role == ROLE_PARAM && params_rg >= 0)
+            t[i].rg = params;
     }
     for (int i = 0; i < g->nop; i++) {
         g_op *op = &g->op[i];
@@ -204,11 +209,12 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
         const g_tensor *x = &g->t[t];
         if (!owns_storage(x))
             continue;
+        int last = x->role == ROLE_INPUT && g->hold_input ? g->nop - 1 : x->last_use;
         if (x->saved > 0 && !no_grad)
             persist += x->bytes;
-        else if (t != g->output && x->last_use >= 0) {
-            next[t] = head[x->last_use];
-            head[x->last_use] = (int16_t)t;
+        else if (t != g->output && last >= 0) {
+            next[t] = head[last];
+            head[last] = (int16_t)t;
         }
     }
     c->input_saved = 0;

@@ -83,6 +83,8 @@ typedef struct graph {
     tid inputs[GRAPH_MAX_INPUTS];
     int overflow;      /* a builder ran out of room: a bug, reported as such */
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
+    int hold_input;    /* the segment's input stays referenced to its end (a
+                          checkpoint's recomputation): a run setting, not the tape's */
     tid output;        /* the segment's output */
     /* When events is set, the simulation also records the live bytes of every
      * step it takes (forward, then backward): see compiled.c. When event_ops
@@ -118,13 +120,16 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra);
 /* The tape as if recorded with its input requiring grad or not (a layer
- * after a frozen embedding, or after a layer that trains): what requires
- * grad, the save bits and reduce workspaces of every op re-derived from
- * their rules, and backward's state reset, so it may be simulated again.
+ * after a frozen embedding, or after a layer that trains) and with its
+ * parameters training or not (params_rg: every one, or none; -1: as
+ * recorded): what
+ * requires grad, the save bits and reduce workspaces of every op
+ * re-derived from their rules, and backward's state reset, so it may be
+ * simulated again.
  * A decoder layer's ops, sizes and uses do not depend on it (its builders'
  * saves go through SAVE_CROSS and BWD_REDUCE; tests/unit/test_walk.c checks
  * every family); the chunked loss's do. */
-void llmem_graph_retarget(graph *g, int input_rg);
+void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 void llmem_graph_hold(graph *g, tid t);
 

@@ -396,7 +396,10 @@ static void run_layer(graph *g, build *b, const model_shape *m, const seg_spec *
         cr_assert_eq(g->overflow, 0);
     }
     if (apply_hold == 3)
-        llmem_graph_retarget(g, spec->input_rg);
+        llmem_graph_retarget(g, spec->input_rg,
+                             spec->lora_targets == 0 && spec->weights_trainable == spec->norms_trainable
+                                 ? spec->weights_trainable
+                                 : -1);
     else if (apply_hold)
         llmem_layers_hold_input(g);
     g->events = r->events;
@@ -422,6 +425,8 @@ static int same_run(const layer_run *a, const layer_run *c)
  * from the tape of one whose input did not (llmem_graph_retarget): each
  * run must equal its own recording, for every family, spec, kernel,
  * precision, dropout and adapter dropout. */
+static int holds_seen; /* layers whose held input outlived its last use */
+
 static void check_one_recording(const char *name, llmem_model *mm)
 {
     static graph g;
@@ -455,7 +460,15 @@ static void check_one_recording(const char *name, llmem_model *mm)
                         .param_dt = mixed ? 4 : 2, .dropout = dropout ? 0.1 : 0.0,
                         .lora_dropout = dropout ? 0.05 : 0.0 };
             int mode = modes[run & 1];
+            /* The input's hold keeps it to the end of forward, when its last
+             * use comes before (no_grad: nothing else keeps it). */
+            run_layer(&g, &b, &m, &specs[k], 0, 1, 0, SIM_PLAIN, &shared);
             run_layer(&g, &b, &m, &specs[k], 0, 0, 0, SIM_PLAIN, &alone);
+            const g_tensor *x = &g.t[g.inputs[0]];
+            uint64_t held = x->last_use < g.nop - 1 ? x->bytes : 0;
+            cr_expect_eq(shared.events[shared.nforward - 1] - alone.events[alone.nforward - 1],
+                         held, "%s spec %zu kernel %d: the held input", name, k, kernel);
+            holds_seen += held > 0;
             run_layer(&g, &b, &m, &specs[k], 1, 0, 0, SIM_NO_GRAD, &shared);
             cr_expect(same_run(&alone, &shared),
                       "%s spec %zu kernel %d mixed %d dropout %d: the no_grad forward "
@@ -471,19 +484,26 @@ static void check_one_recording(const char *name, llmem_model *mm)
                       (unsigned long long)alone.cost.bwd_peak,
                       (unsigned long long)shared.cost.bwd_peak);
             /* A plain layer's tape run, then retargeted to its input
-             * requiring grad or not (and to the same, a second run). */
-            static const int from_to[][2] = { { 0, 1 }, { 1, 0 }, { 1, 1 }, { 0, 0 } };
-            for (size_t f = 0; f < N(from_to); f++) {
+             * requiring grad or not and, without adapters, to its weights
+             * and norms training or not (the same included: a second run). */
+            int uniform = specs[k].lora_targets == 0;
+            for (int f = 0; f < (uniform ? 16 : 4); f++) {
                 seg_spec from = specs[k], to = specs[k];
-                from.input_rg = from_to[f][0];
-                to.input_rg = from_to[f][1];
+                from.input_rg = f & 1;
+                to.input_rg = (f >> 1) & 1;
+                if (uniform) {
+                    from.weights_trainable = from.norms_trainable = (f >> 2) & 1;
+                    to.weights_trainable = to.norms_trainable = (f >> 3) & 1;
+                }
                 run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &shared);
                 run_layer(&g, &b, &m, &to, 1, 0, 3, SIM_PLAIN, &shared);
                 run_layer(&g, &b, &m, &to, 1, 0, 0, SIM_PLAIN, &alone);
                 cr_expect(same_run(&alone, &shared),
-                          "%s spec %zu kernel %d mixed %d dropout %d: input_rg %d retargeted "
-                          "to %d differs from its own recording (backward peak %llu, %llu)",
-                          name, k, kernel, mixed, dropout, from.input_rg, to.input_rg,
+                          "%s spec %zu kernel %d mixed %d dropout %d: input_rg %d, weights %d "
+                          "retargeted to %d, %d differs from its own recording (backward peak "
+                          "%llu, %llu)",
+                          name, k, kernel, mixed, dropout, from.input_rg, from.weights_trainable,
+                          to.input_rg, to.weights_trainable,
                           (unsigned long long)alone.cost.bwd_peak,
                           (unsigned long long)shared.cost.bwd_peak);
             }
@@ -494,6 +514,7 @@ static void check_one_recording(const char *name, llmem_model *mm)
 Test(walk, one_recording_serves_the_runs_of_a_layer)
 {
     for_every_model(check_one_recording);
+    cr_expect_gt(holds_seen, 100, "%d held inputs outlived their last use", holds_seen);
 }
 
 /* The walk's input, white-box: one rank's share of a step. */
