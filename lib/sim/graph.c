@@ -158,18 +158,32 @@ static int owns_storage(const g_tensor *t)
     return t->role == ROLE_ACT || t->role == ROLE_INPUT;
 }
 
-static void record(graph *g, uint64_t live, int op, uint64_t grads)
+/* The events a run logs (graph's events), kept in a local while it runs:
+ * stores to the tape cannot then alias its count. */
+typedef struct event_log {
+    uint64_t *live;
+    int16_t *ops;
+    uint64_t *grads;
+    int n, cap;
+} event_log;
+
+static event_log log_open(const graph *g)
 {
-    if (g->events != NULL) {
-        if (g->nevents < g->events_cap) {
-            g->events[g->nevents] = live;
-            if (g->event_ops != NULL) {
-                g->event_ops[g->nevents] = (int16_t)op;
-                g->event_grads[g->nevents] = grads;
-            }
+    return (event_log){ g->events, g->event_ops, g->event_grads, g->nevents, g->events_cap };
+}
+
+static inline void record(event_log *l, uint64_t live, int op, uint64_t grads)
+{
+    if (l->live == NULL)
+        return;
+    if (l->n < l->cap) {
+        l->live[l->n] = live;
+        if (l->ops != NULL) {
+            l->ops[l->n] = (int16_t)op;
+            l->grads[l->n] = grads;
         }
-        g->nevents++;
     }
+    l->n++;
 }
 
 static uint64_t storage_bytes(const g_tensor *t)
@@ -203,6 +217,7 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
     int16_t head[GRAPH_MAX_OPS], next[GRAPH_MAX_TENSORS];
     uint64_t live = 0, peak = 0, persist = 0;
     int stop = early_stop ? last_save(g) : -1;
+    event_log log = log_open(g);
     memset(head, 0xff, (size_t)g->nop * sizeof head[0]);
     /* One pass: what stays saved for backward, and when the rest goes. */
     for (int t = 0; t < g->nt; t++) {
@@ -226,7 +241,7 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
         }
     }
     peak = live;
-    record(g, live, -1, 0);
+    record(&log, live, -1, 0);
     for (int i = 0; i < g->nop; i++) {
         const g_op *op = &g->op[i];
         int saves_output = (op->save & (SAVE_OUT | SAVE_AUX)) != 0;
@@ -236,12 +251,13 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
         uint64_t now = live + op->fwd_extra;
         if (now > peak)
             peak = now;
-        record(g, now, i, 0);
+        record(&log, now, i, 0);
         if (i == stop)
             break; /* its output is packed once computed */
         for (int16_t t = head[i]; t >= 0; t = next[t])
             live -= g->t[t].bytes;
     }
+    g->nevents = log.n;
     c->fwd_peak = peak;
     c->persist = persist;
     c->out_bytes = g->output >= 0 && (g->t[g->output].saved == 0 || no_grad)
@@ -279,6 +295,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
     g_tensor *t = g->t;
     tid out = g->output;
 
+    event_log log = log_open(g);
     pool.n = 0;
     live = c->persist + (hold_output ? c->out_bytes : 0);
     t[out].grad = (int16_t)pool_new(&pool, t[out].bytes, &live);
@@ -288,7 +305,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
     if (held_grad >= 0)
         pool.refs[held_grad]++;
     c->bwd_start = peak = live;
-    record(g, live, -1, 0);
+    record(&log, live, -1, 0);
 
     for (int i = g->nop - 1; i >= 0; i--) {
         const g_op *op = &g->op[i];
@@ -349,7 +366,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
         uint64_t now = live + op->bwd_extra;
         if (now > peak)
             peak = now;
-        record(g, now, i, param_grads);
+        record(&log, now, i, param_grads);
         live -= transient;
         for (int k = 0; k < ndeferred; k++)
             pool_drop(&pool, deferred[k], &live);
@@ -366,6 +383,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
         if ((op->save & SAVE_AUX) && --t[op->aux].saved == 0 && !from_aux)
             live -= t[op->aux].bytes;
     }
+    g->nevents = log.n;
     c->bwd_peak = peak;
     c->param_grads = param_grads;
     c->param_grads_wide = param_grads_wide;
