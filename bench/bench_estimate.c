@@ -459,15 +459,20 @@ static void latency_sweep(llmem_ctx *ctx, int cases)
     printf("\n2. No single call slow: %d cases of %zu presets x random setups (seeded), each "
            "on a fresh handle, %d times (median kept); %d refused combinations skipped\n",
            n, npresets, REPEATS, skipped);
-    printf("%-12s %9s %9s %9s %9s  %s\n", "call", "median", "p99", "worst", "raw worst",
-           "worst case");
+    printf("%-12s %9s %9s %9s %9s %9s %9s  %s\n", "call", "median", "p90", "p99", "worst",
+           "over 3u", "raw worst", "worst case");
     for (int k = 0; k < KINDS && n > 0; k++) {
+        int over = 0; /* cases over the 3 us bound (#13) */
         qsort(med[k], (size_t)n, sizeof med[k][0], cmp_double);
-        printf("%-12s %8.2fu %8.2fu %8.2fu %8.2fu  %s\n", kind_name[k], med[k][n / 2] / 1e3,
-               med[k][(n * 99) / 100] / 1e3, w[k].ns / 1e3, raw[k].ns / 1e3, w[k].what);
+        while (over < n && med[k][n - 1 - over] > 3e3)
+            over++;
+        printf("%-12s %8.2fu %8.2fu %8.2fu %8.2fu %8.1f%% %8.2fu  %s\n", kind_name[k],
+               med[k][n / 2] / 1e3, med[k][(n * 9) / 10] / 1e3, med[k][(n * 99) / 100] / 1e3,
+               w[k].ns / 1e3, 100.0 * over / n, raw[k].ns / 1e3, w[k].what);
     }
-    printf("(u = microseconds; \"worst\" is the largest per-case median, \"raw worst\" the "
-           "largest single call, preemption included)\n");
+    printf("(u = microseconds; \"worst\" is the largest per-case median, \"over 3u\" the "
+           "share of cases whose median is over 3 us, \"raw worst\" the largest single call, "
+           "preemption included)\n");
     for (int k = 0; k < KINDS; k++)
         free(med[k]);
     llmem_train_free(t1);
