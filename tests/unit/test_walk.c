@@ -297,13 +297,29 @@ Test(walk, tensor_classes_add_up_and_know_where_they_live)
     llmem_ctx_free(ctx);
 }
 
+static const int kernels[] = { LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA,
+                                LLMEM_ATTENTION_FLASH };
+
+/* The model's shape, 1; or 0 when it has no decoder layers to build. */
+static int layered_shape(llmem_model *mm, model_shape *m)
+{
+    model_params p;
+    cr_assert_eq(llmem_model_resolve(mm, m, &p), LLMEM_OK);
+    return m->path != PATH_NONE;
+}
+
+/* Whether the model has the layer a spec asks for (an MoE one needs experts). */
+static int has_layer(const model_shape *m, const seg_spec *s)
+{
+    return !s->moe || m->experts > 0;
+}
+
 /* One segment's backward, alone: what is left is its parameters' gradients,
  * its input's gradient and, under checkpointing, the recomputed output. */
 static void check_segments(const char *name, llmem_model *mm)
 {
     static graph g;
     model_shape m;
-    model_params p;
     const seg_spec specs[] = {
         { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
         { .input_rg = 0, .weights_trainable = 1, .norms_trainable = 1 },
@@ -311,14 +327,11 @@ static void check_segments(const char *name, llmem_model *mm)
         { .input_rg = 0, .lora_targets = 5, .lora_rank = 16 },
         { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1, .moe = 1 },
     };
-    cr_assert_eq(llmem_model_resolve(mm, &m, &p), LLMEM_OK);
-    if (m.path == PATH_NONE)
+    if (!layered_shape(mm, &m))
         return;
     for (size_t k = 0; k < N(specs); k++) {
-        if (specs[k].moe && m.experts == 0)
+        if (!has_layer(&m, &specs[k]))
             continue;
-        static const int kernels[] = { LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA,
-                                          LLMEM_ATTENTION_FLASH };
         for (int run = 0; run < 2 * (int)N(kernels); run++) {
             int hold = run & 1;
             if (kernels[run / 2] == LLMEM_ATTENTION_SDPA && (m.traits & TRAIT_NO_SDPA))
@@ -432,7 +445,6 @@ static void check_one_recording(const char *name, llmem_model *mm)
     static graph g;
     static layer_run alone, shared;
     model_shape m;
-    model_params p;
     const seg_spec specs[] = {
         { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
         { .input_rg = 1 },
@@ -441,14 +453,11 @@ static void check_one_recording(const char *name, llmem_model *mm)
         { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1, .moe = 1 },
         { .input_rg = 1, .lora_targets = 127, .lora_rank = 8, .moe = 1 },
     };
-    static const int kernels[] = { LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA,
-                                   LLMEM_ATTENTION_FLASH };
     static const int modes[] = { SIM_HOLD_OUTPUT, SIM_EARLY_STOP };
-    cr_assert_eq(llmem_model_resolve(mm, &m, &p), LLMEM_OK);
-    if (m.path == PATH_NONE)
+    if (!layered_shape(mm, &m))
         return;
     for (size_t k = 0; k < N(specs); k++) {
-        if (specs[k].moe && m.experts == 0)
+        if (!has_layer(&m, &specs[k]))
             continue;
         for (int run = 0; run < 4 * (int)N(kernels); run++) {
             int kernel = kernels[run % N(kernels)], mixed = (run / N(kernels)) & 1;
