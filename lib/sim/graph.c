@@ -213,12 +213,12 @@ static int last_save(const graph *g)
 
 static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
 {
-    /* drop[i]: tensors whose last reference goes after op i, as a linked list. */
-    int16_t head[GRAPH_MAX_OPS], next[GRAPH_MAX_TENSORS];
+    /* freed[i]: bytes whose last reference goes after op i. */
+    uint64_t freed[GRAPH_MAX_OPS];
     uint64_t live = 0, peak = 0, persist = 0;
     int stop = early_stop ? last_save(g) : -1;
     event_log log = log_open(g);
-    memset(head, 0xff, (size_t)g->nop * sizeof head[0]);
+    memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
     /* One pass: what stays saved for backward, and when the rest goes. */
     for (int t = 0; t < g->nt; t++) {
         const g_tensor *x = &g->t[t];
@@ -227,10 +227,8 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
         int last = x->role == ROLE_INPUT && g->hold_input ? g->nop - 1 : x->last_use;
         if (x->saved > 0 && !no_grad)
             persist += x->bytes;
-        else if (t != g->output && last >= 0) {
-            next[t] = head[last];
-            head[last] = (int16_t)t;
-        }
+        else if (t != g->output && last >= 0)
+            freed[last] += x->bytes;
     }
     c->input_saved = 0;
     for (int k = 0; k < input_count(g); k++) {
@@ -254,8 +252,7 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
         record(&log, now, i, 0);
         if (i == stop)
             break; /* its output is packed once computed */
-        for (int16_t t = head[i]; t >= 0; t = next[t])
-            live -= g->t[t].bytes;
+        live -= freed[i];
     }
     g->nevents = log.n;
     c->fwd_peak = peak;
@@ -373,7 +370,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
         if (gout >= 0)
             pool_drop(&pool, gout, &live);
         t[op->out].grad = -1;
-        for (int j = 0; j < op->nin; j++) {
+        for (int j = 0; (op->save & 7u) >> j; j++) {
             g_tensor *owner = &t[t[op->in[j]].base];
             if (((op->save >> j) & 1u) && --owner->saved == 0 && owns_storage(owner))
                 live -= owner->bytes;
