@@ -232,7 +232,7 @@ static int retargetable(const seg_spec *x, const seg_spec *y)
 
 /* The decoder layer of spec on the scratch graph, as recorded with grad
  * enabled and without the input's hold: the tape already there when it
- * serves (retargeted unless it is that spec's and unrun backward), else
+ * serves (retargeted unless it is that spec's and not spent), else
  * recorded. One recording so serves a step's layers that differ only in
  * what trains or in their input (LoRA's first layer and the rest, freeze's
  * frozen and trainable ones), and a checkpointed layer's no_grad forward
@@ -240,7 +240,7 @@ static int retargetable(const seg_spec *x, const seg_spec *y)
 static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
 {
     if (e->taped && retargetable(&e->tape_spec, spec)) {
-        if (e->tape_run || memcmp(&e->tape_spec, spec, sizeof *spec))
+        if (e->graph.spent || memcmp(&e->tape_spec, spec, sizeof *spec))
             llmem_graph_retarget(&e->graph, spec->input_rg,
                                  params_uniform(spec) ? spec->weights_trainable : -1);
     } else {
@@ -249,7 +249,6 @@ static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const se
     }
     e->graph.hold_input = 0;
     e->tape_spec = *spec;
-    e->tape_run = 0;
 }
 
 /* A layer run plainly (not checkpointed). */
@@ -261,7 +260,6 @@ static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, cons
         return;
     layer_tape(e, b, m, spec);
     sim_cached(e, b, &q, SIM_PLAIN, c);
-    e->tape_run = 1;
 }
 
 /* A checkpointed layer's two runs: its forward under no_grad (fwd) and its
@@ -282,7 +280,6 @@ static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *
         layer_tape(e, b, m, &grp->spec);
         llmem_layers_hold_input(&e->graph);
         sim_cached(e, b, &q, mode, again);
-        e->tape_run = 1;
     }
     b->hold_input = 0;
 }

@@ -72,7 +72,6 @@ typedef struct walk_scratch {
     int positions;      /* segments asked for so far in this walk */
     int taped;          /* graph holds a decoder layer of this walk, recorded with grad
                            enabled, of spec tape_spec (walk.c: layer_tape) */
-    int tape_run;       /* and was run backward since (its saved counts are spent) */
     seg_spec tape_spec;
     int walked;         /* the last llmem_walk walked (0: it knew the result: walk_known) */
     int logged;         /* and logged its moments in log (a walk that may be compiled next) */

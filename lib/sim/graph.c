@@ -10,6 +10,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->overflow = 0;
     g->grad_enabled = grad_enabled;
     g->hold_input = 0;
+    g->spent = 0;
     g->output = -1;
     g->nevents = 0;
     g->region = NULL;
@@ -127,6 +128,7 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
     g_tensor *t = g->t;
     uint8_t input = (uint8_t)(input_rg && g->grad_enabled);
     uint8_t params = (uint8_t)(params_rg && g->grad_enabled);
+    g->spent = 0;
     for (int i = 0; i < g->nt; i++) {
         t[i].saved = 0;
         t[i].param_done = 0;
@@ -293,6 +295,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
     tid out = g->output;
 
     event_log log = log_open(g);
+    g->spent = 1;
     pool.n = 0;
     live = c->persist + (hold_output ? c->out_bytes : 0);
     t[out].grad = (int16_t)pool_new(&pool, t[out].bytes, &live);

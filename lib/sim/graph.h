@@ -85,6 +85,8 @@ typedef struct graph {
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
     int hold_input;    /* the segment's input stays referenced to its end (a
                           checkpoint's recomputation): a run setting, not the tape's */
+    int spent;         /* backward ran since the recording or llmem_graph_retarget:
+                          the saved counts are used up */
     tid output;        /* the segment's output */
     /* When events is set, the simulation also records the live bytes of every
      * step it takes (forward, then backward): see compiled.c. When event_ops
@@ -122,10 +124,9 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
 /* The tape as if recorded with its input requiring grad or not (a layer
  * after a frozen embedding, or after a layer that trains) and with its
  * parameters training or not (params_rg: every one, or none; -1: as
- * recorded): what
- * requires grad, the save bits and reduce workspaces of every op
- * re-derived from their rules, and backward's state reset, so it may be
- * simulated again.
+ * recorded): what requires grad, the save bits and reduce workspaces of
+ * every op re-derived from their rules, and backward's state reset, so it
+ * may be simulated again.
  * A decoder layer's ops, sizes and uses do not depend on it (its builders'
  * saves go through SAVE_CROSS and BWD_REDUCE; tests/unit/test_walk.c checks
  * every family); the chunked loss's do. */
@@ -157,8 +158,9 @@ enum sim_mode {
 
 /* Simulate forward and backward in one of the sim_mode ways. A tape may be
  * run any number of times forward only (SIM_NO_GRAD), then once more in
- * another mode: backward counts the tensors' saved state down. Each run
- * logs its events from the first. */
+ * another mode: backward counts the tensors' saved state down (spent),
+ * until llmem_graph_retarget resets it. Each run logs its events from the
+ * first. */
 void llmem_graph_simulate(graph *g, int mode, seg_cost *cost);
 
 static inline int graph_rg(const graph *g, tid t)
