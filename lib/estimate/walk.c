@@ -262,13 +262,26 @@ static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, cons
     sim_cached(e, b, &q, SIM_PLAIN, c);
 }
 
+/* The cache key of a layer's forward under no_grad: what requires grad is
+ * moot there (nothing is saved), so freeze's frozen and trainable layers
+ * share it. */
+static seg_spec no_grad_key(const seg_spec *s)
+{
+    seg_spec k = *s;
+    k.input_rg = 0;
+    if (params_uniform(s))
+        k.weights_trainable = k.norms_trainable = 0;
+    return k;
+}
+
 /* A checkpointed layer's two runs: its forward under no_grad (fwd) and its
  * recomputation in backward, holding its input (again). */
 static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *m,
                                   layer_group *grp, int mode, seg_cost *fwd, seg_cost *again)
 {
+    seg_spec key = no_grad_key(&grp->spec);
     grp->pos_fwd = e->positions;
-    seg_query q = query(b, llmem_layers_decoder, m, &grp->spec, 0, SIM_PLAIN);
+    seg_query q = query(b, llmem_layers_decoder, m, &key, 0, SIM_PLAIN);
     if (!cached(e, b, m, &q, fwd)) {
         layer_tape(e, b, m, &grp->spec);
         sim_cached(e, b, &q, SIM_NO_GRAD, fwd);

@@ -492,10 +492,18 @@ static void check_one_recording(const char *name, llmem_model *mm)
                       name, k, kernel, mixed, dropout, mode,
                       (unsigned long long)alone.cost.bwd_peak,
                       (unsigned long long)shared.cost.bwd_peak);
+            int uniform = specs[k].lora_targets == 0;
+            /* Under no_grad, what requires grad is moot: frozen and
+             * trainable layers share a cache key there (walk.c: no_grad_key). */
+            static layer_run moot;
+            seg_spec key = specs[k];
+            key.input_rg = 0;
+            if (uniform)
+                key.weights_trainable = key.norms_trainable = 0;
+            run_layer(&g, &b, &m, &key, 0, 0, 0, SIM_PLAIN, &moot);
             /* A plain layer's tape run, then retargeted to its input
              * requiring grad or not and, without adapters, to its weights
              * and norms training or not (the same included: a second run). */
-            int uniform = specs[k].lora_targets == 0;
             for (int f = 0; f < (uniform ? 16 : 4); f++) {
                 seg_spec from = specs[k], to = specs[k];
                 from.input_rg = f & 1;
@@ -504,6 +512,11 @@ static void check_one_recording(const char *name, llmem_model *mm)
                     from.weights_trainable = from.norms_trainable = (f >> 2) & 1;
                     to.weights_trainable = to.norms_trainable = (f >> 3) & 1;
                 }
+                run_layer(&g, &b, &m, &from, 0, 0, 0, SIM_PLAIN, &shared);
+                cr_expect(same_run(&moot, &shared),
+                          "%s spec %zu kernel %d mixed %d dropout %d: the no_grad forward "
+                          "with input_rg %d, weights %d differs from its key's",
+                          name, k, kernel, mixed, dropout, from.input_rg, from.weights_trainable);
                 run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &shared);
                 run_layer(&g, &b, &m, &to, 1, 0, 3, SIM_PLAIN, &shared);
                 run_layer(&g, &b, &m, &to, 1, 0, 0, SIM_PLAIN, &alone);
