@@ -232,7 +232,7 @@ static int retargetable(const seg_spec *x, const seg_spec *y)
 
 /* The decoder layer of spec on the scratch graph, as recorded with grad
  * enabled and without the input's hold: the tape already there when it
- * serves (retargeted unless it is that spec's and not spent), else
+ * serves (retargeted unless it is that spec's), else
  * recorded. One recording so serves a step's layers that differ only in
  * what trains or in their input (LoRA's first layer and the rest, freeze's
  * frozen and trainable ones), and a checkpointed layer's no_grad forward
@@ -240,7 +240,7 @@ static int retargetable(const seg_spec *x, const seg_spec *y)
 static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
 {
     if (e->taped && retargetable(&e->tape_spec, spec)) {
-        if (e->graph.spent || memcmp(&e->tape_spec, spec, sizeof *spec))
+        if (memcmp(&e->tape_spec, spec, sizeof *spec))
             llmem_graph_retarget(&e->graph, spec->input_rg,
                                  params_uniform(spec) ? spec->weights_trainable : -1);
     } else {

@@ -10,7 +10,6 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->overflow = 0;
     g->grad_enabled = grad_enabled;
     g->hold_input = 0;
-    g->spent = 0;
     g->output = -1;
     g->nevents = 0;
     g->region = NULL;
@@ -26,7 +25,7 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     tid id = (tid)g->nt++;
     g->t[id] = (g_tensor){ .bytes = elems * (uint64_t)dt, .last_use = -1, .base = id,
                            .role = (uint8_t)role, .rg = (uint8_t)(rg && g->grad_enabled),
-                           .dt = (uint8_t)dt, .grad = -1 };
+                           .dt = (uint8_t)dt };
     if (role == ROLE_INPUT) {
         if (g->ninputs < GRAPH_MAX_INPUTS)
             g->inputs[g->ninputs] = id;
@@ -63,22 +62,30 @@ static inline void apply_rule(g_tensor *t, g_op *op, int any_rg)
     op->save = (uint8_t)save;
 }
 
-/* Count op's saves on the tensors that own their storage. */
-static inline void count_saves(g_tensor *t, const g_op *op)
+/* Op i keeps x for backward. Ops are counted in order, so the first to
+ * keep it has the lowest index: backward's last use of it. */
+static inline void keep(g_tensor *x, int i)
+{
+    if (x->saved++ == 0)
+        x->first_save = (int16_t)i;
+}
+
+/* Count op i's saves on the tensors that own their storage. */
+static inline void count_saves(g_tensor *t, const g_op *op, int i)
 {
     unsigned save = op->save;
     if (save == 0)
         return;
     if (save & 1u)
-        t[t[op->in[0]].base].saved++;
+        keep(&t[t[op->in[0]].base], i);
     if (save & 2u)
-        t[t[op->in[1]].base].saved++;
+        keep(&t[t[op->in[1]].base], i);
     if (save & 4u)
-        t[t[op->in[2]].base].saved++;
+        keep(&t[t[op->in[2]].base], i);
     if (save & SAVE_OUT)
-        t[op->out].saved++;
+        keep(&t[op->out], i);
     if (save & SAVE_AUX)
-        t[op->aux].saved++;
+        keep(&t[op->aux], i);
 }
 
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
@@ -104,11 +111,10 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     }
     tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
     t[out] = (g_tensor){ .bytes = out_elems * (uint64_t)out_dt, .last_use = index, .base = out,
-                         .role = ROLE_ACT, .rg = (uint8_t)any_rg, .dt = (uint8_t)out_dt,
-                         .grad = -1 };
+                         .role = ROLE_ACT, .rg = (uint8_t)any_rg, .dt = (uint8_t)out_dt };
     if (has_aux)
         t[aux] = (g_tensor){ .bytes = aux_bytes, .last_use = index, .base = aux,
-                             .role = ROLE_ACT, .dt = 1, .grad = -1 };
+                             .role = ROLE_ACT, .dt = 1 };
     g->nt = nt + 1 + has_aux;
     op->out = out;
     op->aux = aux;
@@ -119,7 +125,7 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     op->bwd_extra = bwd_extra;
     op->region = g->region;
     apply_rule(t, op, any_rg);
-    count_saves(t, op);
+    count_saves(t, op, index);
     return out;
 }
 
@@ -128,11 +134,8 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
     g_tensor *t = g->t;
     uint8_t input = (uint8_t)(input_rg && g->grad_enabled);
     uint8_t params = (uint8_t)(params_rg && g->grad_enabled);
-    g->spent = 0;
     for (int i = 0; i < g->nt; i++) {
         t[i].saved = 0;
-        t[i].param_done = 0;
-        t[i].grad = -1;
         if (t[i].role == ROLE_INPUT)
             t[i].rg = input;
         else if (t[i].role == ROLE_PARAM && params_rg >= 0)
@@ -145,7 +148,7 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
             any_rg |= t[op->in[j]].rg;
         t[op->out].rg = (uint8_t)any_rg;
         apply_rule(t, op, any_rg);
-        count_saves(t, op);
+        count_saves(t, op, i);
     }
 }
 
@@ -287,21 +290,38 @@ static void pool_drop(grad_pool *p, int s, uint64_t *live)
         *live -= p->bytes[s];
 }
 
+/* What backward releases after each op: the tensors whose first save it is
+ * (the tape's own count, which runs never change). */
+static void releases(const graph *g, uint64_t *release)
+{
+    memset(release, 0, (size_t)g->nop * sizeof release[0]);
+    for (int i = 0; i < g->nt; i++) {
+        const g_tensor *x = &g->t[i];
+        if (x->saved > 0 && owns_storage(x))
+            release[x->first_save] += x->bytes;
+    }
+}
+
 static void simulate_backward(graph *g, int hold_output, seg_cost *c)
 {
     grad_pool pool;
+    uint64_t release[GRAPH_MAX_OPS];
+    int16_t grad[GRAPH_MAX_TENSORS]; /* the storage holding a tensor's gradient; -1 = none */
+    uint8_t has_grad[GRAPH_MAX_TENSORS]; /* a parameter's .grad exists */
     uint64_t live, peak, param_grads = 0, param_grads_wide = 0;
-    g_tensor *t = g->t;
+    const g_tensor *t = g->t;
     tid out = g->output;
 
     event_log log = log_open(g);
-    g->spent = 1;
+    releases(g, release);
+    memset(grad, 0xff, (size_t)g->nt * sizeof grad[0]);
+    memset(has_grad, 0, (size_t)g->nt);
     pool.n = 0;
     live = c->persist + (hold_output ? c->out_bytes : 0);
-    t[out].grad = (int16_t)pool_new(&pool, t[out].bytes, &live);
+    grad[out] = (int16_t)pool_new(&pool, t[out].bytes, &live);
     /* Reentrant checkpointing's backward holds the incoming gradient in its
      * arguments, so sums into that buffer go out of place. */
-    int held_grad = hold_output ? t[out].grad : -1;
+    int held_grad = hold_output ? grad[out] : -1;
     if (held_grad >= 0)
         pool.refs[held_grad]++;
     c->bwd_start = peak = live;
@@ -309,14 +329,15 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
 
     for (int i = g->nop - 1; i >= 0; i--) {
         const g_op *op = &g->op[i];
-        int gout = t[op->out].grad;
+        int gout = grad[op->out];
         uint64_t transient = 0;
         int deferred[GRAPH_MAX_IN], ndeferred = 0;
         if (!t[op->out].rg)
             continue;
         int from_aux = (op->grad_alias & GRADS_IN_AUX) != 0;
         for (int j = 0; j < op->nin; j++) {
-            g_tensor *xt = &t[op->in[j]];
+            tid x = op->in[j];
+            const g_tensor *xt = &t[x];
             if (!xt->rg || gout < 0)
                 continue;
             if (from_aux) {
@@ -325,7 +346,7 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
                     param_grads += xt->bytes;
                     param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
                 } else {
-                    xt->grad = (int16_t)pool_new(&pool, xt->bytes, &live);
+                    grad[x] = (int16_t)pool_new(&pool, xt->bytes, &live);
                     live -= xt->bytes;
                 }
                 continue;
@@ -333,34 +354,34 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
             if (xt->role == ROLE_PARAM) {
                 /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
                 live += xt->bytes;
-                if (xt->param_done) {
+                if (has_grad[x]) {
                     transient += xt->bytes;
                 } else {
                     param_grads += xt->bytes;
                     param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
                 }
-                xt->param_done = 1;
+                has_grad[x] = 1;
             } else if ((op->grad_alias >> j) & 1u) {
-                if (xt->grad < 0) {
-                    xt->grad = (int16_t)gout;
+                if (grad[x] < 0) {
+                    grad[x] = (int16_t)gout;
                     pool.refs[gout]++;
                 } else {
                     /* The buffer is shared, so autograd adds out of place. */
                     int s = pool_new(&pool, xt->bytes, &live);
-                    deferred[ndeferred++] = xt->grad;
-                    xt->grad = (int16_t)s;
+                    deferred[ndeferred++] = grad[x];
+                    grad[x] = (int16_t)s;
                 }
-            } else if (xt->grad < 0) {
-                xt->grad = (int16_t)pool_new(&pool, xt->bytes, &live);
-            } else if (pool.refs[xt->grad] == 1) {
+            } else if (grad[x] < 0) {
+                grad[x] = (int16_t)pool_new(&pool, xt->bytes, &live);
+            } else if (pool.refs[grad[x]] == 1) {
                 live += xt->bytes; /* computed, then added in place */
                 transient += xt->bytes;
             } else {
                 int s = pool_new(&pool, xt->bytes, &live);
                 live += xt->bytes; /* the new term before the sum replaces both */
                 transient += xt->bytes;
-                deferred[ndeferred++] = xt->grad;
-                xt->grad = (int16_t)s;
+                deferred[ndeferred++] = grad[x];
+                grad[x] = (int16_t)s;
             }
         }
         uint64_t now = live + op->bwd_extra;
@@ -372,16 +393,11 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
             pool_drop(&pool, deferred[k], &live);
         if (gout >= 0)
             pool_drop(&pool, gout, &live);
-        t[op->out].grad = -1;
-        for (int j = 0; (op->save & 7u) >> j; j++) {
-            g_tensor *owner = &t[t[op->in[j]].base];
-            if (((op->save >> j) & 1u) && --owner->saved == 0 && owns_storage(owner))
-                live -= owner->bytes;
-        }
-        if ((op->save & SAVE_OUT) && --t[op->out].saved == 0)
-            live -= storage_bytes(&t[op->out]);
-        if ((op->save & SAVE_AUX) && --t[op->aux].saved == 0 && !from_aux)
-            live -= t[op->aux].bytes;
+        grad[op->out] = -1;
+        live -= release[i];
+        /* An aux output that held the input gradients is theirs now. */
+        if (from_aux && (op->save & SAVE_AUX))
+            live += t[op->aux].bytes;
     }
     g->nevents = log.n;
     c->bwd_peak = peak;
@@ -392,9 +408,9 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
     c->bwd_end = live;
     c->input_grad = 0;
     for (int k = 0; k < input_count(g); k++) {
-        const g_tensor *x = &t[input_at(g, k)];
-        if (x->role == ROLE_INPUT && x->grad >= 0)
-            c->input_grad = pool.bytes[x->grad];
+        tid x = (tid)input_at(g, k);
+        if (t[x].role == ROLE_INPUT && grad[x] >= 0)
+            c->input_grad = pool.bytes[grad[x]];
     }
 }
 

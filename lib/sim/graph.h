@@ -37,12 +37,12 @@ typedef struct g_tensor {
     uint64_t bytes;      /* its storage, and its gradient's (a parameter's .grad too) */
     int16_t last_use;    /* last forward op that references it */
     tid base;            /* the tensor owning its storage: itself, or a view's base */
-    uint16_t saved;      /* ops that keep it for backward (counted down by backward) */
+    uint16_t saved;      /* ops that keep it for backward */
+    int16_t first_save;  /* the first of them (when saved): backward, which runs
+                            the ops in reverse, releases it after that one */
     uint8_t role;
     uint8_t rg;          /* requires grad */
     uint8_t dt;          /* bytes per element (dtype) */
-    uint8_t param_done;  /* backward: a parameter's .grad exists */
-    int16_t grad;        /* backward: the storage holding its gradient; -1 = none */
 } g_tensor;
 
 typedef struct g_op {
@@ -85,8 +85,6 @@ typedef struct graph {
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
     int hold_input;    /* the segment's input stays referenced to its end (a
                           checkpoint's recomputation): a run setting, not the tape's */
-    int spent;         /* backward ran since the recording or llmem_graph_retarget:
-                          the saved counts are used up */
     tid output;        /* the segment's output */
     /* When events is set, the simulation also records the live bytes of every
      * step it takes (forward, then backward): see compiled.c. When event_ops
@@ -125,8 +123,7 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
  * after a frozen embedding, or after a layer that trains) and with its
  * parameters training or not (params_rg: every one, or none; -1: as
  * recorded): what requires grad, the save bits and reduce workspaces of
- * every op re-derived from their rules, and backward's state reset, so it
- * may be simulated again.
+ * every op re-derived from their rules.
  * A decoder layer's ops, sizes and uses do not depend on it (its builders'
  * saves go through SAVE_CROSS and BWD_REDUCE; tests/unit/test_walk.c checks
  * every family); the chunked loss's do. */
@@ -156,11 +153,9 @@ enum sim_mode {
     SIM_NO_GRAD = 3
 };
 
-/* Simulate forward and backward in one of the sim_mode ways. A tape may be
- * run any number of times forward only (SIM_NO_GRAD), then once more in
- * another mode: backward counts the tensors' saved state down (spent),
- * until llmem_graph_retarget resets it. Each run logs its events from the
- * first. */
+/* Simulate forward and backward in one of the sim_mode ways. A run leaves
+ * the tape as it was: it may be run any number of times, in any mode. Each
+ * run logs its events from the first. */
 void llmem_graph_simulate(graph *g, int mode, seg_cost *cost);
 
 static inline int graph_rg(const graph *g, tid t)

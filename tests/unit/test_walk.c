@@ -397,7 +397,7 @@ typedef struct layer_run {
 
 /* apply_hold: 0 records the layer (holding its input when hold), 1 records
  * it and adds the hold, 2 adds the hold to the tape on g, 3 runs that tape
- * again retargeted to its spec's input_rg. */
+ * again retargeted to its spec's input_rg, 4 runs it again as it is. */
 static void run_layer(graph *g, build *b, const model_shape *m, const seg_spec *spec,
                       int grad_enabled, int hold, int apply_hold, int mode, layer_run *r)
 {
@@ -413,7 +413,7 @@ static void run_layer(graph *g, build *b, const model_shape *m, const seg_spec *
                              spec->lora_targets == 0 && spec->weights_trainable == spec->norms_trainable
                                  ? spec->weights_trainable
                                  : -1);
-    else if (apply_hold)
+    else if (apply_hold < 4 && apply_hold)
         llmem_layers_hold_input(g);
     g->events = r->events;
     g->event_ops = NULL;
@@ -443,7 +443,7 @@ static int holds_seen; /* layers whose held input outlived its last use */
 static void check_one_recording(const char *name, llmem_model *mm)
 {
     static graph g;
-    static layer_run alone, shared;
+    static layer_run alone, shared, again;
     model_shape m;
     const seg_spec specs[] = {
         { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
@@ -519,6 +519,12 @@ static void check_one_recording(const char *name, llmem_model *mm)
                           name, k, kernel, mixed, dropout, from.input_rg, from.weights_trainable);
                 run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &shared);
                 run_layer(&g, &b, &m, &to, 1, 0, 3, SIM_PLAIN, &shared);
+                run_layer(&g, &b, &m, &to, 1, 0, 4, SIM_PLAIN, &again);
+                cr_expect(same_run(&shared, &again),
+                          "%s spec %zu kernel %d mixed %d dropout %d: a second run of a tape "
+                          "differs from its first (backward peak %llu, %llu)",
+                          name, k, kernel, mixed, dropout, (unsigned long long)shared.cost.bwd_peak,
+                          (unsigned long long)again.cost.bwd_peak);
                 run_layer(&g, &b, &m, &to, 1, 0, 0, SIM_PLAIN, &alone);
                 cr_expect(same_run(&alone, &shared),
                           "%s spec %zu kernel %d mixed %d dropout %d: input_rg %d, weights %d "
