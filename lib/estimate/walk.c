@@ -251,6 +251,27 @@ static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const se
     e->tape_spec = *spec;
 }
 
+/* Whether a layer's output requires grad: its input does, or it trains. */
+static int output_rg(const seg_spec *s)
+{
+    return s->input_rg || s->weights_trainable || s->norms_trainable || s->lora_targets;
+}
+
+/* A tape for a layer in which nothing requires grad (freeze's frozen
+ * layers, run before the rest): autograd saves nothing there, so it runs
+ * as under no_grad, on any tape that differs only in what requires grad.
+ * Recorded when none serves, with its parameters training, as the
+ * trainable layers that follow run it. */
+static void frozen_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
+{
+    if (e->taped && retargetable(&e->tape_spec, spec))
+        return;
+    seg_spec trains = *spec;
+    if (params_uniform(spec))
+        trains.weights_trainable = trains.norms_trainable = 1;
+    layer_tape(e, b, m, &trains);
+}
+
 /* A layer run plainly (not checkpointed). */
 static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec,
                            seg_cost *c)
@@ -258,8 +279,13 @@ static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, cons
     seg_query q = query(b, llmem_layers_decoder, m, spec, 1, SIM_PLAIN);
     if (cached(e, b, m, &q, c))
         return;
-    layer_tape(e, b, m, spec);
-    sim_cached(e, b, &q, SIM_PLAIN, c);
+    if (output_rg(spec)) {
+        layer_tape(e, b, m, spec);
+        sim_cached(e, b, &q, SIM_PLAIN, c);
+    } else {
+        frozen_tape(e, b, m, spec);
+        sim_cached(e, b, &q, SIM_NO_GRAD, c);
+    }
 }
 
 /* The cache key of a layer's forward under no_grad: what requires grad is
@@ -343,12 +369,6 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
     grp->bwd_end = c.param_grads + c.input_grad;
     grp->param_grads = c.param_grads;
     grp->param_grads_wide = c.param_grads_wide;
-}
-
-/* Whether a layer's output requires grad: its input does, or it trains. */
-static int output_rg(const seg_spec *s)
-{
-    return s->input_rg || s->weights_trainable || s->norms_trainable || s->lora_targets;
 }
 
 /* In a mixture-of-experts model the first dense_layers layers have a dense

@@ -494,7 +494,8 @@ static void check_one_recording(const char *name, llmem_model *mm)
                       (unsigned long long)shared.cost.bwd_peak);
             int uniform = specs[k].lora_targets == 0;
             /* Under no_grad, what requires grad is moot: frozen and
-             * trainable layers share a cache key there (walk.c: no_grad_key). */
+             * trainable layers share a cache key there and any of their
+             * tapes (walk.c: no_grad_key, frozen_tape). */
             static layer_run moot;
             seg_spec key = specs[k];
             key.input_rg = 0;
@@ -518,6 +519,13 @@ static void check_one_recording(const char *name, llmem_model *mm)
                           "with input_rg %d, weights %d differs from its key's",
                           name, k, kernel, mixed, dropout, from.input_rg, from.weights_trainable);
                 run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &shared);
+                /* Nothing requires grad: saves nothing, as under no_grad
+                 * (walk.c: frozen_tape). */
+                if (uniform && !from.input_rg && !from.weights_trainable)
+                    cr_expect(same_run(&moot, &shared),
+                              "%s spec %zu kernel %d mixed %d dropout %d: a layer in which "
+                              "nothing requires grad differs from its no_grad run",
+                              name, k, kernel, mixed, dropout);
                 run_layer(&g, &b, &m, &to, 1, 0, 3, SIM_PLAIN, &shared);
                 run_layer(&g, &b, &m, &to, 1, 0, 4, SIM_PLAIN, &again);
                 cr_expect(same_run(&shared, &again),
