@@ -100,20 +100,21 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
         g->overflow = 1;
         return out;
     }
-    int16_t index = (int16_t)g->nop++;
+    int index = g->nop++;
     g_op *op = &g->op[index];
     /* Using an input (a view: its base) keeps its storage alive to here. */
     for (int j = 0; j < nin; j++) {
         g_tensor *x = &t[in[j]];
         op->in[j] = in[j];
         any_rg |= x->rg;
-        x->last_use = t[x->base].last_use = index;
+        x->last_use = t[x->base].last_use = (int16_t)index;
     }
     tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
-    t[out] = (g_tensor){ .bytes = out_elems * (uint64_t)out_dt, .last_use = index, .base = out,
-                         .role = ROLE_ACT, .rg = (uint8_t)any_rg, .dt = (uint8_t)out_dt };
+    t[out] = (g_tensor){ .bytes = out_elems * (uint64_t)out_dt, .last_use = (int16_t)index,
+                         .base = out, .role = ROLE_ACT, .rg = (uint8_t)any_rg,
+                         .dt = (uint8_t)out_dt };
     if (has_aux)
-        t[aux] = (g_tensor){ .bytes = aux_bytes, .last_use = index, .base = aux,
+        t[aux] = (g_tensor){ .bytes = aux_bytes, .last_use = (int16_t)index, .base = aux,
                              .role = ROLE_ACT, .dt = 1 };
     g->nt = nt + 1 + has_aux;
     op->out = out;
@@ -129,27 +130,106 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     return out;
 }
 
+/* The segment's inputs: by index when there are few, else by a scan. */
+static int input_at(const graph *g, int k)
+{
+    return g->ninputs <= GRAPH_MAX_INPUTS ? g->inputs[k] : k;
+}
+
+static int input_count(const graph *g)
+{
+    return g->ninputs <= GRAPH_MAX_INPUTS ? g->ninputs : g->nt;
+}
+
+/* Op i no longer keeps x: 1 when a later op still does (x's first_save is
+ * then stale). */
+static inline int unkeep(g_tensor *x, int i)
+{
+    return --x->saved > 0 && x->first_save == i;
+}
+
+/* Op i keeps x, in any order (a retarget). */
+static inline void keep_any(g_tensor *x, int i)
+{
+    if (x->saved++ == 0 || i < x->first_save)
+        x->first_save = (int16_t)i;
+}
+
+static const unsigned save_bits[5] = { 1u, 2u, 4u, SAVE_OUT, SAVE_AUX };
+
+/* The tensor whose storage save_bits[j] of op keeps. */
+static g_tensor *kept(g_tensor *t, const g_op *op, int j)
+{
+    return j < 3 ? &t[t[op->in[j]].base] : &t[j == 3 ? op->out : op->aux];
+}
+
+/* Redo op i's saves and backward workspace for what requires grad now.
+ * Returns 1 when a first_save went stale. */
+static int redo_op(g_tensor *t, g_op *op, int i, int any_rg)
+{
+    unsigned old = op->save, diff;
+    int stale = 0;
+    apply_rule(t, op, any_rg);
+    diff = old ^ op->save;
+    for (int j = 0; diff != 0 && j < 5; j++) {
+        if (!(diff & save_bits[j]))
+            continue;
+        if (op->save & save_bits[j])
+            keep_any(kept(t, op, j), i);
+        else
+            stale |= unkeep(kept(t, op, j), i);
+    }
+    return stale;
+}
+
+/* Count every op's saves again, in order. */
+static void recount(graph *g)
+{
+    for (int i = 0; i < g->nt; i++)
+        g->t[i].saved = 0;
+    for (int i = 0; i < g->nop; i++)
+        for (int j = 0; j < 5; j++)
+            if (g->op[i].save & save_bits[j])
+                keep_any(kept(g->t, &g->op[i], j), i);
+}
+
+/* Only ops with an input whose requires-grad changed are redone: a LoRA
+ * layer's input turning on leaves the ops past its weights as they were. */
 void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
 {
     g_tensor *t = g->t;
+    uint8_t changed[GRAPH_MAX_TENSORS];
     uint8_t input = (uint8_t)(input_rg && g->grad_enabled);
     uint8_t params = (uint8_t)(params_rg && g->grad_enabled);
-    for (int i = 0; i < g->nt; i++) {
-        t[i].saved = 0;
-        if (t[i].role == ROLE_INPUT)
-            t[i].rg = input;
-        else if (t[i].role == ROLE_PARAM && params_rg >= 0)
-            t[i].rg = params;
+    int stale = 0;
+    memset(changed, 0, (size_t)g->nt);
+    for (int k = 0; k < input_count(g); k++) {
+        g_tensor *x = &t[input_at(g, k)];
+        if (x->role == ROLE_INPUT && x->rg != input) {
+            x->rg = input;
+            changed[input_at(g, k)] = 1;
+        }
     }
+    for (int i = 0; params_rg >= 0 && i < g->nt; i++)
+        if (t[i].role == ROLE_PARAM && t[i].rg != params) {
+            t[i].rg = params;
+            changed[i] = 1;
+        }
     for (int i = 0; i < g->nop; i++) {
         g_op *op = &g->op[i];
-        int any_rg = 0;
-        for (int j = 0; j < op->nin; j++)
+        int any_rg = 0, redo = 0;
+        for (int j = 0; j < op->nin; j++) {
             any_rg |= t[op->in[j]].rg;
+            redo |= changed[op->in[j]];
+        }
+        if (!redo)
+            continue;
+        changed[op->out] = any_rg != t[op->out].rg;
         t[op->out].rg = (uint8_t)any_rg;
-        apply_rule(t, op, any_rg);
-        count_saves(t, op, i);
+        stale |= redo_op(t, op, i, any_rg);
     }
+    if (stale)
+        recount(g);
 }
 
 void llmem_graph_hold(graph *g, tid t)
@@ -194,17 +274,6 @@ static inline void record(event_log *l, uint64_t live, int op, uint64_t grads)
 static uint64_t storage_bytes(const g_tensor *t)
 {
     return owns_storage(t) ? t->bytes : 0;
-}
-
-/* The segment's inputs: by index when there are few, else by a scan. */
-static int input_at(const graph *g, int k)
-{
-    return g->ninputs <= GRAPH_MAX_INPUTS ? g->inputs[k] : k;
-}
-
-static int input_count(const graph *g)
-{
-    return g->ninputs <= GRAPH_MAX_INPUTS ? g->ninputs : g->nt;
 }
 
 /* The op whose save ends a recomputation that stops early, or -1. */
