@@ -34,34 +34,6 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     return id;
 }
 
-/* The saves and backward workspace of op (its rule) given what requires grad. */
-static inline void apply_rule(g_tensor *t, g_op *op, int any_rg)
-{
-    unsigned rule = op->rule, save;
-    /* Nothing is saved outside autograd (no grad mode, or no input needing
-     * grad, a creation op's included), and an op without a second output
-     * saves none. */
-    if (!any_rg) {
-        op->save = 0;
-        if (rule & BWD_REDUCE)
-            op->bwd_extra = 0;
-        return;
-    }
-    save = rule & (7u | SAVE_OUT | SAVE_AUX);
-    if (op->aux < 0)
-        save &= ~SAVE_AUX;
-    if (rule & (SAVE_CROSS | BWD_REDUCE)) { /* two inputs */
-        const g_tensor *x = &t[op->in[0]], *y = &t[op->in[1]];
-        if (rule & SAVE_CROSS)
-            save |= (y->rg ? 1u : 0) | (x->rg ? 2u : 0);
-        if (rule & BWD_REDUCE) {
-            uint64_t out = t[op->out].bytes;
-            op->bwd_extra = (x->rg && x->bytes != out) || (y->rg && y->bytes != out) ? out : 0;
-        }
-    }
-    op->save = (uint8_t)save;
-}
-
 /* Op i keeps x for backward. Ops are counted in order, so the first to
  * keep it has the lowest index: backward's last use of it. */
 static inline void keep(g_tensor *x, int i)
@@ -125,111 +97,9 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     op->fwd_extra = fwd_extra;
     op->bwd_extra = bwd_extra;
     op->region = g->region;
-    apply_rule(t, op, any_rg);
+    graph_apply_rule(t, op, any_rg);
     count_saves(t, op, index);
     return out;
-}
-
-/* The segment's inputs: by index when there are few, else by a scan. */
-static int input_at(const graph *g, int k)
-{
-    return g->ninputs <= GRAPH_MAX_INPUTS ? g->inputs[k] : k;
-}
-
-static int input_count(const graph *g)
-{
-    return g->ninputs <= GRAPH_MAX_INPUTS ? g->ninputs : g->nt;
-}
-
-/* Op i no longer keeps x: 1 when a later op still does (x's first_save is
- * then stale). */
-static inline int unkeep(g_tensor *x, int i)
-{
-    return --x->saved > 0 && x->first_save == i;
-}
-
-/* Op i keeps x, in any order (a retarget). */
-static inline void keep_any(g_tensor *x, int i)
-{
-    if (x->saved++ == 0 || i < x->first_save)
-        x->first_save = (int16_t)i;
-}
-
-static const unsigned save_bits[5] = { 1u, 2u, 4u, SAVE_OUT, SAVE_AUX };
-
-/* The tensor whose storage save_bits[j] of op keeps. */
-static g_tensor *kept(g_tensor *t, const g_op *op, int j)
-{
-    return j < 3 ? &t[t[op->in[j]].base] : &t[j == 3 ? op->out : op->aux];
-}
-
-/* Redo op i's saves and backward workspace for what requires grad now.
- * Returns 1 when a first_save went stale. */
-static int redo_op(g_tensor *t, g_op *op, int i, int any_rg)
-{
-    unsigned old = op->save, diff;
-    int stale = 0;
-    apply_rule(t, op, any_rg);
-    diff = old ^ op->save;
-    for (int j = 0; diff != 0 && j < 5; j++) {
-        if (!(diff & save_bits[j]))
-            continue;
-        if (op->save & save_bits[j])
-            keep_any(kept(t, op, j), i);
-        else
-            stale |= unkeep(kept(t, op, j), i);
-    }
-    return stale;
-}
-
-/* Count every op's saves again, in order. */
-static void recount(graph *g)
-{
-    for (int i = 0; i < g->nt; i++)
-        g->t[i].saved = 0;
-    for (int i = 0; i < g->nop; i++)
-        for (int j = 0; j < 5; j++)
-            if (g->op[i].save & save_bits[j])
-                keep_any(kept(g->t, &g->op[i], j), i);
-}
-
-/* Only ops with an input whose requires-grad changed are redone: a LoRA
- * layer's input turning on leaves the ops past its weights as they were. */
-void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
-{
-    g_tensor *t = g->t;
-    uint8_t changed[GRAPH_MAX_TENSORS];
-    uint8_t input = (uint8_t)(input_rg && g->grad_enabled);
-    uint8_t params = (uint8_t)(params_rg && g->grad_enabled);
-    int stale = 0;
-    memset(changed, 0, (size_t)g->nt);
-    for (int k = 0; k < input_count(g); k++) {
-        g_tensor *x = &t[input_at(g, k)];
-        if (x->role == ROLE_INPUT && x->rg != input) {
-            x->rg = input;
-            changed[input_at(g, k)] = 1;
-        }
-    }
-    for (int i = 0; params_rg >= 0 && i < g->nt; i++)
-        if (t[i].role == ROLE_PARAM && t[i].rg != params) {
-            t[i].rg = params;
-            changed[i] = 1;
-        }
-    for (int i = 0; i < g->nop; i++) {
-        g_op *op = &g->op[i];
-        int any_rg = 0, redo = 0;
-        for (int j = 0; j < op->nin; j++) {
-            any_rg |= t[op->in[j]].rg;
-            redo |= changed[op->in[j]];
-        }
-        if (!redo)
-            continue;
-        changed[op->out] = any_rg != t[op->out].rg;
-        t[op->out].rg = (uint8_t)any_rg;
-        stale |= redo_op(t, op, i, any_rg);
-    }
-    if (stale)
-        recount(g);
 }
 
 void llmem_graph_hold(graph *g, tid t)
@@ -305,8 +175,8 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
             freed[last] += x->bytes;
     }
     c->input_saved = 0;
-    for (int k = 0; k < input_count(g); k++) {
-        const g_tensor *x = &g->t[input_at(g, k)];
+    for (int k = 0; k < graph_input_count(g); k++) {
+        const g_tensor *x = &g->t[graph_input_at(g, k)];
         if (x->role == ROLE_INPUT) {
             live += x->bytes;
             c->input_saved |= x->saved > 0 && !no_grad;
@@ -476,8 +346,8 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
         pool_drop(&pool, held_grad, &live);
     c->bwd_end = live;
     c->input_grad = 0;
-    for (int k = 0; k < input_count(g); k++) {
-        tid x = (tid)input_at(g, k);
+    for (int k = 0; k < graph_input_count(g); k++) {
+        tid x = (tid)graph_input_at(g, k);
         if (t[x].role == ROLE_INPUT && grad[x] >= 0)
             c->input_grad = pool.bytes[grad[x]];
     }

@@ -158,6 +158,46 @@ enum sim_mode {
  * run logs its events from the first. */
 void llmem_graph_simulate(graph *g, int mode, seg_cost *cost);
 
+/* The saves and backward workspace of op (its rule) given what requires
+ * grad: for recording (graph.c) and retargeting (retarget.c). */
+static inline void graph_apply_rule(g_tensor *t, g_op *op, int any_rg)
+{
+    unsigned rule = op->rule, save;
+    /* Nothing is saved outside autograd (no grad mode, or no input needing
+     * grad, a creation op's included), and an op without a second output
+     * saves none. */
+    if (!any_rg) {
+        op->save = 0;
+        if (rule & BWD_REDUCE)
+            op->bwd_extra = 0;
+        return;
+    }
+    save = rule & (7u | SAVE_OUT | SAVE_AUX);
+    if (op->aux < 0)
+        save &= ~SAVE_AUX;
+    if (rule & (SAVE_CROSS | BWD_REDUCE)) { /* two inputs */
+        const g_tensor *x = &t[op->in[0]], *y = &t[op->in[1]];
+        if (rule & SAVE_CROSS)
+            save |= (y->rg ? 1u : 0) | (x->rg ? 2u : 0);
+        if (rule & BWD_REDUCE) {
+            uint64_t out = t[op->out].bytes;
+            op->bwd_extra = (x->rg && x->bytes != out) || (y->rg && y->bytes != out) ? out : 0;
+        }
+    }
+    op->save = (uint8_t)save;
+}
+
+/* The segment's inputs: by index when there are few, else by a scan. */
+static inline int graph_input_at(const graph *g, int k)
+{
+    return g->ninputs <= GRAPH_MAX_INPUTS ? g->inputs[k] : k;
+}
+
+static inline int graph_input_count(const graph *g)
+{
+    return g->ninputs <= GRAPH_MAX_INPUTS ? g->ninputs : g->nt;
+}
+
 static inline int graph_rg(const graph *g, tid t)
 {
     return t >= 0 && g->t[t].rg;
