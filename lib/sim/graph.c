@@ -155,7 +155,10 @@ static int last_save(const graph *g)
     return -1;
 }
 
-static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
+/* Forward, and what backward releases after each op (release: the saved
+ * tensors whose first save it is; not under no_grad). */
+static void simulate_forward(graph *g, int early_stop, int no_grad, uint64_t *release,
+                             seg_cost *c)
 {
     /* freed[i]: bytes whose last reference goes after op i. */
     uint64_t freed[GRAPH_MAX_OPS];
@@ -163,15 +166,17 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, seg_cost *c)
     int stop = early_stop ? last_save(g) : -1;
     event_log log = log_open(g);
     memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
+    memset(release, 0, (size_t)g->nop * sizeof release[0]);
     /* One pass: what stays saved for backward, and when the rest goes. */
     for (int t = 0; t < g->nt; t++) {
         const g_tensor *x = &g->t[t];
         if (!owns_storage(x))
             continue;
         int last = x->role == ROLE_INPUT && g->hold_input ? g->nop - 1 : x->last_use;
-        if (x->saved > 0 && !no_grad)
+        if (x->saved > 0 && !no_grad) {
             persist += x->bytes;
-        else if (t != g->output && last >= 0)
+            release[x->first_save] += x->bytes;
+        } else if (t != g->output && last >= 0)
             freed[last] += x->bytes;
     }
     c->input_saved = 0;
@@ -229,22 +234,9 @@ static void pool_drop(grad_pool *p, int s, uint64_t *live)
         *live -= p->bytes[s];
 }
 
-/* What backward releases after each op: the tensors whose first save it is
- * (the tape's own count, which runs never change). */
-static void releases(const graph *g, uint64_t *release)
-{
-    memset(release, 0, (size_t)g->nop * sizeof release[0]);
-    for (int i = 0; i < g->nt; i++) {
-        const g_tensor *x = &g->t[i];
-        if (x->saved > 0 && owns_storage(x))
-            release[x->first_save] += x->bytes;
-    }
-}
-
-static void simulate_backward(graph *g, int hold_output, seg_cost *c)
+static void simulate_backward(graph *g, int hold_output, const uint64_t *release, seg_cost *c)
 {
     grad_pool pool;
-    uint64_t release[GRAPH_MAX_OPS];
     int16_t grad[GRAPH_MAX_TENSORS]; /* the storage holding a tensor's gradient; -1 = none */
     uint8_t has_grad[GRAPH_MAX_TENSORS]; /* a parameter's .grad exists */
     uint64_t live, peak, param_grads = 0, param_grads_wide = 0;
@@ -252,7 +244,6 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
     tid out = g->output;
 
     event_log log = log_open(g);
-    releases(g, release);
     memset(grad, 0xff, (size_t)g->nt * sizeof grad[0]);
     memset(has_grad, 0, (size_t)g->nt);
     pool.n = 0;
@@ -356,10 +347,11 @@ static void simulate_backward(graph *g, int hold_output, seg_cost *c)
 void llmem_graph_simulate(graph *g, int mode, seg_cost *c)
 {
     int no_grad = mode == SIM_NO_GRAD;
+    uint64_t release[GRAPH_MAX_OPS];
     memset(c, 0, sizeof *c);
     g->nevents = 0;
-    simulate_forward(g, mode == SIM_EARLY_STOP, no_grad, c);
+    simulate_forward(g, mode == SIM_EARLY_STOP, no_grad, release, c);
     g->nevents_forward = g->nevents;
     if (!no_grad && g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
-        simulate_backward(g, mode == SIM_HOLD_OUTPUT, c);
+        simulate_backward(g, mode == SIM_HOLD_OUTPUT, release, c);
 }
