@@ -232,11 +232,11 @@ static int retargetable(const seg_spec *x, const seg_spec *y)
 
 /* The decoder layer of spec on the scratch graph, as recorded with grad
  * enabled and without the input's hold: the tape already there when it
- * serves (retargeted unless it is that spec's), else
- * recorded. One recording so serves a step's layers that differ only in
- * what trains or in their input (LoRA's first layer and the rest, freeze's
- * frozen and trainable ones), and a checkpointed layer's no_grad forward
- * and recomputation (SIM_NO_GRAD: graph.h). */
+ * serves (retargeted unless it is that spec's), else recorded. One
+ * recording so serves a step's layers that differ only in what trains or
+ * in their input (LoRA's first layer and the rest, freeze's frozen and
+ * trainable ones), and a checkpointed layer's no_grad forward and
+ * recomputation (SIM_NO_GRAD: graph.h). */
 static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
 {
     if (e->taped && retargetable(&e->tape_spec, spec)) {
