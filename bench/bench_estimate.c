@@ -121,6 +121,15 @@ static void run_sweep(bench *b)
     run_checked(b, NULL);
 }
 
+/* The same grid with seq moving fastest (for batch: for seq:). */
+static void run_sweep_seq_fastest(bench *b)
+{
+    b->step++;
+    set_int(b->train, b->ctx, LLMEM_TRAIN_SEQ, sweep_seqs[b->step % 16]);
+    set_int(b->train, b->ctx, LLMEM_TRAIN_BATCH, 1 + (int64_t)((b->step / 16) % 32));
+    run_checked(b, NULL);
+}
+
 /* Batch 1, 512 sequence lengths (what "the longest seq that fits" walks). */
 static void run_sweep_batch1(bench *b)
 {
@@ -266,6 +275,7 @@ static const config configs[] = {
     { "same setup: article", "eager", "none", "full", "article", "upcast", run_same },
     { "sweep batch x seq", "eager", "none", "full", "phased", "upcast", run_sweep },
     { "sweep batch x seq, sdpa", "sdpa", "none", "full", "phased", "upcast", run_sweep },
+    { "sweep, seq fastest", "eager", "none", "full", "phased", "upcast", run_sweep_seq_fastest },
     { "sweep batch 1 x seq", "eager", "none", "full", "phased", "upcast", run_sweep_batch1 },
     { "sweep seq 1..3 x batch", "eager", "none", "full", "phased", "upcast", run_sweep_short },
     { "sweep, chunked loss", "flash", "none", "full", "phased", "chunked", run_sweep },

@@ -288,10 +288,12 @@ static void lift(seg_cache *c, seg_entry *x)
 }
 
 /* Fit a row through the new sample's seq and a column through its batch,
- * when enough samples share them. */
+ * when enough samples share them; else lift rows or columns that wait for a
+ * check off them (this call already paid its simulation, not yet a fit). */
 static void learn_forms(seg_cache *c, seg_entry *x, int newest)
 {
     sample_view now = view(x, newest), others[3];
+    int fitted = 0;
     int want_row = x->regime != REGIME_BATCH1 && find_form(x, FORM_ROW, now.seq) == NULL;
     int want_col = (x->regime == REGIME_BATCH1 || x->regime == REGIME_GENERAL) &&
                    find_form(x, FORM_COL, now.batch) == NULL;
@@ -315,6 +317,7 @@ static void learn_forms(seg_cache *c, seg_entry *x, int newest)
         scratch_form(c, &f);
         int ok = pass == 0 ? llmem_fit_row(&others[0], &others[1], &now, x->nfwd, x->nbwd, &f)
                            : llmem_fit_col(others, &now, x->nfwd, x->nbwd, &f);
+        fitted = 1;
         if (ok)
             keep_form(c, x, &f);
     }
@@ -325,6 +328,11 @@ static void learn_forms(seg_cache *c, seg_entry *x, int newest)
             cols += x->form[i].kind == FORM_COL;
         }
         x->lift = rows >= 3 || cols >= 2;
+        /* A sweep with seq moving fastest fits a column at each batch and
+         * moves on: no call is answered from them before they are evicted,
+         * so the lift cannot wait for a cheap call. */
+        if (x->lift && !fitted)
+            lift(c, x);
     }
 }
 

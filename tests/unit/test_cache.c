@@ -567,3 +567,43 @@ Test(cache, compiled_walks_of_pipelines_equal_fresh_handles)
     reference_done();
     llmem_ctx_free(ctx);
 }
+
+/* A sweep with seq moving fastest (for batch: for seq:) fits a column at
+ * each batch and moves on before any call is answered from one: the columns
+ * must still lift to the regime's full form, so that the second pass over
+ * the grid is answered by compiled walks, not simulated again. */
+Test(cache, a_sweep_with_seq_fastest_compiles)
+{
+    static const uint64_t seqs[] = { 512, 1024, 2048, 4096 };
+    llmem_ctx *ctx;
+    llmem_model *m;
+    llmem_train *t;
+    llmem_estimate *e;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(ctx, "meta-llama/Llama-3.2-1B", &m), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    uint64_t answered_first = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t b = 2; b <= 17; b++)
+            for (size_t s = 0; s < N(seqs); s++) {
+                char what[100];
+                set_point(t, b, seqs[s]);
+                snprintf(what, sizeof what, "pass %d b%llu s%llu", pass, (unsigned long long)b,
+                         (unsigned long long)seqs[s]);
+                if (!same_as_fresh(ctx, e, m, t, NULL, what))
+                    cr_assert_fail("%s differs from a fresh handle", what);
+            }
+        if (pass == 0)
+            answered_first = e->walk.answered;
+    }
+    cr_expect(e->walk.compiled > 0, "walks compiled: %llu", (unsigned long long)e->walk.compiled);
+    cr_expect_eq(e->walk.answered - answered_first, 16 * N(seqs),
+                 "the second pass is all answered by compiled walks: %llu of %zu",
+                 (unsigned long long)(e->walk.answered - answered_first), 16 * N(seqs));
+    reference_done();
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+}
