@@ -50,6 +50,8 @@ typedef struct bench {
     llmem_parallel *layout;
     llmem_estimate *est;
     uint64_t step; /* the sweeps' position */
+    int64_t grid_batch[512], grid_seq[512]; /* the sweep grid, for llmem_estimate_sweep */
+    uint64_t grid_peak[512];
 } bench;
 
 static volatile uint64_t sink; /* keeps results observable */
@@ -128,6 +130,23 @@ static void run_sweep_seq_fastest(bench *b)
     set_int(b->train, b->ctx, LLMEM_TRAIN_SEQ, sweep_seqs[b->step % 16]);
     set_int(b->train, b->ctx, LLMEM_TRAIN_BATCH, 1 + (int64_t)((b->step / 16) % 32));
     run_checked(b, NULL);
+}
+
+/* The grid of run_sweep (512 points, batch fastest) in one call of
+ * llmem_estimate_sweep: its time is divided by the points (per_call). */
+#define GRID_POINTS 512
+static void run_sweep_api(bench *b)
+{
+    if (b->grid_batch[0] == 0)
+        for (int i = 0; i < GRID_POINTS; i++) {
+            b->grid_batch[i] = 1 + i % 32;
+            b->grid_seq[i] = sweep_seqs[i / 32];
+        }
+    int rc = llmem_estimate_sweep(b->est, b->model, b->train, NULL, b->grid_batch, b->grid_seq,
+                                  GRID_POINTS, LLMEM_LEVEL_DEVICE, b->grid_peak);
+    if (rc != LLMEM_OK)
+        die(b->ctx, "llmem_estimate_sweep", rc);
+    sink += b->grid_peak[GRID_POINTS - 1];
 }
 
 /* Batch 1, 512 sequence lengths (what "the longest seq that fits" walks). */
@@ -276,6 +295,7 @@ static const config configs[] = {
     { "sweep batch x seq", "eager", "none", "full", "phased", "upcast", run_sweep },
     { "sweep batch x seq, sdpa", "sdpa", "none", "full", "phased", "upcast", run_sweep },
     { "sweep, seq fastest", "eager", "none", "full", "phased", "upcast", run_sweep_seq_fastest },
+    { "sweep, one sweep call", "eager", "none", "full", "phased", "upcast", run_sweep_api },
     { "sweep batch 1 x seq", "eager", "none", "full", "phased", "upcast", run_sweep_batch1 },
     { "sweep seq 1..3 x batch", "eager", "none", "full", "phased", "upcast", run_sweep_short },
     { "sweep, chunked loss", "flash", "none", "full", "phased", "chunked", run_sweep },
@@ -289,6 +309,12 @@ static const config configs[] = {
 };
 
 #define NCONFIGS (sizeof configs / sizeof configs[0])
+
+/* Estimates a call of the configuration's function makes. */
+static double per_call(const config *c)
+{
+    return c->fn == run_sweep_api ? GRID_POINTS : 1;
+}
 
 static void configure(bench *b, const config *c)
 {
@@ -524,7 +550,8 @@ static int time_only(bench *b, const char *label, long n)
     for (size_t i = 0; i < NCONFIGS; i++)
         if (strcmp(configs[i].label, label) == 0) {
             configure(b, &configs[i]);
-            printf("%-28s %8.1f ns\n", label, time_per_call(b, configs[i].fn, 0.002, (int)n));
+            printf("%-28s %8.1f ns\n", label,
+                   time_per_call(b, configs[i].fn, 0.002, (int)n) / per_call(&configs[i]));
             return EXIT_SUCCESS;
         }
     fprintf(stderr, "bench_estimate: no configuration \"%s\"\n", label);
@@ -580,7 +607,7 @@ int main(int argc, char **argv)
     printf("%-28s %12.1f %12.0f\n", "param_count (baseline)", base, 1e9 / base);
     for (size_t i = 0; i < NCONFIGS; i++) {
         configure(&b, &configs[i]);
-        per[i] = time_per_call(&b, configs[i].fn, seconds, reps);
+        per[i] = time_per_call(&b, configs[i].fn, seconds, reps) / per_call(&configs[i]);
         printf("%-28s %12.1f %12.0f\n", configs[i].label, per[i], 1e9 / per[i]);
     }
 

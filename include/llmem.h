@@ -808,6 +808,26 @@ LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const 
                                  const llmem_parallel *layout, int key, int level,
                                  uint64_t capacity, int64_t *out);
 /**
+ * The same job at many batch sizes and sequence lengths, in one call (a
+ * table of what fits, a scheduler's sweep): point i is @p train with its
+ * batch set to @p batch[i] and its seq to @p seq[i] (a NULL array keeps the
+ * train's value at every point), and @p peak[i] gets the most loaded rank's
+ * peak at @p level (#llmem_level): exactly what llmem_estimate_run_parallel()
+ * then llmem_estimate_get_u64() give at that point. Each point costs its run
+ * (about 0.1 us once the configuration's walk is compiled: see
+ * docs/benchmarks.md); a binding makes one call for all of them. @p train is
+ * left unchanged; the estimate holds the result of the last point that ran.
+ * A point that fails stops the sweep with that run's status, its message
+ * prefixed with the point ("sweep point 3 (batch 0, seq 2048): batch: ...")
+ * and its field kept for llmem_ctx_error_field(); @p peak is then written up
+ * to that point.
+ * @since 0.2.0
+ */
+LLMEM_API int llmem_estimate_sweep(llmem_estimate *est, llmem_model *model,
+                                   const llmem_train *train, const llmem_parallel *layout,
+                                   const int64_t *batch, const int64_t *seq, size_t n, int level,
+                                   uint64_t *peak);
+/**
  * Record the timeline of every later run: points through the step, each with
  * its phase, the part of the model it is in and the live bytes of the four
  * terms. One layer of each run of identical layers is shown op by op (the one

@@ -400,6 +400,25 @@ public:
     {
         return max(model, train, &layout, key, level, capacity);
     }
+    /**
+     * The peak at @p level (#llmem_level) of @p train at each point
+     * (batch[i], seq[i]) on one GPU (llmem_estimate_sweep()). An empty
+     * vector keeps the train's value at every point; two non-empty ones must
+     * be the same length (std::invalid_argument).
+     */
+    std::vector<std::uint64_t> sweep(Model &model, const Train &train,
+                                     const std::vector<std::int64_t> &batch,
+                                     const std::vector<std::int64_t> &seq, int level)
+    {
+        return sweep(model, train, nullptr, batch, seq, level);
+    }
+    /** As sweep(), laid out as @p layout. */
+    std::vector<std::uint64_t> sweep(Model &model, const Train &train, const Parallel &layout,
+                                     const std::vector<std::int64_t> &batch,
+                                     const std::vector<std::int64_t> &seq, int level)
+    {
+        return sweep(model, train, &layout, batch, seq, level);
+    }
     /** A result (#llmem_estimate_key), for the most loaded rank. */
     std::uint64_t get(int key) const
     {
@@ -499,6 +518,21 @@ private:
                                          level, capacity, &v),
                       ctx_);
         return v;
+    }
+    std::vector<std::uint64_t> sweep(Model &model, const Train &train, const Parallel *layout,
+                                     const std::vector<std::int64_t> &batch,
+                                     const std::vector<std::int64_t> &seq, int level)
+    {
+        if (!batch.empty() && !seq.empty() && batch.size() != seq.size())
+            throw std::invalid_argument("llmem: sweep: batch and seq differ in length");
+        std::vector<std::uint64_t> peak(batch.empty() ? seq.size() : batch.size());
+        detail::check(llmem_estimate_sweep(p_.get(), model.native(), train.native(),
+                                           layout != nullptr ? layout->native() : nullptr,
+                                           batch.empty() ? nullptr : batch.data(),
+                                           seq.empty() ? nullptr : seq.data(), peak.size(),
+                                           level, peak.data()),
+                      ctx_);
+        return peak;
     }
     llmem_ctx *ctx_;
     detail::owned<llmem_estimate, llmem_estimate_free> p_;

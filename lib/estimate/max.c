@@ -6,13 +6,6 @@
 #include "parallel/parallel.h"
 #include "train/train.h"
 
-static uint64_t level_bytes(const est_results *r, int level)
-{
-    return level == LLMEM_LEVEL_ALLOCATED  ? r->peak_allocated
-           : level == LLMEM_LEVEL_RESERVED ? r->peak_reserved
-                                           : r->peak_device;
-}
-
 /* 1: value fits; 0: it does not; < 0: an error other than "too large". A
  * value beyond 64-bit byte counts, or beyond what the model takes for the
  * searched field itself (a sequence longer than learned positions), fits no
@@ -30,7 +23,7 @@ static int fits(llmem_estimate *e, llmem_model *model, llmem_train *t,
         return 0;
     if (rc != LLMEM_OK)
         return rc;
-    return level_bytes(&e->r, level) <= capacity;
+    return llmem_level_bytes(&e->r, level) <= capacity;
 }
 
 int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train *train,

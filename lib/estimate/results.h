@@ -30,6 +30,14 @@ typedef struct est_results {
     struct llmem_term term[TERM_COUNT];
 } est_results;
 
+/* The peak at a llmem_level (llmem_estimate_max, llmem_estimate_sweep). */
+static inline uint64_t llmem_level_bytes(const est_results *r, int level)
+{
+    return level == LLMEM_LEVEL_ALLOCATED  ? r->peak_allocated
+           : level == LLMEM_LEVEL_RESERVED ? r->peak_reserved
+                                           : r->peak_device;
+}
+
 void llmem_term_set(struct llmem_term *t, int kind, uint64_t at_peak, uint64_t max);
 void llmem_term_add(struct llmem_term *t, const char *name, uint64_t bytes);
 

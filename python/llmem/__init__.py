@@ -20,7 +20,7 @@ from .context import Context, default_context
 from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFound,
                      NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
 from .estimate import (LEVELS, PHASES, TERMS, Estimate, Rank, Result, Term, Timeline,
-                       TimelinePoint, estimate, largest_fitting)
+                       TimelinePoint, estimate, largest_fitting, sweep)
 from .fields import MODEL_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Field
 from .model import Model, presets
 from .parallel import Parallel
@@ -41,5 +41,5 @@ __all__ = [
     "Parallel", "ParseError", "Plan", "PlanResult", "PlannedLayout", "Rank", "ReadError",
     "Rejection", "Result", "TERMS", "Term", "Timeline", "TimelinePoint",
     "TRAIN_FIELDS", "Train", "Weights", "__version__", "default_context", "estimate",
-    "largest_fitting", "library_path", "library_version", "plan", "presets",
+    "largest_fitting", "library_path", "library_version", "plan", "presets", "sweep",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._library import LIB
 from .context import Context, Handle, locked, resolve
@@ -244,6 +244,34 @@ class Estimate(Handle):
                 capacity, ctypes.byref(out)))
         return out.value
 
+    def sweep(self, model: Model, train: Train, batch: Optional[Sequence[int]] = None,
+              seq: Optional[Sequence[int]] = None, *, level: str = "device",
+              parallel: Optional[Parallel] = None) -> List[int]:
+        """The peak at ``level`` ("allocated", "reserved", "device") on the
+        most loaded rank of ``train`` at each point ``(batch[i], seq[i])``,
+        in one call of the library (``llmem_estimate_sweep``): each the peak
+        :meth:`run` gives at that point. ``None`` keeps the train's value at
+        every point; two sequences must be the same length. ``train`` is left
+        as it was; the estimate holds the last point's result."""
+        if level not in LEVELS:
+            raise ValueError("level: %r is not one of %s" % (level, ", ".join(LEVELS)))
+        columns = [_int64_column(name, values) for name, values in (("batch", batch),
+                                                                     ("seq", seq))]
+        lengths = {len(c) for c in columns if c is not None}
+        if len(lengths) > 1:
+            raise ValueError("sweep(): batch and seq differ in length (%s)"
+                             % " and ".join(str(n) for n in sorted(lengths)))
+        n = lengths.pop() if lengths else 0
+        peaks = (ctypes.c_uint64 * n)()
+        ctx = self._context
+        objects = [model, train] + ([parallel] if parallel is not None else [])
+        with locked(ctx, *(o._context for o in objects)):
+            ctx.check(LIB.llmem_estimate_sweep(
+                self._handle, model._handle, train._handle,
+                parallel._handle if parallel is not None else None, columns[0], columns[1],
+                n, LEVELS[level], peaks))
+        return list(peaks)
+
     def _u64(self, key: int, rank: Optional[int] = None) -> int:
         out = ctypes.c_uint64()
         if rank is None:
@@ -328,6 +356,20 @@ class Estimate(Handle):
             **self._peaks(None))
 
 
+def _int64_column(name: str, values: Optional[Sequence[int]]) -> Any:
+    """A sequence of integers as a C array of int64 (None stays None)."""
+    if values is None:
+        return None
+    column = (ctypes.c_int64 * len(values))()
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("sweep(): %s[%d]: %r is not an integer" % (name, i, v))
+        if not -(1 << 63) <= v < (1 << 63):
+            raise ValueError("sweep(): %s[%d]: %d does not fit 64 bits" % (name, i, v))
+        column[i] = v
+    return column
+
+
 def _split(function: str, settings: Dict[str, Any]) -> Tuple[Dict[str, Any], ...]:
     """Settings by table: model, training and layout fields."""
     tables = (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
@@ -357,6 +399,28 @@ def largest_fitting(model: Union[str, Model], field: str = "batch", *, capacity:
     with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est, \
             Parallel(context=ctx, **layout_fields) as layout:
         return est.max(model, train, field, capacity=capacity, level=level, parallel=layout)
+
+
+def sweep(model: Union[str, Model], batch: Optional[Sequence[int]] = None,
+          seq: Optional[Sequence[int]] = None, *, level: str = "device",
+          context: Optional[Context] = None, **settings: Any) -> List[int]:
+    """The peak of each point ``(batch[i], seq[i])`` (see :meth:`Estimate.sweep`)
+    with the other settings of :func:`estimate`, in one call of the library:
+    ``sweep("meta-llama/Llama-3.1-8B", batch=[1, 2, 4, 8], seq=[4096] * 4,
+    attention="flash", dp=8, sharding="zero3")``."""
+    model_fields, train_fields, layout_fields = _split("sweep()", settings)
+    if isinstance(model, str):
+        ctx = resolve(context)
+        with Model.from_preset(model, context=ctx, **model_fields) as owned:
+            return sweep(owned, batch, seq, level=level, context=ctx, **train_fields,
+                         **layout_fields)
+    if model_fields:
+        raise TypeError("sweep(): model fields (%s) change a preset given by name"
+                        % ", ".join(model_fields))
+    ctx = context if context is not None else model._context
+    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est, \
+            Parallel(context=ctx, **layout_fields) as layout:
+        return est.sweep(model, train, batch, seq, level=level, parallel=layout)
 
 
 def estimate(model: Union[str, Model], *, context: Optional[Context] = None,

@@ -294,6 +294,27 @@ void planning_as_the_c_api()
     over.set(LLMEM_TRAIN_BATCH, n + 1);
     check(n > 0 && n == c_n && est.run(small, over).peak_device() > 24 * gib,
           "max() is the C API's largest fitting batch, and one more does not fit");
+    // A sweep: each point the C API's run at it; a NULL side keeps the train's value.
+    const std::vector<std::int64_t> batches = { 1, 2, 5 }, seqs = { 3, 512, 1024 };
+    const std::vector<std::uint64_t> peaks =
+        est.sweep(small, train, batches, seqs, LLMEM_LEVEL_DEVICE);
+    bool swept = peaks.size() == 3;
+    for (std::size_t i = 0; swept && i < peaks.size(); i++) {
+        llmem::Train at_point(ctx);
+        at_point.set(LLMEM_TRAIN_BATCH, batches[i]);
+        at_point.set(LLMEM_TRAIN_SEQ, seqs[i]);
+        swept = est.run(small, at_point).peak_device() == peaks[i];
+    }
+    check(swept, "sweep() gives each point's own run");
+    check(est.sweep(small, train, batches, {}, LLMEM_LEVEL_DEVICE).size() == 3,
+          "an empty seq keeps the train's");
+    bool mismatch = false;
+    try {
+        est.sweep(small, train, batches, { 1, 2 }, LLMEM_LEVEL_DEVICE);
+    } catch (const std::invalid_argument &) {
+        mismatch = true;
+    }
+    check(mismatch, "batch and seq of different lengths throw");
     status_of_plan_without_capacity(ctx, model, train);
 }
 

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * llmem_estimate_sweep: each point's peak is what a run of its own gives (on
+ * another handle, at every level, in every regime of batch and seq, plain
+ * and laid out), the train is left as it was, and a bad point stops the
+ * sweep with its index, its field and the peaks before it written.
+ */
+#include "llmem.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Batch 1 and seq 1..3 are regimes of their own (docs/benchmarks.md). */
+static const int64_t sweep_batch[] = { 1, 2, 3, 1, 4, 7, 2, 1, 5, 8, 3, 2 };
+static const int64_t sweep_seq[] = { 1, 2, 3, 512, 512, 64, 1024, 4, 300, 2048, 2048, 256 };
+#define POINTS (sizeof sweep_batch / sizeof sweep_batch[0])
+
+static const struct {
+    const char *preset, *method, *ckpt, *attention, *loss;
+    int64_t dp, tp, pp, sp;
+    const char *sharding;
+} jobs[] = {
+    { "meta-llama/Llama-3.2-1B", "full", "none", "sdpa", "upcast", 1, 1, 1, 0, "none" },
+    { "meta-llama/Llama-3.2-1B", "lora", "full", "eager", "chunked", 1, 1, 1, 0, "none" },
+    { "google/gemma-2-9b", "freeze", "reentrant", "flash", "upcast", 1, 1, 1, 0, "none" },
+    { "Qwen/Qwen2.5-7B", "qlora", "none", "sdpa", "upcast", 1, 1, 1, 0, "none" },
+    { "meta-llama/Llama-3.1-8B", "full", "full", "flash", "upcast", 4, 2, 2, 0, "zero3" },
+    { "meta-llama/Llama-3.1-8B", "full", "none", "sdpa", "upcast", 2, 2, 1, 0, "fsdp-full" },
+};
+#define JOBS (sizeof jobs / sizeof jobs[0])
+
+typedef struct fixture {
+    llmem_ctx *ctx;
+    llmem_model *m;
+    llmem_train *t;
+    llmem_parallel *l;
+    llmem_estimate *e;
+} fixture;
+
+/* The job's training setup, at batch 6 and seq 128. */
+static void set_job(llmem_train *t, size_t j)
+{
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, "bf16-mixed"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, jobs[j].method), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS,
+                                     strcmp(jobs[j].method, "freeze") == 0),
+                 LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, jobs[j].ckpt), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, jobs[j].attention), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_LOSS, jobs[j].loss), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 6), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 128), LLMEM_OK);
+}
+
+static fixture open_job(size_t j)
+{
+    fixture f;
+    cr_assert_eq(llmem_ctx_new(&f.ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(f.ctx, jobs[j].preset, &f.m), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(f.ctx, &f.t), LLMEM_OK);
+    set_job(f.t, j);
+    cr_assert_eq(llmem_parallel_new(f.ctx, &f.l), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_DP, jobs[j].dp), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_TP, jobs[j].tp), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_PP, jobs[j].pp), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_SP, jobs[j].sp), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_str(f.l, LLMEM_PARALLEL_SHARDING, jobs[j].sharding), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(f.ctx, &f.e), LLMEM_OK);
+    return f;
+}
+
+static void close_job(fixture *f)
+{
+    llmem_estimate_free(f->e);
+    llmem_parallel_free(f->l);
+    llmem_train_free(f->t);
+    llmem_model_free(f->m);
+    llmem_ctx_free(f->ctx);
+}
+
+static const int levels[] = { LLMEM_LEVEL_ALLOCATED, LLMEM_LEVEL_RESERVED, LLMEM_LEVEL_DEVICE };
+static const int level_keys[] = { LLMEM_EST_PEAK_ALLOCATED, LLMEM_EST_PEAK_RESERVED,
+                                  LLMEM_EST_PEAK_DEVICE };
+
+static int64_t train_int(const llmem_train *t, int key)
+{
+    int64_t v = 0;
+    cr_assert_eq(llmem_train_get_int(t, key, &v), LLMEM_OK);
+    return v;
+}
+
+/* Every point, at every level, against its own run on another handle. */
+Test(sweep, each_point_equals_its_own_run)
+{
+    for (size_t j = 0; j < JOBS; j++) {
+        fixture f = open_job(j);
+        llmem_estimate *own;
+        llmem_train *t;
+        cr_assert_eq(llmem_estimate_new(f.ctx, &own), LLMEM_OK);
+        cr_assert_eq(llmem_train_new(f.ctx, &t), LLMEM_OK);
+        set_job(t, j);
+        for (size_t k = 0; k < 3; k++) {
+            uint64_t peak[POINTS];
+            int rc = llmem_estimate_sweep(f.e, f.m, f.t, f.l, sweep_batch, sweep_seq, POINTS,
+                                          levels[k], peak);
+            cr_assert_eq(rc, LLMEM_OK, "%s: %s", jobs[j].preset, llmem_ctx_error(f.ctx));
+            for (size_t i = 0; i < POINTS; i++) {
+                uint64_t want = 0;
+                /* The job's own train at the point, on a new handle. */
+                cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, sweep_batch[i]), LLMEM_OK);
+                cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, sweep_seq[i]), LLMEM_OK);
+                llmem_estimate_free(own);
+                cr_assert_eq(llmem_estimate_new(f.ctx, &own), LLMEM_OK);
+                cr_assert_eq(llmem_estimate_run_parallel(own, f.m, t, f.l), LLMEM_OK, "%s",
+                             llmem_ctx_error(f.ctx));
+                llmem_estimate_get_u64(own, level_keys[k], &want);
+                cr_expect_eq(peak[i], want, "%s %s, level %d, batch %lld seq %lld: %llu != %llu",
+                             jobs[j].preset, jobs[j].method, levels[k], (long long)sweep_batch[i],
+                             (long long)sweep_seq[i], (unsigned long long)peak[i],
+                             (unsigned long long)want);
+            }
+            /* The estimate holds the last point's result. */
+            uint64_t last = 0;
+            llmem_estimate_get_u64(f.e, level_keys[k], &last);
+            cr_expect_eq(last, peak[POINTS - 1]);
+        }
+        cr_expect_eq(train_int(f.t, LLMEM_TRAIN_BATCH), 6, "the train is left unchanged");
+        cr_expect_eq(train_int(f.t, LLMEM_TRAIN_SEQ), 128);
+        llmem_train_free(t);
+        llmem_estimate_free(own);
+        close_job(&f);
+    }
+}
+
+/* A NULL array keeps the train's value at every point. */
+Test(sweep, null_arrays_keep_the_train_values)
+{
+    fixture f = open_job(0);
+    const int64_t batch[] = { 1, 6, 9 }, seq[] = { 64, 128, 4000 };
+    uint64_t by_batch[3], by_seq[3], same[2], want = 0;
+    cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, batch, NULL, 3, LLMEM_LEVEL_DEVICE,
+                                      by_batch),
+                 LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, NULL, seq, 3, LLMEM_LEVEL_DEVICE,
+                                      by_seq),
+                 LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+    cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, NULL, NULL, 2, LLMEM_LEVEL_DEVICE,
+                                      same),
+                 LLMEM_OK);
+    cr_assert_eq(llmem_estimate_run(f.e, f.m, f.t), LLMEM_OK);
+    llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &want);
+    /* batch 6 and seq 128 are the train's own */
+    cr_expect_eq(by_batch[1], want);
+    cr_expect_eq(by_seq[1], want);
+    cr_expect_eq(same[0], want);
+    cr_expect_eq(same[1], want);
+    cr_expect_lt(by_batch[0], by_batch[1], "the peak grows with the batch");
+    cr_expect_lt(by_batch[1], by_batch[2]);
+    cr_expect_lt(by_seq[0], by_seq[1], "and with the sequence");
+    cr_expect_lt(by_seq[1], by_seq[2]);
+    close_job(&f);
+}
+
+/* The failing point: its status, index, values and field; the peaks before it written. */
+static void expect_point_fails(fixture *f, const llmem_parallel *l, const int64_t *batch,
+                               const int64_t *seq, size_t n, size_t bad, int status, int object,
+                               int key)
+{
+    uint64_t peak[8];
+    char prefix[64];
+    int o = 0, k = 0;
+    cr_assert_leq(n, 8);
+    for (size_t i = 0; i < n; i++)
+        peak[i] = 0;
+    int rc = llmem_estimate_sweep(f->e, f->m, f->t, l, batch, seq, n, LLMEM_LEVEL_DEVICE, peak);
+    cr_assert_eq(rc, status, "%s", llmem_ctx_error(f->ctx));
+    snprintf(prefix, sizeof prefix, "sweep point %zu (batch %lld, seq %lld): ", bad,
+             (long long)batch[bad], (long long)seq[bad]);
+    cr_expect_eq(strncmp(llmem_ctx_error(f->ctx), prefix, strlen(prefix)), 0,
+                 "message '%s' starts with '%s'", llmem_ctx_error(f->ctx), prefix);
+    cr_expect_eq(llmem_ctx_error_field(f->ctx, &o, &k), LLMEM_OK);
+    cr_expect_eq(o, object);
+    cr_expect_eq(k, key);
+    for (size_t i = 0; i < n; i++)
+        if (i < bad)
+            cr_expect_gt(peak[i], 0, "point %zu before the failure is written", i);
+        else
+            cr_expect_eq(peak[i], 0, "point %zu from the failure on is not", i);
+    cr_expect_eq(train_int(f->t, LLMEM_TRAIN_BATCH), 6, "the train is left unchanged");
+}
+
+Test(sweep, a_bad_point_is_named)
+{
+    fixture f = open_job(0);
+    const int64_t batch[] = { 2, 4, 0, 8 }, seq[] = { 64, 64, 64, 64 };
+    expect_point_fails(&f, NULL, batch, seq, 4, 2, LLMEM_ERANGE, LLMEM_OBJECT_TRAIN,
+                       LLMEM_TRAIN_BATCH);
+    const int64_t batch2[] = { 2, 4 }, seq2[] = { 64, -5 };
+    expect_point_fails(&f, NULL, batch2, seq2, 2, 1, LLMEM_ERANGE, LLMEM_OBJECT_TRAIN,
+                       LLMEM_TRAIN_SEQ);
+    /* Context parallelism splits a sequence into 2 x cp chunks: 777 does not split. */
+    cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_CP, 2), LLMEM_OK);
+    const int64_t batch3[] = { 1, 1, 1 }, seq3[] = { 512, 777, 1024 };
+    expect_point_fails(&f, f.l, batch3, seq3, 3, 1, LLMEM_EINCONSISTENT, LLMEM_OBJECT_PARALLEL,
+                       LLMEM_PARALLEL_CP);
+    close_job(&f);
+    /* GPT-2 learned 1024 positions. */
+    fixture g = open_job(0);
+    llmem_model_free(g.m);
+    cr_assert_eq(llmem_model_new_preset(g.ctx, "openai-community/gpt2", &g.m), LLMEM_OK);
+    const int64_t batch4[] = { 1, 1 }, seq4[] = { 1024, 1025 };
+    expect_point_fails(&g, NULL, batch4, seq4, 2, 1, LLMEM_EINCONSISTENT, LLMEM_OBJECT_TRAIN,
+                       LLMEM_TRAIN_SEQ);
+    close_job(&g);
+}
+
+Test(sweep, bad_arguments)
+{
+    fixture f = open_job(0);
+    const int64_t batch[] = { 1, 2 };
+    uint64_t peak[2];
+    cr_expect_eq(llmem_estimate_sweep(NULL, f.m, f.t, NULL, batch, NULL, 2, LLMEM_LEVEL_DEVICE,
+                                      peak),
+                 LLMEM_EINVAL);
+    cr_expect_eq(llmem_estimate_sweep(f.e, NULL, f.t, NULL, batch, NULL, 2, LLMEM_LEVEL_DEVICE,
+                                      peak),
+                 LLMEM_EINVAL);
+    cr_expect_eq(llmem_estimate_sweep(f.e, f.m, NULL, NULL, batch, NULL, 2, LLMEM_LEVEL_DEVICE,
+                                      peak),
+                 LLMEM_EINVAL);
+    cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, batch, NULL, 2, LLMEM_LEVEL_DEVICE,
+                                      NULL),
+                 LLMEM_EINVAL);
+    cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, batch, NULL, 2, 0, peak), LLMEM_EINVAL);
+    cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, batch, NULL, 2, 4, peak), LLMEM_EINVAL);
+    cr_expect_neq(strstr(llmem_ctx_error(f.ctx), "level 4"), NULL, "%s", llmem_ctx_error(f.ctx));
+    /* No points: nothing to write, nothing run. */
+    cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, NULL, NULL, 0, LLMEM_LEVEL_DEVICE,
+                                      NULL),
+                 LLMEM_OK);
+    close_job(&f);
+}
