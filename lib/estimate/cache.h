@@ -24,7 +24,8 @@
 
 #define SEG_CONTEXTS 8    /* model shapes x build settings */
 #define SEG_ENTRIES 64    /* segments x regimes x pieces */
-#define SEG_SAMPLES 6     /* simulated points an entry keeps */
+#define SEG_SAMPLES 8     /* simulated points an entry keeps: a column needs four of one
+                             batch, which a sweep over two batches interleaves */
 #define SEG_FORMS 4       /* rows and columns an entry keeps */
 #define SEG_LOG 1024      /* steps one simulation may log */
 #define SEG_ARENA 49152   /* words of samples and forms, for every entry */

@@ -149,6 +149,7 @@ static void sim_cached(walk_scratch *e, const build *b, const seg_query *q, int 
     g->event_grads = NULL;
     g->events_cap = SEG_LOG;
     llmem_graph_simulate(g, mode, c);
+    e->simulated++;
     g->events = NULL;
     if (b->sp == 1 && !g->overflow && g->nevents <= SEG_LOG)
         llmem_segcache_learn(&e->cache, q, b->batch, b->seq, c, g->nevents_forward, g->nevents);

@@ -76,6 +76,7 @@ typedef struct walk_scratch {
     int walked;         /* the last llmem_walk walked (0: it knew the result: walk_known) */
     int logged;         /* and logged its moments in log (a walk that may be compiled next) */
     uint64_t compiled, answered; /* walks compiled, and estimates they answered (white-box tests) */
+    uint64_t simulated;          /* segments simulated for the cache (white-box tests) */
     walk_log log;
     walk_form forms[SEG_WALKS][WALK_REGIMES]; /* compiled walks: by key slot and regime */
     struct walk_memo {                        /* by key slot: the last result, at its point */
