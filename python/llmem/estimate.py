@@ -2,6 +2,7 @@
 """Estimates: the memory of one training step, and its breakdown."""
 from __future__ import annotations
 
+import array
 import ctypes
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -357,17 +358,20 @@ class Estimate(Handle):
 
 
 def _int64_column(name: str, values: Optional[Sequence[int]]) -> Any:
-    """A sequence of integers as a C array of int64 (None stays None)."""
+    """A sequence of integers as a C array of int64 (None stays None): one
+    conversion for the whole column; a bad element is named by its index."""
     if values is None:
         return None
-    column = (ctypes.c_int64 * len(values))()
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError("sweep(): %s[%d]: %r is not an integer" % (name, i, v))
-        if not -(1 << 63) <= v < (1 << 63):
-            raise ValueError("sweep(): %s[%d]: %d does not fit 64 bits" % (name, i, v))
-        column[i] = v
-    return column
+    try:
+        column = array.array("q", values)
+    except (TypeError, OverflowError):
+        for i, v in enumerate(values):
+            if not isinstance(v, int):
+                raise TypeError("sweep(): %s[%d]: %r is not an integer" % (name, i, v)) from None
+            if not -(1 << 63) <= v < (1 << 63):
+                raise ValueError("sweep(): %s[%d]: %d does not fit 64 bits" % (name, i, v)) from None
+        raise
+    return (ctypes.c_int64 * len(column)).from_buffer(column)  # which it keeps alive
 
 
 def _split(function: str, settings: Dict[str, Any]) -> Tuple[Dict[str, Any], ...]:

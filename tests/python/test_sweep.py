@@ -55,8 +55,8 @@ def test_bad_arguments():
         llmem.sweep(LLAMA_1B, [1, 2], [64])
     with pytest.raises(TypeError, match=r"batch\[1\]"):
         llmem.sweep(LLAMA_1B, [1, 2.5])
-    with pytest.raises(TypeError, match=r"seq\[0\]"):
-        llmem.sweep(LLAMA_1B, seq=[True])
+    with pytest.raises(TypeError, match=r"seq\[1\]"):
+        llmem.sweep(LLAMA_1B, seq=[64, "128"])
     with pytest.raises(ValueError, match=r"batch\[0\]: .* 64 bits"):
         llmem.sweep(LLAMA_1B, [1 << 64])
     with pytest.raises(ValueError, match="level"):
