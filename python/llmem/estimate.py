@@ -5,7 +5,7 @@ from __future__ import annotations
 import array
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._library import LIB
 from .context import Context, Handle, locked, resolve
@@ -383,6 +383,24 @@ def _split(function: str, settings: Dict[str, Any]) -> Tuple[Dict[str, Any], ...
     return tuple({k: v for k, v in settings.items() if k in table} for table in tables)
 
 
+def _with_job(function: str, model: Union[str, Model], context: Optional[Context],
+              settings: Dict[str, Any], body: Callable[[Model, Train, Estimate, Parallel], Any]) -> Any:
+    """``body(model, train, estimate, layout)`` on the handles of ``settings``
+    (named as for :func:`estimate`), a preset given by name opened first."""
+    model_fields, train_fields, layout_fields = _split(function + "()", settings)
+    if isinstance(model, str):
+        ctx = resolve(context)
+        with Model.from_preset(model, context=ctx, **model_fields) as owned:
+            return _with_job(function, owned, ctx, dict(train_fields, **layout_fields), body)
+    if model_fields:
+        raise TypeError("%s(): model fields (%s) change a preset given by name"
+                        % (function, ", ".join(model_fields)))
+    ctx = context if context is not None else model._context
+    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est, \
+            Parallel(context=ctx, **layout_fields) as layout:
+        return body(model, train, est, layout)
+
+
 def largest_fitting(model: Union[str, Model], field: str = "batch", *, capacity: int,
                     level: str = "device", context: Optional[Context] = None,
                     **settings: Any) -> int:
@@ -390,19 +408,9 @@ def largest_fitting(model: Union[str, Model], field: str = "batch", *, capacity:
     GPU (see :meth:`Estimate.max`), with the settings of :func:`estimate`:
     ``largest_fitting("meta-llama/Llama-3.1-8B", capacity=80 * 2**30, seq=4096,
     dp=8, sharding="zero3")``."""
-    model_fields, train_fields, layout_fields = _split("largest_fitting()", settings)
-    if isinstance(model, str):
-        ctx = resolve(context)
-        with Model.from_preset(model, context=ctx, **model_fields) as owned:
-            return largest_fitting(owned, field, capacity=capacity, level=level, context=ctx,
-                                   **train_fields, **layout_fields)
-    if model_fields:
-        raise TypeError("largest_fitting(): model fields (%s) change a preset given by name"
-                        % ", ".join(model_fields))
-    ctx = context if context is not None else model._context
-    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est, \
-            Parallel(context=ctx, **layout_fields) as layout:
-        return est.max(model, train, field, capacity=capacity, level=level, parallel=layout)
+    return _with_job("largest_fitting", model, context, settings,
+                     lambda m, train, est, layout: est.max(m, train, field, capacity=capacity,
+                                                           level=level, parallel=layout))
 
 
 def sweep(model: Union[str, Model], batch: Optional[Sequence[int]] = None,
@@ -412,19 +420,9 @@ def sweep(model: Union[str, Model], batch: Optional[Sequence[int]] = None,
     with the other settings of :func:`estimate`, in one call of the library:
     ``sweep("meta-llama/Llama-3.1-8B", batch=[1, 2, 4, 8], seq=[4096] * 4,
     attention="flash", dp=8, sharding="zero3")``."""
-    model_fields, train_fields, layout_fields = _split("sweep()", settings)
-    if isinstance(model, str):
-        ctx = resolve(context)
-        with Model.from_preset(model, context=ctx, **model_fields) as owned:
-            return sweep(owned, batch, seq, level=level, context=ctx, **train_fields,
-                         **layout_fields)
-    if model_fields:
-        raise TypeError("sweep(): model fields (%s) change a preset given by name"
-                        % ", ".join(model_fields))
-    ctx = context if context is not None else model._context
-    with Train(context=ctx, **train_fields) as train, Estimate(context=ctx) as est, \
-            Parallel(context=ctx, **layout_fields) as layout:
-        return est.sweep(model, train, batch, seq, level=level, parallel=layout)
+    return _with_job("sweep", model, context, settings,
+                     lambda m, train, est, layout: est.sweep(m, train, batch, seq, level=level,
+                                                             parallel=layout))
 
 
 def estimate(model: Union[str, Model], *, context: Optional[Context] = None,

@@ -5,6 +5,7 @@
  * publish (DeepSpeed's ZeRO estimators), tensor and pipeline splits, bad
  * layouts named by their field, the largest batch that fits, and the planner.
  */
+#include "job_fixture.h"
 #include "llmem.h"
 
 #include <criterion/criterion.h>
@@ -15,37 +16,15 @@
 #define PRESET "meta-llama/Llama-2-7b-hf"
 #define P UINT64_C(6738415616)
 
-typedef struct fixture {
-    llmem_ctx *ctx;
-    llmem_model *m;
-    llmem_train *t;
-    llmem_parallel *l;
-    llmem_estimate *e;
-} fixture;
-
 static fixture open_fixture(const char *preset)
 {
-    fixture f;
-    cr_assert_eq(llmem_ctx_new(&f.ctx, NULL), LLMEM_OK);
-    cr_assert_eq(llmem_model_new_preset(f.ctx, preset, &f.m), LLMEM_OK);
-    cr_assert_eq(llmem_train_new(f.ctx, &f.t), LLMEM_OK);
+    fixture f = open_job_handles(preset);
     /* The setup these tests were written for, before the defaults became
      * SDPA and the fused step (its step counters add 4 bytes a tensor to the
      * states the engines' formulas count): set explicitly. */
     cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_ATTENTION, "eager"), LLMEM_OK);
     cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_OPTIMIZER_IMPL, "foreach"), LLMEM_OK);
-    cr_assert_eq(llmem_parallel_new(f.ctx, &f.l), LLMEM_OK);
-    cr_assert_eq(llmem_estimate_new(f.ctx, &f.e), LLMEM_OK);
     return f;
-}
-
-static void close_fixture(fixture *f)
-{
-    llmem_estimate_free(f->e);
-    llmem_parallel_free(f->l);
-    llmem_train_free(f->t);
-    llmem_model_free(f->m);
-    llmem_ctx_free(f->ctx);
 }
 
 static void run(fixture *f)

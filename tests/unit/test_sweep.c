@@ -5,6 +5,7 @@
  * and laid out), the train is left as it was, and a bad point stops the
  * sweep with its index, its field and the peaks before it written.
  */
+#include "job_fixture.h"
 #include "llmem.h"
 
 #include <criterion/criterion.h>
@@ -30,14 +31,6 @@ static const struct {
 };
 #define JOBS (sizeof jobs / sizeof jobs[0])
 
-typedef struct fixture {
-    llmem_ctx *ctx;
-    llmem_model *m;
-    llmem_train *t;
-    llmem_parallel *l;
-    llmem_estimate *e;
-} fixture;
-
 /* The job's training setup, at batch 6 and seq 128. */
 static void set_job(llmem_train *t, size_t j)
 {
@@ -55,28 +48,14 @@ static void set_job(llmem_train *t, size_t j)
 
 static fixture open_job(size_t j)
 {
-    fixture f;
-    cr_assert_eq(llmem_ctx_new(&f.ctx, NULL), LLMEM_OK);
-    cr_assert_eq(llmem_model_new_preset(f.ctx, jobs[j].preset, &f.m), LLMEM_OK);
-    cr_assert_eq(llmem_train_new(f.ctx, &f.t), LLMEM_OK);
+    fixture f = open_job_handles(jobs[j].preset);
     set_job(f.t, j);
-    cr_assert_eq(llmem_parallel_new(f.ctx, &f.l), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_DP, jobs[j].dp), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_TP, jobs[j].tp), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_PP, jobs[j].pp), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_SP, jobs[j].sp), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_str(f.l, LLMEM_PARALLEL_SHARDING, jobs[j].sharding), LLMEM_OK);
-    cr_assert_eq(llmem_estimate_new(f.ctx, &f.e), LLMEM_OK);
     return f;
-}
-
-static void close_job(fixture *f)
-{
-    llmem_estimate_free(f->e);
-    llmem_parallel_free(f->l);
-    llmem_train_free(f->t);
-    llmem_model_free(f->m);
-    llmem_ctx_free(f->ctx);
 }
 
 static const int levels[] = { LLMEM_LEVEL_ALLOCATED, LLMEM_LEVEL_RESERVED, LLMEM_LEVEL_DEVICE };
@@ -129,7 +108,7 @@ Test(sweep, each_point_equals_its_own_run)
         cr_expect_eq(train_int(f.t, LLMEM_TRAIN_SEQ), 128);
         llmem_train_free(t);
         llmem_estimate_free(own);
-        close_job(&f);
+        close_fixture(&f);
     }
 }
 
@@ -159,7 +138,7 @@ Test(sweep, null_arrays_keep_the_train_values)
     cr_expect_lt(by_batch[1], by_batch[2]);
     cr_expect_lt(by_seq[0], by_seq[1], "and with the sequence");
     cr_expect_lt(by_seq[1], by_seq[2]);
-    close_job(&f);
+    close_fixture(&f);
 }
 
 /* The failing point: its status, index, values and field; the peaks before it written. */
@@ -204,7 +183,7 @@ Test(sweep, a_bad_point_is_named)
     const int64_t batch3[] = { 1, 1, 1 }, seq3[] = { 512, 777, 1024 };
     expect_point_fails(&f, f.l, batch3, seq3, 3, 1, LLMEM_EINCONSISTENT, LLMEM_OBJECT_PARALLEL,
                        LLMEM_PARALLEL_CP);
-    close_job(&f);
+    close_fixture(&f);
     /* GPT-2 learned 1024 positions. */
     fixture g = open_job(0);
     llmem_model_free(g.m);
@@ -212,7 +191,7 @@ Test(sweep, a_bad_point_is_named)
     const int64_t batch4[] = { 1, 1 }, seq4[] = { 1024, 1025 };
     expect_point_fails(&g, NULL, batch4, seq4, 2, 1, LLMEM_EINCONSISTENT, LLMEM_OBJECT_TRAIN,
                        LLMEM_TRAIN_SEQ);
-    close_job(&g);
+    close_fixture(&g);
 }
 
 Test(sweep, bad_arguments)
@@ -239,5 +218,5 @@ Test(sweep, bad_arguments)
     cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, NULL, NULL, 0, LLMEM_LEVEL_DEVICE,
                                       NULL),
                  LLMEM_OK);
-    close_job(&f);
+    close_fixture(&f);
 }

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* A job's handles through the public API: a context, a preset model, a train
+ * and a layout at their defaults, and an estimate. */
+#ifndef LLMEM_TESTS_UNIT_JOB_FIXTURE_H
+#define LLMEM_TESTS_UNIT_JOB_FIXTURE_H
+
+#include <criterion/criterion.h>
+#include <llmem.h>
+
+typedef struct fixture {
+    llmem_ctx *ctx;
+    llmem_model *m;
+    llmem_train *t;
+    llmem_parallel *l;
+    llmem_estimate *e;
+} fixture;
+
+static fixture open_job_handles(const char *preset)
+{
+    fixture f;
+    cr_assert_eq(llmem_ctx_new(&f.ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(f.ctx, preset, &f.m), LLMEM_OK, "%s", preset);
+    cr_assert_eq(llmem_train_new(f.ctx, &f.t), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_new(f.ctx, &f.l), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(f.ctx, &f.e), LLMEM_OK);
+    return f;
+}
+
+static void close_fixture(fixture *f)
+{
+    llmem_estimate_free(f->e);
+    llmem_parallel_free(f->l);
+    llmem_train_free(f->t);
+    llmem_model_free(f->m);
+    llmem_ctx_free(f->ctx);
+}
+
+#endif
