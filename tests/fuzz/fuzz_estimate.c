@@ -31,6 +31,10 @@
  *      planner's capacity, and the next micro-batch does not fit; no
  *      rejection is an internal error;
  *   7. a timeline's points add up to at most the peak and reach it;
+ *   9. a sweep of points around the job's batch and seq gives each point's
+ *      own run's peak at the level drawn, or stops at the first point whose
+ *      run fails, with its status and the point named, and leaves the
+ *      train as it was;
  *   8. the device peak fitted to a GPU gives every plain MIG profile and the
  *      whole GPU in order with the documented figures, the best the first
  *      that holds it; packed with jobs scaled from it onto one or two GPU
@@ -146,7 +150,7 @@ typedef struct job {
     size_t nrec;
 } job;
 
-enum { CHECK_MAX = 1, CHECK_PLAN = 2 };
+enum { CHECK_MAX = 1, CHECK_PLAN = 2, CHECK_SWEEP = 4 };
 
 static int count_keys(int object)
 {
@@ -232,7 +236,7 @@ static void decode(const uint8_t *data, size_t size, job *j)
         j->expand = flags >> 7;
     }
     /* The planner runs hundreds of estimates: a quarter of the inputs. */
-    j->checks = (flags & 2 ? CHECK_MAX : 0) | ((flags & 12) == 12 ? CHECK_PLAN : 0);
+    j->checks = (flags & 2 ? CHECK_MAX : CHECK_SWEEP) | ((flags & 12) == 12 ? CHECK_PLAN : 0);
     j->kernels = byte_of(&r);
     j->variant = byte_of(&r);
     j->extras = byte_of(&r);
@@ -792,6 +796,59 @@ static void check_monotone(llmem_ctx *ctx, llmem_estimate *e, const inputs *in, 
     llmem_train_set_int(in->t, key, v);
 }
 
+/* ---- Invariant 9: a sweep is its points' runs -------------------------- */
+
+static void check_sweep(llmem_ctx *ctx, llmem_estimate *e, llmem_estimate *f, const inputs *in,
+                        const job *j)
+{
+    int64_t b = 1, s = 1, bmax = 1, smax = 1;
+    llmem_train_get_int(in->t, LLMEM_TRAIN_BATCH, &b);
+    llmem_train_get_int(in->t, LLMEM_TRAIN_SEQ, &s);
+    llmem_train_field_info(LLMEM_TRAIN_BATCH, NULL, NULL, &bmax, NULL);
+    llmem_train_field_info(LLMEM_TRAIN_SEQ, NULL, NULL, &smax, NULL);
+    /* the job's point, its neighbours, and the batch 1 and seq 1 regimes */
+    const int64_t batch[] = { b, b < bmax ? b + 1 : b, 1, b, 2, b };
+    const int64_t seq[] = { s, s, s, 1, s < smax ? s + 1 : s, s > 1 ? s - 1 : s };
+    uint64_t peak[N(batch)];
+    int level = LLMEM_LEVEL_ALLOCATED + (int)(j->variant % 3);
+    static const int level_key[] = { LLMEM_EST_PEAK_ALLOCATED, LLMEM_EST_PEAK_RESERVED,
+                                     LLMEM_EST_PEAK_DEVICE };
+    int rc = llmem_estimate_sweep(e, in->m, in->t, in->l, batch, seq, N(batch), level, peak);
+    check_status(ctx, rc, "sweep");
+    int64_t after_b = 0, after_s = 0;
+    llmem_train_get_int(in->t, LLMEM_TRAIN_BATCH, &after_b);
+    llmem_train_get_int(in->t, LLMEM_TRAIN_SEQ, &after_s);
+    CHECK(after_b == b && after_s == s, "a sweep changed the train");
+    char prefix[96] = "";
+    if (rc != LLMEM_OK) /* the message names the point before the reference runs replace it */
+        snprintf(prefix, sizeof prefix, "%.95s", llmem_ctx_error(ctx));
+    size_t i = 0;
+    for (; i < N(batch); i++) {
+        uint64_t own = 0;
+        llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, batch[i]);
+        llmem_train_set_int(in->t, LLMEM_TRAIN_SEQ, seq[i]);
+        int rci = llmem_estimate_run_parallel(f, in->m, in->t, in->l);
+        check_status(ctx, rci, "estimate at a sweep point");
+        if (rci != LLMEM_OK) {
+            char want[64];
+            snprintf(want, sizeof want, "sweep point %zu (", i);
+            CHECK(rc == rci && strncmp(prefix, want, strlen(want)) == 0,
+                  "point %zu (batch %lld, seq %lld) fails alone (%d) but the sweep gave %d: %s",
+                  i, (long long)batch[i], (long long)seq[i], rci, rc, prefix);
+            break;
+        }
+        llmem_estimate_get_u64(f, level_key[level - 1], &own);
+        CHECK(rc == LLMEM_OK || i + 1 < N(batch), "the sweep failed where every point runs");
+        CHECK(peak[i] == own, "sweep point %zu (batch %lld, seq %lld): %llu, its run %llu", i,
+              (long long)batch[i], (long long)seq[i], (unsigned long long)peak[i],
+              (unsigned long long)own);
+    }
+    CHECK(i < N(batch) || rc == LLMEM_OK, "every point runs alone but the sweep failed: %s",
+          prefix);
+    llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, b);
+    llmem_train_set_int(in->t, LLMEM_TRAIN_SEQ, s);
+}
+
 /* ---- Invariant 5: the largest batch or sequence ------------------------ */
 
 static uint64_t level_bytes(const snap *s, int level)
@@ -1324,6 +1381,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (ok_a && (j.checks & CHECK_MAX))
         check_max(ctx, f, &j, &a, &sa);
+    if (ok_a && (j.checks & CHECK_SWEEP))
+        check_sweep(ctx, e, f, &a, &j);
     if (j.checks & CHECK_PLAN)
         check_plan(ctx, f, &j, &a, ok_a ? sa.top.est[LLMEM_EST_PEAK_DEVICE - 1] : UINT64_C(1) << 34);
 
