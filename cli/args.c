@@ -88,8 +88,10 @@ static const cli_flag flags[] = {
     MODEL_INT("post-norm", "post_norm", LLMEM_MODEL_POST_NORM, "0|1",
               "norms after the residual additions (OPT-350m)"),
 
-    TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, "N", "micro-batch size"),
-    TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, "N", "sequence length in tokens"),
+    TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, "N",
+          "micro-batch size; a list (1,2,4) makes a grid of peaks with --seq's"),
+    TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, "N",
+          "sequence length in tokens; a list (1024,4096) makes a grid"),
     TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, NULL,
           "precision recipe"),
     TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, NULL,

@@ -100,6 +100,34 @@ static int write_svg(const cli_request *req, const cli_report *r)
     return CLI_EXIT_OK;
 }
 
+/* --batch and --seq lists: every point in one llmem_estimate_sweep, batch by
+ * batch and seq by seq within; the estimate is left with the last point's
+ * results, which give the model's and the layout's lines. */
+static int grid(llmem_estimate *est, const cli_request *req, cli_report *r)
+{
+    int64_t one[2], batch[CLI_GRID_MAX * CLI_GRID_MAX], seq[CLI_GRID_MAX * CLI_GRID_MAX];
+    uint64_t peak[CLI_GRID_MAX * CLI_GRID_MAX];
+    llmem_train_get_int(req->train, LLMEM_TRAIN_BATCH, &one[0]);
+    llmem_train_get_int(req->train, LLMEM_TRAIN_SEQ, &one[1]);
+    cli_grid g = { req->ngrid[0] > 0 ? req->grid[0] : &one[0],
+                   req->ngrid[1] > 0 ? req->grid[1] : &one[1],
+                   req->ngrid[0] > 0 ? (size_t)req->ngrid[0] : 1,
+                   req->ngrid[1] > 0 ? (size_t)req->ngrid[1] : 1, peak };
+    size_t n = 0;
+    for (size_t i = 0; i < g.batches; i++)
+        for (size_t j = 0; j < g.seqs; j++, n++) {
+            batch[n] = g.batch[i];
+            seq[n] = g.seq[j];
+        }
+    int rc = llmem_estimate_sweep(est, req->model, req->train, req->parallel, batch, seq, n,
+                                  LLMEM_LEVEL_DEVICE, peak);
+    if (rc == LLMEM_OK)
+        rc = cli_report_collect(est, r);
+    if (rc == LLMEM_OK)
+        rc = req->json ? cli_grid_json(stdout, req, r, &g) : cli_grid_text(stdout, req, r, &g);
+    return rc;
+}
+
 static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
 {
     llmem_estimate *est = NULL;
@@ -109,6 +137,11 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
     memset(&r, 0, sizeof r);
     if (rc == LLMEM_OK)
         rc = llmem_estimate_timeline(est, CLI_TIMELINE_CAP, 0);
+    if (rc == LLMEM_OK && cli_is_grid(req)) {
+        rc = grid(est, req, &r);
+        cli_report_free(&r);
+        goto done;
+    }
     if (rc == LLMEM_OK && req->max_key != 0) {
         if ((rc = solve_max(ctx, est, req)) == LLMEM_ERANGE) {
             llmem_estimate_free(est);
@@ -128,6 +161,7 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
         rc = req->json ? cli_report_json(stdout, req, &r)
                        : cli_report_text(stdout, req, &r);
     cli_report_free(&r);
+done:
     if (rc != LLMEM_OK) {
         const char *message = llmem_ctx_error(ctx);
         print_library_error(ctx, argc, argv, rc, message[0] ? message : llmem_status_str(rc));
@@ -149,6 +183,12 @@ int cli_cmd_estimate(int argc, char **argv)
     int status = cli_configure(ctx, argc, argv, accepted, "estimate", &req);
     if (status == CLI_EXIT_OK && !req.help && req.max_key != 0 && req.capacity == 0) {
         cli_error("--max needs --capacity SIZE or --gpu NAME (the memory of one GPU)");
+        status = CLI_EXIT_USAGE;
+    }
+    if (status == CLI_EXIT_OK && !req.help && cli_is_grid(&req) &&
+        (req.max_key != 0 || req.svg != NULL || req.timeline)) {
+        cli_error("--%s: a list of values makes a grid of peaks; --max, --svg and --timeline "
+                  "describe one step", req.ngrid[0] > 0 ? "batch" : "seq");
         status = CLI_EXIT_USAGE;
     }
     if (status == CLI_EXIT_OK && req.help)

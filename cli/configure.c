@@ -276,6 +276,39 @@ static int set_field(cli_request *req, const cli_flag *f, const char *v, int *rc
     return CLI_EXIT_OK;
 }
 
+/* --batch or --seq as a list ("1,2,4"): each value set (so checked) as the
+ * flag alone would be, then kept for the grid; the train keeps the first. */
+static int set_list(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char *v)
+{
+    int axis = f->key == LLMEM_TRAIN_SEQ;
+    char item[32];
+    for (const char *p = v;; p++) {
+        size_t n = strcspn(p, ",");
+        int rc = LLMEM_OK, status;
+        if (req->ngrid[axis] == CLI_GRID_MAX) {
+            cli_error("--%s '%s': at most %d values", f->name, v, CLI_GRID_MAX);
+            return CLI_EXIT_USAGE;
+        }
+        snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item ? n : sizeof item - 1), p);
+        if (n == 0 || n >= sizeof item) {
+            cli_error("--%s '%s': expected numbers separated by commas", f->name, v);
+            return CLI_EXIT_USAGE;
+        }
+        if ((status = set_field(req, f, item, &rc)) != CLI_EXIT_OK)
+            return status;
+        if (rc != LLMEM_OK) {
+            cli_error("--%s '%s': %s", f->name, item, cli_message_body(f, llmem_ctx_error(ctx)));
+            return rc == LLMEM_ENOMEM ? CLI_EXIT_ESTIMATE : CLI_EXIT_USAGE;
+        }
+        llmem_train_get_int(req->train, f->key, &req->grid[axis][req->ngrid[axis]++]);
+        p += n;
+        if (*p == '\0')
+            break;
+    }
+    llmem_train_set_int(req->train, f->key, req->grid[axis][0]);
+    return CLI_EXIT_OK;
+}
+
 static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char *v)
 {
     int rc = LLMEM_OK, status = CLI_EXIT_OK;
@@ -285,7 +318,12 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
         req->arch_flags++;
         break;
     case CLI_TARGET_TRAIN:
-        status = set_field(req, f, v, &rc);
+        if (f->key == LLMEM_TRAIN_BATCH || f->key == LLMEM_TRAIN_SEQ)
+            req->ngrid[f->key == LLMEM_TRAIN_SEQ] = 0; /* the last --batch (--seq) counts */
+        if ((f->key == LLMEM_TRAIN_BATCH || f->key == LLMEM_TRAIN_SEQ) && strchr(v, ',') != NULL)
+            status = set_list(ctx, req, f, v);
+        else
+            status = set_field(req, f, v, &rc);
         /* --gpu says where the step runs, not how it trains. */
         if (f->key != LLMEM_TRAIN_GPU)
             req->train_flags++;

@@ -15,6 +15,8 @@ typedef enum cli_model_source {
     CLI_MODEL_CONFIG   /* --config: a Hugging Face config.json */
 } cli_model_source;
 
+#define CLI_GRID_MAX 32 /* values a --batch or --seq list may hold */
+
 typedef struct cli_request {
     llmem_model *model;
     llmem_train *train;
@@ -41,7 +43,17 @@ typedef struct cli_request {
     unsigned plan_given;
     const char *svg;         /* --svg FILE */
     int timeline;            /* --timeline */
+    /* --batch and --seq given as lists ("1,2,4"): a grid of peaks (cli/grid.c);
+     * [0] the batches, [1] the seqs; a count of 0: the train's one value. */
+    int64_t grid[2][CLI_GRID_MAX];
+    int ngrid[2];
 } cli_request;
+
+/* Whether the request asks for a grid. */
+static inline int cli_is_grid(const cli_request *req)
+{
+    return req->ngrid[0] > 0 || req->ngrid[1] > 0;
+}
 
 /* The flag targets a command takes (bits 1u << cli_target). */
 #define CLI_ACCEPTS(t) (1u << (t))

@@ -47,4 +47,15 @@ int cli_report_text(FILE *out, const cli_request *req, const cli_report *r);
 /* One JSON object. Returns an llmem status (reading the settings). */
 int cli_report_json(FILE *out, const cli_request *req, const cli_report *r);
 
+/* A grid (--batch and --seq lists): the peak of each point, batch by batch
+ * and seq by seq within (peak[i * seqs + j]), with r the last point's
+ * results for the model and layout lines. Return an llmem status. */
+typedef struct cli_grid {
+    const int64_t *batch, *seq;
+    size_t batches, seqs;
+    const uint64_t *peak; /* device level */
+} cli_grid;
+int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const cli_grid *g);
+int cli_grid_json(FILE *out, const cli_request *req, const cli_report *r, const cli_grid *g);
+
 #endif

@@ -48,6 +48,17 @@ static void write_settings(json_writer *w, const cli_request *req,
         const cli_flag *f = cli_flag_at(i);
         if (!echoed(f, target) || cli_setting_read(req, f, &s) != LLMEM_OK)
             continue;
+        int axis = f->target != CLI_TARGET_TRAIN  ? -1
+                   : f->key == LLMEM_TRAIN_BATCH ? 0
+                   : f->key == LLMEM_TRAIN_SEQ   ? 1
+                                                 : -1;
+        if (axis >= 0 && req->ngrid[axis] > 0) { /* a grid's list */
+            json_array_begin(w, f->json);
+            for (int k = 0; k < req->ngrid[axis]; k++)
+                json_i64(w, NULL, req->grid[axis][k]);
+            json_array_end(w);
+            continue;
+        }
         switch (f->kind) {
         case CLI_KIND_NAME:
         case CLI_KIND_NAMES: json_string(w, f->json, s.text); break;
@@ -114,6 +125,26 @@ static void write_ranks(json_writer *w, const cli_report *r, int phased)
     json_array_end(w);
 }
 
+/* What a report and a grid begin with: the model, its parameters, the
+ * weights read, the training settings. */
+static void write_job(json_writer *w, const cli_request *req, const cli_report *r)
+{
+    json_string(w, "model", req->model_name);
+    json_string(w, "model_source", source_names[req->source]);
+    json_bool(w, "model_modified",
+              (req->source == CLI_MODEL_PRESET || req->source == CLI_MODEL_CONFIG) &&
+                  req->arch_flags > 0);
+    json_object_begin(w, "architecture");
+    write_settings(w, req, CLI_TARGET_MODEL);
+    json_object_end(w);
+    json_u64(w, "params_total", r->params_total);
+    json_u64(w, "params_trainable", r->params_trainable);
+    json_u64(w, "params_active", r->params_active);
+    if (req->weights.path != NULL)
+        cli_weights_json(w, "weights", &req->weights, &r->params_total);
+    write_settings(w, req, CLI_TARGET_TRAIN);
+}
+
 int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
 {
     json_writer w;
@@ -125,20 +156,7 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
 
     json_begin(&w, out);
     json_object_begin(&w, NULL);
-    json_string(&w, "model", req->model_name);
-    json_string(&w, "model_source", source_names[req->source]);
-    json_bool(&w, "model_modified",
-              (req->source == CLI_MODEL_PRESET || req->source == CLI_MODEL_CONFIG) &&
-                  req->arch_flags > 0);
-    json_object_begin(&w, "architecture");
-    write_settings(&w, req, CLI_TARGET_MODEL);
-    json_object_end(&w);
-    json_u64(&w, "params_total", r->params_total);
-    json_u64(&w, "params_trainable", r->params_trainable);
-    json_u64(&w, "params_active", r->params_active);
-    if (req->weights.path != NULL)
-        cli_weights_json(&w, "weights", &req->weights, &r->params_total);
-    write_settings(&w, req, CLI_TARGET_TRAIN);
+    write_job(&w, req, r);
 
     write_terms(&w, r, r->term);
     json_object_begin(&w, "phases");
@@ -170,6 +188,46 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
         json_u64(&w, "headroom_bytes", req->usable - r->peak_device);
         json_object_end(&w);
     }
+    json_string(&w, "version", llmem_version_string());
+    json_object_end(&w);
+    json_end(&w);
+    return LLMEM_OK;
+}
+
+/* A grid: the job, the layout, and each point's device peak (batch by
+ * batch, seq by seq within), with whether it fits the capacity less the
+ * margin when there is one. */
+int cli_grid_json(FILE *out, const cli_request *req, const cli_report *r, const cli_grid *g)
+{
+    json_writer w;
+    int rc = check_settings(req);
+    if (rc != LLMEM_OK)
+        return rc;
+    uint64_t usable = req->capacity / 1000 * (uint64_t)(1000 - req->margin_permille);
+    json_begin(&w, out);
+    json_object_begin(&w, NULL);
+    write_job(&w, req, r);
+    json_object_begin(&w, "layout");
+    json_u64(&w, "gpus", llmem_parallel_gpus(req->parallel));
+    write_settings(&w, req, CLI_TARGET_PARALLEL);
+    json_object_end(&w);
+    if (req->capacity > 0) {
+        json_u64(&w, "capacity_bytes", req->capacity);
+        json_u64(&w, "usable_bytes", usable);
+    }
+    json_array_begin(&w, "grid");
+    for (size_t i = 0; i < g->batches; i++)
+        for (size_t j = 0; j < g->seqs; j++) {
+            uint64_t peak = g->peak[i * g->seqs + j];
+            json_object_begin(&w, NULL);
+            json_i64(&w, "batch", g->batch[i]);
+            json_i64(&w, "seq", g->seq[j]);
+            json_u64(&w, "peak_device_bytes", peak);
+            if (req->capacity > 0)
+                json_bool(&w, "fits", peak <= usable);
+            json_object_end(&w);
+        }
+    json_array_end(&w);
     json_string(&w, "version", llmem_version_string());
     json_object_end(&w);
     json_end(&w);

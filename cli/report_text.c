@@ -197,6 +197,14 @@ static int torch_optimizer(const char *name)
     return 0;
 }
 
+/* "batch 4", or a grid's list: "batch 1, 2, 4". */
+static void print_values(FILE *out, const char *name, const int64_t *list, int n, int64_t one)
+{
+    fprintf(out, "%s %lld", name, (long long)(n > 0 ? list[0] : one));
+    for (int i = 1; i < n; i++)
+        fprintf(out, ", %lld", (long long)list[i]);
+}
+
 static void print_setup(FILE *out, const cli_request *req, const text_settings *s, int article)
 {
     fprintf(out, "%-*s%s, %s", LABEL_WIDTH, "Setup", s->precision.text, s->optimizer.text);
@@ -217,8 +225,10 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     fprintf(out, "%s\n",
             req->train_flags ? "" : " (the defaults: what " CLI_DEFAULTS_SOURCE " does)");
     /* "full" is transformers' default variant, non-reentrant (LLMEM_GRAD_CKPT_FULL). */
-    fprintf(out, "%-*sbatch %lld x seq %lld, grad-ckpt %s%s, attention %s, loss %s", LABEL_WIDTH,
-            "", (long long)s->batch.i, (long long)s->seq.i, s->grad_ckpt.text,
+    fprintf(out, "%-*s", LABEL_WIDTH, "");
+    print_values(out, "batch", req->grid[0], req->ngrid[0], s->batch.i);
+    print_values(out, " x seq", req->grid[1], req->ngrid[1], s->seq.i);
+    fprintf(out, ", grad-ckpt %s%s, attention %s, loss %s", s->grad_ckpt.text,
             strcmp(s->grad_ckpt.text, "full") == 0 ? " (non-reentrant)" : "", s->attention.text,
             s->loss.text);
     if (s->dropout.d > 0)
@@ -336,6 +346,8 @@ static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
         fprintf(out, ", %lld micro-batches, %s", (long long)v[LLMEM_PARALLEL_MICRO_BATCHES],
                 llmem_parallel_value_name(LLMEM_PARALLEL_SCHEDULE, v[LLMEM_PARALLEL_SCHEDULE]));
     fputc('\n', out);
+    if (cli_is_grid(req))
+        return; /* the ranks' peaks differ from point to point: the grid has them */
     for (size_t k = 0; k < r->nranks; k++) {
         const cli_rank *rk = &r->rank[k];
         char peak[CLI_NUMBER_CAP], host[CLI_NUMBER_CAP];
@@ -385,6 +397,47 @@ int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
     if (req->weights.path != NULL) {
         fputc('\n', out);
         cli_weights_text(out, &req->weights, &r->params_total);
+    }
+    return LLMEM_OK;
+}
+
+/* The grid: a row a batch, a column a seq, each cell the device peak of
+ * the most loaded rank, marked when it fits the capacity less the margin. */
+int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const cli_grid *g)
+{
+    enum { CELL = 12 };
+    text_settings s;
+    char cell[CLI_NUMBER_CAP], usable_text[CLI_NUMBER_CAP];
+    int rc = read_settings(req, &s);
+    if (rc != LLMEM_OK)
+        return rc;
+    uint64_t usable = req->capacity / 1000 * (uint64_t)(1000 - req->margin_permille);
+    print_model(out, req, r, &s);
+    print_setup(out, req, &s, strcmp(s.formula.text, "article") == 0);
+    print_layout(out, req, r);
+    fprintf(out, "\n%-*sby batch (rows) and seq (columns)%s\n", LABEL_WIDTH,
+            r->nranks > 1 ? "Device peaks" : "Device peak",
+            r->nranks > 1 ? ", the most loaded rank's" : "");
+    if (req->capacity > 0) {
+        cli_format_gib(usable, usable_text, sizeof usable_text);
+        fprintf(out, "%-*s* fits %s (%s less %g%%)\n", LABEL_WIDTH, "", usable_text,
+                req->capacity_from_gpu ? "the GPU's usable memory" : "the capacity",
+                req->margin_permille / 10.0);
+    }
+    fprintf(out, "%-*s", LABEL_WIDTH, "");
+    for (size_t j = 0; j < g->seqs; j++)
+        fprintf(out, "%*lld ", CELL, (long long)g->seq[j]);
+    fputc('\n', out);
+    for (size_t i = 0; i < g->batches; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "batch %lld", (long long)g->batch[i]);
+        fprintf(out, "%-*s", LABEL_WIDTH, label);
+        for (size_t j = 0; j < g->seqs; j++) {
+            uint64_t peak = g->peak[i * g->seqs + j];
+            cli_format_gib(peak, cell, sizeof cell);
+            fprintf(out, "%*s%c", CELL, cell, req->capacity > 0 && peak <= usable ? '*' : ' ');
+        }
+        fputc('\n', out);
     }
     return LLMEM_OK;
 }

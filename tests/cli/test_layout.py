@@ -130,6 +130,47 @@ def check_max(t, llmem):
     t.check(rc == 1 and "even batch 1" in err, "nothing fits: said so", err)
 
 
+def check_grid(t, llmem):
+    """--batch and --seq lists: a grid whose every point is that point's own
+    estimate, marked against the capacity, in the table and the JSON."""
+    for flags in ([], ["--method", "lora", "--grad-ckpt", "full"],
+                  ["--dp", "2", "--tp", "2", "--zero", "3", "--attention", "flash"]):
+        base = ["--model", LLAMA_32_1B] + flags
+        d = llmem.json(*base, "--batch", "1,2,8", "--seq", "3,512,2048", "--capacity", "24GiB")
+        label = " ".join(flags) or "defaults"
+        t.check(d["batch"] == [1, 2, 8] and d["seq"] == [3, 512, 2048] and len(d["grid"]) == 9,
+                "%s: nine points, batch by batch" % label, (d["batch"], d["seq"]))
+        t.check([(p["batch"], p["seq"]) for p in d["grid"]] ==
+                [(b, s) for b in (1, 2, 8) for s in (3, 512, 2048)], "%s: in order" % label)
+        same = True
+        for p in d["grid"]:
+            own = llmem.json(*base, "--batch", str(p["batch"]), "--seq", str(p["seq"]))
+            same = same and p["peak_device_bytes"] == own["peak_device_bytes"]
+            same = same and p["fits"] == (p["peak_device_bytes"] <= d["usable_bytes"])
+        t.check(same, "%s: each point is its own estimate, marked against the usable bytes" % label)
+    one = llmem.json("--model", LLAMA_32_1B, "--batch", "2,4")
+    t.check(one["seq"] == 512 and [p["seq"] for p in one["grid"]] == [512, 512] and
+            "fits" not in one["grid"][0], "one list: the other value the train's, no capacity")
+    rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--batch", "1,2",
+                             "--seq", "256,1024", "--gpu", "A100-40GB")
+    rows = [line for line in out.splitlines() if line.startswith("batch ")]
+    t.check(rc == 0 and "batch 1, 2 x seq 256, 1024" in out and len(rows) == 2 and
+            all(line.count("GiB") == 2 for line in rows) and "* fits" in out,
+            "the table: a row a batch, a cell a seq", out[-600:])
+    for args, needle in ((["--batch", "1,0,2"], "--batch '0'"), (["--seq", "64,,128"], "--seq"),
+                         (["--batch", "1,2,"], "--batch"),
+                         (["--batch", ",".join(["1"] * 33)], "at most 32"),
+                         (["--batch", "1,2", "--max", "seq", "--capacity", "1GiB"], "--max"),
+                         (["--seq", "1,2", "--timeline"], "--timeline")):
+        rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, *args)
+        t.check(rc == 2 and out == "" and needle in err, "%s is refused" % " ".join(args), err)
+    rc, out, err = llmem.run("estimate", "--model", "openai-community/gpt2", "--seq", "512,2048")
+    t.check(rc == 1 and out == "" and "--seq" in err and "sweep point 1" in err,
+            "a point the model refuses: named", err)
+    d = llmem.json("--model", LLAMA_32_1B, "--batch", "1,2", "--batch", "4")
+    t.check("grid" not in d and d["batch"] == 4, "the last --batch counts")
+
+
 def check_plan(t, llmem):
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--capacity", "24GiB",
                              "--seq", "1024", "--attention", "flash", "--json", "--top", "5")
@@ -336,6 +377,7 @@ GROUPS = {
     "svg": check_svg,
     "layout": check_layout,
     "max": check_max,
+    "grid": check_grid,
     "plan": check_plan,
     "gpu": check_gpu,
     "plan-gpu": check_plan_gpu,
