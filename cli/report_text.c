@@ -419,9 +419,11 @@ int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const 
             r->nranks > 1 ? "Device peaks" : "Device peak",
             r->nranks > 1 ? ", the most loaded rank's" : "");
     if (req->capacity > 0) {
+        cli_gpu_fit gpu;
+        int named = cli_gpu_fit_of(req, 0, 0, &gpu) && req->capacity_from_gpu;
         cli_format_gib(usable, usable_text, sizeof usable_text);
-        fprintf(out, "%-*s* fits %s (%s less %g%%)\n", LABEL_WIDTH, "", usable_text,
-                req->capacity_from_gpu ? "the GPU's usable memory" : "the capacity",
+        fprintf(out, "%-*s* fits %s (%s%s less %g%%)\n", LABEL_WIDTH, "", usable_text,
+                named ? gpu.name : "the capacity", named ? "'s usable memory" : "",
                 req->margin_permille / 10.0);
     }
     fprintf(out, "%-*s", LABEL_WIDTH, "");
