@@ -46,7 +46,7 @@ static void print_library_error(llmem_ctx *ctx, int argc, char **argv, int rc,
 static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
 {
     int64_t best = 0;
-    uint64_t usable = req->capacity / 1000 * (uint64_t)(1000 - req->margin_permille);
+    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
     int rc = llmem_estimate_max(est, req->model, req->train, req->parallel, req->max_key,
                                 LLMEM_LEVEL_DEVICE, usable, &best);
     if (rc != LLMEM_OK)

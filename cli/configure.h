@@ -49,6 +49,13 @@ typedef struct cli_request {
     int ngrid[2];
 } cli_request;
 
+/* The capacity less the margin: what a device peak must fit (the margin's
+ * arithmetic of --max, the grid, plan and fit: docs/mig.md, "Fitting"). */
+static inline uint64_t cli_usable(uint64_t capacity, int margin_permille)
+{
+    return capacity / 1000 * (uint64_t)(1000 - margin_permille);
+}
+
 /* Whether the request asks for a grid. */
 static inline int cli_is_grid(const cli_request *req)
 {

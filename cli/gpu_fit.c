@@ -22,9 +22,8 @@ int cli_gpu_fit_of(const cli_request *req, int has_peak, uint64_t peak, cli_gpu_
     out->margin_permille = req->margin_permille;
     out->has_peak = has_peak;
     out->peak = peak;
-    /* The margin's arithmetic of --max, plan and fit (docs/mig.md, "Fitting"). */
     out->fits = has_peak &&
-                peak <= out->capacity / 1000 * (uint64_t)(1000 - out->margin_permille);
+                peak <= cli_usable(out->capacity, out->margin_permille);
     out->headroom = peak <= out->capacity ? (int64_t)(out->capacity - peak)
                                           : -(int64_t)(peak - out->capacity);
     return 1;

@@ -203,7 +203,7 @@ int cli_grid_json(FILE *out, const cli_request *req, const cli_report *r, const 
     int rc = check_settings(req);
     if (rc != LLMEM_OK)
         return rc;
-    uint64_t usable = req->capacity / 1000 * (uint64_t)(1000 - req->margin_permille);
+    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
     json_begin(&w, out);
     json_object_begin(&w, NULL);
     write_job(&w, req, r);

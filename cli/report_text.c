@@ -411,7 +411,7 @@ int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const 
     int rc = read_settings(req, &s);
     if (rc != LLMEM_OK)
         return rc;
-    uint64_t usable = req->capacity / 1000 * (uint64_t)(1000 - req->margin_permille);
+    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
     print_model(out, req, r, &s);
     print_setup(out, req, &s, strcmp(s.formula.text, "article") == 0);
     print_layout(out, req, r);
