@@ -282,23 +282,16 @@ class Estimate(Handle):
         self._context.check(rc)
         return out.value
 
-    def _phase(self, phase: int, rank: Optional[int]) -> int:
+    def _phase(self, phase: int, rank: int) -> int:
         out = ctypes.c_uint64()
-        if rank is None:
-            rc = LIB.llmem_estimate_phase_bytes(self._handle, phase, ctypes.byref(out))
-        else:
-            rc = LIB.llmem_estimate_rank_phase_bytes(self._handle, rank, phase,
-                                                     ctypes.byref(out))
-        self._context.check(rc)
+        self._context.check(LIB.llmem_estimate_rank_phase_bytes(self._handle, rank, phase,
+                                                                ctypes.byref(out)))
         return out.value
 
-    def _term(self, kind: int, name: str, rank: Optional[int]) -> Term:
+    def _term(self, kind: int, name: str, rank: int) -> Term:
         term = ctypes.c_void_p()
-        if rank is None:
-            rc = LIB.llmem_estimate_term(self._handle, kind, ctypes.byref(term))
-        else:
-            rc = LIB.llmem_estimate_rank_term(self._handle, rank, kind, ctypes.byref(term))
-        self._context.check(rc)
+        self._context.check(LIB.llmem_estimate_rank_term(self._handle, rank, kind,
+                                                         ctypes.byref(term)))
         components = {}
         comp_name, comp_bytes = ctypes.c_char_p(), ctypes.c_uint64()
         for index in range(LIB.llmem_term_component_count(term)):
@@ -308,9 +301,9 @@ class Estimate(Handle):
         return Term(name=name, bytes_at_peak=LIB.llmem_term_bytes_at_peak(term),
                     max_bytes=LIB.llmem_term_max_bytes(term), components=components)
 
-    def _peaks(self, rank: Optional[int]) -> Dict[str, Any]:
-        """The fields a Result and a Rank share, for the most loaded rank
-        (None) or one rank."""
+    def _peaks(self, rank: int) -> Dict[str, Any]:
+        """A rank's peaks, phases and terms (a Result takes its most loaded
+        rank's)."""
         return dict(
             peak_allocated=self._u64(_PEAK_ALLOCATED, rank),
             peak_reserved=self._u64(_PEAK_RESERVED, rank),
@@ -349,12 +342,17 @@ class Estimate(Handle):
     def _result(self) -> Result:
         peak_rank = LIB.llmem_estimate_peak_rank(self._handle)
         ranks = tuple(self._rank(r) for r in range(LIB.llmem_estimate_rank_count(self._handle)))
+        # The estimate's own getters answer for the most loaded rank
+        # (llmem_estimate_get_u64): its values, not asked for again.
+        top = ranks[peak_rank]
         return Result(
             params_total=self._u64(_PARAMS_TOTAL),
             params_trainable=self._u64(_PARAMS_TRAINABLE),
             params_active=self._u64(_PARAMS_ACTIVE),
-            peak_rank=peak_rank, ranks=ranks, timeline=ranks[peak_rank].timeline,
-            **self._peaks(None))
+            peak_allocated=top.peak_allocated, peak_reserved=top.peak_reserved,
+            peak_device=top.peak_device, peak_phase=top.peak_phase,
+            phase_bytes=dict(top.phase_bytes), terms=dict(top.terms),
+            peak_rank=peak_rank, ranks=ranks, timeline=top.timeline)
 
 
 def _int64_column(name: str, values: Optional[Sequence[int]]) -> Any:

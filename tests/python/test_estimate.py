@@ -113,3 +113,29 @@ def test_presets_are_the_librarys():
     for name in names:
         with llmem.Model.from_preset(name) as model:
             assert model.param_count > 0
+
+
+@pytest.mark.parametrize("layout", [dict(), dict(dp=2, pp=2, micro_batches=4)])
+def test_the_result_is_the_library_getters(layout):
+    """Result's peaks, phases and terms are its most loaded rank's, which the
+    library's own getters (llmem_estimate_get_u64, _phase_bytes, _term) give."""
+    import ctypes
+    from llmem._library import LIB
+    from llmem.estimate import PHASES, TERMS
+    with llmem.Model.from_preset("meta-llama/Llama-3.2-1B") as model, \
+            llmem.Train(batch=4, seq=1024, method="lora") as train, \
+            llmem.Parallel(**layout) as parallel, llmem.Estimate() as est:
+        result = est.run(model, train, parallel)
+        handle = est._handle
+        out, term = ctypes.c_uint64(), ctypes.c_void_p()
+        for key, field in ((3, "peak_allocated"), (4, "peak_reserved"), (5, "peak_device")):
+            assert LIB.llmem_estimate_get_u64(handle, key, ctypes.byref(out)) == 0
+            assert out.value == getattr(result, field) > 0
+        for value, name in PHASES:
+            assert LIB.llmem_estimate_phase_bytes(handle, value, ctypes.byref(out)) == 0
+            assert out.value == result.phase_bytes[name]
+        for kind, name in TERMS:
+            assert LIB.llmem_estimate_term(handle, kind, ctypes.byref(term)) == 0
+            assert LIB.llmem_term_bytes_at_peak(term) == result.terms[name].bytes_at_peak
+            assert LIB.llmem_term_max_bytes(term) == result.terms[name].max_bytes
+        assert len(result.ranks) == (2 if layout else 1)
