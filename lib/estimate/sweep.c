@@ -52,5 +52,6 @@ int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_trai
             return fail_point(e->ctx, rc, i, b, s);
         peak[i] = llmem_level_bytes(&e->r, level);
     }
+    llmem__ok(e->ctx); /* also when there was no point to run */
     return LLMEM_OK;
 }

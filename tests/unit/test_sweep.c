@@ -214,9 +214,10 @@ Test(sweep, bad_arguments)
     cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, batch, NULL, 2, 0, peak), LLMEM_EINVAL);
     cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, batch, NULL, 2, 4, peak), LLMEM_EINVAL);
     cr_expect_neq(strstr(llmem_ctx_error(f.ctx), "level 4"), NULL, "%s", llmem_ctx_error(f.ctx));
-    /* No points: nothing to write, nothing run. */
+    /* No points: nothing to write, nothing run; the last message cleared. */
     cr_expect_eq(llmem_estimate_sweep(f.e, f.m, f.t, NULL, NULL, NULL, 0, LLMEM_LEVEL_DEVICE,
                                       NULL),
                  LLMEM_OK);
+    cr_expect_str_eq(llmem_ctx_error(f.ctx), "");
     close_fixture(&f);
 }
