@@ -280,7 +280,7 @@ static int set_field(cli_request *req, const cli_flag *f, const char *v, int *rc
  * flag alone would be, then kept for the grid; the train keeps the first. */
 static int set_list(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char *v)
 {
-    int axis = f->key == LLMEM_TRAIN_SEQ;
+    int axis = f->key == LLMEM_TRAIN_SEQ; /* grid[0]: batches, grid[1]: seqs */
     char item[32];
     for (const char *p = v;; p++) {
         size_t n = strcspn(p, ",");
@@ -317,17 +317,17 @@ static int apply(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char
         status = set_field(req, f, v, &rc);
         req->arch_flags++;
         break;
-    case CLI_TARGET_TRAIN:
-        if (f->key == LLMEM_TRAIN_BATCH || f->key == LLMEM_TRAIN_SEQ)
-            req->ngrid[f->key == LLMEM_TRAIN_SEQ] = 0; /* the last --batch (--seq) counts */
-        if ((f->key == LLMEM_TRAIN_BATCH || f->key == LLMEM_TRAIN_SEQ) && strchr(v, ',') != NULL)
-            status = set_list(ctx, req, f, v);
-        else
-            status = set_field(req, f, v, &rc);
+    case CLI_TARGET_TRAIN: {
+        int axis = f->key == LLMEM_TRAIN_BATCH ? 0 : f->key == LLMEM_TRAIN_SEQ ? 1 : -1;
+        if (axis >= 0)
+            req->ngrid[axis] = 0; /* the last --batch (--seq) counts */
+        status = axis >= 0 && strchr(v, ',') != NULL ? set_list(ctx, req, f, v)
+                                                     : set_field(req, f, v, &rc);
         /* --gpu says where the step runs, not how it trains. */
         if (f->key != LLMEM_TRAIN_GPU)
             req->train_flags++;
         break;
+    }
     case CLI_TARGET_PARALLEL:
         status = set_field(req, f, v, &rc);
         req->layout_flags++;
