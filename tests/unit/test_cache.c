@@ -15,6 +15,8 @@
  */
 #include "estimate/estimate.h"
 
+#include "job_fixture.h"
+
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <llmem.h>
@@ -581,40 +583,31 @@ static const struct {
 
 Test(cache, small_grids_swept_again_simulate_nothing)
 {
-    llmem_ctx *ctx;
-    llmem_model *m;
-    llmem_train *t;
-    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
-    cr_assert_eq(llmem_model_new_preset(ctx, "meta-llama/Llama-3.2-1B", &m), LLMEM_OK);
-    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    fixture f = open_job_handles("meta-llama/Llama-3.2-1B");
     for (size_t g = 0; g < N(small_grids); g++) {
-        llmem_estimate *e;
         uint64_t nb = small_grids[g].batches, ns = small_grids[g].seqs, simulated = 0;
-        cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+        llmem_estimate_forget(f.e); /* as new */
         for (int pass = 0; pass < 2; pass++) {
             for (uint64_t k = 0; k < nb * ns; k++) {
                 uint64_t bi = small_grids[g].seq_fastest ? k / ns : k % nb;
                 uint64_t si = small_grids[g].seq_fastest ? k % ns : k / nb;
                 char what[100];
-                set_point(t, 2 + 3 * bi, 256 + 384 * si);
+                set_point(f.t, 2 + 3 * bi, 256 + 384 * si);
                 snprintf(what, sizeof what, "grid %zu pass %d b%llu s%llu", g, pass,
                          (unsigned long long)(2 + 3 * bi), (unsigned long long)(256 + 384 * si));
-                if (!same_as_fresh(ctx, e, m, t, NULL, what))
+                if (!same_as_fresh(f.ctx, f.e, f.m, f.t, NULL, what))
                     cr_assert_fail("%s differs from a fresh handle", what);
             }
             if (pass == 0)
-                simulated = e->walk.simulated;
+                simulated = f.e->walk.simulated;
         }
         cr_expect(simulated > 0);
-        cr_expect_eq(e->walk.simulated, simulated,
+        cr_expect_eq(f.e->walk.simulated, simulated,
                      "%llu x %llu, %s fastest: the second pass simulated %llu segments",
                      (unsigned long long)nb, (unsigned long long)ns,
                      small_grids[g].seq_fastest ? "seq" : "batch",
-                     (unsigned long long)(e->walk.simulated - simulated));
-        llmem_estimate_free(e);
+                     (unsigned long long)(f.e->walk.simulated - simulated));
     }
     reference_done();
-    llmem_train_free(t);
-    llmem_model_free(m);
-    llmem_ctx_free(ctx);
+    close_fixture(&f);
 }
