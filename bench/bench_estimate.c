@@ -297,6 +297,7 @@ static const config configs[] = {
     { "sweep batch x seq, sdpa", "sdpa", "none", "full", "phased", "upcast", run_sweep },
     { "sweep, 4 seqs fastest", "eager", "none", "full", "phased", "upcast", run_sweep_seq_fastest },
     { "sweep, one sweep call", "eager", "none", "full", "phased", "upcast", run_sweep_api },
+    { "sweep, one call, sdpa", "sdpa", "none", "full", "phased", "upcast", run_sweep_api },
     { "sweep batch 1 x seq", "eager", "none", "full", "phased", "upcast", run_sweep_batch1 },
     { "sweep seq 1..3 x batch", "eager", "none", "full", "phased", "upcast", run_sweep_short },
     { "sweep, chunked loss", "flash", "none", "full", "phased", "chunked", run_sweep },
@@ -623,7 +624,8 @@ int main(int argc, char **argv)
         static const char *const rows[] = { "uncached: never-seen setup",
                                             "planner: new setup+layout",
                                             "same setup: sdpa (default)",
-                                            "sweep batch x seq, sdpa" };
+                                            "sweep batch x seq, sdpa",
+                                            "sweep, one call, sdpa" };
         uint64_t ours = 0;
         configure(&b, &configs[0]);
         run_checked(&b, NULL);

@@ -337,6 +337,21 @@ static void compile_walk(llmem_estimate *e, const model_shape *shape, const rank
     }
 }
 
+/* The walk must end backward holding exactly what the rank holds from the
+ * start and its gradients; anything else means the layer model and the
+ * tensor list disagree: refuse rather than print a wrong number. Shards are
+ * rounded per segment: a byte a layer at most. The bytes off, or 0 (st's
+ * statics, but the batch's bytes: given). */
+static uint64_t unaccounted(const step_static *st, uint64_t batch, uint64_t end,
+                            const rank_share *share, const rank_class *c, const layout *l)
+{
+    uint64_t expected = st->weights + st->quant_constants + st->adapters + st->buffers +
+                        st->states + st->master + st->comm + batch + st->grads;
+    uint64_t off = end > expected ? end - expected : expected - end;
+    uint64_t rounding = share->keep.den > 2 ? c->layers + 2 + l->shard : 0;
+    return off > rounding ? off : 0;
+}
+
 /* One rank's walk (checked), into w. */
 static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
                      const rank_recipe *rc, const layout *l, const rank_class *c,
@@ -357,16 +372,8 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
                                "estimate: this model's layer needs more operations than the "
                                "simulator holds (GRAPH_MAX_OPS); please report it");
     }
-    /* The walk must end backward holding exactly what the rank holds from the
-     * start and its gradients; anything else means the layer model and the
-     * tensor list disagree: refuse rather than print a wrong number. Shards
-     * are rounded per segment: a byte a layer at most. */
-    uint64_t expected = st->weights + st->quant_constants + st->adapters + st->buffers +
-                        st->states + st->master + st->comm + st->batch + st->grads;
-    uint64_t end = out->end_of_backward;
-    uint64_t off = end > expected ? end - expected : expected - end;
-    uint64_t rounding = share->keep.den > 2 ? c->layers + 2 + l->shard : 0;
-    if (off > rounding)
+    uint64_t off = unaccounted(st, st->batch, out->end_of_backward, share, c, l);
+    if (off != 0)
         return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                            "estimate: the layer model does not cover this combination of "
                            "fields (%llu bytes unaccounted); please report it",
@@ -382,11 +389,18 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
 }
 
 /* A rank's terms and levels from its walk. */
+/* A rank's peak reserved by the caching allocator: what it allocates at its
+ * peak and what rounding and the cuBLAS workspace add. */
+static uint64_t reserved_of(uint64_t allocated, const rank_share *share)
+{
+    return allocated + share->overhead;
+}
+
 static void rank_results(est_results *r, const step_static *st, const walk_result *w,
                          const rank_share *share, const setup *run)
 {
     llmem_terms_phased(r, st, w);
-    r->peak_reserved = r->peak_allocated + share->overhead;
+    r->peak_reserved = reserved_of(w->peak, share);
     r->peak_device = llmem_allocator_device(run, r->peak_reserved, st->paged_states);
 }
 
@@ -425,6 +439,19 @@ int llmem_estimate_run(llmem_estimate *e, llmem_model *model, const llmem_train 
 
 int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llmem_train *train,
                                 const llmem_parallel *parallel)
+{
+    return llmem_estimate_run_job(e, model, train, parallel, NULL);
+}
+
+/* A configuration's rank names its walk: the same segments asked for at
+ * every run. */
+static uint64_t walk_key(const est_config *cf, int rank)
+{
+    return cf->serial * RANKS_MAX + (uint64_t)rank + 1;
+}
+
+int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_train *train,
+                           const llmem_parallel *parallel, est_job *job)
 {
     setup s;
     layout l;
@@ -491,8 +518,7 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
             e->trace_count[i] = 0;
             continue;
         }
-        /* a configuration's rank: the same segments asked for at every run */
-        e->walk.walk_key = cf->serial * RANKS_MAX + (uint64_t)i + 1;
+        e->walk.walk_key = walk_key(cf, i);
         if ((rc_ = walk_rank(e, (size_t)i, &cf->shape, &rc, &l, &cf->classes[i], share, &st[i],
                              &walks[i])) != LLMEM_OK)
             return rc_;
@@ -518,8 +544,61 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
     copy_results(&e->r, &e->rank[peak]);
     e->end_of_backward = walks[peak].end_of_backward;
     e->valid = 1;
+    if (job != NULL) {
+        job->s = s;
+        job->l = l;
+        job->cf = cf;
+        job->scores = scores || llmem_layers_quadratic_attention(&cf->shape, s.attention,
+                                                                 s.compute_dt);
+    }
     llmem__ok(e->ctx);
     return LLMEM_OK;
+}
+
+int llmem_estimate_point(llmem_estimate *e, const est_job *job, uint64_t batch, uint64_t seq,
+                         int level, uint64_t *peak)
+{
+    const est_config *cf = job->cf;
+    if (job->s.formula != LLMEM_FORMULA_PHASED || e->trace != NULL || cf != e->last_config ||
+        cf->serial != e->last_serial)
+        return 0;
+    setup s = job->s;
+    s.batch = batch;
+    s.seq = seq;
+    rank_recipe rc;
+    llmem_rank_recipe(&s, &job->l, &rc);
+    uint64_t data = llmem_statics_data(&rc.run);
+    est_results best;
+    best.peak_allocated = best.peak_reserved = best.peak_device = 0;
+    for (int i = 0; i < cf->nranks; i++) {
+        const rank_share *share = &cf->share[i];
+        const rank_class *c = &cf->classes[i];
+        walk_peak w;
+        e->walk.walk_key = walk_key(cf, i);
+        if (!llmem_walk_known_peak(&e->walk, rc.run.batch, rc.run.seq, c->in_flight_num,
+                                   c->in_flight_den, &w) ||
+            unaccounted(&share->st, data, w.end_of_backward, share, c, &job->l) != 0)
+            return 0;
+        uint64_t reserved = reserved_of(w.peak, share);
+        uint64_t device = llmem_allocator_device(&rc.run, reserved, share->st.paged_states);
+        if (i == 0 || device > best.peak_device) { /* the first most loaded, as a run's */
+            best.peak_allocated = w.peak;
+            best.peak_reserved = reserved;
+            best.peak_device = device;
+        }
+    }
+    /* What a run checks of batch and seq, with the run's own checks (after
+     * the walks, which decline sooner and whose wrapping arithmetic is
+     * harmless at a point that fails): any failure is left to the run,
+     * which reports it. (The scores bound the step whenever the model's or
+     * the rank's kernel forms them: a step that overflows without them
+     * overflows with them.) */
+    if (llmem_setup_check_point(e->ctx, &e->model, &s) != LLMEM_OK ||
+        llmem_layout_check_point(e->ctx, &job->l, &s) != LLMEM_OK ||
+        step_overflows(&e->bound, &s, job->scores))
+        return 0;
+    *peak = llmem_level_bytes(&best, level);
+    return 1;
 }
 
 static int require_valid(const llmem_estimate *e)

@@ -66,6 +66,27 @@ struct llmem_estimate {
     walk_scratch walk;                /* reused by every run: no allocation */
 };
 
+/* What a run resolved, kept for a sweep's next points: its setup (at its
+ * batch and seq) and layout, its configuration, and whether a rank's
+ * attention kernel forms the scores (the bound on the step counts them). */
+typedef struct est_job {
+    setup s;
+    layout l;
+    const est_config *cf;
+    int scores;
+} est_job;
+
+/* llmem_estimate_run_parallel, which also fills job (when not NULL) on success. */
+int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_train *train,
+                           const llmem_parallel *parallel, est_job *job);
+/* The most loaded rank's peak at level (llmem_level) when job runs at batch
+ * and seq, if it is known without walking and passes every check a run
+ * makes of batch and seq: 1 and *peak, exactly the run's. Else 0: the point
+ * needs its run (which reports any failure). The estimate's results are left
+ * as they were; the job must be the last run's on this handle. */
+int llmem_estimate_point(llmem_estimate *e, const est_job *job, uint64_t batch, uint64_t seq,
+                         int level, uint64_t *peak);
+
 /* Back to what a new handle is (no results, nothing cached; the timeline's
  * room stays): llmem_estimate_new's initialization, and the white-box tests'
  * fresh handle without a new allocation. */

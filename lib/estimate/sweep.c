@@ -22,6 +22,28 @@ static int fail_point(llmem_ctx *ctx, int rc, size_t i, int64_t batch, int64_t s
                        (long long)batch, (long long)seq, why);
 }
 
+/* batch and seq accepted as the train's setters accept them. */
+static int accept_point(llmem_ctx *ctx, int64_t batch, int64_t seq)
+{
+    const field_desc *row;
+    int rc = llmem_fields_accept_int(ctx, &llmem_train_fields, LLMEM_TRAIN_BATCH, batch, &row);
+    return rc != LLMEM_OK ? rc
+                          : llmem_fields_accept_int(ctx, &llmem_train_fields, LLMEM_TRAIN_SEQ, seq,
+                                                    &row);
+}
+
+/* A point run whole (its run also resolves the job the next points reuse). */
+static int run_point(llmem_estimate *e, llmem_model *model, llmem_train *t,
+                     const llmem_parallel *parallel, int64_t batch, int64_t seq, est_job *job)
+{
+    int rc = accept_point(e->ctx, batch, seq);
+    if (rc != LLMEM_OK)
+        return rc;
+    t->i[LLMEM_TRAIN_BATCH] = batch;
+    t->i[LLMEM_TRAIN_SEQ] = seq;
+    return llmem_estimate_run_job(e, model, t, parallel, job);
+}
+
 int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_train *train,
                          const llmem_parallel *parallel, const int64_t *batch, const int64_t *seq,
                          size_t n, int level, uint64_t *peak)
@@ -32,26 +54,39 @@ int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_trai
         return llmem__fail(e->ctx, LLMEM_EINVAL, "sweep: model, train or peak is NULL");
     if (level < LLMEM_LEVEL_ALLOCATED || level > LLMEM_LEVEL_DEVICE)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "sweep: unknown level %d", level);
-    /* A private copy whose batch and seq move; each point is a whole run,
-     * so it is checked and cached as any run is (a sweep of one
-     * configuration's rank is answered by its compiled walk). */
-    llmem_train t = *train;
+    /* Each point is exactly its run. Once a run has resolved the job, a
+     * point whose walks are known (a compiled configuration) and which
+     * passes the run's checks of batch and seq is answered without the rest
+     * of the run (llmem_estimate_point); any other point runs, and a failing
+     * one reports itself. The estimate must end holding the last point that
+     * succeeded: when that point was answered alone, it runs again. */
+    llmem_train t = *train; /* a private copy whose batch and seq move */
+    est_job job;
+    int have_job = 0, unwritten = 0; /* unwritten: the last point was answered alone, */
+    int64_t last_b = 0, last_s = 0;  /* at (last_b, last_s) */
     for (size_t i = 0; i < n; i++) {
-        const field_desc *row;
         int64_t b = batch != NULL ? batch[i] : train->i[LLMEM_TRAIN_BATCH];
         int64_t s = seq != NULL ? seq[i] : train->i[LLMEM_TRAIN_SEQ];
-        int rc = llmem_fields_accept_int(e->ctx, &llmem_train_fields, LLMEM_TRAIN_BATCH, b, &row);
-        if (rc == LLMEM_OK)
-            rc = llmem_fields_accept_int(e->ctx, &llmem_train_fields, LLMEM_TRAIN_SEQ, s, &row);
-        if (rc == LLMEM_OK) {
-            t.i[LLMEM_TRAIN_BATCH] = b;
-            t.i[LLMEM_TRAIN_SEQ] = s;
-            rc = llmem_estimate_run_parallel(e, model, &t, parallel);
+        if (have_job && accept_point(e->ctx, b, s) == LLMEM_OK &&
+            llmem_estimate_point(e, &job, (uint64_t)b, (uint64_t)s, level, &peak[i])) {
+            unwritten = 1;
+            last_b = b;
+            last_s = s;
+            continue;
+        }
+        int rc = run_point(e, model, &t, parallel, b, s, &job);
+        if (rc != LLMEM_OK && unwritten) {
+            run_point(e, model, &t, parallel, last_b, last_s, &job);
+            rc = run_point(e, model, &t, parallel, b, s, &job); /* its message again */
         }
         if (rc != LLMEM_OK)
             return fail_point(e->ctx, rc, i, b, s);
+        have_job = 1;
+        unwritten = 0;
         peak[i] = llmem_level_bytes(&e->r, level);
     }
+    if (unwritten)
+        run_point(e, model, &t, parallel, last_b, last_s, &job);
     llmem__ok(e->ctx); /* also when there was no point to run */
     return LLMEM_OK;
 }

@@ -834,6 +834,43 @@ static void walk_compiled(const walk_form *f, uint64_t batch, uint64_t seq, uint
     finish(&w, in_flight_extra(in_flight, in_flight_den, stash), r);
 }
 
+/* The peak alone of a compiled walk: the largest moment of forward and
+ * backward with the stash of micro-batches in flight, or the optimizer's
+ * (finish's peak, without which moment it was). */
+#define COMPILED_PEAK(VALUE)                                                            \
+    do {                                                                                \
+        int k = 0;                                                                      \
+        for (int end = f->phase_end[LLMEM_PHASE_OPTIMIZER - 2]; k < end; k++) {         \
+            uint64_t t = VALUE(f->total[k], m);                                         \
+            step = t > step ? t : step;                                                 \
+        }                                                                               \
+        for (; k < f->n; k++) {                                                         \
+            uint64_t t = VALUE(f->total[k], m);                                         \
+            opt = t > opt ? t : opt;                                                    \
+        }                                                                               \
+        r->end_of_backward = VALUE(f->end_of_backward, m);                              \
+        stash = in_flight > (in_flight_den ? in_flight_den : 1) ? VALUE(f->stash, m) : 0;\
+    } while (0)
+
+int llmem_walk_known_peak(walk_scratch *e, uint64_t batch, uint64_t seq,
+                          uint64_t in_flight, uint64_t in_flight_den, walk_peak *r)
+{
+    const walk_form *f = llmem_walk_form(e, batch, seq);
+    if (f == NULL || f->state != 1 || f->key != e->walk_key)
+        return 0;
+    uint64_t m[6], stash, step = 0, opt = 0;
+    llmem_form_monomials(f->kind, batch, seq, m);
+    if (f->kind == FORM_FULL)
+        COMPILED_PEAK(llmem_form_value6);
+    else if (f->kind == FORM_COL)
+        COMPILED_PEAK(llmem_form_value3);
+    else
+        COMPILED_PEAK(llmem_form_value2);
+    step += in_flight_extra(in_flight, in_flight_den, stash);
+    r->peak = opt > step ? opt : step;
+    return 1;
+}
+
 /* The compiled walk of this walk's key and regime, if there is one. */
 walk_form *llmem_walk_form(walk_scratch *e, uint64_t batch, uint64_t seq)
 {

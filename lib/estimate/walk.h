@@ -97,6 +97,15 @@ int llmem_walk(walk_scratch *ws, const walk_input *in, walk_result *out);
  * 0. llmem_walk tries it first. */
 int llmem_walk_known(walk_scratch *ws, uint64_t batch, uint64_t seq, uint64_t in_flight,
                      uint64_t in_flight_den, walk_result *r);
+/* What a sweep needs of a walk: its peak, and the white-box check's bytes. */
+typedef struct walk_peak {
+    uint64_t peak, end_of_backward;
+} walk_peak;
+/* The peak of ws's walk_key at (batch, seq) from its compiled walk, exactly
+ * llmem_walk_known's: 1 and r, or 0 when there is no compiled walk (nothing
+ * is remembered either way). */
+int llmem_walk_known_peak(walk_scratch *ws, uint64_t batch, uint64_t seq,
+                          uint64_t in_flight, uint64_t in_flight_den, walk_peak *r);
 /* Walk the step, logging its moments (never a compiled walk). */
 int llmem_walk_logged(walk_scratch *ws, const walk_input *in, walk_result *out, walk_log *log);
 /* The compiled walk slot of ws's walk_key at (batch, seq), or NULL (no key,

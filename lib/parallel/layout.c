@@ -94,6 +94,11 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
         return FAIL(ctx, SP, "sp: sequence parallelism splits over tp ranks: needs tp >= 2");
     if (l->sp && (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA))
         return FAIL(ctx, SP, "sp: sequence parallelism with LoRA adapters is not modelled");
+    return llmem_layout_check_point(ctx, l, s);
+}
+
+int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s)
+{
     if (l->cp > 1) {
         /* Ring attention (Megatron/TE context parallelism) splits each sequence
          * into 2 x cp chunks for load balance, with a fused attention kernel. */

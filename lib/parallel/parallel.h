@@ -65,6 +65,9 @@ typedef struct rank_class {
 /* A layout from the handle (NULL: one GPU), checked against m and s. */
 int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_shape *m,
                          const setup *s, layout *out);
+/* What those checks ask of s's batch and seq alone (a sweep checks it again
+ * at each point): context and sequence parallelism's splits. */
+int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s);
 /* The rank classes of l over m; returns how many (1..RANKS_MAX). */
 int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out);
 /* The values of batch or seq (key) that p's splits accept, the other of the

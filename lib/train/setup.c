@@ -22,6 +22,17 @@ static int lora_targets_exist(const model_shape *m, unsigned targets)
     return 0;
 }
 
+int llmem_setup_check_point(llmem_ctx *ctx, const model_shape *m, const setup *s)
+{
+    /* Learned position tables have max-positions rows: transformers cannot
+     * run a longer sequence. */
+    if (m->positions == LLMEM_POSITIONS_LEARNED && s->seq > m->max_positions)
+        return FAIL(ctx, SEQ, LLMEM_EINCONSISTENT,
+                    "seq: %llu exceeds the model's %llu learned positions (max-positions)",
+                    (unsigned long long)s->seq, (unsigned long long)m->max_positions);
+    return LLMEM_OK;
+}
+
 int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
 {
     memset(s, 0, sizeof *s);
@@ -72,12 +83,9 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
         return FAIL(ctx, LORA_TARGETS, LLMEM_EINCONSISTENT,
                     "lora-targets: no module of this model matches (PEFT would fail: "
                     "target modules not found)");
-    /* Learned position tables have max-positions rows: transformers cannot
-     * run a longer sequence. */
-    if (m->positions == LLMEM_POSITIONS_LEARNED && s->seq > m->max_positions)
-        return FAIL(ctx, SEQ, LLMEM_EINCONSISTENT,
-                    "seq: %llu exceeds the model's %llu learned positions (max-positions)",
-                    (unsigned long long)s->seq, (unsigned long long)m->max_positions);
+    int rc = llmem_setup_check_point(ctx, m, s);
+    if (rc != LLMEM_OK)
+        return rc;
     /* Falcon-RW hands SDPA its ALiBi as a float mask: the memory-efficient
      * kernel runs for head sizes it takes, the math path otherwise (not
      * modelled). */

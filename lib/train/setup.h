@@ -26,5 +26,9 @@ typedef struct setup {
 
 /* Read t, check it against the model m; the message names the field. */
 int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s);
+/* The part of those checks that depends on s's batch and seq (a sweep
+ * checks it again at each point): 0, or the status, the message naming the
+ * field. */
+int llmem_setup_check_point(llmem_ctx *ctx, const model_shape *m, const setup *s);
 
 #endif

@@ -112,6 +112,108 @@ Test(sweep, each_point_equals_its_own_run)
     }
 }
 
+/* A grid swept again and again: once a job's walks are compiled, its points
+ * are answered without the rest of a run (the sweep's fast path); each must
+ * still be its own run's, at every level, and the estimate must hold the
+ * last point's result. */
+#define GRID_B 4
+#define GRID_S 4
+Test(sweep, compiled_points_equal_their_runs)
+{
+    int64_t batch[GRID_B * GRID_S], seq[GRID_B * GRID_S];
+    for (int i = 0; i < GRID_B * GRID_S; i++) {
+        batch[i] = 2 + i % GRID_B;
+        seq[i] = 128 * (1 + i / GRID_B);
+    }
+    for (size_t j = 0; j < JOBS; j++) {
+        fixture f = open_job(j);
+        uint64_t want[3][GRID_B * GRID_S];
+        llmem_train *t;
+        cr_assert_eq(llmem_train_new(f.ctx, &t), LLMEM_OK);
+        set_job(t, j);
+        for (int i = 0; i < GRID_B * GRID_S; i++) {
+            llmem_estimate *own;
+            cr_assert_eq(llmem_estimate_new(f.ctx, &own), LLMEM_OK);
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, batch[i]), LLMEM_OK);
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, seq[i]), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_run_parallel(own, f.m, t, f.l), LLMEM_OK, "%s",
+                         llmem_ctx_error(f.ctx));
+            for (int k = 0; k < 3; k++)
+                llmem_estimate_get_u64(own, level_keys[k], &want[k][i]);
+            llmem_estimate_free(own);
+        }
+        for (int pass = 0; pass < 6; pass++) {
+            int k = pass % 3;
+            uint64_t peak[GRID_B * GRID_S], last = 0;
+            cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, f.l, batch, seq, GRID_B * GRID_S,
+                                              levels[k], peak),
+                         LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+            for (int i = 0; i < GRID_B * GRID_S; i++)
+                cr_expect_eq(peak[i], want[k][i],
+                             "%s %s, pass %d, batch %lld seq %lld: %llu != %llu", jobs[j].preset,
+                             jobs[j].method, pass, (long long)batch[i], (long long)seq[i],
+                             (unsigned long long)peak[i], (unsigned long long)want[k][i]);
+            llmem_estimate_get_u64(f.e, level_keys[k], &last);
+            cr_expect_eq(last, want[k][GRID_B * GRID_S - 1], "the estimate holds the last point");
+        }
+        llmem_train_free(t);
+        close_fixture(&f);
+    }
+}
+
+/* A point failing after points answered alone: the estimate holds the last
+ * point that succeeded, as after a run that fails. The failures: a field's
+ * range, the step's 64-bit bound, context parallelism's split. */
+static void fail_after_compiled(fixture *f, const llmem_parallel *l, int64_t bad_batch,
+                                int64_t bad_seq, int status, int object, int key)
+{
+    int64_t batch[GRID_B * GRID_S + 1], seq[GRID_B * GRID_S + 1];
+    uint64_t peak[GRID_B * GRID_S + 1], held = 0;
+    size_t n = GRID_B * GRID_S, i;
+    int o = 0, k = 0;
+    for (i = 0; i < n; i++) {
+        batch[i] = 2 + (int64_t)(i % GRID_B);
+        seq[i] = 128 * (1 + (int64_t)(i / GRID_B));
+    }
+    batch[n] = bad_batch;
+    seq[n] = bad_seq;
+    for (int pass = 0; pass < 3; pass++) /* compile the job's walks */
+        cr_assert_eq(llmem_estimate_sweep(f->e, f->m, f->t, l, batch, seq, n, LLMEM_LEVEL_DEVICE,
+                                          peak),
+                     LLMEM_OK, "%s", llmem_ctx_error(f->ctx));
+    peak[n] = 0;
+    cr_assert_eq(llmem_estimate_sweep(f->e, f->m, f->t, l, batch, seq, n + 1, LLMEM_LEVEL_DEVICE,
+                                      peak),
+                 status, "%s", llmem_ctx_error(f->ctx));
+    cr_expect_eq(strncmp(llmem_ctx_error(f->ctx), "sweep point 16 ", 15), 0, "%s",
+                 llmem_ctx_error(f->ctx));
+    cr_expect_eq(llmem_ctx_error_field(f->ctx, &o, &k), LLMEM_OK);
+    cr_expect_eq(o, object);
+    cr_expect_eq(k, key);
+    cr_expect_eq(peak[n], 0);
+    llmem_estimate_get_u64(f->e, LLMEM_EST_PEAK_DEVICE, &held);
+    cr_expect_eq(held, peak[n - 1], "the estimate holds the last point that succeeded");
+}
+
+Test(sweep, a_failure_after_compiled_points)
+{
+    fixture f = open_job(0);
+    fail_after_compiled(&f, NULL, 0, 128, LLMEM_ERANGE, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH);
+    fail_after_compiled(&f, NULL, 1 << 24, 1 << 20, LLMEM_EOVERFLOW, LLMEM_OBJECT_TRAIN,
+                        LLMEM_TRAIN_BATCH);
+    cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_CP, 2), LLMEM_OK);
+    fail_after_compiled(&f, f.l, 2, 130, LLMEM_EINCONSISTENT, LLMEM_OBJECT_PARALLEL,
+                        LLMEM_PARALLEL_CP);
+    close_fixture(&f);
+    /* GPT-2 learned 1024 positions. */
+    fixture g = open_job(0);
+    llmem_model_free(g.m);
+    cr_assert_eq(llmem_model_new_preset(g.ctx, "openai-community/gpt2", &g.m), LLMEM_OK);
+    fail_after_compiled(&g, NULL, 2, 1025, LLMEM_EINCONSISTENT, LLMEM_OBJECT_TRAIN,
+                        LLMEM_TRAIN_SEQ);
+    close_fixture(&g);
+}
+
 /* A NULL array keeps the train's value at every point. */
 Test(sweep, null_arrays_keep_the_train_values)
 {
