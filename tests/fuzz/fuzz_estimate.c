@@ -806,14 +806,20 @@ static void check_sweep(llmem_ctx *ctx, llmem_estimate *e, llmem_estimate *f, co
     llmem_train_get_int(in->t, LLMEM_TRAIN_SEQ, &s);
     llmem_train_field_info(LLMEM_TRAIN_BATCH, NULL, NULL, &bmax, NULL);
     llmem_train_field_info(LLMEM_TRAIN_SEQ, NULL, NULL, &smax, NULL);
-    /* the job's point, its neighbours, and the batch 1 and seq 1 regimes */
-    const int64_t batch[] = { b, b < bmax ? b + 1 : b, 1, b, 2, b };
-    const int64_t seq[] = { s, s, s, 1, s < smax ? s + 1 : s, s > 1 ? s - 1 : s };
+    /* a 3 x 3 grid from the job's point (swept three times, so that a
+     * handle compiles it and answers the last sweep's points alone), then
+     * its neighbours and the batch 1 and seq 1 regimes */
+    int64_t b1 = b < bmax ? b + 1 : b, b2 = b1 < bmax ? b1 + 1 : b1;
+    int64_t s1 = s < smax ? s + 1 : s, s2 = s1 < smax ? s1 + 1 : s1;
+    const int64_t batch[] = { b, b1, b2, b, b1, b2, b, b1, b2, b, b1, 1, b, 2, b };
+    const int64_t seq[] = { s, s, s, s1, s1, s1, s2, s2, s2, s, s, s, 1, s1, s > 1 ? s - 1 : s };
     uint64_t peak[N(batch)];
     int level = LLMEM_LEVEL_ALLOCATED + (int)(j->variant % 3);
     static const int level_key[] = { LLMEM_EST_PEAK_ALLOCATED, LLMEM_EST_PEAK_RESERVED,
                                      LLMEM_EST_PEAK_DEVICE };
-    int rc = llmem_estimate_sweep(e, in->m, in->t, in->l, batch, seq, N(batch), level, peak);
+    int rc = LLMEM_OK;
+    for (int pass = 0; pass < 3; pass++)
+        rc = llmem_estimate_sweep(e, in->m, in->t, in->l, batch, seq, N(batch), level, peak);
     check_status(ctx, rc, "sweep");
     int64_t after_b = 0, after_s = 0;
     llmem_train_get_int(in->t, LLMEM_TRAIN_BATCH, &after_b);
