@@ -547,6 +547,7 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
     if (job != NULL) {
         job->s = s;
         job->l = l;
+        job->rc = rc;
         job->cf = cf;
         job->scores = scores || llmem_layers_quadratic_attention(&cf->shape, s.attention,
                                                                  s.compute_dt);
@@ -555,19 +556,19 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
     return LLMEM_OK;
 }
 
-int llmem_estimate_point(llmem_estimate *e, const est_job *job, uint64_t batch, uint64_t seq,
+int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64_t seq,
                          int level, uint64_t *peak)
 {
     const est_config *cf = job->cf;
     if (job->s.formula != LLMEM_FORMULA_PHASED || e->trace != NULL || cf != e->last_config ||
         cf->serial != e->last_serial)
         return 0;
-    setup s = job->s;
-    s.batch = batch;
-    s.seq = seq;
-    rank_recipe rc;
-    llmem_rank_recipe(&s, &job->l, &rc);
-    uint64_t data = llmem_statics_data(&rc.run);
+    setup *s = &job->s;
+    const setup *run = &job->rc.run;
+    s->batch = batch;
+    s->seq = seq;
+    llmem_rank_point(&job->l, batch, seq, &job->rc.run);
+    uint64_t data = llmem_statics_data(run);
     est_results best;
     best.peak_allocated = best.peak_reserved = best.peak_device = 0;
     for (int i = 0; i < cf->nranks; i++) {
@@ -575,12 +576,12 @@ int llmem_estimate_point(llmem_estimate *e, const est_job *job, uint64_t batch, 
         const rank_class *c = &cf->classes[i];
         walk_peak w;
         e->walk.walk_key = walk_key(cf, i);
-        if (!llmem_walk_known_peak(&e->walk, rc.run.batch, rc.run.seq, c->in_flight_num,
+        if (!llmem_walk_known_peak(&e->walk, run->batch, run->seq, c->in_flight_num,
                                    c->in_flight_den, &w) ||
             unaccounted(&share->st, data, w.end_of_backward, share, c, &job->l) != 0)
             return 0;
         uint64_t reserved = reserved_of(w.peak, share);
-        uint64_t device = llmem_allocator_device(&rc.run, reserved, share->st.paged_states);
+        uint64_t device = llmem_allocator_device(run, reserved, share->st.paged_states);
         if (i == 0 || device > best.peak_device) { /* the first most loaded, as a run's */
             best.peak_allocated = w.peak;
             best.peak_reserved = reserved;
@@ -593,9 +594,9 @@ int llmem_estimate_point(llmem_estimate *e, const est_job *job, uint64_t batch, 
      * which reports it. (The scores bound the step whenever the model's or
      * the rank's kernel forms them: a step that overflows without them
      * overflows with them.) */
-    if (llmem_setup_check_point(e->ctx, &e->model, &s) != LLMEM_OK ||
-        llmem_layout_check_point(e->ctx, &job->l, &s) != LLMEM_OK ||
-        step_overflows(&e->bound, &s, job->scores))
+    if (llmem_setup_check_point(e->ctx, &e->model, s) != LLMEM_OK ||
+        llmem_layout_check_point(e->ctx, &job->l, s) != LLMEM_OK ||
+        step_overflows(&e->bound, s, job->scores))
         return 0;
     *peak = llmem_level_bytes(&best, level);
     return 1;

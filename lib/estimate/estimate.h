@@ -72,6 +72,7 @@ struct llmem_estimate {
 typedef struct est_job {
     setup s;
     layout l;
+    rank_recipe rc;
     const est_config *cf;
     int scores;
 } est_job;
@@ -83,8 +84,9 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
  * and seq, if it is known without walking and passes every check a run
  * makes of batch and seq: 1 and *peak, exactly the run's. Else 0: the point
  * needs its run (which reports any failure). The estimate's results are left
- * as they were; the job must be the last run's on this handle. */
-int llmem_estimate_point(llmem_estimate *e, const est_job *job, uint64_t batch, uint64_t seq,
+ * as they were; the job (moved to the point) must be the last run's on
+ * this handle. */
+int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64_t seq,
                          int level, uint64_t *peak);
 
 /* Back to what a new handle is (no results, nothing cached; the timeline's

@@ -38,7 +38,13 @@ void llmem_rank_recipe(const setup *s, const layout *l, rank_recipe *out)
         out->grad_dt = sh->fsdp ? 4 : s->compute_dt;
         out->master_copy = sh->deepspeed;
     }
-    out->run.seq = s->seq / l->cp; /* context parallelism: each rank its share of the sequence */
+    llmem_rank_point(l, s->batch, s->seq, &out->run);
+}
+
+void llmem_rank_point(const layout *l, uint64_t batch, uint64_t seq, setup *run)
+{
+    run->batch = batch;
+    run->seq = seq / l->cp; /* context parallelism: each rank its share of the sequence */
 }
 
 void llmem_rank_shape(const model_shape *m, const layout *l, model_shape *out)

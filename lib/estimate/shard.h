@@ -31,6 +31,8 @@ typedef struct rank_share {
 } rank_share;
 
 void llmem_rank_recipe(const setup *s, const layout *l, rank_recipe *out);
+/* A rank's run at another batch and seq of the same setup: its share of them. */
+void llmem_rank_point(const layout *l, uint64_t batch, uint64_t seq, setup *run);
 /* m divided by tensor parallelism: heads, key/value heads, inner sizes, vocabulary. */
 void llmem_rank_shape(const model_shape *m, const layout *l, model_shape *out);
 /* The rank's share, from the tensor list of the whole model under the
