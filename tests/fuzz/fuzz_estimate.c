@@ -31,7 +31,8 @@
  *      planner's capacity, and the next micro-batch does not fit; no
  *      rejection is an internal error;
  *   7. a timeline's points add up to at most the peak and reach it;
- *   9. a sweep of points around the job's batch and seq gives each point's
+ *   9. a sweep of points around the job's batch and seq (the third of three,
+ *      its points answered by compiled walks where they compile) gives each point's
  *      own run's peak at the level drawn, or stops at the first point whose
  *      run fails, with its status and the point named, and leaves the
  *      train as it was;
