@@ -93,6 +93,15 @@ int llmem_layers_unsupported(const model_shape *m, const char **why)
             return checks[i].key;
         }
     }
+    /* Rotary embeddings turn pairs of dimensions: rotate_half splits the
+     * rotated part into two halves, and the inverse frequencies
+     * (arange(0, dim, 2)) make cos and sin 2 x ceil(dim / 2) wide, which an
+     * odd part does not match, so no such model runs (and the halves would
+     * make a size no polynomial in batch and seq, which the cache needs). */
+    if (m->positions == LLMEM_POSITIONS_ROTARY && m->rotary_dim % 2 != 0) {
+        *why = "rotary-dim";
+        return LLMEM_MODEL_ROTARY_DIM;
+    }
     int key = path->unsupported(m, why);
     if (key != 0)
         return key;

@@ -906,6 +906,55 @@ Test(terms, other_families, .init = setup_est, .fini = teardown_est)
     }
 }
 
+/* Rotary embeddings turn pairs of dimensions: an odd rotated part runs in no
+ * transformers model (rotate_half's halves, cos and sin 2 x ceil(dim / 2)
+ * wide). The phased estimate refuses it, naming rotary-dim, whether the
+ * part is set or is the head dim; the article's formula still answers.
+ * (Found by the estimate fuzzer: the halves of an odd part made sizes that
+ * are no polynomial in batch, so a cached segment was 3 bytes off.) */
+Test(terms, an_odd_rotary_part_is_refused, .init = setup_est, .fini = teardown_est)
+{
+    for (int set_rotary = 0; set_rotary < 2; set_rotary++) {
+        llmem_model *m = preset("meta-llama/Llama-3.2-1B");
+        if (set_rotary)
+            cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_ROTARY_DIM, 33), LLMEM_OK);
+        else
+            cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HEAD_DIM, 65), LLMEM_OK);
+        config c = default_config();
+        llmem_train *t = make_train(&c);
+        int object = 0, key = 0;
+        cr_expect_eq(llmem_estimate_run(est, m, t), LLMEM_ENOTSUP, "%s", llmem_ctx_error(ctx));
+        cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+        cr_expect_eq(object, LLMEM_OBJECT_MODEL);
+        cr_expect_eq(key, LLMEM_MODEL_ROTARY_DIM, "%s", llmem_ctx_error(ctx));
+        cr_expect_eq(strncmp(llmem_ctx_error(ctx), "rotary-dim: ", 12), 0, "%s",
+                     llmem_ctx_error(ctx));
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_FORMULA, "article"), LLMEM_OK);
+        cr_expect_eq(llmem_estimate_run(est, m, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+    /* GPT-NeoX rotates a part of each head (rotary_pct): an even part runs,
+     * an odd one is refused. */
+    for (int64_t rotary = 8; rotary <= 9; rotary++) {
+        llmem_model *m = NULL;
+        cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_GPT_NEOX, &m), LLMEM_OK);
+        llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 128);
+        llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 3);
+        llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4);
+        llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 256);
+        llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 1000);
+        llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 512);
+        cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_ROTARY_DIM, rotary), LLMEM_OK);
+        config c = default_config();
+        llmem_train *t = make_train(&c);
+        cr_expect_eq(llmem_estimate_run(est, m, t), rotary % 2 ? LLMEM_ENOTSUP : LLMEM_OK,
+                     "rotary-dim %lld: %s", (long long)rotary, llmem_ctx_error(ctx));
+        llmem_train_free(t);
+        llmem_model_free(m);
+    }
+}
+
 Test(terms, mixture_of_experts, .init = setup_est, .fini = teardown_est)
 {
     llmem_model *moe = NULL;
