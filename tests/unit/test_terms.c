@@ -866,6 +866,20 @@ static int refuse_or_consistent(llmem_model *m, const char *name)
     return rc;
 }
 
+/* A small model of a family at its defaults: 3 layers of 4 heads of 32. */
+static llmem_model *small_model(int family)
+{
+    llmem_model *m = NULL;
+    cr_assert_eq(llmem_model_new(ctx, family, &m), LLMEM_OK);
+    llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 128);
+    llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 3);
+    llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4);
+    llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 256);
+    llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 1000);
+    llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 512);
+    return m;
+}
+
 /* Every family runs the phased model: its presets, and a small model of each
  * family at its defaults, estimate with every invariant holding. */
 Test(terms, other_families, .init = setup_est, .fini = teardown_est)
@@ -879,16 +893,9 @@ Test(terms, other_families, .init = setup_est, .fini = teardown_est)
         llmem_model_free(m);
     }
     for (int family = 1; family <= LLMEM_FAMILY_DEEPSEEK; family++) {
-        llmem_model *m = NULL;
+        llmem_model *m = small_model(family);
         char name[32];
         snprintf(name, sizeof name, "family %d", family);
-        cr_assert_eq(llmem_model_new(ctx, family, &m), LLMEM_OK);
-        llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 128);
-        llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 3);
-        llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4);
-        llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 256);
-        llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 1000);
-        llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 512);
         if (family == LLMEM_FAMILY_DEEPSEEK) { /* latent attention and experts */
             llmem_model_set_int(m, LLMEM_MODEL_HEAD_DIM, 48);
             llmem_model_set_int(m, LLMEM_MODEL_ROTARY_DIM, 16);
@@ -937,14 +944,7 @@ Test(terms, an_odd_rotary_part_is_refused, .init = setup_est, .fini = teardown_e
     /* GPT-NeoX rotates a part of each head (rotary_pct): an even part runs,
      * an odd one is refused. */
     for (int64_t rotary = 8; rotary <= 9; rotary++) {
-        llmem_model *m = NULL;
-        cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_GPT_NEOX, &m), LLMEM_OK);
-        llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 128);
-        llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 3);
-        llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4);
-        llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 256);
-        llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 1000);
-        llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 512);
+        llmem_model *m = small_model(LLMEM_FAMILY_GPT_NEOX);
         cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_ROTARY_DIM, rotary), LLMEM_OK);
         config c = default_config();
         llmem_train *t = make_train(&c);
