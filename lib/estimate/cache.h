@@ -27,7 +27,7 @@
 #define SEG_SAMPLES 8     /* simulated points an entry keeps: a column needs four of one
                              batch, which a sweep over two batches interleaves */
 #define SEG_FORMS 4       /* rows and columns an entry keeps */
-#define SEG_LOG 1024      /* steps one simulation may log */
+#define SEG_LOG GRAPH_MAX_EVENTS /* steps one simulation may log */
 #define SEG_ARENA 49152   /* words of samples and forms, for every entry */
 #define SEG_HINTS 8       /* segments a walk asks for, remembered in order */
 #define SEG_WALKS 4       /* walks whose entries are remembered (a configuration's ranks) */

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TRACE_EVENTS 1024 /* events one segment's simulation may log */
+#define TRACE_EVENTS GRAPH_MAX_EVENTS /* events one segment's simulation may log */
 
 typedef struct trace_point {
     uint64_t total;   /* live bytes (of this rank) */

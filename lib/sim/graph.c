@@ -119,24 +119,34 @@ typedef struct event_log {
     uint64_t *live;
     int16_t *ops;
     uint64_t *grads;
-    int n, cap;
+    int n;
 } event_log;
 
 static event_log log_open(const graph *g)
 {
-    return (event_log){ g->events, g->event_ops, g->event_grads, g->nevents, g->events_cap };
+    return (event_log){ g->events, g->event_ops, g->event_grads, g->nevents };
 }
 
-static inline void record(event_log *l, uint64_t live, int op, uint64_t grads)
+/* How a run logs its steps: not at all, their live bytes (the cache's
+ * fits), or each with its op and the parameter gradients then (the
+ * timeline). The run is written once and compiled for each kind, so that
+ * its loops test nothing about the log. */
+enum log_kind { LOG_NONE, LOG_LIVE, LOG_FULL };
+
+#if defined(__GNUC__)
+#define SPECIALIZED static inline __attribute__((always_inline))
+#else
+#define SPECIALIZED static inline
+#endif
+
+SPECIALIZED void record(event_log *l, int kind, uint64_t live, int op, uint64_t grads)
 {
-    if (l->live == NULL)
+    if (kind == LOG_NONE)
         return;
-    if (l->n < l->cap) {
-        l->live[l->n] = live;
-        if (l->ops != NULL) {
-            l->ops[l->n] = (int16_t)op;
-            l->grads[l->n] = grads;
-        }
+    l->live[l->n] = live; /* room for every step (llmem_graph_simulate) */
+    if (kind == LOG_FULL) {
+        l->ops[l->n] = (int16_t)op;
+        l->grads[l->n] = grads;
     }
     l->n++;
 }
@@ -157,8 +167,8 @@ static int last_save(const graph *g)
 
 /* Forward, and what backward releases after each op (release: the saved
  * tensors whose first save it is; not under no_grad). */
-static void simulate_forward(graph *g, int early_stop, int no_grad, uint64_t *release,
-                             seg_cost *c)
+SPECIALIZED void simulate_forward(graph *g, int kind, int early_stop, int no_grad,
+                                  uint64_t *release, seg_cost *c)
 {
     /* freed[i]: bytes whose last reference goes after op i. */
     uint64_t freed[GRAPH_MAX_OPS];
@@ -172,35 +182,44 @@ static void simulate_forward(graph *g, int early_stop, int no_grad, uint64_t *re
         const g_tensor *x = &g->t[t];
         if (!owns_storage(x))
             continue;
-        int last = x->role == ROLE_INPUT && g->hold_input ? g->nop - 1 : x->last_use;
         if (x->saved > 0 && !no_grad) {
             persist += x->bytes;
             release[x->first_save] += x->bytes;
-        } else if (t != g->output && last >= 0)
-            freed[last] += x->bytes;
+        } else if (t != g->output && x->last_use >= 0)
+            freed[x->last_use] += x->bytes;
     }
+    /* The inputs are live from the start; a run that holds them frees
+     * them after its last op instead. */
     c->input_saved = 0;
     for (int k = 0; k < graph_input_count(g); k++) {
-        const g_tensor *x = &g->t[graph_input_at(g, k)];
-        if (x->role == ROLE_INPUT) {
-            live += x->bytes;
-            c->input_saved |= x->saved > 0 && !no_grad;
+        int id = graph_input_at(g, k);
+        const g_tensor *x = &g->t[id];
+        if (x->role != ROLE_INPUT)
+            continue;
+        int saved = x->saved > 0 && !no_grad;
+        live += x->bytes;
+        c->input_saved |= saved;
+        if (g->hold_input && !saved && id != g->output && g->nop > 0) {
+            if (x->last_use >= 0)
+                freed[x->last_use] -= x->bytes;
+            freed[g->nop - 1] += x->bytes;
         }
     }
     peak = live;
-    record(&log, live, -1, 0);
-    for (int i = 0; i < g->nop; i++) {
+    record(&log, kind, live, -1, 0);
+    /* The ops before the stop run whole; the stop's op runs when it saves
+     * its output (packed once computed), not when it saves an input
+     * (packed before the kernel runs). */
+    int end = stop >= 0 ? stop : g->nop;
+    if (stop >= 0 && (g->op[stop].save & (SAVE_OUT | SAVE_AUX)) != 0)
+        end++;
+    for (int i = 0; i < end; i++) {
         const g_op *op = &g->op[i];
-        int saves_output = (op->save & (SAVE_OUT | SAVE_AUX)) != 0;
-        if (i == stop && !saves_output)
-            break; /* its inputs are packed before the kernel runs */
         live += storage_bytes(&g->t[op->out]) + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
         uint64_t now = live + op->fwd_extra;
         if (now > peak)
             peak = now;
-        record(&log, now, i, 0);
-        if (i == stop)
-            break; /* its output is packed once computed */
+        record(&log, kind, now, i, 0);
         live -= freed[i];
     }
     g->nevents = log.n;
@@ -234,7 +253,8 @@ static void pool_drop(grad_pool *p, int s, uint64_t *live)
         *live -= p->bytes[s];
 }
 
-static void simulate_backward(graph *g, int hold_output, const uint64_t *release, seg_cost *c)
+SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output,
+                                   const uint64_t *release, seg_cost *c)
 {
     grad_pool pool;
     int16_t grad[GRAPH_MAX_TENSORS]; /* the storage holding a tensor's gradient; -1 = none */
@@ -255,7 +275,7 @@ static void simulate_backward(graph *g, int hold_output, const uint64_t *release
     if (held_grad >= 0)
         pool.refs[held_grad]++;
     c->bwd_start = peak = live;
-    record(&log, live, -1, 0);
+    record(&log, kind, live, -1, 0);
 
     for (int i = g->nop - 1; i >= 0; i--) {
         const g_op *op = &g->op[i];
@@ -265,10 +285,10 @@ static void simulate_backward(graph *g, int hold_output, const uint64_t *release
         if (!t[op->out].rg)
             continue;
         int from_aux = (op->grad_alias & GRADS_IN_AUX) != 0;
-        for (int j = 0; j < op->nin; j++) {
+        for (int j = 0, nin = gout >= 0 ? op->nin : 0; j < nin; j++) {
             tid x = op->in[j];
             const g_tensor *xt = &t[x];
-            if (!xt->rg || gout < 0)
+            if (!xt->rg)
                 continue;
             if (from_aux) {
                 /* Already live as the aux output: change the owner, not the bytes. */
@@ -317,7 +337,7 @@ static void simulate_backward(graph *g, int hold_output, const uint64_t *release
         uint64_t now = live + op->bwd_extra;
         if (now > peak)
             peak = now;
-        record(&log, now, i, param_grads);
+        record(&log, kind, now, i, param_grads);
         live -= transient;
         for (int k = 0; k < ndeferred; k++)
             pool_drop(&pool, deferred[k], &live);
@@ -344,14 +364,26 @@ static void simulate_backward(graph *g, int hold_output, const uint64_t *release
     }
 }
 
-void llmem_graph_simulate(graph *g, int mode, seg_cost *c)
+SPECIALIZED void simulate(graph *g, int kind, int mode, seg_cost *c)
 {
     int no_grad = mode == SIM_NO_GRAD;
     uint64_t release[GRAPH_MAX_OPS];
     memset(c, 0, sizeof *c);
     g->nevents = 0;
-    simulate_forward(g, mode == SIM_EARLY_STOP, no_grad, release, c);
+    simulate_forward(g, kind, mode == SIM_EARLY_STOP, no_grad, release, c);
     g->nevents_forward = g->nevents;
     if (!no_grad && g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
-        simulate_backward(g, mode == SIM_HOLD_OUTPUT, release, c);
+        simulate_backward(g, kind, mode == SIM_HOLD_OUTPUT, release, c);
+}
+
+void llmem_graph_simulate(graph *g, int mode, seg_cost *c)
+{
+    if (g->events != NULL && g->events_cap < GRAPH_MAX_EVENTS)
+        g->overflow = 1;
+    if (g->events == NULL || g->overflow)
+        simulate(g, LOG_NONE, mode, c);
+    else if (g->event_ops == NULL)
+        simulate(g, LOG_LIVE, mode, c);
+    else
+        simulate(g, LOG_FULL, mode, c);
 }

@@ -22,6 +22,8 @@
 #define GRAPH_MAX_IN 3
 /* Gradient storages: one per tensor, plus one sum or copy per op input. */
 #define GRAPH_MAX_GRADS (GRAPH_MAX_TENSORS + GRAPH_MAX_IN * GRAPH_MAX_OPS)
+/* Steps one run logs at most: the start and each op, forward and backward. */
+#define GRAPH_MAX_EVENTS (2 * (GRAPH_MAX_OPS + 1))
 
 typedef int16_t tid; /* tensor index; -1 = none */
 
@@ -89,7 +91,9 @@ typedef struct graph {
     /* When events is set, the simulation also records the live bytes of every
      * step it takes (forward, then backward): see compiled.c. When event_ops
      * and event_grads are set too, the op of each step (-1: the start) and
-     * the parameter gradients live at it (the timeline). */
+     * the parameter gradients live at it (the timeline). Each has room for
+     * events_cap >= GRAPH_MAX_EVENTS steps (less is a bug: the run logs
+     * nothing and sets overflow). */
     uint64_t *events;
     int16_t *event_ops;
     uint64_t *event_grads;

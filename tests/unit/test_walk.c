@@ -392,7 +392,7 @@ Test(walk, segments_end_backward_with_their_gradients)
 typedef struct layer_run {
     seg_cost cost;
     int nevents, nforward;
-    uint64_t events[1024];
+    uint64_t events[GRAPH_MAX_EVENTS];
 } layer_run;
 
 /* apply_hold: 0 records the layer (holding its input when hold), 1 records
