@@ -319,8 +319,7 @@ tid llmem_seg_sdpa_masked(build *b, const model_shape *m, tid q, tid k, tid v, t
     tid o = efficient_kernel(b, m, q, k, v);
     tid in[2] = { o, mask };
     tid out = llmem_graph_op(b->g, tensor_elems(b, o), op_dt(b, o), in, 2, BIT(1), BIT(0), 0, 0, 0);
-    b->g->t[out].role = ROLE_VIEW;
-    b->g->t[out].base = b->g->t[o].base;
+    llmem_graph_view(b->g, out, o);
     return out;
 }
 

@@ -144,8 +144,7 @@ static tid add_in_place(build *b, tid x, tid y)
     tid in[2] = { x, y };
     tid out = llmem_graph_op(b->g, tensor_elems(b, x), op_dt(b, x), in, 2, 0, BIT(0) | BIT(1), 0,
                              0, 0);
-    b->g->t[out].role = ROLE_VIEW;
-    b->g->t[out].base = b->g->t[x].base;
+    llmem_graph_view(b->g, out, x);
     return out;
 }
 

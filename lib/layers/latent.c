@@ -37,8 +37,7 @@ static tid latent_rotary(build *b, tid x, const shared_tensors *sh, const model_
 static tid expand_heads(build *b, tid x, uint64_t heads)
 {
     tid v = llmem_graph_op(b->g, tensor_elems(b, x) * heads, op_dt(b, x), &x, 1, 0, 0, 0, 0, 0);
-    b->g->t[v].role = ROLE_VIEW;
-    b->g->t[v].base = b->g->t[x].base;
+    llmem_graph_view(b->g, v, x);
     return v;
 }
 
@@ -136,8 +135,7 @@ static tid moe_v3(build *b, const model_shape *m, const seg_spec *s, tid h)
      * keeps the index and the source */
     tid out = llmem_graph_op(b->g, T * H, wdt, (tid[]){ final, weighted, where }, 3,
                              BIT(1) | BIT(2), 0, 0, 0, 0);
-    b->g->t[out].role = ROLE_VIEW;
-    b->g->t[out].base = b->g->t[final].base;
+    llmem_graph_view(b->g, out, final);
     llmem_graph_hold(b->g, mask);
     return op_cast(b, out, op_dt(b, h)); /* .type(hidden_states.dtype) */
 }
@@ -174,8 +172,7 @@ static tid moe_v2(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid clone = llmem_graph_op(b->g, T * K * H, op_dt(b, wide), NULL, 0, 0, 0, 0, 0, 0);
     tid prod = llmem_graph_op(b->g, T * K * H, op_dt(b, wide), (tid[]){ wide, weights, clone }, 3,
                               BIT(1) | BIT(2), 0, 0, 0, wide_bytes);
-    b->g->t[prod].role = ROLE_VIEW;
-    b->g->t[prod].base = b->g->t[wide].base;
+    llmem_graph_view(b->g, prod, wide);
     tid sum = llmem_graph_op(b->g, T * H, op_dt(b, prod), &prod, 1, 0, 0, 0, 0, 0);
     tid out = op_cast(b, sum, op_dt(b, put)); /* .type(new_x.dtype) */
     tid held[] = { counts, order, sorted, y, outs, put };

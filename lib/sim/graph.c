@@ -94,12 +94,21 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     op->nin = (uint8_t)nin;
     op->rule = (uint8_t)(nin >= 2 ? save : save & ~(SAVE_CROSS | BWD_REDUCE));
     op->grad_alias = (uint8_t)grad_alias;
+    op->alloc = t[out].bytes + aux_bytes;
     op->fwd_extra = fwd_extra;
     op->bwd_extra = bwd_extra;
     op->region = g->region;
     graph_apply_rule(t, op, any_rg);
     count_saves(t, op, index);
     return out;
+}
+
+void llmem_graph_view(graph *g, tid v, tid x)
+{
+    g->t[v].role = ROLE_VIEW;
+    g->t[v].base = g->t[x].base;
+    if (g->nop > 0 && g->op[g->nop - 1].out == v)
+        g->op[g->nop - 1].alloc -= g->t[v].bytes;
 }
 
 void llmem_graph_hold(graph *g, tid t)
@@ -149,11 +158,6 @@ SPECIALIZED void record(event_log *l, int kind, uint64_t live, int op, uint64_t 
         l->grads[l->n] = grads;
     }
     l->n++;
-}
-
-static uint64_t storage_bytes(const g_tensor *t)
-{
-    return owns_storage(t) ? t->bytes : 0;
 }
 
 /* The op whose save ends a recomputation that stops early, or -1. */
@@ -215,7 +219,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int early_stop, int no_gra
         end++;
     for (int i = 0; i < end; i++) {
         const g_op *op = &g->op[i];
-        live += storage_bytes(&g->t[op->out]) + (op->aux >= 0 ? g->t[op->aux].bytes : 0);
+        live += op->alloc;
         uint64_t now = live + op->fwd_extra;
         if (now > peak)
             peak = now;

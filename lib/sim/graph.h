@@ -56,6 +56,7 @@ typedef struct g_op {
     uint8_t rule;       /* the save argument as recorded: save and bwd_extra follow it
                            when what requires grad changes (llmem_graph_retarget) */
     uint8_t grad_alias; /* bit i: input i's gradient is the output gradient itself */
+    uint64_t alloc;     /* what it allocates: its output's storage (a view: none) and aux */
     uint64_t fwd_extra; /* workspace while the op runs forward */
     uint64_t bwd_extra; /* workspace while the op runs backward */
     const char *region; /* the part of the segment it belongs to ("attention", "mlp") */
@@ -132,6 +133,9 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
  * saves go through SAVE_CROSS and BWD_REDUCE; tests/unit/test_walk.c checks
  * every family); the chunked loss's do. */
 void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
+/* The output v of the op just recorded is a view of x (or x written in
+ * place): it shares x's storage and allocates none. */
+void llmem_graph_view(graph *g, tid v, tid x);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 void llmem_graph_hold(graph *g, tid t);
 

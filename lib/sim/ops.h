@@ -283,8 +283,7 @@ static inline tid op_view_part(build *b, tid x, uint64_t elems)
 {
     /* Whoever uses or saves the view keeps the base alive (llmem_graph_op). */
     tid v = llmem_graph_op(b->g, elems, op_dt(b, x), &x, 1, 0, 0, 0, 0, 0);
-    b->g->t[v].role = ROLE_VIEW;
-    b->g->t[v].base = b->g->t[x].base;
+    llmem_graph_view(b->g, v, x);
     return v;
 }
 
