@@ -347,7 +347,6 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output,
             pool_drop(&pool, deferred[k], &live);
         if (gout >= 0)
             pool_drop(&pool, gout, &live);
-        grad[op->out] = -1;
         live -= release[i];
         /* An aux output that held the input gradients is theirs now. */
         if (from_aux && (op->save & SAVE_AUX))
