@@ -60,6 +60,18 @@ static inline void count_saves(g_tensor *t, const g_op *op, int i)
         keep(&t[op->aux], i);
 }
 
+/* A tensor op index creates (first_save is set by its first save). */
+static inline void activation(g_tensor *x, tid id, uint64_t bytes, int index, int rg, int dt)
+{
+    x->bytes = bytes;
+    x->last_use = (int16_t)index;
+    x->base = id;
+    x->saved = 0;
+    x->role = ROLE_ACT;
+    x->rg = (uint8_t)rg;
+    x->dt = (uint8_t)dt;
+}
+
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
              unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
 {
@@ -82,12 +94,9 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
         x->last_use = t[x->base].last_use = (int16_t)index;
     }
     tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
-    t[out] = (g_tensor){ .bytes = out_elems * (uint64_t)out_dt, .last_use = (int16_t)index,
-                         .base = out, .role = ROLE_ACT, .rg = (uint8_t)any_rg,
-                         .dt = (uint8_t)out_dt };
+    activation(&t[out], out, out_elems * (uint64_t)out_dt, index, any_rg, out_dt);
     if (has_aux)
-        t[aux] = (g_tensor){ .bytes = aux_bytes, .last_use = (int16_t)index, .base = aux,
-                             .role = ROLE_ACT, .dt = 1 };
+        activation(&t[aux], aux, aux_bytes, index, 0, 1);
     g->nt = nt + 1 + has_aux;
     op->out = out;
     op->aux = aux;
