@@ -8,7 +8,8 @@
  *  - the parameter tensors the optimizer and the allocator iterate over add
  *    up to the model's exact parameter count;
  *  - each simulated segment ends its backward with exactly its parameter
- *    gradients and its input's gradient live.
+ *    gradients and its input's gradient live;
+ *  - a view allocates nothing, and a run's log has room for every step.
  */
 #include "estimate/estimate.h"
 #include "estimate/tensors.h"
@@ -551,6 +552,46 @@ Test(walk, one_recording_serves_the_runs_of_a_layer)
 {
     for_every_model(check_one_recording);
     cr_expect_gt(holds_seen, 100, "%d held inputs outlived their last use", holds_seen);
+}
+
+/* A tape by hand: an input x (1,000 bytes, requires grad), a = f(x) (2,000,
+ * saving x), v = a view of a (as an in-place op), y = g(v) (4,000). */
+static void small_tape(graph *g)
+{
+    llmem_graph_reset(g, 1);
+    tid x = llmem_graph_tensor(g, 250, 4, ROLE_INPUT, 1);
+    tid a = llmem_graph_op(g, 500, 4, &x, 1, 1u, 0, 0, 0, 0);
+    tid v = llmem_graph_op(g, 500, 4, &a, 1, 0, 0, 0, 0, 0);
+    llmem_graph_view(g, v, a);
+    g->output = llmem_graph_op(g, 1000, 4, &v, 1, 0, 0, 0, 0, 0);
+}
+
+/* A view allocates nothing; a run logs every step into room of
+ * GRAPH_MAX_EVENTS, and refuses less (a bug: nothing logged, overflow set). */
+Test(walk, a_view_allocates_nothing_and_a_log_has_room)
+{
+    static graph g;
+    static uint64_t events[GRAPH_MAX_EVENTS];
+    seg_cost plain, logged;
+    small_tape(&g);
+    llmem_graph_simulate(&g, SIM_PLAIN, &plain);
+    /* x saved by f; a freed after g (the view's last use keeps its base);
+     * the peak is x + a + y, the view adding nothing */
+    cr_assert_eq(plain.fwd_peak, 1000u + 2000u + 4000u);
+    cr_assert_eq(plain.persist, 1000u);
+    g.events = events;
+    g.events_cap = GRAPH_MAX_EVENTS;
+    llmem_graph_simulate(&g, SIM_PLAIN, &logged);
+    cr_assert_eq(g.overflow, 0);
+    cr_assert(!memcmp(&plain, &logged, sizeof plain));
+    cr_assert_eq(g.nevents_forward, 4); /* the start and three ops */
+    cr_assert_eq(g.nevents, 8);         /* and backward's start and three ops */
+    cr_assert_eq(events[2], 1000u + 2000u); /* the view's step: nothing new */
+    g.events_cap = GRAPH_MAX_EVENTS - 1;
+    llmem_graph_simulate(&g, SIM_PLAIN, &logged);
+    cr_assert_eq(g.overflow, 1);
+    cr_assert_eq(g.nevents, 0);
+    cr_assert(!memcmp(&plain, &logged, sizeof plain));
 }
 
 /* The walk's input, white-box: one rank's share of a step. */
