@@ -114,10 +114,10 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
 
 void llmem_graph_view(graph *g, tid v, tid x)
 {
+    if (g->t[v].role != ROLE_VIEW && g->nop > 0 && g->op[g->nop - 1].out == v)
+        g->op[g->nop - 1].alloc -= g->t[v].bytes;
     g->t[v].role = ROLE_VIEW;
     g->t[v].base = g->t[x].base;
-    if (g->nop > 0 && g->op[g->nop - 1].out == v)
-        g->op[g->nop - 1].alloc -= g->t[v].bytes;
 }
 
 void llmem_graph_hold(graph *g, tid t)
