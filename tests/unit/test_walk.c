@@ -9,7 +9,8 @@
  *    up to the model's exact parameter count;
  *  - each simulated segment ends its backward with exactly its parameter
  *    gradients and its input's gradient live;
- *  - a view allocates nothing, and a run's log has room for every step.
+ *  - a view allocates nothing, a run's log has room for every step, and a
+ *    recomputation's early stop runs its op only when it saves its output.
  */
 #include "estimate/estimate.h"
 #include "estimate/tensors.h"
@@ -592,6 +593,31 @@ Test(walk, a_view_allocates_nothing_and_a_log_has_room)
     cr_assert_eq(g.overflow, 1);
     cr_assert_eq(g.nevents, 0);
     cr_assert(!memcmp(&plain, &logged, sizeof plain));
+}
+
+/* A non-reentrant recomputation stops at the last op that saves: before
+ * it when it saves an input (packed before the kernel runs), after it when
+ * it saves its output (packed once computed). */
+Test(walk, an_early_stop_runs_its_op_only_when_it_saves_its_output)
+{
+    static graph g;
+    static uint64_t events[GRAPH_MAX_EVENTS];
+    seg_cost c;
+    small_tape(&g); /* the last save is f's, of its input x */
+    g.events = events;
+    g.events_cap = GRAPH_MAX_EVENTS;
+    llmem_graph_simulate(&g, SIM_EARLY_STOP, &c);
+    cr_assert_eq(c.fwd_peak, 1000u); /* x alone: f does not run */
+    cr_assert_eq(g.nevents_forward, 1); /* the start only */
+    g.events = NULL;
+    llmem_graph_reset(&g, 1);
+    tid x = llmem_graph_tensor(&g, 250, 4, ROLE_INPUT, 1);
+    tid a = llmem_graph_op(&g, 500, 4, &x, 1, SAVE_OUT, 0, 0, 0, 0);
+    g.output = llmem_graph_op(&g, 1000, 4, &a, 1, 0, 0, 0, 0, 0);
+    llmem_graph_simulate(&g, SIM_EARLY_STOP, &c);
+    cr_assert_eq(c.fwd_peak, 1000u + 2000u); /* f runs, then the stop: g does not */
+    llmem_graph_simulate(&g, SIM_PLAIN, &c);
+    cr_assert_eq(c.fwd_peak, 2000u + 4000u); /* x goes after f, which saves only a */
 }
 
 /* The walk's input, white-box: one rank's share of a step. */
