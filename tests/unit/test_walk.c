@@ -9,8 +9,9 @@
  *    up to the model's exact parameter count;
  *  - each simulated segment ends its backward with exactly its parameter
  *    gradients and its input's gradient live;
- *  - a view allocates nothing, a run's log has room for every step, and a
- *    recomputation's early stop runs its op only when it saves its output.
+ *  - a view allocates nothing, a run's log has room for every step, a held
+ *    input stays to the end, and a recomputation's early stop runs its op
+ *    only when it saves its output.
  */
 #include "estimate/estimate.h"
 #include "estimate/tensors.h"
@@ -618,6 +619,30 @@ Test(walk, an_early_stop_runs_its_op_only_when_it_saves_its_output)
     cr_assert_eq(c.fwd_peak, 1000u + 2000u); /* f runs, then the stop: g does not */
     llmem_graph_simulate(&g, SIM_PLAIN, &c);
     cr_assert_eq(c.fwd_peak, 2000u + 4000u); /* x goes after f, which saves only a */
+}
+
+/* A held input (a checkpoint's recomputation) stays to the segment's end,
+ * unless it is saved anyway. */
+Test(walk, a_held_input_stays_to_the_end)
+{
+    static graph g;
+    seg_cost c;
+    llmem_graph_reset(&g, 1);
+    tid x = llmem_graph_tensor(&g, 250, 4, ROLE_INPUT, 1);
+    tid a = llmem_graph_op(&g, 500, 4, &x, 1, 0, 0, 0, 0, 0);
+    g.output = llmem_graph_op(&g, 1000, 4, &a, 1, 0, 0, 0, 0, 0);
+    llmem_graph_simulate(&g, SIM_PLAIN, &c);
+    cr_assert_eq(c.fwd_peak, 2000u + 4000u); /* x goes after f */
+    llmem_layers_hold_input(&g);
+    llmem_graph_simulate(&g, SIM_PLAIN, &c);
+    cr_assert_eq(c.fwd_peak, 1000u + 2000u + 4000u);
+    cr_assert_eq(c.persist, 0u);
+    small_tape(&g); /* x saved by f: held or not, it stays */
+    llmem_graph_simulate(&g, SIM_PLAIN, &c);
+    seg_cost held;
+    llmem_layers_hold_input(&g);
+    llmem_graph_simulate(&g, SIM_PLAIN, &held);
+    cr_assert(!memcmp(&c, &held, sizeof c));
 }
 
 /* The walk's input, white-box: one rank's share of a step. */
