@@ -556,16 +556,26 @@ Test(walk, one_recording_serves_the_runs_of_a_layer)
     cr_expect_gt(holds_seen, 100, "%d held inputs outlived their last use", holds_seen);
 }
 
-/* A tape by hand: an input x (1,000 bytes, requires grad), a = f(x) (2,000,
- * saving x), v = a view of a (as an in-place op), y = g(v) (4,000). */
-static void small_tape(graph *g)
+/* A tape by hand: an input x (1,000 bytes, requires grad), a = f(x)
+ * (2,000, saving what f_saves says), with_view: v = a view of a (as an
+ * in-place op), then y = g(v or a) (4,000). */
+static void chain_tape(graph *g, unsigned f_saves, int with_view)
 {
     llmem_graph_reset(g, 1);
     tid x = llmem_graph_tensor(g, 250, 4, ROLE_INPUT, 1);
-    tid a = llmem_graph_op(g, 500, 4, &x, 1, 1u, 0, 0, 0, 0);
-    tid v = llmem_graph_op(g, 500, 4, &a, 1, 0, 0, 0, 0, 0);
-    llmem_graph_view(g, v, a);
-    g->output = llmem_graph_op(g, 1000, 4, &v, 1, 0, 0, 0, 0, 0);
+    tid a = llmem_graph_op(g, 500, 4, &x, 1, f_saves, 0, 0, 0, 0);
+    if (with_view) {
+        tid v = llmem_graph_op(g, 500, 4, &a, 1, 0, 0, 0, 0, 0);
+        llmem_graph_view(g, v, a);
+        a = v;
+    }
+    g->output = llmem_graph_op(g, 1000, 4, &a, 1, 0, 0, 0, 0, 0);
+}
+
+/* f saving x, and a view between f and g. */
+static void small_tape(graph *g)
+{
+    chain_tape(g, 1u, 1);
 }
 
 /* A view allocates nothing; a run logs every step into room of
@@ -611,10 +621,7 @@ Test(walk, an_early_stop_runs_its_op_only_when_it_saves_its_output)
     cr_assert_eq(c.fwd_peak, 1000u); /* x alone: f does not run */
     cr_assert_eq(g.nevents_forward, 1); /* the start only */
     g.events = NULL;
-    llmem_graph_reset(&g, 1);
-    tid x = llmem_graph_tensor(&g, 250, 4, ROLE_INPUT, 1);
-    tid a = llmem_graph_op(&g, 500, 4, &x, 1, SAVE_OUT, 0, 0, 0, 0);
-    g.output = llmem_graph_op(&g, 1000, 4, &a, 1, 0, 0, 0, 0, 0);
+    chain_tape(&g, SAVE_OUT, 0);
     llmem_graph_simulate(&g, SIM_EARLY_STOP, &c);
     cr_assert_eq(c.fwd_peak, 1000u + 2000u); /* f runs, then the stop: g does not */
     llmem_graph_simulate(&g, SIM_PLAIN, &c);
@@ -627,10 +634,7 @@ Test(walk, a_held_input_stays_to_the_end)
 {
     static graph g;
     seg_cost c;
-    llmem_graph_reset(&g, 1);
-    tid x = llmem_graph_tensor(&g, 250, 4, ROLE_INPUT, 1);
-    tid a = llmem_graph_op(&g, 500, 4, &x, 1, 0, 0, 0, 0, 0);
-    g.output = llmem_graph_op(&g, 1000, 4, &a, 1, 0, 0, 0, 0, 0);
+    chain_tape(&g, 0, 0);
     llmem_graph_simulate(&g, SIM_PLAIN, &c);
     cr_assert_eq(c.fwd_peak, 2000u + 4000u); /* x goes after f */
     llmem_layers_hold_input(&g);
