@@ -172,6 +172,54 @@ static int expand(walk_form *f, const fitted *v, const walk_log *at,
     return 1;
 }
 
+/* Whether moment j is, everywhere in the regime, at least moment k, and
+ * at least as large net of its gradients (the temporaries' maximum);
+ * strictly larger when j comes later, since the first of a phase's largest
+ * moments is its peak, with its gradients. */
+static int dominates(const walk_form *f, int j, int k)
+{
+    int64_t d[6], t[6];
+    for (int i = 0; i < 6; i++)
+        d[i] = f->total[j][i] - f->total[k][i]; /* bounded: no wrap */
+    if (!llmem_form_shift(f->kind, d, t))
+        return 0;
+    for (int i = 1; i < 6; i++)
+        if (t[i] < 0)
+            return 0;
+    int64_t net = (int64_t)(f->grads[j] - f->grads[k]); /* gradients stay under 2^62 */
+    return t[0] >= (net > 0 ? net : 0) && (j < k || t[0] > 0);
+}
+
+/* Drop the moments that never decide their phase's peak nor the
+ * temporaries' maximum: an estimate then evaluates only the others.
+ * Domination is transitive and never mutual, so every dropped moment has a
+ * kept one above it. */
+static void prune(walk_form *f)
+{
+    uint8_t keep[WALK_TERMS];
+    for (int p = 0, start = 0; p < 4; start = f->phase_end[p++])
+        for (int k = start; k < f->phase_end[p]; k++) {
+            keep[k] = 1;
+            for (int j = start; j < f->phase_end[p] && keep[k]; j++)
+                keep[k] = j == k || !dominates(f, j, k);
+        }
+    int n = 0;
+    for (int p = 0, k = 0; p < 4; p++) {
+        for (; k < f->phase_end[p]; k++) {
+            if (!keep[k])
+                continue;
+            if (n != k) {
+                f->phase[n] = f->phase[k];
+                f->grads[n] = f->grads[k];
+                memcpy(f->total[n], f->total[k], sizeof f->total[n]);
+            }
+            n++;
+        }
+        f->phase_end[p] = n;
+    }
+    f->n = n;
+}
+
 int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs,
                        const walk_log *at, uint64_t b, uint64_t s,
                        const compiled_form *const seg[SEG_HINTS])
@@ -200,5 +248,8 @@ int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs
         return 0;
     f->regime = regime;
     f->kind = v.kind;
-    return expand(f, &v, at, seg);
+    if (!expand(f, &v, at, seg))
+        return 0;
+    prune(f);
+    return 1;
 }

@@ -91,17 +91,16 @@ void llmem_form_monomials(int kind, uint64_t batch, uint64_t seq, uint64_t m[6])
 
 /* ---- the frontier of steps that can hold a phase's peak ------------------ */
 
-/* A polynomial written around the corner of its domain (B >= 2, S >= 4): a
- * step never holds the peak when another's coefficients there are all at
- * least its own. */
+/* A step never holds the peak when another's coefficients around the
+ * domain's corner (llmem_form_shift) are all at least its own. */
 #define SHIFTED 6
 #define SHIFT_BOUND ((int64_t)1 << 56) /* no overflow below this */
 
-static int shift_to_corner(int kind, const int64_t *c, int64_t *t)
+int llmem_form_shift(int kind, const int64_t *c, int64_t t[6])
 {
     int terms = llmem_form_terms(kind);
     for (int k = 0; k < terms; k++)
-        if (c[k] > SHIFT_BOUND)
+        if (c[k] > SHIFT_BOUND || c[k] < -SHIFT_BOUND)
             return 0;
     switch (kind) {
     case FORM_ROW: /* B = 2 + x */
@@ -146,7 +145,7 @@ typedef struct frontier {
 static int frontier_add(frontier *f, int kind, int16_t i, const int64_t *c)
 {
     int64_t t[SHIFTED];
-    int ok = shift_to_corner(kind, c, t);
+    int ok = llmem_form_shift(kind, c, t);
     if (ok)
         for (int j = 0; j < f->n; j++)
             if (f->bounded[j] && at_most(t, f->shifted[j]))
@@ -169,6 +168,90 @@ static int frontier_add(frontier *f, int kind, int16_t i, const int64_t *c)
     memcpy(f->shifted[kept], t, sizeof t);
     f->n = kept + 1;
     return 1;
+}
+
+/* A product of two int64 as a sign and a 128-bit magnitude, exactly (C99
+ * has no 128-bit type). */
+typedef struct wide {
+    int neg;
+    uint64_t hi, lo;
+} wide;
+
+static wide mul_wide(int64_t a, int64_t b)
+{
+    uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+    uint64_t x0 = x & 0xffffffffu, x1 = x >> 32, y0 = y & 0xffffffffu, y1 = y >> 32;
+    uint64_t p00 = x0 * y0, p01 = x0 * y1, p10 = x1 * y0;
+    uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    wide w = { (a < 0) != (b < 0), x1 * y1 + (p01 >> 32) + (p10 >> 32) + (mid >> 32),
+               (p00 & 0xffffffffu) | (mid << 32) };
+    w.neg &= (w.hi | w.lo) != 0;
+    return w;
+}
+
+/* Whether a x b < c x d. */
+static int product_below(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    wide p = mul_wide(a, b), q = mul_wide(c, d);
+    if (p.neg != q.neg)
+        return p.neg;
+    int less = p.hi != q.hi ? p.hi < q.hi : p.lo < q.lo; /* magnitudes */
+    int equal = p.hi == q.hi && p.lo == q.lo;
+    return !equal && (p.neg ? !less : less);
+}
+
+/* Whether step k lies, everywhere in the domain, at or below a mix
+ * lambda i + (1 - lambda) j of two others (0 <= lambda <= 1), coefficient
+ * by coefficient around the corner: it is then never above the larger of
+ * the two. lambda's bounds are fractions n / d, d > 0. */
+static int below_mix(const int64_t *k, const int64_t *i, const int64_t *j)
+{
+    int64_t lo_n = 0, lo_d = 1, hi_n = 1, hi_d = 1;
+    for (int m = 0; m < SHIFTED; m++) {
+        int64_t a = i[m] - j[m], b = k[m] - j[m]; /* lambda a >= b; under 2^62: no wrap */
+        if (a == 0) {
+            if (b > 0)
+                return 0;
+        } else if (a > 0) {
+            if (product_below(lo_n, a, b, lo_d)) { /* lambda >= b / a */
+                lo_n = b;
+                lo_d = a;
+            }
+        } else if (product_below(-b, hi_d, hi_n, -a)) { /* lambda <= -b / -a */
+            hi_n = -b;
+            hi_d = -a;
+        }
+    }
+    return !product_below(hi_n, lo_d, lo_n, hi_d);
+}
+
+/* Frontiers this small are reduced to steps no mix of two others covers
+ * (their cubic cost stays a few microseconds); larger ones keep the pairwise
+ * test alone. */
+#define MIX_FRONTIER 12
+
+/* Drop the steps under a mix of two kept others: an estimate evaluates
+ * fewer polynomials, and the maximum is the same. Each is tested against
+ * the steps kept so far, so the dropped always have kept ones above. */
+static void frontier_mix(frontier *f)
+{
+    if (f->n > MIX_FRONTIER)
+        return;
+    for (int k = 0; k < f->n;) {
+        int covered = 0;
+        for (int i = 0; i < f->n && !covered; i++)
+            for (int j = i + 1; j < f->n && !covered; j++)
+                covered = i != k && j != k && f->bounded[i] && f->bounded[j] && f->bounded[k] &&
+                          below_mix(f->shifted[k], f->shifted[i], f->shifted[j]);
+        if (!covered) {
+            k++;
+            continue;
+        }
+        f->n--;
+        memmove(&f->index[k], &f->index[k + 1], (size_t)(f->n - k) * sizeof f->index[0]);
+        memmove(&f->bounded[k], &f->bounded[k + 1], (size_t)(f->n - k) * sizeof f->bounded[0]);
+        memmove(f->shifted[k], f->shifted[k + 1], (size_t)(f->n - k) * sizeof f->shifted[0]);
+    }
 }
 
 /* ---- fitting --------------------------------------------------------------- */
@@ -224,6 +307,8 @@ static int fit_value(fit *f, int kind, int i, const int64_t *c)
 static int fit_end(fit *f, int kind)
 {
     compiled_form *out = f->out;
+    frontier_mix(&f->fwd);
+    frontier_mix(&f->bwd);
     /* The backward frontier sits right after the forward one. */
     memmove(out->front + f->fwd.n, f->bwd.index, (size_t)f->bwd.n * sizeof *out->front);
     out->nf = f->fwd.n;

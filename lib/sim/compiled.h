@@ -121,6 +121,13 @@ static inline uint64_t llmem_form_value6(const int64_t *c, const uint64_t *m)
            (uint64_t)c[3] * m[3] + (uint64_t)c[4] * m[4] + (uint64_t)c[5] * m[5];
 }
 
+/* A polynomial of a form kind written around the corner of its domain
+ * (rows: B = 2 + x; columns: S = 4 + y; full: both), as coefficients of
+ * 1, y, x, xy, y^2, xy^2 (x, y >= 0 there): where all but the first are
+ * nonnegative, the first is its minimum over the domain. 0 when a
+ * coefficient's magnitude passes 2^56 (the shift could overflow). */
+int llmem_form_shift(int kind, const int64_t *c, int64_t t[6]);
+
 /* The forward and backward peaks alone (the frontier's maxima) at the
  * monomials m of (batch, seq). */
 void llmem_form_peaks(const compiled_form *f, const uint64_t *m, uint64_t *fwd, uint64_t *bwd);

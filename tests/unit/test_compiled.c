@@ -5,10 +5,12 @@
  * full forms lifted from them must reproduce every field and the largest
  * step at every point of their domain; samples that are not such
  * polynomials, or would need a negative or fractional coefficient, must not
- * fit.
+ * fit. A compiled walk (estimate/walkform.h) keeps the moments that can
+ * decide a phase's peak, with its gradients, or the temporaries' maximum.
  */
 #include <criterion/criterion.h>
 
+#include "estimate/walkform.h"
 #include "sim/compiled.h"
 
 #include <string.h>
@@ -231,6 +233,103 @@ Test(compiled, the_frontier_keeps_every_step_that_can_peak)
     for (uint64_t b = 2; b <= 64; b *= 2)
         for (uint64_t q = 4; q <= 32768; q *= 2)
             expect_truth(&full.f, &t, b, q);
+}
+
+/* A step under a mix of two others (their average; a quarter of one and
+ * three quarters of the other) never holds the peak, though neither of the
+ * two is above it everywhere: it is dropped, while the two and a step above
+ * every mix somewhere (the only S^2 term) stay, in forward and backward;
+ * the largest step is the same at every point. */
+Test(compiled, a_step_under_a_mix_of_two_others_is_dropped)
+{
+    truth t;
+    memset(&t, 0, sizeof t);
+    for (int first = COST_FIELDS; first < NV; first += NF) {
+        uint64_t *a = t.c[first], *b = t.c[first + 1], *c = t.c[first + 2];
+        a[0] = (uint64_t)1 << 34; /* weights-like */
+        a[3] = 4096;
+        b[0] = (uint64_t)1 << 24; /* scores-like */
+        b[3] = 8192;
+        b[4] = 256;
+        c[0] = (uint64_t)1 << 20; /* a causal mask */
+        c[5] = 4096;
+        for (int k = 0; k < 6; k++) {
+            t.c[first + 3][k] = (a[k] + b[k]) / 2;
+            t.c[first + 4][k] = (a[k] + 3 * b[k]) / 4;
+        }
+    }
+    sample s[9];
+    room rows[3], full;
+    uint64_t seqs[4] = { 4, 512, 4096, 77 };
+    for (int r = 0; r < 3; r++) {
+        make_sample(&t, 2, seqs[r], &s[3 * r]);
+        make_sample(&t, 5, seqs[r], &s[3 * r + 1]);
+        make_sample(&t, 11, seqs[r], &s[3 * r + 2]);
+        cr_assert(llmem_fit_row(&s[3 * r].v, &s[3 * r + 1].v, &s[3 * r + 2].v, NF, NB,
+                                empty_form(&rows[r])));
+    }
+    sample check;
+    make_sample(&t, 3, seqs[3], &check);
+    const compiled_form *r3[3] = { &rows[0].f, &rows[1].f, &rows[2].f };
+    cr_assert(llmem_fit_rows(r3, &check.v, 1, NF, NB, empty_form(&full)));
+    cr_expect_eq(full.f.nf, 3, "forward: the mixes dropped, the three others kept (%d)", full.f.nf);
+    cr_expect_eq(full.f.nb, 3, "backward: the mixes dropped, the three others kept (%d)", full.f.nb);
+    for (uint64_t b = 2; b <= 4096; b *= 2)
+        for (uint64_t q = 4; q <= 65536; q *= 2)
+            expect_truth(&full.f, &t, b, q);
+}
+
+/* A compiled walk's moments, each a line in B (a row at S = 1, no
+ * segment), in one phase: */
+enum { WALK_LOGS = 4 }; /* a row's grid and checks: B = 2, 3, 5, 11 */
+
+static void walk_moment(walk_log *logs, const uint64_t *batch, int phase, uint64_t c0,
+                        uint64_t c1, uint64_t grads)
+{
+    for (int k = 0; k <= WALK_LOGS; k++) {
+        walk_log *l = &logs[k];
+        l->phase[l->n] = (int8_t)phase;
+        l->src[l->n] = -1;
+        l->base[l->n] = c0 + c1 * batch[k];
+        l->grads[l->n] = grads;
+        l->n++;
+    }
+}
+
+/* The first of a phase's largest moments is its peak, with its gradients,
+ * and the temporaries' maximum counts each moment net of its gradients:
+ * a moment goes only when another is above it everywhere, net of
+ * gradients too, and strictly when that one comes later. */
+Test(compiled, a_walk_keeps_the_moments_that_decide_a_phase)
+{
+    uint64_t batch[WALK_GRID + WALK_CHECKS], seq[WALK_GRID + WALK_CHECKS];
+    cr_assert_eq(llmem_walkform_grid(REGIME_SEQ1, 1, batch, seq), 2);
+    batch[WALK_LOGS] = 7; /* the caller's own walk, after the grid and checks */
+    static walk_log logs[WALK_LOGS + 1];
+    memset(logs, 0, sizeof logs);
+    walk_moment(logs, batch, LLMEM_PHASE_BACKWARD, 1000, 10, 100); /* kept */
+    walk_moment(logs, batch, LLMEM_PHASE_BACKWARD, 1000, 10, 50);  /* the same, less gradient: kept */
+    walk_moment(logs, batch, LLMEM_PHASE_BACKWARD, 1000, 10, 100); /* the first again: dropped */
+    walk_moment(logs, batch, LLMEM_PHASE_BACKWARD, 900, 10, 100);  /* below the first: dropped */
+    walk_moment(logs, batch, LLMEM_PHASE_BACKWARD, 2000, 5, 10);   /* crosses the first: kept */
+    walk_moment(logs, batch, LLMEM_PHASE_BACKWARD, 2000, 5, 20);   /* ties it, later: dropped */
+    walk_moment(logs, batch, LLMEM_PHASE_OPTIMIZER, 3000, 0, 500); /* alone: kept */
+    for (int k = 0; k <= WALK_LOGS; k++) {
+        logs[k].fixed = 500;
+        logs[k].positions = 0;
+    }
+    static walk_form f;
+    const compiled_form *seg[SEG_HINTS] = { NULL };
+    cr_assert(llmem_walkform_fit(&f, REGIME_SEQ1, logs, WALK_LOGS, &logs[WALK_LOGS],
+                                 batch[WALK_LOGS], 1, seg));
+    static const uint64_t kept_grads[] = { 100, 50, 10, 500 };
+    cr_assert_eq(f.n, 4, "moments kept: %d", f.n);
+    for (int k = 0; k < 4; k++)
+        cr_expect_eq(f.grads[k], kept_grads[k], "moment %d: gradients %llu", k,
+                     (unsigned long long)f.grads[k]);
+    cr_expect_eq(f.phase_end[LLMEM_PHASE_BACKWARD - 1], 3);
+    cr_expect_eq(f.phase_end[LLMEM_PHASE_OPTIMIZER - 1], 4);
+    cr_expect_eq(f.total[2][0], 2000, "the earlier of the tied moments stays");
 }
 
 /* Three rows fix a quadratic in S through their seqs whatever the truth:
