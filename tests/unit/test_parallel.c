@@ -392,6 +392,51 @@ Test(parallel, routed_experts_under_sequence_parallelism)
     llmem_ctx_free(ctx);
 }
 
+/* A sharded engine splits expert tensors over their own data-parallel
+ * group (dp / ep ranks), which the rank's share does not model: every
+ * sharded engine with ep > 1 is refused, naming the sharding (it divided the
+ * experts by ep x dp, a Mixtral-8x7B rank at dp 8, ep 8, ZeRO-3 8x too
+ * small); ep with plain data parallelism, and sharding with ep 1, run. */
+Test(parallel, sharding_with_expert_parallelism_is_refused)
+{
+    static const char *const engines[] = { "zero1", "zero2", "zero3", "fsdp-full",
+                                           "fsdp-grad-op", "fsdp-hybrid" };
+    llmem_ctx *ctx;
+    llmem_train *t;
+    llmem_parallel *l;
+    llmem_estimate *e;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    llmem_model *m = small_moe(ctx, LLMEM_FAMILY_LLAMA, 0);
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, 4), LLMEM_OK);
+    for (size_t k = 0; k < sizeof engines / sizeof engines[0]; k++) {
+        int object = 0, key = 0;
+        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, engines[k]), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 2), LLMEM_OK);
+        cr_expect_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_EINCONSISTENT, "%s, ep 2",
+                     engines[k]);
+        llmem_ctx_error_field(ctx, &object, &key);
+        cr_expect_eq(object, LLMEM_OBJECT_PARALLEL);
+        cr_expect_eq(key, LLMEM_PARALLEL_SHARDING, "%s: key %d (%s)", engines[k], key,
+                     llmem_ctx_error(ctx));
+        cr_expect(strstr(llmem_ctx_error(ctx), engines[k]) != NULL, "%s", llmem_ctx_error(ctx));
+        cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 1), LLMEM_OK);
+        cr_expect_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_OK, "%s, ep 1: %s",
+                     engines[k], llmem_ctx_error(ctx));
+    }
+    cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, "none"), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 2), LLMEM_OK);
+    cr_expect_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_OK, "ddp, ep 2: %s",
+                 llmem_ctx_error(ctx));
+    llmem_model_free(m);
+    llmem_estimate_free(e);
+    llmem_parallel_free(l);
+    llmem_train_free(t);
+    llmem_ctx_free(ctx);
+}
+
 /* DeepSeek's latent attention gives every head its own key and value:
  * kv-heads other than the heads is refused, naming the field (it was
  * estimated as grouped heads, and tensor parallelism over more ranks than
