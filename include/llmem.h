@@ -741,7 +741,7 @@ enum llmem_term_kind {
 LLMEM_API const char *llmem_term_name(int kind);
 
 /**
- * Create an empty estimate: one allocation of about 615 KiB, holding the
+ * Create an empty estimate: one allocation of about 595 KiB, holding the
  * simulator's scratch and its caches, not cleared (memory is touched as the
  * caches fill, so a new handle costs well under a microsecond). A handle
  * remembers the segments it simulated, keyed by what they depend on but batch
