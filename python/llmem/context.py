@@ -204,6 +204,24 @@ def locked(*contexts: Context) -> Iterator[None]:
         yield
 
 
+def expect(value: Any, kind: type, name: str) -> None:
+    """Raise TypeError unless ``value`` is a ``kind``: handles reach the
+    library as bare pointers, where one kind read as another would crash."""
+    if not isinstance(value, kind):
+        raise TypeError("%s: expected llmem.%s, not %s" % (name, kind.__name__,
+                                                            type(value).__name__))
+
+
+def expect_u64(value: Any, name: str) -> int:
+    """``value`` as an unsigned 64-bit count, else TypeError or
+    :class:`llmem.OutOfRange` naming it (ctypes would wrap it silently)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("%s: expected an integer, not %s" % (name, type(value).__name__))
+    if not 0 <= value < 2 ** 64:
+        raise errors.OutOfRange("%s: %d is outside [0, 2^64)" % (name, value), field=name)
+    return value
+
+
 def status_str(rc: int) -> str:
     """The library's description of a status code."""
     return LIB.llmem_status_str(rc).decode()

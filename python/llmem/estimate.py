@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._library import LIB
-from .context import Context, Handle, locked, resolve
+from .context import Context, Handle, expect, expect_u64, locked, resolve
 from .fields import MODEL_FIELDS, PARALLEL_FIELDS, TRAIN_FIELDS, unknown_keyword
 from .model import Model
 from .parallel import Parallel
@@ -32,6 +32,16 @@ _RANK_IN_FLIGHT_X1000 = 106
 # Peak levels of llmem_estimate_max (enum llmem_level; the library names them
 # nowhere else).
 LEVELS = {"allocated": 1, "reserved": 2, "device": 3}
+
+
+def _job(model: Any, train: Any, parallel: Any) -> List[Handle]:
+    """The job's objects, each checked to be of its kind."""
+    expect(model, Model, "model")
+    expect(train, Train, "train")
+    if parallel is None:
+        return [model, train]
+    expect(parallel, Parallel, "parallel")
+    return [model, train, parallel]
 
 
 def _names(fn: Any) -> Tuple[Tuple[int, str], ...]:
@@ -188,8 +198,8 @@ class Estimate(Handle):
         needed (a run that fills it is run again with more); with one, a step
         with more points keeps the first ``capacity`` (``llmem_estimate_timeline``);
         ``capacity=0`` stops recording."""
-        if capacity is not None and capacity < 0:
-            raise ValueError("capacity: %d points is negative" % capacity)
+        if capacity is not None:
+            expect_u64(capacity, "capacity")
         room = self._TIMELINE_ROOM if capacity is None else capacity
         with self._context._lock:
             self._timeline_room = 0  # a failed call leaves the timeline off
@@ -208,7 +218,7 @@ class Estimate(Handle):
         """Estimate ``model`` trained as ``train`` (on one GPU, or laid out
         as ``parallel``); all are validated."""
         ctx = self._context
-        objects = [model, train] + ([parallel] if parallel is not None else [])
+        objects = _job(model, train, parallel)
         with locked(ctx, *(o._context for o in objects)):
             self._run(model, train, parallel)
             while self._timeline_grows and self._timeline_full():
@@ -235,9 +245,10 @@ class Estimate(Handle):
         key = TRAIN_FIELDS[field].key if field in TRAIN_FIELDS else -1
         if level not in LEVELS:
             raise ValueError("level: %r is not one of %s" % (level, ", ".join(LEVELS)))
+        expect_u64(capacity, "capacity")
         ctx = self._context
         out = ctypes.c_int64()
-        objects = [model, train] + ([parallel] if parallel is not None else [])
+        objects = _job(model, train, parallel)
         with locked(ctx, *(o._context for o in objects)):
             ctx.check(LIB.llmem_estimate_max(
                 self._handle, model._handle, train._handle,
@@ -256,6 +267,7 @@ class Estimate(Handle):
         as it was; the estimate holds the last point's result."""
         if level not in LEVELS:
             raise ValueError("level: %r is not one of %s" % (level, ", ".join(LEVELS)))
+        objects = _job(model, train, parallel)
         columns = [_int64_column(name, values) for name, values in (("batch", batch),
                                                                      ("seq", seq))]
         lengths = {len(c) for c in columns if c is not None}
@@ -265,7 +277,6 @@ class Estimate(Handle):
         n = lengths.pop() if lengths else 0
         peaks = (ctypes.c_uint64 * n)()
         ctx = self._context
-        objects = [model, train] + ([parallel] if parallel is not None else [])
         with locked(ctx, *(o._context for o in objects)):
             ctx.check(LIB.llmem_estimate_sweep(
                 self._handle, model._handle, train._handle,

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 from ._configurable import Configurable, add_properties
 from ._library import LIB
-from .context import Context, locked, resolve
+from .context import Context, expect, locked, resolve
 from .fields import MODEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Value, unknown_keyword
 from .model import Model
 from .parallel import Parallel
@@ -86,6 +86,8 @@ class Plan(Configurable):
     def run(self, model: Model, train: Train) -> PlanResult:
         """Enumerate the layouts of ``model`` trained as ``train`` (its batch
         is ignored: the planner solves the micro-batch) over the GPUs."""
+        expect(model, Model, "model")
+        expect(train, Train, "train")
         ctx = self._context
         with locked(ctx, model._context, train._context):
             ctx.check(LIB.llmem_plan_run(self._handle, model._handle, train._handle))

@@ -112,3 +112,38 @@ def test_each_status_has_its_class():
         assert LIB.llmem_status_str(code) != LIB.llmem_status_str(-1000)
     assert errors.error_class(-1000) is llmem.Error
     assert issubclass(llmem.ReadError, OSError) and issubclass(llmem.Overflow, OverflowError)
+
+
+def test_a_handle_of_the_wrong_kind_is_a_type_error():
+    # Handles reach the library as bare pointers: a Model read as a Train
+    # crashed the interpreter, a Train read as a Model raised an unrelated error.
+    with llmem.Model.from_preset("gpt2") as model, llmem.Train(seq=64) as train, \
+            llmem.Estimate() as est, llmem.Plan(gpus=2, gpu_bytes=80 * 2**30) as planner:
+        cases = [
+            (lambda: est.run(model, model), "train: expected llmem.Train, not Model"),
+            (lambda: est.run(train, model), "model: expected llmem.Model, not Train"),
+            (lambda: est.run("gpt2", train), "model: expected llmem.Model, not str"),
+            (lambda: est.run(model, train, train), "parallel: expected llmem.Parallel, not Train"),
+            (lambda: est.sweep(model, model, batch=[1]), "train: expected"),
+            (lambda: est.max(train, train, capacity=1 << 30), "model: expected"),
+            (lambda: planner.run(model, model), "train: expected"),
+            (lambda: llmem.estimate("gpt2", parallel=train), "parallel: expected"),
+        ]
+        for call, message in cases:
+            with pytest.raises(TypeError, match=message):
+                call()
+        assert est.run(model, train).peak_allocated > 0  # still usable
+
+
+def test_capacities_outside_64_bits_are_refused_not_wrapped():
+    # ctypes wrapped them: -1 fitted the largest batch, 2**64 nothing.
+    for capacity in (-1, 2**64, 2**64 + 2**30):
+        with pytest.raises(llmem.OutOfRange) as info:
+            llmem.largest_fitting("gpt2", capacity=capacity)
+        assert info.value.field == "capacity"
+    with pytest.raises(TypeError, match="capacity"):
+        llmem.largest_fitting("gpt2", capacity=80e9)
+    with llmem.Estimate() as est:
+        with pytest.raises(llmem.OutOfRange):
+            est.record_timeline(capacity=2**64)
+    assert llmem.largest_fitting("gpt2", capacity=80 * 2**30) > 0
