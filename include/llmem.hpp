@@ -33,6 +33,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,11 @@ private:
 
 /** Implementation details; not part of the wrapper's interface. */
 namespace detail {
+/* Enabled for a floating-point argument: set(key, 0.1) would otherwise
+ * convert to the integer overload's 0, silently. */
+template <typename T>
+using if_real = typename std::enable_if<std::is_floating_point<T>::value, int>::type;
+
 
 /** Throw llmem::error when @p rc is not LLMEM_OK, with @p ctx's message and field. */
 inline void check(int rc, const llmem_ctx *ctx)
@@ -181,6 +187,9 @@ public:
         detail::check(llmem_model_set_int(p_.get(), key, value), ctx_);
         return *this;
     }
+    /** A model has no real fields: a floating-point value does not compile. */
+    template <typename Real, detail::if_real<Real> = 0>
+    Model &set(int key, Real value) = delete;
     /** Set an enumerated field by name ("llama", "rmsnorm"). */
     Model &set(int key, const std::string &name)
     {
@@ -234,6 +243,12 @@ public:
         detail::check(llmem_train_set_str(p_.get(), key, text.c_str()), ctx_);
         return *this;
     }
+    /** Set a real field from a floating-point value (set_real). */
+    template <typename Real, detail::if_real<Real> = 0>
+    Train &set(int key, Real value)
+    {
+        return set_real(key, static_cast<double>(value));
+    }
     /** Set a real field (dropout, article factor). */
     Train &set_real(int key, double value)
     {
@@ -278,6 +293,9 @@ public:
         detail::check(llmem_parallel_set_int(p_.get(), key, value), ctx_);
         return *this;
     }
+    /** A layout has no real fields: a floating-point value does not compile. */
+    template <typename Real, detail::if_real<Real> = 0>
+    Parallel &set(int key, Real value) = delete;
     /** Set a field by name ("zero3", "1f1b") or decimal text. */
     Parallel &set(int key, const std::string &text)
     {
@@ -561,6 +579,9 @@ public:
         detail::check(llmem_plan_set_int(p_.get(), key, value), ctx_);
         return *this;
     }
+    /** A planner has no real fields: a floating-point value does not compile. */
+    template <typename Real, detail::if_real<Real> = 0>
+    Plan &set(int key, Real value) = delete;
     /** Read a field. */
     std::int64_t get(int key) const
     {

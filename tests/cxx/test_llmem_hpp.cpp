@@ -12,6 +12,13 @@
 
 namespace {
 
+/* Whether T::set(int, V) is a usable call (not deleted, not ambiguous). */
+template <typename T, typename V, typename = void>
+struct settable_with : std::false_type {};
+template <typename T, typename V>
+struct settable_with<T, V, decltype(void(std::declval<T &>().set(0, std::declval<V>())))>
+    : std::true_type {};
+
 int count = 0, failed = 0;
 
 void check(bool ok, const char *what)
@@ -187,6 +194,11 @@ void exceptions_carry_status_and_message()
           "an estimate's inconsistency names the training field");
     train.set_real(LLMEM_TRAIN_DROPOUT, 0.25);
     check(train.get_real(LLMEM_TRAIN_DROPOUT) == 0.25, "real fields round-trip");
+    /* set(key, 0.1) took the integer overload and set 0. */
+    train.set(LLMEM_TRAIN_LORA_DROPOUT, 0.1);
+    check(train.get_real(LLMEM_TRAIN_LORA_DROPOUT) == 0.1, "set with a double sets the real value");
+    train.set(LLMEM_TRAIN_LORA_DROPOUT, 0.0f);
+    check(train.get_real(LLMEM_TRAIN_LORA_DROPOUT) == 0.0, "set with a float too");
 }
 
 // Llama-3.1-8B on dp 8 with ZeRO-3 and 2 pipeline stages: the wrapper's
@@ -407,6 +419,11 @@ void timeline_as_the_c_api()
 void handles_move_and_do_not_copy()
 {
     static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
+    static_assert(!settable_with<llmem::Model, double>::value, "a model takes no real value");
+    static_assert(!settable_with<llmem::Parallel, float>::value, "a layout takes no real value");
+    static_assert(!settable_with<llmem::Plan, double>::value, "a planner takes no real value");
+    static_assert(settable_with<llmem::Train, double>::value, "a setup takes a real value");
+    static_assert(settable_with<llmem::Model, int>::value, "integers still set");
     static_assert(!std::is_copy_assignable<llmem::Estimate>::value, "Estimate is not copyable");
     static_assert(!std::is_copy_constructible<llmem::Context>::value, "Context is not copyable");
     static_assert(std::is_nothrow_move_constructible<llmem::Train>::value, "Train moves");
