@@ -175,7 +175,7 @@ int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *ou
     if (fit == NULL || out == NULL)
         return LLMEM_EINVAL;
     if (option >= fit->count)
-        return LLMEM_ERANGE;
+        return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: option %zu of %zu", option, fit->count);
     const fit_option *o = &fit->opt[option];
     switch (key) {
     case LLMEM_FIT_PROFILE: *out = o->profile; break;
@@ -187,7 +187,7 @@ int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *ou
     case LLMEM_FIT_HEADROOM_BYTES: *out = o->headroom; break;
     case LLMEM_FIT_SHORTFALL_BYTES: *out = o->shortfall; break;
     case LLMEM_FIT_COMPUTE_SLICES: *out = o->compute; break;
-    default: return LLMEM_EINVAL;
+    default: return llmem__fail(fit->ctx, LLMEM_EINVAL, "fit: unknown option key %d", key);
     }
     return LLMEM_OK;
 }

@@ -183,7 +183,7 @@ int llmem_pack_job_u64(const llmem_pack *p, size_t job, int key, uint64_t *out)
     if (p == NULL || out == NULL)
         return LLMEM_EINVAL;
     if (job >= p->njobs)
-        return LLMEM_ERANGE;
+        return llmem__fail(p->ctx, LLMEM_ERANGE, "pack: job %zu of %zu", job, p->njobs);
     if (!p->ran)
         return llmem__fail(p->ctx, LLMEM_EINCONSISTENT, "pack: no result (run it first)");
     const pack_job *j = &p->jobs[job];
@@ -207,7 +207,7 @@ int llmem_pack_job_u64(const llmem_pack *p, size_t job, int key, uint64_t *out)
         if (!placed)
             return LLMEM_ENOTFOUND;
         break;
-    default: return LLMEM_EINVAL;
+    default: return llmem__fail(p->ctx, LLMEM_EINVAL, "pack: unknown job key %d", key);
     }
     switch (key) {
     case LLMEM_PACK_JOB_GPU: *out = j->gpu; break;
@@ -234,8 +234,10 @@ int llmem_pack_gpu_u64(const llmem_pack *p, size_t gpu, int key, uint64_t *out)
 {
     if (p == NULL || out == NULL)
         return LLMEM_EINVAL;
-    if (!p->ran || gpu >= p->ngpus)
-        return LLMEM_ERANGE;
+    if (!p->ran)
+        return llmem__fail(p->ctx, LLMEM_EINCONSISTENT, "pack: no result (run it first)");
+    if (gpu >= p->ngpus)
+        return llmem__fail(p->ctx, LLMEM_ERANGE, "pack: gpu %zu of %zu", gpu, p->ngpus);
     const pack_gpu *g = &p->gpus[gpu];
     const pack_type *t = &p->types[g->type];
     switch (key) {
@@ -244,7 +246,7 @@ int llmem_pack_gpu_u64(const llmem_pack *p, size_t gpu, int key, uint64_t *out)
     case LLMEM_PACK_GPU_JOBS: *out = g->nunits; break;
     case LLMEM_PACK_GPU_NODE: *out = g->node; break;
     case LLMEM_PACK_GPU_DEVICE: *out = g->device; break;
-    default: return LLMEM_EINVAL;
+    default: return llmem__fail(p->ctx, LLMEM_EINVAL, "pack: unknown gpu key %d", key);
     }
     return LLMEM_OK;
 }

@@ -143,8 +143,11 @@ size_t llmem_plan_rejected_count(const llmem_plan *p)
 int llmem_plan_rejected(const llmem_plan *p, size_t index, const char **reason,
                         uint64_t *layouts, const char **example)
 {
-    if (p == NULL || index >= p->nreject)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (index >= p->nreject)
+        return llmem__fail(p->ctx, LLMEM_ERANGE, "plan: rejected kind %zu of %zu", index,
+                           p->nreject);
     if (reason)
         *reason = p->reject[index].reason;
     if (layouts)

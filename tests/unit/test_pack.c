@@ -599,3 +599,61 @@ Test(pack, bad_input)
     llmem_pack_free(NULL);
     llmem_pack_clear(NULL);
 }
+
+/* An index or key out of range says so in the context, replacing the last
+ * failure's message and field (they were left over, and the C++ wrapper
+ * threw them: "batch: value 0 out of range" for a GPU index). */
+static void expect_own_error(int rc, int status, const char *says)
+{
+    int object = -1, key = -1;
+    cr_expect_eq(rc, status, "%d (%s)", rc, llmem_ctx_error(ctx));
+    cr_expect(strstr(llmem_ctx_error(ctx), says) != NULL, "'%s' lacks '%s'", llmem_ctx_error(ctx),
+              says);
+    cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_ENOTFOUND);
+}
+
+static void plant_stale_error(void)
+{
+    llmem_train *t;
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 0), LLMEM_ERANGE);
+    llmem_train_free(t);
+}
+
+Test(pack, out_of_range_getters_name_their_own_error)
+{
+    uint64_t v;
+    plant_stale_error();
+    expect_own_error(llmem_pack_gpu_u64(pack, 0, LLMEM_PACK_GPU_TYPE, &v), LLMEM_EINCONSISTENT,
+                     "run it first");
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 1), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "a", 10 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    plant_stale_error();
+    expect_own_error(llmem_pack_job_u64(pack, 7, LLMEM_PACK_JOB_STATUS, &v), LLMEM_ERANGE,
+                     "pack: job 7 of 1");
+    plant_stale_error();
+    expect_own_error(llmem_pack_job_u64(pack, 0, 999, &v), LLMEM_EINVAL, "unknown job key 999");
+    plant_stale_error();
+    expect_own_error(llmem_pack_gpu_u64(pack, 5, LLMEM_PACK_GPU_TYPE, &v), LLMEM_ERANGE,
+                     "pack: gpu 5 of 1");
+    plant_stale_error();
+    expect_own_error(llmem_pack_gpu_u64(pack, 0, 999, &v), LLMEM_EINVAL, "unknown gpu key 999");
+
+    llmem_fit *fit;
+    cr_assert_eq(llmem_fit_new(ctx, &fit), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, gpu("A100-80GB"), 10 * GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    plant_stale_error();
+    expect_own_error(llmem_fit_get_u64(fit, 999, LLMEM_FIT_FITS, &v), LLMEM_ERANGE, "fit: option 999");
+    plant_stale_error();
+    expect_own_error(llmem_fit_get_u64(fit, 0, 999, &v), LLMEM_EINVAL, "unknown option key 999");
+    llmem_fit_free(fit);
+
+    llmem_plan *plan;
+    const char *reason;
+    cr_assert_eq(llmem_plan_new(ctx, &plan), LLMEM_OK);
+    plant_stale_error();
+    expect_own_error(llmem_plan_rejected(plan, 3, &reason, NULL, NULL), LLMEM_ERANGE,
+                     "plan: rejected kind 3 of 0");
+    llmem_plan_free(plan);
+}
