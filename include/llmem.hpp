@@ -84,7 +84,7 @@ private:
 
 /** Implementation details; not part of the wrapper's interface. */
 namespace detail {
-/* Enabled for a floating-point argument: set(key, 0.1) would otherwise
+/** Enabled for a floating-point argument: set(key, 0.1) would otherwise
  * convert to the integer overload's 0, silently. */
 template <typename T>
 using if_real = typename std::enable_if<std::is_floating_point<T>::value, int>::type;
