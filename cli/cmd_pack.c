@@ -477,7 +477,7 @@ static int print_config(llmem_ctx *ctx, const llmem_pack *pack, out_format fmt, 
         rc = fmt == OUT_MIG_PARTED ? llmem_pack_mig_parted(pack, name, buf, len + 1, NULL)
                                    : llmem_pack_nvidia_smi(pack, buf, len + 1, NULL);
     if (buf == NULL || rc != LLMEM_OK) {
-        cli_error("%s", buf ? llmem_ctx_error(ctx) : "out of memory");
+        cli_error("%s", rc != LLMEM_OK ? llmem_ctx_error(ctx) : "out of memory");
         free(buf);
         return 0;
     }

@@ -1321,7 +1321,8 @@ LLMEM_API int llmem_pack_gpu_u64(const llmem_pack *pack, size_t gpu, int key, ui
 /**
  * The layout as an NVIDIA mig-parted configuration (YAML: `version: v1`,
  * `mig-configs`, per GPU or group of equal GPUs `devices`, `mig-enabled` and
- * `mig-devices` counts). The config is named @p name ("llmem" when NULL), or
+ * `mig-devices` counts). The config is named @p name ("llmem" when NULL;
+ * letters, digits, '.', '_' and '-' only, else #LLMEM_EINVAL), or
  * "<name>-node-<k>" per node with #LLMEM_PACK_GPUS_PER_NODE. Writes at most
  * @p cap bytes with a terminating NUL into @p buf; @p len_out (may be NULL)
  * gets the length without the NUL. A NULL @p buf asks for the length.

@@ -86,6 +86,27 @@ static void config_entry(const llmem_pack *p, out *o, size_t first, size_t last)
     }
 }
 
+/* A config name is a plain YAML key: letters, digits, '.', '_' and '-', as
+ * mig-parted's own configs are named ("all-1g.10gb"); anything else (':',
+ * '#', a newline, nothing) would change or break the document. */
+static int check_config_name(const llmem_pack *p, const char *name)
+{
+    static const char extra[] = "._-";
+    if (name[0] == '\0')
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "config-name: empty");
+    for (size_t i = 0; name[i] != '\0'; i++) {
+        unsigned char c = (unsigned char)name[i];
+        int plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    (c != 0 && strchr(extra, c) != NULL);
+        if (!plain)
+            return llmem__fail(p->ctx, LLMEM_EINVAL,
+                               "config-name: character 0x%02x at %zu is not a letter, digit, "
+                               "'.', '_' or '-'",
+                               c, i);
+    }
+    return LLMEM_OK;
+}
+
 int llmem_pack_mig_parted(const llmem_pack *p, const char *name, char *buf, size_t cap,
                           size_t *len_out)
 {
@@ -96,6 +117,9 @@ int llmem_pack_mig_parted(const llmem_pack *p, const char *name, char *buf, size
         return llmem__fail(p->ctx, LLMEM_EINCONSISTENT, "pack: no result (run it first)");
     if (name == NULL)
         name = "llmem";
+    int rc = check_config_name(p, name);
+    if (rc != LLMEM_OK)
+        return rc;
     int per_node = p->i[LLMEM_PACK_GPUS_PER_NODE] > 0;
     put(&o, "version: v1\nmig-configs:\n");
     if (p->ngpus == 0)

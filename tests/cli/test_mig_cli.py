@@ -347,6 +347,13 @@ def check_pack_errors(t, llmem):
                        ["--margin '95'", "[0, 90)"], "pack: a margin beyond the bound")
         d = llmem.json("pack", "--gpu", "H100", "--jobs", write_jobs(tmp, "empty.json", "[]"), "--json")
         t.check(d["gpus_used"] == 0 and d["jobs"] == [], "pack: no jobs, no GPUs")
+        # A config name is a plain YAML key: one that would change or break the
+        # document is refused, naming the character (it was written as is).
+        for name, needle in (("a: b", "0x3a at 1"), ("", "empty"), ("x\ny: z", "0x0a at 1"),
+                             ("#c", "0x23 at 0")):
+            expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--format",
+                                      "mig-parted", "--config-name", name], 1,
+                           ["config-name", needle], "pack: config name %r refused" % name)
 
 
 GROUPS = {
