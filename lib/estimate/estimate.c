@@ -340,7 +340,8 @@ static void compile_walk(llmem_estimate *e, const model_shape *shape, const rank
 /* The walk must end backward holding exactly what the rank holds from the
  * start and its gradients; anything else means the layer model and the
  * tensor list disagree: refuse rather than print a wrong number. Shards are
- * rounded per segment: a byte a layer at most. The bytes off, or 0 (st's
+ * rounded per segment: a byte a layer at most (two where experts shard
+ * apart). The bytes off, or 0 (st's
  * statics, but the batch's bytes: given). */
 static uint64_t unaccounted(const step_static *st, uint64_t batch, uint64_t end,
                             const rank_share *share, const rank_class *c, const layout *l)
@@ -348,7 +349,8 @@ static uint64_t unaccounted(const step_static *st, uint64_t batch, uint64_t end,
     uint64_t expected = st->weights + st->quant_constants + st->adapters + st->buffers +
                         st->states + st->master + st->comm + batch + st->grads;
     uint64_t off = end > expected ? end - expected : expected - end;
-    uint64_t rounding = share->keep.den > 2 ? c->layers + 2 + l->shard : 0;
+    int apart = share->keep.expert > 0 && share->keep.expert_den != share->keep.den;
+    uint64_t rounding = share->keep.den > 2 ? (c->layers + 2 + l->shard) * (apart ? 2 : 1) : 0;
     return off > rounding ? off : 0;
 }
 

@@ -151,6 +151,47 @@ static void segment_bytes(const tensor_list *l, uint64_t *layer, uint64_t *embed
             *layer = per_range[k];
 }
 
+/* The expert tensors of a list (expert parallelism's split axis). */
+static void only_experts(const tensor_list *in, tensor_list *out)
+{
+    out->n = 0;
+    out->overflow = in->overflow;
+    for (int i = 0; i < in->n; i++)
+        if (in->c[i].axis == SPLIT_EXPERT)
+            out->c[out->n++] = in->c[i];
+}
+
+/* A trained MoE layer's expert gradients, as its backward makes them
+ * (bytes in each tensor's dtype; wide: of 4-byte tensors). */
+static void expert_grads_per_layer(const tensor_list *experts, uint64_t *bytes, uint64_t *wide)
+{
+    *bytes = *wide = 0;
+    for (int i = 0; i < experts->n; i++) {
+        const tensor_class *c = &experts->c[i];
+        if (!c->trainable || c->segment != SEG_LAYER)
+            continue;
+        uint64_t b = class_elems(c) * (c->count / c->layers) * (uint64_t)c->dt;
+        *bytes += b;
+        *wide += c->dt >= 4 ? b : 0;
+    }
+}
+
+/* `all` bytes of which `experts` shard over `div_e` ranks, the rest over `div`. */
+static uint64_t split_div(uint64_t all, uint64_t experts, uint64_t div, uint64_t div_e)
+{
+    return ceil_div(all - experts, div) + ceil_div(experts, div_e);
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
 int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_recipe *rc,
                      const layout *l, const rank_class *r, rank_share *out)
 {
@@ -176,22 +217,52 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
         stm = st16; /* the same list: the same statics */
     }
 
+    /* Under expert parallelism DeepSpeed shards the experts' MoE parameter
+     * groups over their expert data-parallel group of dp / ep ranks
+     * (runtime/zero/stage_1_and_2.py, _configure_moe_settings: each MoE
+     * group's partition_count is that group's size), the rest over all dp
+     * ranks: the experts' share of the statics (sums over the classes) is
+     * divided apart. ZeRO-3 and FSDP with ep > 1 are refused (layout.c). */
+    step_static e16, em;
+    uint64_t ne = n, e_grads = 0, e_wide = 0;
+    memset(&e16, 0, sizeof e16);
+    memset(&em, 0, sizeof em);
+    if (l->ep > 1 && n > 1) {
+        tensor_list experts, experts_master;
+        only_experts(&mine, &experts);
+        ne = n / gcd(n, l->ep);
+        llmem_statics_params(&experts, m, &rc->run, &e16);
+        llmem_statics_optimizer(&experts, &rc->run, &e16);
+        if (retype(&experts, rc->master_dt, &experts_master)) {
+            llmem_statics_params(&experts_master, m, &rc->run, &em);
+            llmem_statics_optimizer(&experts_master, &rc->run, &em);
+        } else {
+            em = e16;
+        }
+        expert_grads_per_layer(&experts, &e_grads, &e_wide);
+    }
+
     step_static *st = &out->st;
     uint64_t pdiv = sh->params ? n : 1, sdiv = sh->states ? n : 1, gdiv = sh->grads ? n : 1;
+    uint64_t pdiv_e = sh->params ? ne : 1, sdiv_e = sh->states ? ne : 1, gdiv_e = sh->grads ? ne : 1;
     /* FSDP keeps the fp32 shards the optimizer updates; ZeRO-3 its 16-bit partitions. */
-    st->weights = ceil_div(sh->fsdp ? stm.weights : st16.weights, pdiv);
-    st->quant_constants = ceil_div(st16.quant_constants, pdiv);
-    st->adapters = ceil_div(st16.adapters, pdiv);
+    st->weights = sh->fsdp ? split_div(stm.weights, em.weights, pdiv, pdiv_e)
+                           : split_div(st16.weights, e16.weights, pdiv, pdiv_e);
+    st->quant_constants = split_div(st16.quant_constants, e16.quant_constants, pdiv, pdiv_e);
+    st->adapters = split_div(st16.adapters, e16.adapters, pdiv, pdiv_e);
     /* GPT-2's causal masks are per layer: the stage's share; a rotary
      * inv_freq is one per model, so one per stage. */
     st->buffers = m->traits & TRAIT_CAUSAL_BUFFER ? st16.buffers / m->layers * r->layers
                                                   : st16.buffers;
     st->trainable = st16.trainable;
     st->param_tensors = st16.param_tensors;
-    uint64_t grads = rc->grad_dt == rc->run.param_dt ? st16.grads : stm.grads;
-    st->grads = offload_opt ? 0 : ceil_div(grads, gdiv);
-    uint64_t master_bytes = rc->master_copy ? ceil_div(stm.grads, n) : 0; /* fp32, like its grads */
-    uint64_t states = ceil_div(stm.states, sdiv), paged = ceil_div(stm.paged_states, sdiv);
+    int narrow_grads = rc->grad_dt == rc->run.param_dt;
+    uint64_t grads = narrow_grads ? st16.grads : stm.grads;
+    st->grads = offload_opt ? 0 : split_div(grads, narrow_grads ? e16.grads : em.grads, gdiv, gdiv_e);
+    /* fp32, like its grads */
+    uint64_t master_bytes = rc->master_copy ? split_div(stm.grads, em.grads, n, ne) : 0;
+    uint64_t states = split_div(stm.states, em.states, sdiv, sdiv_e);
+    uint64_t paged = split_div(stm.paged_states, em.paged_states, sdiv, sdiv_e);
     /* DeepSpeed's step: FusedAdam in place, on an fp32 gradient partition it
      * builds each step (mixed precision); torch's optimizers (DDP, FSDP) run
      * the row's step over the local shards. Offloaded, the step runs on the host. */
@@ -230,7 +301,8 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
     /* What the walk keeps of each backward's gradients (walk.h): a 16-bit
      * parameter's gradient as grad_dt bytes an element, a 4-byte one's as
      * itself, each over the gradient shards; nothing when offloaded. */
-    out->keep = (walk_keep){ (uint64_t)rc->grad_dt, 2, offload_opt ? 0 : 2 * gdiv };
+    out->keep = (walk_keep){ (uint64_t)rc->grad_dt, 2, offload_opt ? 0 : 2 * gdiv,
+                             e_grads, e_wide, offload_opt ? 0 : 2 * gdiv_e };
 
     /* Gathered parameters around each segment (in the model's 16-bit dtype). */
     if (sh->params) {

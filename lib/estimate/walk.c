@@ -538,7 +538,7 @@ void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
     in->embedding = in->head = 1;
     in->in_flight = in->in_flight_den = 1;
     in->grads_persist = s->grad_accum > 1;
-    in->keep = (walk_keep){ 1, 1, 1 };
+    in->keep = (walk_keep){ 1, 1, 1, 0, 0, 1 };
     in->sp = in->ep = 1;
 }
 
@@ -550,6 +550,18 @@ static uint64_t kept_of(const walk_keep *k, uint64_t grads, uint64_t wide)
         return 0;
     uint64_t kept = (grads - wide) * k->k16 + wide * k->k32;
     return k->den == 1 ? kept : kept / k->den; /* a division costs as much as the rest */
+}
+
+/* What stays of a layer's parameter gradients: its experts' over their
+ * own shards when they shard apart (walk_keep). */
+static uint64_t layer_kept(const walk_keep *k, const layer_group *g)
+{
+    uint64_t e = k->expert, ew = k->expert_wide;
+    if (!g->spec.moe || e == 0 || k->expert_den == k->den || g->param_grads < e ||
+        g->param_grads_wide < ew)
+        return kept_of(k, g->param_grads, g->param_grads_wide);
+    walk_keep experts = { k->k16, k->k32, k->expert_den, 0, 0, 0 };
+    return kept_of(k, g->param_grads - e, g->param_grads_wide - ew) + kept_of(&experts, e, ew);
 }
 
 /* A layer's backward moment from `base` bytes (its input's place taken by
@@ -726,7 +738,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             unvisited += g->count * held;
             continue;
         }
-        uint64_t kept = accumulating ? 0 : kept_of(keep, g->param_grads, g->param_grads_wide);
+        uint64_t kept = accumulating ? 0 : layer_kept(keep, g);
         uint64_t step = g->bwd_end - g->param_grads + kept;
         int64_t delta = (int64_t)step - (int64_t)g->bwd_start - (int64_t)held;
         uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);

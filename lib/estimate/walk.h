@@ -33,6 +33,10 @@ typedef struct walk_gather {
  * model twice the bytes (k16 = 2); offload keeps none (den = 0). */
 typedef struct walk_keep {
     uint64_t k16, k32, den;
+    /* A trained MoE layer's expert gradients (bytes as its backward makes
+     * them, and the wide part), kept over expert_den instead: under expert
+     * parallelism ZeRO-2 shards them over dp / ep ranks (shard.c). */
+    uint64_t expert, expert_wide, expert_den;
 } walk_keep;
 
 typedef struct walk_input {

@@ -90,15 +90,18 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
     /* Megatron carves the expert-parallel group out of the data-parallel ranks. */
     if (l->dp % l->ep != 0)
         return FAIL(ctx, EP, "ep: %llu does not divide dp %llu", U(l->ep), U(l->dp));
-    /* A sharded engine splits expert tensors over their own data-parallel
-     * group (dp / ep ranks: DeepSpeed-MoE's expert data parallelism,
-     * Megatron's expert_data_parallel_group), the rest over all dp ranks;
-     * the rank's share and the walk shard every tensor one way, which
-     * would divide the experts ep times too many. */
-    if (l->ep > 1 && l->shard > 1)
+    /* DeepSpeed refuses ZeRO-3 with its MoE layers (runtime/engine.py: "MoE
+     * not supported with Stage 3"); ZeRO-1/2 shard the experts over their
+     * own data-parallel group (shard.c). How FSDP would shard experts apart
+     * is not modelled. */
+    if (l->ep > 1 && l->shard > 1 && l->sharding->params && l->sharding->deepspeed)
+        return FAIL(ctx, SHARDING, "sharding: DeepSpeed runs no MoE layers (ep %llu) under "
+                                   "zero3; use zero1 or zero2",
+                    U(l->ep));
+    if (l->ep > 1 && l->shard > 1 && l->sharding->fsdp)
         return FAIL(ctx, SHARDING,
-                    "sharding: %s with ep %llu is not modelled (expert tensors shard over dp / ep "
-                    "ranks); use ep 1, or --sharding none",
+                    "sharding: %s with ep %llu is not modelled (its experts' shard group); use "
+                    "zero1, zero2 or --sharding none",
                     l->sharding->id.name, U(l->ep));
     if (l->sp && l->tp < 2)
         return FAIL(ctx, SP, "sp: sequence parallelism splits over tp ranks: needs tp >= 2");

@@ -392,15 +392,31 @@ Test(parallel, routed_experts_under_sequence_parallelism)
     llmem_ctx_free(ctx);
 }
 
-/* A sharded engine splits expert tensors over their own data-parallel
- * group (dp / ep ranks), which the rank's share does not model: every
- * sharded engine with ep > 1 is refused, naming the sharding (it divided the
- * experts by ep x dp, a Mixtral-8x7B rank at dp 8, ep 8, ZeRO-3 8x too
- * small); ep with plain data parallelism, and sharding with ep 1, run. */
-Test(parallel, sharding_with_expert_parallelism_is_refused)
+/* A rank's component of a term (0 when absent). */
+static uint64_t rank_component(llmem_estimate *e, int kind, const char *name)
 {
-    static const char *const engines[] = { "zero1", "zero2", "zero3", "fsdp-full",
-                                           "fsdp-grad-op", "fsdp-hybrid" };
+    const llmem_term *t;
+    cr_assert_eq(llmem_estimate_rank_term(e, 0, kind, &t), LLMEM_OK);
+    for (size_t i = 0; i < llmem_term_component_count(t); i++) {
+        const char *n;
+        uint64_t b;
+        llmem_term_component(t, i, &n, &b);
+        if (strcmp(n, name) == 0)
+            return b;
+    }
+    return 0;
+}
+
+/* DeepSpeed's ZeRO-1/2 shard an MoE model's expert tensors over their own
+ * data-parallel group, dp / ep ranks, and the rest over all dp ranks: a rank
+ * holds E / ep of the experts' weights E, and E / dp of their gradients,
+ * fp32 master copies and states whatever ep (the rank's share divided the
+ * experts by ep and then by dp: a Mixtral-8x7B rank at dp 8, ep 8 held
+ * 8x too little). Every layout's backward ends balanced with its statics.
+ * DeepSpeed refuses ZeRO-3 with MoE layers, and FSDP with ep > 1 is not
+ * modelled: both refused, naming the sharding; plain data parallelism runs. */
+Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
+{
     llmem_ctx *ctx;
     llmem_train *t;
     llmem_parallel *l;
@@ -411,20 +427,45 @@ Test(parallel, sharding_with_expert_parallelism_is_refused)
     cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
     llmem_model *m = small_moe(ctx, LLMEM_FAMILY_LLAMA, 0);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, 4), LLMEM_OK);
-    for (size_t k = 0; k < sizeof engines / sizeof engines[0]; k++) {
+    /* experts: 4 layers x 8 experts x 3 matrices x 128 x 64, 16-bit under DeepSpeed */
+    const uint64_t expert_weights = UINT64_C(4) * 8 * 3 * 128 * 64 * 2;
+    static const char *const zero[] = { "zero1", "zero2" };
+    for (size_t z = 0; z < 2; z++) {
+        uint64_t weights[3], grads[3], states[3], master[3];
+        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, zero[z]), LLMEM_OK);
+        for (int k = 0; k < 3; k++) { /* ep 1, 2, 4 */
+            cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 1 << k), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_OK, "%s, ep %d: %s",
+                         zero[z], 1 << k, llmem_ctx_error(ctx));
+            weights[k] = rank_component(e, LLMEM_TERM_PARAMETERS, "weights");
+            grads[k] = rank_component(e, LLMEM_TERM_OPTIMIZER, "gradients");
+            states[k] = rank_component(e, LLMEM_TERM_OPTIMIZER, "states");
+            master[k] = rank_component(e, LLMEM_TERM_OPTIMIZER, "master_weights");
+        }
+        for (int k = 1; k < 3; k++) {
+            cr_expect_eq(weights[0] - weights[k], expert_weights - expert_weights / (1u << k),
+                         "%s, ep %d: the rank holds 1/ep of the experts' weights", zero[z], 1 << k);
+            cr_expect_eq(grads[k], grads[0], "%s, ep %d: gradients E / dp", zero[z], 1 << k);
+            cr_expect_eq(states[k], states[0], "%s, ep %d: states E / dp", zero[z], 1 << k);
+            cr_expect_eq(master[k], master[0], "%s, ep %d: master copies E / dp", zero[z], 1 << k);
+        }
+        cr_expect_gt(master[0], 0);
+    }
+    static const char *const refused[] = { "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid" };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
         int object = 0, key = 0;
-        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, engines[k]), LLMEM_OK);
+        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, refused[k]), LLMEM_OK);
         cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 2), LLMEM_OK);
         cr_expect_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_EINCONSISTENT, "%s, ep 2",
-                     engines[k]);
+                     refused[k]);
         llmem_ctx_error_field(ctx, &object, &key);
         cr_expect_eq(object, LLMEM_OBJECT_PARALLEL);
-        cr_expect_eq(key, LLMEM_PARALLEL_SHARDING, "%s: key %d (%s)", engines[k], key,
+        cr_expect_eq(key, LLMEM_PARALLEL_SHARDING, "%s: key %d (%s)", refused[k], key,
                      llmem_ctx_error(ctx));
-        cr_expect(strstr(llmem_ctx_error(ctx), engines[k]) != NULL, "%s", llmem_ctx_error(ctx));
+        cr_expect(strstr(llmem_ctx_error(ctx), refused[k]) != NULL, "%s", llmem_ctx_error(ctx));
         cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 1), LLMEM_OK);
         cr_expect_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_OK, "%s, ep 1: %s",
-                     engines[k], llmem_ctx_error(ctx));
+                     refused[k], llmem_ctx_error(ctx));
     }
     cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, "none"), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 2), LLMEM_OK);
