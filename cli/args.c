@@ -210,6 +210,8 @@ const char *cli_message_body(const cli_flag *flag, const char *message)
         llmem_train_field_info(flag->key, &name, NULL, NULL, NULL);
     else if (flag->target == CLI_TARGET_PARALLEL)
         llmem_parallel_field_info(flag->key, &name, NULL, NULL);
+    else if (flag->target == CLI_TARGET_PLAN)
+        llmem_plan_field_info(flag->key, &name, NULL, NULL);
     size_t n = name ? strlen(name) : 0;
     if (n > 0 && strncmp(message, name, n) == 0 && message[n] == ':' && message[n + 1] == ' ')
         return message + n + 2;
@@ -220,8 +222,9 @@ const cli_flag *cli_flag_for_field(int object, int key)
 {
     static const cli_target targets[] = { [LLMEM_OBJECT_MODEL] = CLI_TARGET_MODEL,
                                           [LLMEM_OBJECT_TRAIN] = CLI_TARGET_TRAIN,
-                                          [LLMEM_OBJECT_PARALLEL] = CLI_TARGET_PARALLEL };
-    if (object < LLMEM_OBJECT_MODEL || object > LLMEM_OBJECT_PARALLEL)
+                                          [LLMEM_OBJECT_PARALLEL] = CLI_TARGET_PARALLEL,
+                                          [LLMEM_OBJECT_PLAN] = CLI_TARGET_PLAN };
+    if (object < LLMEM_OBJECT_MODEL || object > LLMEM_OBJECT_PLAN)
         return NULL;
     cli_target target = targets[object];
     for (size_t i = 0; i < FLAG_COUNT; i++)

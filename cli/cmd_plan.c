@@ -14,16 +14,30 @@
 
 /* The planner's fields from the flags: --gpus, the capacity, the margin.
  * Without --capacity the planner takes --gpu's usable memory itself (0). */
-static int configure_plan(const cli_request *req, llmem_plan *plan)
+/* The planner's settings from the flags; a value the planner refuses is a
+ * usage error naming its flag (exit 2, as estimate's). */
+static int configure_plan(llmem_ctx *ctx, const cli_request *req, llmem_plan *plan)
 {
     int rc = llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES,
                                 req->capacity_from_gpu ? 0 : (int64_t)req->capacity);
     if (rc == LLMEM_OK)
         rc = llmem_plan_set_int(plan, LLMEM_PLAN_MARGIN_PERMILLE, req->margin_permille);
-    for (int key = 1; key < 16 && rc == LLMEM_OK; key++)
-        if (req->plan_given & (1u << key))
-            rc = llmem_plan_set_int(plan, key, req->plan[key]);
-    return rc;
+    for (int key = 1; key < 16 && rc == LLMEM_OK; key++) {
+        if (!(req->plan_given & (1u << key)))
+            continue;
+        rc = llmem_plan_set_int(plan, key, req->plan[key]);
+        const cli_flag *f = cli_flag_for_field(LLMEM_OBJECT_PLAN, key);
+        if (rc != LLMEM_OK && f != NULL) {
+            cli_error("--%s '%lld': %s", f->name, (long long)req->plan[key],
+                      cli_message_body(f, llmem_ctx_error(ctx)));
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (rc != LLMEM_OK) {
+        cli_error("%s", llmem_ctx_error(ctx));
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
 }
 
 typedef struct plan_row {
@@ -182,10 +196,12 @@ int cli_cmd_plan(int argc, char **argv)
         if (rc == LLMEM_OK)
             rc = llmem_parallel_new(ctx, &layout);
         if (rc == LLMEM_OK)
-            rc = configure_plan(&req, plan);
-        if (rc == LLMEM_OK)
+            status = configure_plan(ctx, &req, plan);
+        if (rc == LLMEM_OK && status == CLI_EXIT_OK)
             rc = llmem_plan_run(plan, req.model, req.train);
-        if (rc != LLMEM_OK) {
+        if (status != CLI_EXIT_OK) {
+            /* reported by configure_plan */
+        } else if (rc != LLMEM_OK) {
             cli_error("%s", llmem_ctx_error(ctx)[0] ? llmem_ctx_error(ctx) : llmem_status_str(rc));
             status = CLI_EXIT_ESTIMATE;
         } else if (req.json) {

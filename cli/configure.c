@@ -423,6 +423,14 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, unsigned accepted, cons
     }
     for (int pass = PASS_FAMILY; pass < PASSES && status == CLI_EXIT_OK; pass++)
         status = apply_pass(ctx, argc, argv, req, pass);
+    /* Only estimate makes a grid of a list; the other commands would take
+     * its first value silently. */
+    if (status == CLI_EXIT_OK && cli_is_grid(req) && strcmp(command, "estimate") != 0) {
+        cli_error("--%s: a list of values makes a grid of peaks, in `llmem estimate` only; "
+                  "`llmem %s` takes one value",
+                  req->ngrid[0] > 0 ? "batch" : "seq", command);
+        status = CLI_EXIT_USAGE;
+    }
     if (status == CLI_EXIT_OK)
         gpu_capacity(req);
     /* Last: a bad flag is reported before a file is read. */
