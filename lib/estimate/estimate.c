@@ -2,6 +2,7 @@
 #include "estimate/estimate.h"
 
 #include "core/checked.h"
+#include "core/compiler.h"
 #include "core/ctx.h"
 #include "estimate/article.h"
 #include "estimate/shard.h"
@@ -290,23 +291,32 @@ static void rank_input(const model_shape *shape, const rank_recipe *rc, const la
  * does not pay for it). Refused for good (for this key and regime) when a
  * sample walk simulates or the fit fails; a chunked loss is not compiled
  * (its chunk, so its segment, changes with the tokens). */
-static void compile_walk(llmem_estimate *e, const model_shape *shape, const rank_recipe *rc,
-                         const layout *l, const rank_class *c, const rank_share *share,
-                         const step_static *st)
+static inline walk_form *walk_to_compile(llmem_estimate *e, const rank_recipe *rc)
 {
     walk_scratch *ws = &e->walk;
-    uint64_t batch = rc->run.batch, seq = rc->run.seq;
-    walk_form *f = llmem_walk_form(ws, batch, seq);
+    walk_form *f = llmem_walk_form(ws, rc->run.batch, rc->run.seq);
     if (f == NULL || (f->key == ws->walk_key && f->state != 0) || !ws->walked ||
         !ws->cache.walk_full || rc->run.loss == LLMEM_LOSS_CHUNKED || e->trace != NULL)
-        return;
+        return NULL;
     if (f->key != ws->walk_key) { /* the first: wait for a second */
         f->key = ws->walk_key;
         f->state = 0;
-        return;
+        return NULL;
     }
     if (!ws->logged || ws->log.overflow || ws->log.positions > SEG_HINTS)
-        return;
+        return NULL;
+    return f;
+}
+
+/* The fit itself, out of line: its logs (kilobytes) stay off every run's
+ * stack frame. */
+static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *shape,
+                                        const rank_recipe *rc, const layout *l,
+                                        const rank_class *c, const rank_share *share,
+                                        const step_static *st, walk_form *f)
+{
+    walk_scratch *ws = &e->walk;
+    uint64_t batch = rc->run.batch, seq = rc->run.seq;
     uint64_t bs[WALK_GRID + WALK_CHECKS], ss[WALK_GRID + WALK_CHECKS];
     walk_log logs[WALK_GRID + WALK_CHECKS];
     int regime = llmem_regime(batch, seq), n = llmem_walkform_grid(regime, seq, bs, ss);
@@ -382,7 +392,9 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
                            (unsigned long long)off);
     if (known)
         return LLMEM_OK;
-    compile_walk(e, shape, rc, l, c, share, st);
+    walk_form *f = walk_to_compile(e, rc);
+    if (f != NULL)
+        compile_walk(e, shape, rc, l, c, share, st, f);
     if (e->trace != NULL) {
         e->trace_count[rank] = e->trace->n;
         e->trace_peak[rank] = llmem_trace_peak(e->trace);

@@ -3,6 +3,7 @@
  * engines' code for each rule. */
 #include "estimate/shard.h"
 
+#include "core/compiler.h"
 #include "model/families.h"
 
 #include <string.h>
@@ -179,6 +180,8 @@ static void expert_grads_per_layer(const tensor_list *experts, uint64_t *bytes, 
 /* `all` bytes of which `experts` shard over `div_e` ranks, the rest over `div`. */
 static uint64_t split_div(uint64_t all, uint64_t experts, uint64_t div, uint64_t div_e)
 {
+    if (experts == 0) /* no expert parallelism: no second division */
+        return ceil_div(all, div);
     return ceil_div(all - experts, div) + ceil_div(experts, div_e);
 }
 
@@ -190,6 +193,35 @@ static uint64_t gcd(uint64_t a, uint64_t b)
         b = r;
     }
     return a;
+}
+
+/* The experts' share of a rank's statics, apart: their own (16-bit and
+ * master-typed), a trained MoE layer's expert gradients, and the ranks
+ * they shard over. */
+typedef struct expert_share {
+    step_static s16, sm;
+    uint64_t grads, wide;
+    uint64_t group;
+} expert_share;
+
+/* Out of line (expert parallelism only): its lists stay off the common
+ * path's stack frame. */
+static LLMEM_NOINLINE void expert_share_of(const tensor_list *mine, const model_shape *m,
+                                     const rank_recipe *rc, uint64_t n, uint64_t ep,
+                                     expert_share *out)
+{
+    tensor_list experts, experts_master;
+    only_experts(mine, &experts);
+    out->group = n / gcd(n, ep);
+    llmem_statics_params(&experts, m, &rc->run, &out->s16);
+    llmem_statics_optimizer(&experts, &rc->run, &out->s16);
+    if (retype(&experts, rc->master_dt, &experts_master)) {
+        llmem_statics_params(&experts_master, m, &rc->run, &out->sm);
+        llmem_statics_optimizer(&experts_master, &rc->run, &out->sm);
+    } else {
+        out->sm = out->s16;
+    }
+    expert_grads_per_layer(&experts, &out->grads, &out->wide);
 }
 
 int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_recipe *rc,
@@ -223,33 +255,25 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
      * group's partition_count is that group's size), the rest over all dp
      * ranks: the experts' share of the statics (sums over the classes) is
      * divided apart. ZeRO-3 and FSDP with ep > 1 are refused (layout.c). */
-    step_static e16, em;
-    uint64_t ne = n, e_grads = 0, e_wide = 0;
-    memset(&e16, 0, sizeof e16);
-    memset(&em, 0, sizeof em);
+    static const expert_share no_experts; /* nothing apart (and no memset per run) */
+    expert_share ex;
+    const expert_share *x = &no_experts;
+    uint64_t ne = n;
     if (l->ep > 1 && n > 1) {
-        tensor_list experts, experts_master;
-        only_experts(&mine, &experts);
-        ne = n / gcd(n, l->ep);
-        llmem_statics_params(&experts, m, &rc->run, &e16);
-        llmem_statics_optimizer(&experts, &rc->run, &e16);
-        if (retype(&experts, rc->master_dt, &experts_master)) {
-            llmem_statics_params(&experts_master, m, &rc->run, &em);
-            llmem_statics_optimizer(&experts_master, &rc->run, &em);
-        } else {
-            em = e16;
-        }
-        expert_grads_per_layer(&experts, &e_grads, &e_wide);
+        expert_share_of(&mine, m, rc, n, l->ep, &ex);
+        x = &ex;
+        ne = ex.group;
     }
+    const step_static *e16 = &x->s16, *em = &x->sm;
 
     step_static *st = &out->st;
     uint64_t pdiv = sh->params ? n : 1, sdiv = sh->states ? n : 1, gdiv = sh->grads ? n : 1;
     uint64_t pdiv_e = sh->params ? ne : 1, sdiv_e = sh->states ? ne : 1, gdiv_e = sh->grads ? ne : 1;
     /* FSDP keeps the fp32 shards the optimizer updates; ZeRO-3 its 16-bit partitions. */
-    st->weights = sh->fsdp ? split_div(stm.weights, em.weights, pdiv, pdiv_e)
-                           : split_div(st16.weights, e16.weights, pdiv, pdiv_e);
-    st->quant_constants = split_div(st16.quant_constants, e16.quant_constants, pdiv, pdiv_e);
-    st->adapters = split_div(st16.adapters, e16.adapters, pdiv, pdiv_e);
+    st->weights = sh->fsdp ? split_div(stm.weights, em->weights, pdiv, pdiv_e)
+                           : split_div(st16.weights, e16->weights, pdiv, pdiv_e);
+    st->quant_constants = split_div(st16.quant_constants, e16->quant_constants, pdiv, pdiv_e);
+    st->adapters = split_div(st16.adapters, e16->adapters, pdiv, pdiv_e);
     /* GPT-2's causal masks are per layer: the stage's share; a rotary
      * inv_freq is one per model, so one per stage. */
     st->buffers = m->traits & TRAIT_CAUSAL_BUFFER ? st16.buffers / m->layers * r->layers
@@ -258,11 +282,11 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
     st->param_tensors = st16.param_tensors;
     int narrow_grads = rc->grad_dt == rc->run.param_dt;
     uint64_t grads = narrow_grads ? st16.grads : stm.grads;
-    st->grads = offload_opt ? 0 : split_div(grads, narrow_grads ? e16.grads : em.grads, gdiv, gdiv_e);
+    st->grads = offload_opt ? 0 : split_div(grads, narrow_grads ? e16->grads : em->grads, gdiv, gdiv_e);
     /* fp32, like its grads */
-    uint64_t master_bytes = rc->master_copy ? split_div(stm.grads, em.grads, n, ne) : 0;
-    uint64_t states = split_div(stm.states, em.states, sdiv, sdiv_e);
-    uint64_t paged = split_div(stm.paged_states, em.paged_states, sdiv, sdiv_e);
+    uint64_t master_bytes = rc->master_copy ? split_div(stm.grads, em->grads, n, ne) : 0;
+    uint64_t states = split_div(stm.states, em->states, sdiv, sdiv_e);
+    uint64_t paged = split_div(stm.paged_states, em->paged_states, sdiv, sdiv_e);
     /* DeepSpeed's step: FusedAdam in place, on an fp32 gradient partition it
      * builds each step (mixed precision); torch's optimizers (DDP, FSDP) run
      * the row's step over the local shards. Offloaded, the step runs on the host. */
@@ -302,7 +326,7 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
      * parameter's gradient as grad_dt bytes an element, a 4-byte one's as
      * itself, each over the gradient shards; nothing when offloaded. */
     out->keep = (walk_keep){ (uint64_t)rc->grad_dt, 2, offload_opt ? 0 : 2 * gdiv,
-                             e_grads, e_wide, offload_opt ? 0 : 2 * gdiv_e };
+                             x->grads, x->wide, offload_opt ? 0 : 2 * gdiv_e };
 
     /* Gathered parameters around each segment (in the model's 16-bit dtype). */
     if (sh->params) {
