@@ -185,16 +185,6 @@ static uint64_t split_div(uint64_t all, uint64_t experts, uint64_t div, uint64_t
     return ceil_div(all - experts, div) + ceil_div(experts, div_e);
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b != 0) {
-        uint64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
 /* The experts' share of a rank's statics, apart: their own (16-bit and
  * master-typed), a trained MoE layer's expert gradients, and the ranks
  * they shard over. */
@@ -212,7 +202,7 @@ static LLMEM_NOINLINE void expert_share_of(const tensor_list *mine, const model_
 {
     tensor_list experts, experts_master;
     only_experts(mine, &experts);
-    out->group = n / gcd(n, ep);
+    out->group = n / llmem_gcd(n, ep);
     llmem_statics_params(&experts, m, &rc->run, &out->s16);
     llmem_statics_optimizer(&experts, &rc->run, &out->s16);
     if (retype(&experts, rc->master_dt, &experts_master)) {

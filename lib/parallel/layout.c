@@ -133,7 +133,7 @@ int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s)
     return LLMEM_OK;
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
+uint64_t llmem_gcd(uint64_t a, uint64_t b)
 {
     while (b != 0) {
         uint64_t r = a % b;
@@ -154,9 +154,9 @@ uint64_t llmem_layout_step(const llmem_parallel *p, int key, uint64_t other)
     if (p->i[LLMEM_PARALLEL_SP] && tp > 1) {
         /* batch x seq / cp divides by tp: batch a multiple of tp / gcd(tp,
          * seq / cp), or seq of cp x tp / gcd(tp, batch) */
-        uint64_t split = tp / gcd(tp, key == LLMEM_TRAIN_BATCH ? other / cp : other);
+        uint64_t split = tp / llmem_gcd(tp, key == LLMEM_TRAIN_BATCH ? other / cp : other);
         uint64_t unit = key == LLMEM_TRAIN_SEQ ? cp * split : split;
-        step = step / gcd(step, unit) * unit; /* at most 2^21 x 2^40 */
+        step = step / llmem_gcd(step, unit) * unit; /* at most 2^21 x 2^40 */
     }
     return step;
 }

@@ -75,5 +75,7 @@ int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out);
  * context parallelism splits a sequence into 2 x cp chunks, sequence
  * parallelism splits the batch x seq / cp tokens of a rank over tp ranks. */
 uint64_t llmem_layout_step(const llmem_parallel *p, int key, uint64_t other);
+/* The greatest common divisor (of a split and a size: layouts, shard groups). */
+uint64_t llmem_gcd(uint64_t a, uint64_t b);
 
 #endif

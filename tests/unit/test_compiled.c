@@ -198,6 +198,25 @@ Test(compiled, fractional_or_negative_coefficients_do_not_fit)
     cr_expect_not(llmem_fit_row(&a.v, &b.v, &c.v, NF, NB, empty_form(&r)));
 }
 
+/* The full form of a truth lifted from rows at seqs 4, 512 and 4096 (batches
+ * 2, 5, 11), checked at batch 3, seq 77. */
+static void fit_full_from_rows(const truth *t, room *full)
+{
+    sample s[9], check;
+    room rows[3];
+    uint64_t seqs[3] = { 4, 512, 4096 };
+    for (int r = 0; r < 3; r++) {
+        make_sample(t, 2, seqs[r], &s[3 * r]);
+        make_sample(t, 5, seqs[r], &s[3 * r + 1]);
+        make_sample(t, 11, seqs[r], &s[3 * r + 2]);
+        cr_assert(llmem_fit_row(&s[3 * r].v, &s[3 * r + 1].v, &s[3 * r + 2].v, NF, NB,
+                                empty_form(&rows[r])));
+    }
+    make_sample(t, 3, 77, &check);
+    const compiled_form *r3[3] = { &rows[0].f, &rows[1].f, &rows[2].f };
+    cr_assert(llmem_fit_rows(r3, &check.v, 1, NF, NB, empty_form(full)));
+}
+
 /* The frontier keeps, per phase, a step that holds the peak at every point:
  * steps crossing each other (a large constant against a large B S^2 term)
  * both stay. */
@@ -214,20 +233,8 @@ Test(compiled, the_frontier_keeps_every_step_that_can_peak)
             for (int k = 0; k < 6; k++)
                 t.c[i][k] = t.c[i - 1][k] / 2;
     }
-    sample s[9];
-    room rows[3], full;
-    uint64_t seqs[4] = { 4, 512, 4096, 77 };
-    for (int r = 0; r < 3; r++) {
-        make_sample(&t, 2, seqs[r], &s[3 * r]);
-        make_sample(&t, 5, seqs[r], &s[3 * r + 1]);
-        make_sample(&t, 11, seqs[r], &s[3 * r + 2]);
-        cr_assert(llmem_fit_row(&s[3 * r].v, &s[3 * r + 1].v, &s[3 * r + 2].v, NF, NB,
-                                empty_form(&rows[r])));
-    }
-    sample check;
-    make_sample(&t, 3, seqs[3], &check);
-    const compiled_form *r3[3] = { &rows[0].f, &rows[1].f, &rows[2].f };
-    cr_assert(llmem_fit_rows(r3, &check.v, 1, NF, NB, empty_form(&full)));
+    room full;
+    fit_full_from_rows(&t, &full);
     cr_expect_gt(full.f.nf, 1, "crossing steps are all kept");
     cr_expect_lt(full.f.nf, NF, "dominated steps are dropped");
     for (uint64_t b = 2; b <= 64; b *= 2)
@@ -258,20 +265,8 @@ Test(compiled, a_step_under_a_mix_of_two_others_is_dropped)
             t.c[first + 4][k] = (a[k] + 3 * b[k]) / 4;
         }
     }
-    sample s[9];
-    room rows[3], full;
-    uint64_t seqs[4] = { 4, 512, 4096, 77 };
-    for (int r = 0; r < 3; r++) {
-        make_sample(&t, 2, seqs[r], &s[3 * r]);
-        make_sample(&t, 5, seqs[r], &s[3 * r + 1]);
-        make_sample(&t, 11, seqs[r], &s[3 * r + 2]);
-        cr_assert(llmem_fit_row(&s[3 * r].v, &s[3 * r + 1].v, &s[3 * r + 2].v, NF, NB,
-                                empty_form(&rows[r])));
-    }
-    sample check;
-    make_sample(&t, 3, seqs[3], &check);
-    const compiled_form *r3[3] = { &rows[0].f, &rows[1].f, &rows[2].f };
-    cr_assert(llmem_fit_rows(r3, &check.v, 1, NF, NB, empty_form(&full)));
+    room full;
+    fit_full_from_rows(&t, &full);
     cr_expect_eq(full.f.nf, 3, "forward: the mixes dropped, the three others kept (%d)", full.f.nf);
     cr_expect_eq(full.f.nb, 3, "backward: the mixes dropped, the three others kept (%d)", full.f.nb);
     for (uint64_t b = 2; b <= 4096; b *= 2)

@@ -33,10 +33,11 @@ static void run(fixture *f)
     cr_assert_eq(rc, LLMEM_OK, "%s", llmem_ctx_error(f->ctx));
 }
 
-static uint64_t component(fixture *f, size_t rank, int kind, const char *name)
+/* A rank's component of a term (0 when absent). */
+static uint64_t rank_component(llmem_estimate *e, size_t rank, int kind, const char *name)
 {
     const llmem_term *t;
-    cr_assert_eq(llmem_estimate_rank_term(f->e, rank, kind, &t), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_rank_term(e, rank, kind, &t), LLMEM_OK);
     for (size_t i = 0; i < llmem_term_component_count(t); i++) {
         const char *n;
         uint64_t b;
@@ -45,6 +46,11 @@ static uint64_t component(fixture *f, size_t rank, int kind, const char *name)
             return b;
     }
     return 0;
+}
+
+static uint64_t component(fixture *f, size_t rank, int kind, const char *name)
+{
+    return rank_component(f->e, rank, kind, name);
 }
 
 static uint64_t phase(fixture *f, size_t rank, int ph)
@@ -392,21 +398,6 @@ Test(parallel, routed_experts_under_sequence_parallelism)
     llmem_ctx_free(ctx);
 }
 
-/* A rank's component of a term (0 when absent). */
-static uint64_t rank_component(llmem_estimate *e, int kind, const char *name)
-{
-    const llmem_term *t;
-    cr_assert_eq(llmem_estimate_rank_term(e, 0, kind, &t), LLMEM_OK);
-    for (size_t i = 0; i < llmem_term_component_count(t); i++) {
-        const char *n;
-        uint64_t b;
-        llmem_term_component(t, i, &n, &b);
-        if (strcmp(n, name) == 0)
-            return b;
-    }
-    return 0;
-}
-
 /* DeepSpeed's ZeRO-1/2 shard an MoE model's expert tensors over their own
  * data-parallel group, dp / ep ranks, and the rest over all dp ranks: a rank
  * holds E / ep of the experts' weights E, and E / dp of their gradients,
@@ -437,10 +428,10 @@ Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
             cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 1 << k), LLMEM_OK);
             cr_assert_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_OK, "%s, ep %d: %s",
                          zero[z], 1 << k, llmem_ctx_error(ctx));
-            weights[k] = rank_component(e, LLMEM_TERM_PARAMETERS, "weights");
-            grads[k] = rank_component(e, LLMEM_TERM_OPTIMIZER, "gradients");
-            states[k] = rank_component(e, LLMEM_TERM_OPTIMIZER, "states");
-            master[k] = rank_component(e, LLMEM_TERM_OPTIMIZER, "master_weights");
+            weights[k] = rank_component(e, 0, LLMEM_TERM_PARAMETERS, "weights");
+            grads[k] = rank_component(e, 0, LLMEM_TERM_OPTIMIZER, "gradients");
+            states[k] = rank_component(e, 0, LLMEM_TERM_OPTIMIZER, "states");
+            master[k] = rank_component(e, 0, LLMEM_TERM_OPTIMIZER, "master_weights");
         }
         for (int k = 1; k < 3; k++) {
             cr_expect_eq(weights[0] - weights[k], expert_weights - expert_weights / (1u << k),
