@@ -15,14 +15,22 @@ typedef struct fixture {
     llmem_estimate *e;
 } fixture;
 
-static fixture open_job_handles(const char *preset)
+/* The handles but the model (m: NULL, the caller's to make). */
+static fixture open_handles(void)
 {
     fixture f;
     cr_assert_eq(llmem_ctx_new(&f.ctx, NULL), LLMEM_OK);
-    cr_assert_eq(llmem_model_new_preset(f.ctx, preset, &f.m), LLMEM_OK, "%s", preset);
+    f.m = NULL;
     cr_assert_eq(llmem_train_new(f.ctx, &f.t), LLMEM_OK);
     cr_assert_eq(llmem_parallel_new(f.ctx, &f.l), LLMEM_OK);
     cr_assert_eq(llmem_estimate_new(f.ctx, &f.e), LLMEM_OK);
+    return f;
+}
+
+static fixture open_job_handles(const char *preset)
+{
+    fixture f = open_handles();
+    cr_assert_eq(llmem_model_new_preset(f.ctx, preset, &f.m), LLMEM_OK, "%s", preset);
     return f;
 }
 

@@ -367,14 +367,11 @@ Test(parallel, routed_experts_under_sequence_parallelism)
 {
     static const int codes[][2] = { { LLMEM_FAMILY_LLAMA, 0 }, { LLMEM_FAMILY_DEEPSEEK, 0 },
                                     { LLMEM_FAMILY_DEEPSEEK, 1 } };
-    llmem_ctx *ctx;
-    llmem_train *t;
-    llmem_parallel *l;
-    llmem_estimate *e;
-    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
-    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
-    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
-    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    fixture f = open_handles();
+    llmem_ctx *ctx = f.ctx;
+    llmem_train *t = f.t;
+    llmem_parallel *l = f.l;
+    llmem_estimate *e = f.e;
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_TP, 2), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_SP, 1), LLMEM_OK);
     for (size_t c = 0; c < sizeof codes / sizeof codes[0]; c++) {
@@ -392,10 +389,7 @@ Test(parallel, routed_experts_under_sequence_parallelism)
             }
         llmem_model_free(m);
     }
-    llmem_estimate_free(e);
-    llmem_parallel_free(l);
-    llmem_train_free(t);
-    llmem_ctx_free(ctx);
+    close_fixture(&f);
 }
 
 /* DeepSpeed's ZeRO-1/2 shard an MoE model's expert tensors over their own
@@ -408,15 +402,12 @@ Test(parallel, routed_experts_under_sequence_parallelism)
  * modelled: both refused, naming the sharding; plain data parallelism runs. */
 Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
 {
-    llmem_ctx *ctx;
-    llmem_train *t;
-    llmem_parallel *l;
-    llmem_estimate *e;
-    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
-    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
-    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
-    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
-    llmem_model *m = small_moe(ctx, LLMEM_FAMILY_LLAMA, 0);
+    fixture f = open_handles();
+    llmem_ctx *ctx = f.ctx;
+    llmem_train *t = f.t;
+    llmem_parallel *l = f.l;
+    llmem_estimate *e = f.e;
+    llmem_model *m = f.m = small_moe(ctx, LLMEM_FAMILY_LLAMA, 0);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, 4), LLMEM_OK);
     /* experts: 4 layers x 8 experts x 3 matrices x 128 x 64, 16-bit under DeepSpeed */
     const uint64_t expert_weights = UINT64_C(4) * 8 * 3 * 128 * 64 * 2;
@@ -462,11 +453,7 @@ Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 2), LLMEM_OK);
     cr_expect_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_OK, "ddp, ep 2: %s",
                  llmem_ctx_error(ctx));
-    llmem_model_free(m);
-    llmem_estimate_free(e);
-    llmem_parallel_free(l);
-    llmem_train_free(t);
-    llmem_ctx_free(ctx);
+    close_fixture(&f);
 }
 
 /* DeepSeek's latent attention gives every head its own key and value:
