@@ -446,7 +446,10 @@ enum llmem_train_key {
     LLMEM_TRAIN_DROPOUT = 7,        /**< dropout probability in [0, 1) (double) */
     LLMEM_TRAIN_METHOD = 8,         /**< #llmem_method */
     LLMEM_TRAIN_LORA_RANK = 9,      /**< LoRA rank r (int) */
-    LLMEM_TRAIN_LORA_TARGETS = 10,  /**< bitmask of #llmem_lora_target; names "q_proj,v_proj" */
+    /** bitmask of #llmem_lora_target roles; or, as text, Hugging Face module names
+     * ("q_proj,v_proj") resolved in the model's family when an estimate runs: names
+     * the family lacks select nothing, and none matching fails, as with PEFT */
+    LLMEM_TRAIN_LORA_TARGETS = 10,
     LLMEM_TRAIN_FROZEN_LAYERS = 11, /**< first N decoder layers frozen (method freeze) */
     LLMEM_TRAIN_LOSS = 12,          /**< #llmem_loss */
     LLMEM_TRAIN_GRAD_ACCUM = 13,    /**< gradient accumulation steps (int) */
@@ -557,10 +560,20 @@ enum llmem_attention {
 enum llmem_method {
     LLMEM_METHOD_FULL = 1, LLMEM_METHOD_LORA = 2, LLMEM_METHOD_QLORA = 3, LLMEM_METHOD_FREEZE = 4
 };
-/** LoRA target modules, as bits of #LLMEM_TRAIN_LORA_TARGETS. @since 0.1.0 */
+/** LoRA target modules by role, as bits of #LLMEM_TRAIN_LORA_TARGETS: each bit selects
+ * the linears of that role in whatever family the model is (LLMEM_LORA_Q: q_proj,
+ * GPT-2's c_attn, Falcon's query_key_value...). Set by name instead
+ * (llmem_train_set_str), the field selects the modules of those Hugging Face names
+ * in the model's family, as PEFT's target_modules does. @since 0.1.0 */
 enum llmem_lora_target {
     LLMEM_LORA_Q = 1, LLMEM_LORA_K = 2, LLMEM_LORA_V = 4, LLMEM_LORA_O = 8,
-    LLMEM_LORA_GATE = 16, LLMEM_LORA_UP = 32, LLMEM_LORA_DOWN = 64
+    LLMEM_LORA_GATE = 16, LLMEM_LORA_UP = 32, LLMEM_LORA_DOWN = 64,
+    /** Multi-head latent attention's query compression, q_a_proj (DeepSeek with
+     * q-lora-rank); LLMEM_LORA_Q is its up-projection q_b_proj there. @since 0.2.0 */
+    LLMEM_LORA_Q_A = 128,
+    /** Multi-head latent attention's key/value compression, kv_a_proj_with_mqa;
+     * LLMEM_LORA_K and LLMEM_LORA_V select its up-projection kv_b_proj. @since 0.2.0 */
+    LLMEM_LORA_KV_A = 256
 };
 /** Loss implementations. @since 0.1.0 */
 enum llmem_loss {
@@ -577,11 +590,15 @@ enum llmem_formula {
 LLMEM_API int llmem_train_new(llmem_ctx *ctx, llmem_train **out);
 /** Free a training setup; NULL is allowed. @since 0.1.0 */
 LLMEM_API void llmem_train_free(llmem_train *train);
-/** Set an integer or enumerated field. @since 0.1.0 */
+/** Set an integer or enumerated field; a real field takes the integer as that real,
+ * checked as llmem_train_set_double() checks it. @since 0.1.0 */
 LLMEM_API int llmem_train_set_int(llmem_train *train, int key, int64_t value);
 /** Set a real field (dropout, article factor); NaN and infinities are rejected. @since 0.1.0 */
 LLMEM_API int llmem_train_set_double(llmem_train *train, int key, double value);
-/** Set a field by name ("bf16-mixed", "adamw", "q_proj,v_proj", "0.1"). @since 0.1.0 */
+/** Set a field by name ("bf16-mixed", "adamw", "q_proj,v_proj") or by number as the
+ * CLI spells one: an integer is an optional sign and decimal digits, a real a
+ * decimal number ("0.1", ".5", "1e-3"); white space, hexadecimal, "inf" and "nan"
+ * are refused (#LLMEM_EINVAL, naming the field and the text). @since 0.1.0 */
 LLMEM_API int llmem_train_set_str(llmem_train *train, int key, const char *value);
 /** Read an integer or enumerated field. @since 0.1.0 */
 LLMEM_API int llmem_train_get_int(const llmem_train *train, int key, int64_t *out);
@@ -802,6 +819,10 @@ enum llmem_level {
  * Solved by bisection over the field's bounds (the peak grows with batch and
  * with sequence length), about 2 x log2(bound) estimates. The estimate is
  * left with the result of the largest value that fits (or of the smallest).
+ * When the next value is beyond what the estimate can count for the model
+ * (#LLMEM_EOVERFLOW from a run) rather than over @p capacity, the call fails
+ * with #LLMEM_EOVERFLOW, @p out holds that last countable value (a floor of
+ * the answer, not the answer) and the estimate its result.
  * @since 0.2.0
  */
 LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const llmem_train *train,
@@ -843,7 +864,9 @@ LLMEM_API int llmem_estimate_sweep(llmem_estimate *est, llmem_model *model,
 LLMEM_API int llmem_estimate_timeline(llmem_estimate *est, size_t capacity, int expand);
 /** Points of rank @p rank's timeline (0 when off). @since 0.2.0 */
 LLMEM_API size_t llmem_estimate_timeline_count(const llmem_estimate *est, size_t rank);
-/** Index of the first point of rank @p rank's timeline at its peak. @since 0.2.0 */
+/** Index of the first point of rank @p rank's timeline holding the largest total
+ * among the points kept: the rank's peak (#LLMEM_EST_PEAK_ALLOCATED) unless the
+ * room filled first (a count equal to the capacity). @since 0.2.0 */
 LLMEM_API size_t llmem_estimate_timeline_peak(const llmem_estimate *est, size_t rank);
 /**
  * Point @p index of rank @p rank's timeline: its phase (#llmem_phase), the

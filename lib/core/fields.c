@@ -121,6 +121,48 @@ static int parse_mask(llmem_ctx *ctx, const field_table *t, const field_desc *f,
     return LLMEM_OK;
 }
 
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* An optional sign and decimal digits, as the CLI reads an integer
+ * (cli/number.c): strtoll alone also skips leading white space. */
+static int integer_form(const char *p)
+{
+    p += *p == '+' || *p == '-';
+    if (!is_digit(*p))
+        return 0;
+    while (is_digit(*p))
+        p++;
+    return *p == '\0';
+}
+
+/* A decimal number ("0.1", ".5", "1e-3"), as the CLI reads a real: strtod
+ * alone also reads leading white space, hexadecimal ("0x1p-3"), "inf" and
+ * "nan". */
+static int decimal_form(const char *p)
+{
+    size_t digits = 0;
+    p += *p == '+' || *p == '-';
+    for (; is_digit(*p); p++)
+        digits++;
+    if (*p == '.')
+        for (p++; is_digit(*p); p++)
+            digits++;
+    if (digits == 0)
+        return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        p += *p == '+' || *p == '-';
+        if (!is_digit(*p))
+            return 0;
+        while (is_digit(*p))
+            p++;
+    }
+    return *p == '\0';
+}
+
 int llmem_fields_accept_str(llmem_ctx *ctx, const field_table *t, int key, const char *text,
                             int64_t *ints, double *reals, const field_desc **row)
 {
@@ -128,7 +170,6 @@ int llmem_fields_accept_str(llmem_ctx *ctx, const field_table *t, int key, const
     if (rc != LLMEM_OK)
         return rc;
     const field_desc *f = *row;
-    char *end = NULL;
     if (text == NULL)
         return llmem__fail_field(ctx, t->object, key, LLMEM_EINVAL, "%s: value is NULL", f->name);
     switch (f->kind) {
@@ -153,11 +194,11 @@ int llmem_fields_accept_str(llmem_ctx *ctx, const field_table *t, int key, const
         rc = parse_mask(ctx, t, f, text, ints);
         return rc != LLMEM_OK ? rc : llmem_fields_accept_int(ctx, t, key, *ints, row);
     case FIELD_INT: {
-        errno = 0;
-        long long v = strtoll(text, &end, 10);
-        if (end == text || *end != '\0')
+        if (!integer_form(text))
             return llmem__fail_field(ctx, t->object, key, LLMEM_EINVAL,
                                      "%s: '%s' is not an integer", f->name, text);
+        errno = 0;
+        long long v = strtoll(text, NULL, 10);
         if (errno == ERANGE)
             return llmem__fail_field(ctx, t->object, key, LLMEM_ERANGE,
                                      "%s: value %s out of range [%.0f, %.0f]", f->name, text,
@@ -166,10 +207,10 @@ int llmem_fields_accept_str(llmem_ctx *ctx, const field_table *t, int key, const
         return llmem_fields_accept_int(ctx, t, key, v, row);
     }
     case FIELD_REAL: {
-        double v = strtod(text, &end);
-        if (end == text || *end != '\0')
+        if (!decimal_form(text))
             return llmem__fail_field(ctx, t->object, key, LLMEM_EINVAL,
-                                     "%s: '%s' is not a number", f->name, text);
+                                     "%s: '%s' is not a decimal number", f->name, text);
+        double v = strtod(text, NULL);
         *reals = v;
         return llmem_fields_accept_real(ctx, t, key, v, row);
     }

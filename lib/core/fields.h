@@ -54,8 +54,9 @@ int llmem_fields_accept_int(llmem_ctx *ctx, const field_table *t, int key, int64
                             const field_desc **row);
 int llmem_fields_accept_real(llmem_ctx *ctx, const field_table *t, int key, double value,
                              const field_desc **row);
-/* Parse text for key (a name, names with commas, an integer or a number) and
- * check it: the value lands in *ints or *reals by the field's kind. */
+/* Parse text for key (a name, names with commas, an integer or a decimal
+ * number; numbers as the CLI reads them: no white space, hexadecimal, inf or
+ * nan) and check it: the value lands in *ints or *reals by the field's kind. */
 int llmem_fields_accept_str(llmem_ctx *ctx, const field_table *t, int key, const char *text,
                             int64_t *ints, double *reals, const field_desc **row);
 /* Row of a key that must exist (unknown keys fail with a message). */

@@ -39,8 +39,8 @@ static const name_value lora_target[] = {
     { "q_proj", LLMEM_LORA_Q },       { "k_proj", LLMEM_LORA_K },   { "v_proj", LLMEM_LORA_V },
     { "o_proj", LLMEM_LORA_O },       { "gate_proj", LLMEM_LORA_GATE },
     { "up_proj", LLMEM_LORA_UP },     { "down_proj", LLMEM_LORA_DOWN },
-    /* GPT-2's Conv1D modules: c_attn holds q, k, v; "c_proj" names both the
-     * attention output and the MLP output projections (PEFT matches by name). */
+    /* Each name's roles where the name is the module's in most families: an
+     * estimate resolves names in the model's own family (model/modules.c). */
     { "c_attn", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
     { "c_proj", LLMEM_LORA_O | LLMEM_LORA_DOWN },
     { "c_fc", LLMEM_LORA_UP },
@@ -59,10 +59,16 @@ static const name_value lora_target[] = {
     { "out_proj", LLMEM_LORA_O },       { "dense", LLMEM_LORA_O },
     { "fc1", LLMEM_LORA_UP },           { "fc2", LLMEM_LORA_DOWN },
     { "dense_h_to_4h", LLMEM_LORA_UP }, { "dense_4h_to_h", LLMEM_LORA_DOWN },
-    { "q_a_proj", LLMEM_LORA_Q },       { "q_b_proj", LLMEM_LORA_Q },
-    { "kv_a_proj_with_mqa", LLMEM_LORA_K | LLMEM_LORA_V },
+    { "q_a_proj", LLMEM_LORA_Q_A },     { "q_b_proj", LLMEM_LORA_Q },
+    { "kv_a_proj_with_mqa", LLMEM_LORA_KV_A },
     { "kv_b_proj", LLMEM_LORA_K | LLMEM_LORA_V },
+    /* Megatron-LM's linear_qkv, linear_proj, linear_fc1, linear_fc2. */
+    { "linear_qkv", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
+    { "linear_proj", LLMEM_LORA_O },
+    { "linear_fc1", LLMEM_LORA_UP },    { "linear_fc2", LLMEM_LORA_DOWN },
 };
+/* A set of these names is a 64-bit mask of rows (model/modules.c). */
+typedef char lora_target_names_fit_a_mask[sizeof lora_target / sizeof lora_target[0] <= 64 ? 1 : -1];
 static const name_value phase[] = {
     { "forward", LLMEM_PHASE_FORWARD },
     { "loss-backward", LLMEM_PHASE_LOSS_BACKWARD },

@@ -35,7 +35,7 @@ static place as(const place *at, int role, int axis)
 
 static int is_attention(const model_linear *lin)
 {
-    return (lin->lora_target & (LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O)) != 0;
+    return (lin->lora_target & LORA_ATTENTION_ROLES) != 0;
 }
 
 /* A linear layer and, when LoRA targets it, its two adapters. A column-split

@@ -184,11 +184,10 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     if (!s->autocast)
         return 0;
     int n = llmem_model_layer_linears(m, lin);
-    uint64_t attention = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O;
     /* FalconLinear's weight.T is a view, not a leaf: cast at every use, never cached. */
     int cached = !(m->traits & TRAIT_UNCACHED_CAST);
     for (int i = 0; i < n; i++) {
-        if (spec->moe && !(lin[i].lora_target & attention))
+        if (spec->moe && !(lin[i].lora_target & LORA_ATTENTION_ROLES))
             continue; /* the experts replace the dense MLP */
         if (spec->weights_trainable && !spec->nf4 && cached)
             bytes += lin[i].in * lin[i].out * cdt;
@@ -553,7 +552,10 @@ static uint64_t kept_of(const walk_keep *k, uint64_t grads, uint64_t wide)
 }
 
 /* What stays of a layer's parameter gradients: its experts' over their
- * own shards when they shard apart (walk_keep). */
+ * own shards when they shard apart (walk_keep). A layer whose gradients are
+ * fewer than the experts' share made none for its experts (method freeze's
+ * frozen layers under checkpointing): all of it shards as the rest does. The balance of backward's end
+ * against the statics refuses any other case where this would be wrong. */
 static uint64_t layer_kept(const walk_keep *k, const layer_group *g)
 {
     uint64_t e = k->expert, ew = k->expert_wide;

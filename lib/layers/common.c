@@ -54,7 +54,9 @@ tid llmem_seg_linear_sp(build *b, tid x, uint64_t in_f, uint64_t out_f, int trai
 tid llmem_seg_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f, int bias,
                unsigned target)
 {
-    unsigned column = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_GATE | LLMEM_LORA_UP;
+    /* The compressions too: their input is the gathered sequence as well. */
+    unsigned column = LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_GATE | LLMEM_LORA_UP |
+                      LLMEM_LORA_Q_A | LLMEM_LORA_KV_A;
     if (b->sp > 1) /* the layout refuses adapters and NF4 with sequence parallelism */
         return llmem_seg_linear_sp(b, x, in_f, out_f, s->weights_trainable, bias,
                                    (target & column) != 0);

@@ -53,14 +53,14 @@ static tid latent_attention(build *b, const model_shape *m, const seg_spec *s, t
     tid qs;
     if (m->q_lora_rank > 0) {
         uint64_t qr = m->q_lora_rank;
-        tid qa = llmem_seg_linear(b, s, h, H, qr, m->qkv_bias, LLMEM_LORA_Q);
+        tid qa = llmem_seg_linear(b, s, h, H, qr, m->qkv_bias, LLMEM_LORA_Q_A);
         qs = llmem_seg_linear(b, s, llmem_seg_rms_norm(b, s, qa, qr), qr, nh * qk, 0,
                               LLMEM_LORA_Q);
     } else {
         qs = llmem_seg_linear(b, s, h, H, nh * qk, 0, LLMEM_LORA_Q);
     }
     tid q_pass = op_view_part(b, qs, T * nh * nope), q_rot = op_view_part(b, qs, T * nh * rope);
-    tid ckv = llmem_seg_linear(b, s, h, H, kvr + rope, m->qkv_bias, kv_target);
+    tid ckv = llmem_seg_linear(b, s, h, H, kvr + rope, m->qkv_bias, LLMEM_LORA_KV_A);
     tid k_latent = op_view_part(b, ckv, T * kvr), k_rot = op_view_part(b, ckv, T * rope);
     tid kvb = llmem_seg_linear(b, s, llmem_seg_rms_norm(b, s, k_latent, kvr), kvr,
                                nh * (nope + vd), 0, kv_target);

@@ -4,8 +4,9 @@
 #include "model/families.h"
 
 /* Multi-head latent attention (DeepseekV2Attention): q_a_proj and q_b_proj (or
- * q_proj), kv_a_proj_with_mqa and kv_b_proj, o_proj. PEFT's q/k/v targets
- * select the query and key/value compressions. Megatron's MLA keeps the
+ * q_proj), kv_a_proj_with_mqa and kv_b_proj, o_proj. The q, k and v roles
+ * are the projections that make queries, keys and values (q_b_proj or q_proj,
+ * kv_b_proj); the compressions have roles of their own. Megatron's MLA keeps the
  * down projections whole on every tensor-parallel rank and splits the up
  * projections by heads. */
 static int latent_attention(const model_shape *s, model_linear *lin)
@@ -16,12 +17,12 @@ static int latent_attention(const model_shape *s, model_linear *lin)
     unsigned kv = LLMEM_LORA_K | LLMEM_LORA_V;
     int n = 0;
     if (s->q_lora_rank > 0) {
-        lin[n++] = (model_linear){ H, s->q_lora_rank, LLMEM_LORA_Q, s->qkv_bias, SPLIT_NONE };
+        lin[n++] = (model_linear){ H, s->q_lora_rank, LLMEM_LORA_Q_A, s->qkv_bias, SPLIT_NONE };
         lin[n++] = (model_linear){ s->q_lora_rank, q_out, LLMEM_LORA_Q, 0, SPLIT_COLUMN };
     } else {
         lin[n++] = (model_linear){ H, q_out, LLMEM_LORA_Q, 0, SPLIT_COLUMN };
     }
-    lin[n++] = (model_linear){ H, kv_a, kv, s->qkv_bias, SPLIT_NONE };
+    lin[n++] = (model_linear){ H, kv_a, LLMEM_LORA_KV_A, s->qkv_bias, SPLIT_NONE };
     lin[n++] = (model_linear){ s->kv_lora_rank, kv_b, kv, 0, SPLIT_COLUMN };
     lin[n++] = (model_linear){ s->heads * s->v_head_dim, H, LLMEM_LORA_O, s->out_bias, SPLIT_ROW };
     return n;

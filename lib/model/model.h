@@ -88,6 +88,10 @@ typedef struct model_linear {
     int axis;             /* split_axis of its weight */
 } model_linear;
 
+/* The llmem_lora_target roles of the attention's linears. */
+#define LORA_ATTENTION_ROLES \
+    (LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O | LLMEM_LORA_Q_A | LLMEM_LORA_KV_A)
+
 /* Fills lin (MODEL_MAX_LINEARS entries) and returns how many there are. */
 int llmem_model_layer_linears(const model_shape *s, model_linear *lin);
 

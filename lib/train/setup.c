@@ -4,6 +4,7 @@
 #include "core/ctx.h"
 #include "gpu/gpu.h"
 #include "model/families.h"
+#include "model/modules.h"
 #include "train/precisions.h"
 #include "train/train.h"
 
@@ -57,7 +58,9 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     s->formula = (int)t->i[LLMEM_TRAIN_FORMULA];
     s->dropout = t->d[LLMEM_TRAIN_DROPOUT];
     s->lora_rank = (uint64_t)t->i[LLMEM_TRAIN_LORA_RANK];
-    s->lora_targets = (unsigned)t->i[LLMEM_TRAIN_LORA_TARGETS];
+    /* Names select the modules of this family that bear them; bits, roles. */
+    s->lora_targets = t->lora_names != 0 ? llmem_lora_modules_roles(m, t->lora_names)
+                                         : (unsigned)t->i[LLMEM_TRAIN_LORA_TARGETS];
     s->frozen_layers = (uint64_t)t->i[LLMEM_TRAIN_FROZEN_LAYERS];
     s->grad_accum = (uint64_t)t->i[LLMEM_TRAIN_GRAD_ACCUM];
     const precision_desc *p = llmem_precision(s->precision);
@@ -79,10 +82,14 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
                     "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "
                     "fp16-mixed or bf16), not fp32");
     if ((s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA) &&
-        !lora_targets_exist(m, s->lora_targets))
+        !lora_targets_exist(m, s->lora_targets)) {
+        char modules[160];
+        llmem_lora_modules_list(m, modules, sizeof modules);
         return FAIL(ctx, LORA_TARGETS, LLMEM_EINCONSISTENT,
-                    "lora-targets: no module of this model matches (PEFT would fail: "
-                    "target modules not found)");
+                    "lora-targets: no module of this %s model matches (PEFT would fail: "
+                    "target modules not found); its modules: %s",
+                    llmem_family(m->family)->id.name, modules);
+    }
     int rc = llmem_setup_check_point(ctx, m, s);
     if (rc != LLMEM_OK)
         return rc;

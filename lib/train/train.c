@@ -3,6 +3,7 @@
 #include "train/train.h"
 
 #include "core/ctx.h"
+#include "model/modules.h"
 #include "train/optimizers.h"
 
 int llmem_train_new(llmem_ctx *ctx, llmem_train **out)
@@ -40,6 +41,8 @@ int llmem_train_set_int(llmem_train *t, int key, int64_t value)
         t->d[key] = (double)value;
     else
         t->i[key] = value;
+    if (key == LLMEM_TRAIN_LORA_TARGETS)
+        t->lora_names = 0; /* role bits */
     llmem__ok(t->ctx);
     return LLMEM_OK;
 }
@@ -71,6 +74,8 @@ int llmem_train_set_str(llmem_train *t, int key, const char *value)
         t->d[key] = d;
     else
         t->i[key] = i;
+    if (key == LLMEM_TRAIN_LORA_TARGETS)
+        t->lora_names = llmem_lora_modules_mask(value);
     /* A Trainer optim name ("adamw_torch") says which implementation it runs. */
     if (key == LLMEM_TRAIN_OPTIMIZER && llmem_optimizer_implied_impl(value) != 0)
         t->i[LLMEM_TRAIN_OPTIMIZER_IMPL] = llmem_optimizer_implied_impl(value);

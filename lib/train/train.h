@@ -16,6 +16,10 @@ struct llmem_train {
     llmem_ctx *ctx;
     int64_t i[TRAIN_KEY_END]; /* integer and enumerated fields */
     double d[TRAIN_KEY_END];  /* real fields */
+    /* The LoRA targets as last set by name (bit i: row i of
+     * llmem_names_lora_target), resolved in the model's family; 0 when set
+     * as role bits (model/modules.h). */
+    uint64_t lora_names;
 };
 
 extern const field_table llmem_train_fields;

@@ -30,7 +30,7 @@ static const field_desc rows[] = {
     NAMED(METHOD, "method", 4, LLMEM_METHOD_FULL, &llmem_names_method),
     /* PEFT's default LoraConfig: r = 8, target modules q_proj and v_proj for Llama. */
     INT(LORA_RANK, "lora-rank", 1, 1 << 20, 8),
-    { LLMEM_TRAIN_LORA_TARGETS, "lora-targets", FIELD_MASK, 1, 127, 0,
+    { LLMEM_TRAIN_LORA_TARGETS, "lora-targets", FIELD_MASK, 1, 511, 0,
       LLMEM_LORA_Q | LLMEM_LORA_V, &llmem_names_lora_target },
     INT(FROZEN_LAYERS, "freeze-layers", 0, 1 << 20, 0),
     NAMED(LOSS, "loss", 2, LLMEM_LOSS_UPCAST, &llmem_names_loss),

@@ -190,6 +190,10 @@ static const named_value named[] = {
     /* Fused projections of Phi-3, BLOOM, GPT-NeoX and Falcon. */
     { LLMEM_TRAIN_LORA_TARGETS, "qkv_proj,gate_up_proj", 127 & ~(LLMEM_LORA_O | LLMEM_LORA_DOWN) },
     { LLMEM_TRAIN_LORA_TARGETS, "query_key_value", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
+    /* Latent attention's compressions have roles of their own; Megatron's names. */
+    { LLMEM_TRAIN_LORA_TARGETS, "q_a_proj", LLMEM_LORA_Q_A },
+    { LLMEM_TRAIN_LORA_TARGETS, "kv_a_proj_with_mqa,q_b_proj", LLMEM_LORA_KV_A | LLMEM_LORA_Q },
+    { LLMEM_TRAIN_LORA_TARGETS, "linear_qkv", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
     /* integers and reals as text */
     { LLMEM_TRAIN_BATCH, "16", 16 },
     { LLMEM_TRAIN_SEQ, "4096", 4096 },
@@ -197,6 +201,8 @@ static const named_value named[] = {
     { LLMEM_TRAIN_FROZEN_LAYERS, "12", 12 },
     { LLMEM_TRAIN_GRAD_ACCUM, "8", 8 },
     { LLMEM_TRAIN_ARTICLE_PARAM_BYTES, "2", 2 },
+    { LLMEM_TRAIN_BATCH, "+4", 4 },
+    { LLMEM_TRAIN_SEQ, "0128", 128 },
 };
 #define NAMED_COUNT (sizeof named / sizeof named[0])
 
@@ -241,6 +247,47 @@ Test(train, reals_by_text_and_number, .init = setup_train, .fini = teardown_trai
     cr_expect(get_double(LLMEM_TRAIN_ARTICLE_TMP_FACTOR) == 2.5);
     cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_ARTICLE_TMP_FACTOR, 0.0), LLMEM_OK);
     cr_expect(get_double(LLMEM_TRAIN_ARTICLE_TMP_FACTOR) == 0.0);
+}
+
+/* Every decimal form the CLI reads is a number here too. */
+Test(train, reals_in_decimal_forms, .init = setup_train, .fini = teardown_train)
+{
+    static const struct {
+        const char *text;
+        double value;
+    } forms[] = { { ".5", 0.5 }, { "5e-1", 0.5 }, { "1E-2", 0.01 }, { "+0.25", 0.25 },
+                  { "0.", 0.0 }, { "2.5e+0", 2.5 } };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        int key = forms[i].value < 1 ? LLMEM_TRAIN_DROPOUT : LLMEM_TRAIN_ARTICLE_TMP_FACTOR;
+        cr_assert_eq(llmem_train_set_str(train, key, forms[i].text), LLMEM_OK, "'%s': %s",
+                     forms[i].text, llmem_ctx_error(ctx));
+        cr_expect(get_double(key) == forms[i].value, "'%s' read %g", forms[i].text,
+                  get_double(key));
+    }
+}
+
+/* Text the CLI refuses is refused here, with a message naming the field and
+ * the text as given, and the field for llmem_ctx_error_field. */
+Test(train, padded_numbers_name_field_and_value, .init = setup_train, .fini = teardown_train)
+{
+    static const struct {
+        int key;
+        const char *text, *message;
+    } cases[] = {
+        { LLMEM_TRAIN_BATCH, " 4", "batch: ' 4' is not an integer" },
+        { LLMEM_TRAIN_LORA_RANK, "\t16", "lora-rank: '\t16' is not an integer" },
+        { LLMEM_TRAIN_DROPOUT, " 0.1", "dropout: ' 0.1' is not a decimal number" },
+        { LLMEM_TRAIN_LORA_DROPOUT, "0x1p-3", "lora-dropout: '0x1p-3' is not a decimal number" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int object = 0, key = 0;
+        cr_expect_eq(llmem_train_set_str(train, cases[i].key, cases[i].text), LLMEM_EINVAL,
+                     "'%s' accepted", cases[i].text);
+        cr_expect_str_eq(llmem_ctx_error(ctx), cases[i].message);
+        cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+        cr_expect_eq(object, LLMEM_OBJECT_TRAIN);
+        cr_expect_eq(key, cases[i].key, "'%s': key %d", cases[i].text, key);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -288,6 +335,13 @@ static const bad_str bad_strings[] = {
     { LLMEM_TRAIN_BATCH, "2.5", LLMEM_EINVAL },
     { LLMEM_TRAIN_BATCH, "0x10", LLMEM_EINVAL },
     { LLMEM_TRAIN_SEQ, "2048tokens", LLMEM_EINVAL },
+    /* white space, which strtoll skips before a number: the CLI refuses it */
+    { LLMEM_TRAIN_BATCH, " 4", LLMEM_EINVAL },
+    { LLMEM_TRAIN_BATCH, "\t4", LLMEM_EINVAL },
+    { LLMEM_TRAIN_SEQ, "\n512", LLMEM_EINVAL },
+    { LLMEM_TRAIN_LORA_RANK, "+ 8", LLMEM_EINVAL },
+    { LLMEM_TRAIN_GRAD_ACCUM, "- 1", LLMEM_EINVAL },
+    { LLMEM_TRAIN_BATCH, "+", LLMEM_EINVAL },
     { LLMEM_TRAIN_LORA_RANK, "8,", LLMEM_EINVAL },
     { LLMEM_TRAIN_GRAD_ACCUM, "1e3", LLMEM_EINVAL },
     /* integers out of range as text */
@@ -315,6 +369,18 @@ static const bad_str bad_strings[] = {
     { LLMEM_TRAIN_LORA_DROPOUT, "1", LLMEM_ERANGE },
     { LLMEM_TRAIN_LORA_DROPOUT, "-0.05", LLMEM_ERANGE },
     { LLMEM_TRAIN_LORA_DROPOUT, "0.1p", LLMEM_EINVAL },
+    /* what strtod reads besides decimal numbers: white space, hexadecimal */
+    { LLMEM_TRAIN_DROPOUT, " 0.1", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "\t0.1", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "0.1 ", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "0x1p-3", LLMEM_EINVAL },
+    { LLMEM_TRAIN_LORA_DROPOUT, "0X.8P0", LLMEM_EINVAL },
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, " 2", LLMEM_EINVAL },
+    { LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "infinity", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, ".", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "1e", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "1e+", LLMEM_EINVAL },
+    { LLMEM_TRAIN_DROPOUT, "e5", LLMEM_EINVAL },
 };
 #define BAD_STRINGS (sizeof bad_strings / sizeof bad_strings[0])
 
@@ -451,9 +517,17 @@ Test(train, dropout_bounds, .init = setup_train, .fini = teardown_train)
     cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
     cr_expect_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 1.0), LLMEM_ERANGE);
     cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
+    /* An integer on a real field is that real (since 0.1.0; C++'s set(key, 0)
+     * relies on it), checked and named as one. */
+    int object = 0, key = 0;
     cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, 1), LLMEM_ERANGE);
+    cr_expect_str_eq(llmem_ctx_error(ctx), "dropout: value 1 out of range [0, 1)");
+    cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+    cr_expect(object == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_DROPOUT);
     cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, -1), LLMEM_ERANGE);
     cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, 0), LLMEM_OK);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.0);
 }
 
 typedef struct bad_int {
@@ -481,7 +555,7 @@ static const bad_int bad_ints[] = {
     { LLMEM_TRAIN_METHOD, 5, "method" },
     { LLMEM_TRAIN_LORA_RANK, 0, "lora-rank" },
     { LLMEM_TRAIN_LORA_TARGETS, 0, "lora-targets" },
-    { LLMEM_TRAIN_LORA_TARGETS, 128, "lora-targets" },
+    { LLMEM_TRAIN_LORA_TARGETS, 512, "lora-targets" },
     { LLMEM_TRAIN_LORA_TARGETS, -1, "lora-targets" },
     { LLMEM_TRAIN_FROZEN_LAYERS, -1, "freeze-layers" },
     { LLMEM_TRAIN_LOSS, 3, "loss" },
