@@ -106,6 +106,14 @@ int llmem__fail_field(llmem_ctx *ctx, int object, int key, int status, const cha
     return status;
 }
 
+int llmem__fail_from(llmem_ctx *ctx, const llmem_ctx *from, int status)
+{
+    /* The same context already holds it (and copying it onto itself would overlap). */
+    if (ctx == NULL || from == NULL || ctx == from)
+        return status;
+    return llmem__fail_field(ctx, from->error_object, from->error_key, status, "%s", from->error);
+}
+
 void llmem__ok(llmem_ctx *ctx)
 {
     if (ctx != NULL) {

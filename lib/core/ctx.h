@@ -29,6 +29,10 @@ __attribute__((format(printf, 5, 6)))
 #endif
 int llmem__fail_field(llmem_ctx *ctx, int object, int key, int status, const char *fmt, ...);
 
+/* Record on ctx the last error of another context, its field included: a
+ * handle reporting what failed in an object of another context. */
+int llmem__fail_from(llmem_ctx *ctx, const llmem_ctx *from, int status);
+
 /* Clear the message before a call that succeeds. */
 void llmem__ok(llmem_ctx *ctx);
 

@@ -113,8 +113,8 @@ static int step_overflows(const step_bound *sb, const setup *s, int scores_forme
 static int step_overflow_error(llmem_ctx *ctx, const setup *s)
 {
     return llmem__fail_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH, LLMEM_EOVERFLOW,
-                             "batch x seq: %llu x %llu tokens make the step's byte counts "
-                             "overflow 64 bits for this model",
+                             "batch x seq: %llu x %llu tokens are beyond the estimate's range "
+                             "for this model (its byte counts are bounded by 2^62)",
                              (unsigned long long)s->batch, (unsigned long long)s->seq);
 }
 
@@ -148,11 +148,8 @@ static int resolve_model(llmem_estimate *e, llmem_model *model)
         return LLMEM_OK;
     e->model_valid = e->model_checked = 0;
     int rc = llmem_model_resolve(model, &e->model, &e->params);
-    if (rc != LLMEM_OK) {
-        if (model->ctx != e->ctx)
-            llmem__fail(e->ctx, rc, "%s", llmem_ctx_error(model->ctx));
-        return rc;
-    }
+    if (rc != LLMEM_OK)
+        return llmem__fail_from(e->ctx, model->ctx, rc); /* the model's message and field */
     memcpy(e->model_field, model->field, sizeof e->model_field);
     step_bound_model(&e->model, &e->bound);
     e->model_valid = 1;

@@ -7,17 +7,21 @@
 #include "train/train.h"
 
 /* 1: value fits; 0: it does not; < 0: an error other than "too large". A
- * value beyond 64-bit byte counts, or beyond what the model takes for the
- * searched field itself (a sequence longer than learned positions), fits no
- * capacity. */
+ * value beyond the estimate's range (the smallest such is kept in *beyond), or
+ * beyond what the model
+ * takes for the searched field itself (a sequence longer than learned
+ * positions), fits no capacity. */
 static int fits(llmem_estimate *e, llmem_model *model, llmem_train *t,
-                const llmem_parallel *parallel, int key, int64_t value, int level, uint64_t capacity)
+                const llmem_parallel *parallel, int key, int64_t value, int level, uint64_t capacity,
+                int64_t *beyond)
 {
     int object = 0, field = 0;
     t->i[key] = value;
     int rc = llmem_estimate_run_parallel(e, model, t, parallel);
-    if (rc == LLMEM_EOVERFLOW)
+    if (rc == LLMEM_EOVERFLOW) {
+        *beyond = value < *beyond ? value : *beyond;
         return 0;
+    }
     if (rc == LLMEM_EINCONSISTENT && llmem_ctx_error_field(e->ctx, &object, &field) == LLMEM_OK &&
         object == LLMEM_OBJECT_TRAIN && field == key)
         return 0;
@@ -40,6 +44,7 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     if (level < LLMEM_LEVEL_ALLOCATED || level > LLMEM_LEVEL_DEVICE)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "max: unknown level %d", level);
     const field_desc *f = llmem_fields_find(&llmem_train_fields, key);
+    int64_t beyond = INT64_MAX; /* the smallest value past the estimate's range tried */
     llmem_train t = *train; /* a private copy whose batch or seq the search moves */
     /* Search k: the value is k x step, the multiples the layout accepts. */
     int other = key == LLMEM_TRAIN_SEQ ? LLMEM_TRAIN_BATCH : LLMEM_TRAIN_SEQ;
@@ -49,18 +54,18 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
         return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EINCONSISTENT,
                                  "max: no %s up to %lld splits over this layout (multiples of %lld)",
                                  f->name, (long long)f->max, (long long)step);
-    int ok = fits(e, model, &t, parallel, key, step, level, capacity);
+    int ok = fits(e, model, &t, parallel, key, step, level, capacity, &beyond);
     if (ok < 0)
         return ok;
     if (ok == 0) {
         *out = 0;
-        return LLMEM_OK;
+        return beyond == step ? LLMEM_EOVERFLOW : LLMEM_OK; /* the run's message says why */
     }
     lo = 1;
     /* Grow until a value does not fit, then bisect: exact, not a scan. */
     for (int64_t k = 2; lo < hi; k *= 2) {
         int64_t probe = k < hi ? k : hi;
-        ok = fits(e, model, &t, parallel, key, probe * step, level, capacity);
+        ok = fits(e, model, &t, parallel, key, probe * step, level, capacity, &beyond);
         if (ok < 0)
             return ok;
         if (!ok) {
@@ -73,7 +78,7 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     }
     while (lo < hi) {
         int64_t mid = lo + (hi - lo + 1) / 2;
-        ok = fits(e, model, &t, parallel, key, mid * step, level, capacity);
+        ok = fits(e, model, &t, parallel, key, mid * step, level, capacity, &beyond);
         if (ok < 0)
             return ok;
         if (ok)
@@ -83,6 +88,17 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     }
     *out = lo * step;
     /* Leave the estimate describing the answer. */
-    ok = fits(e, model, &t, parallel, key, lo * step, level, capacity);
-    return ok < 0 ? ok : LLMEM_OK;
+    ok = fits(e, model, &t, parallel, key, lo * step, level, capacity, &beyond);
+    if (ok < 0)
+        return ok;
+    /* The capacity holds more than the estimate can count: the answer is a
+     * floor, not the limit. */
+    if (beyond == (lo + 1) * step)
+        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EOVERFLOW,
+                                 "max: %s %lld and below fit %llu bytes; %lld is beyond the "
+                                 "estimate's range for this model (its byte counts are bounded "
+                                 "by 2^62)",
+                                 f->name, (long long)*out, (unsigned long long)capacity,
+                                 (long long)beyond);
+    return LLMEM_OK;
 }

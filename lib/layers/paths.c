@@ -99,8 +99,11 @@ int llmem_layers_unsupported(const model_shape *m, const char **why)
      * odd part does not match, so no such model runs (and the halves would
      * make a size no polynomial in batch and seq, which the cache needs). */
     if (m->positions == LLMEM_POSITIONS_ROTARY && m->rotary_dim % 2 != 0) {
-        *why = "rotary-dim";
-        return LLMEM_MODEL_ROTARY_DIM;
+        /* A whole-head rotary part is the head's size: blame the field set. */
+        int whole = m->rotary_dim == m->head_dim;
+        *why = whole ? "head-dim (odd, and rotary embeddings turn pairs of dimensions)"
+                     : "rotary-dim (odd, and rotary embeddings turn pairs of dimensions)";
+        return whole ? LLMEM_MODEL_HEAD_DIM : LLMEM_MODEL_ROTARY_DIM;
     }
     int key = path->unsupported(m, why);
     if (key != 0)

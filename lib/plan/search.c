@@ -220,13 +220,8 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
     x.model = model;
     x.t = *train;
     int rc = llmem_model_resolve(model, &x.m, &x.params);
-    if (rc != LLMEM_OK) {
-        /* The model's message, when the model is of another context (its own
-         * is already in place: copying it onto itself would overlap). */
-        if (model->ctx != p->ctx)
-            llmem__fail(p->ctx, rc, "%s", llmem_ctx_error(model->ctx));
-        return rc;
-    }
+    if (rc != LLMEM_OK)
+        return llmem__fail_from(p->ctx, model->ctx, rc); /* the model's message and field */
     uint64_t gpus = (uint64_t)p->i[LLMEM_PLAN_GPUS], per_node = (uint64_t)p->i[LLMEM_PLAN_GPUS_PER_NODE];
     uint64_t margin = (uint64_t)p->i[LLMEM_PLAN_MARGIN_PERMILLE];
     x.capacity = llmem_plan_gpu_bytes(p, train) / 1000 * (1000 - margin);

@@ -99,11 +99,12 @@ class TimelinePoint:
 class Timeline:
     """A rank's memory through one training step: its points in order, and
     ``peak``, the index of the first point holding the largest total (that
-    total is the rank's ``peak_allocated``). Iterable and indexable like its
-    points."""
+    total is the rank's ``peak_allocated``), or None when the points kept
+    stop before the peak (a ``capacity`` of :meth:`Estimate.record_timeline`
+    too small for the step). Iterable and indexable like its points."""
 
     points: Tuple[TimelinePoint, ...]
-    peak: int
+    peak: Optional[int]
 
     def __len__(self) -> int:
         return len(self.points)
@@ -196,7 +197,8 @@ class Estimate(Handle):
         is shown op by op (the one holding that run's peak), the others by one
         point each, unless ``expand``. Without ``capacity`` the room grows as
         needed (a run that fills it is run again with more); with one, a step
-        with more points keeps the first ``capacity`` (``llmem_estimate_timeline``);
+        with more points keeps the first ``capacity`` (``llmem_estimate_timeline``),
+        and the timeline's ``peak`` is None when they stop before the peak;
         ``capacity=0`` stops recording."""
         if capacity is not None:
             expect_u64(capacity, "capacity")
@@ -323,7 +325,7 @@ class Estimate(Handle):
             phase_bytes={name: self._phase(value, rank) for value, name in PHASES},
             terms={name: self._term(kind, name, rank) for kind, name in TERMS})
 
-    def _timeline(self, rank: int) -> Optional[Timeline]:
+    def _timeline(self, rank: int, peak_allocated: int) -> Optional[Timeline]:
         count = LIB.llmem_estimate_timeline_count(self._handle, rank)
         if count == 0:
             return None
@@ -339,16 +341,21 @@ class Estimate(Handle):
                 index=index, phase=phases[phase.value], part=part.value.decode(),
                 layer=layer.value, parameters=terms[0].value, optimizer=terms[1].value,
                 data=terms[2].value, temporary=terms[3].value))
-        return Timeline(points=tuple(points),
-                        peak=LIB.llmem_estimate_timeline_peak(self._handle, rank))
+        # The library's peak is the largest of the points kept: when the room
+        # filled, the step's peak may lie past them.
+        peak: Optional[int] = LIB.llmem_estimate_timeline_peak(self._handle, rank)
+        if count >= self._timeline_room and points[peak].total != peak_allocated:
+            peak = None
+        return Timeline(points=tuple(points), peak=peak)
 
     def _rank(self, rank: int) -> Rank:
+        peaks = self._peaks(rank)
         return Rank(index=rank, stage=self._u64(_RANK_STAGE, rank),
                     layer_first=self._u64(_RANK_LAYER_FIRST, rank),
                     layers=self._u64(_RANK_LAYERS, rank), gpus=self._u64(_RANK_GPUS, rank),
                     micro_batches_in_flight=self._u64(_RANK_IN_FLIGHT_X1000, rank) / 1000,
-                    host_bytes=self._u64(_RANK_HOST, rank), timeline=self._timeline(rank),
-                    **self._peaks(rank))
+                    host_bytes=self._u64(_RANK_HOST, rank),
+                    timeline=self._timeline(rank, peaks["peak_allocated"]), **peaks)
 
     def _result(self) -> Result:
         peak_rank = LIB.llmem_estimate_peak_rank(self._handle)

@@ -929,8 +929,11 @@ static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inp
     snap s, left;
     int rc = llmem_estimate_max(e, in->m, in->t, in->l, key, level, capacity, &out);
     check_status(ctx, rc, "max");
-    /* The job runs at its own value: the search has something to answer. */
-    CHECK(rc == LLMEM_OK, "max: refused, although the job runs: %s", llmem_ctx_error(ctx));
+    /* The job runs at its own value: the search has something to answer, or
+     * a floor when the next value is beyond the estimate's range. */
+    CHECK(rc == LLMEM_OK || (rc == LLMEM_EOVERFLOW && out > 0),
+          "max: refused, although the job runs: %s", llmem_ctx_error(ctx));
+    int floor_only = rc == LLMEM_EOVERFLOW;
     llmem_train_field_info(key, NULL, NULL, &max, NULL);
     llmem_train_get_int(in->t, key, &saved);
     CHECK(out >= 0 && out <= max && out % step == 0, "max: %lld outside [0, %lld] or not of %lld",
@@ -949,6 +952,11 @@ static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inp
         CHECK(llmem_train_set_int(in->t, key, next) == LLMEM_OK, "set");
         rc = llmem_estimate_run_parallel(e, in->m, in->t, in->l);
         check_status(ctx, rc, "max + step");
+        CHECK(!floor_only || rc == LLMEM_EOVERFLOW, "max: a floor %lld, but %lld runs",
+              (long long)out, (long long)next);
+        CHECK(floor_only || rc != LLMEM_EOVERFLOW,
+              "max: %lld is the answer, but %lld is beyond the range: a floor", (long long)out,
+              (long long)next);
         if (rc == LLMEM_OK) {
             take(e, &s);
             CHECK(level_bytes(&s, level) > capacity,

@@ -2,6 +2,8 @@
 """Bad input raises the exception of the library's status, with its message
 and the field; the object stays usable."""
 import math
+import os
+import subprocess
 
 import pytest
 
@@ -147,3 +149,76 @@ def test_capacities_outside_64_bits_are_refused_not_wrapped():
         with pytest.raises(llmem.OutOfRange):
             est.record_timeline(capacity=2**64)
     assert llmem.largest_fitting("gpt2", capacity=80 * 2**30) > 0
+
+
+def _job_calls(model, train):
+    """Each job call on ``model``, by name: a function of the context of
+    the handle that makes it."""
+    return {
+        "run": lambda ctx: llmem.Estimate(context=ctx).run(model, train),
+        "max": lambda ctx: llmem.Estimate(context=ctx).max(model, train, capacity=2**40),
+        "sweep": lambda ctx: llmem.Estimate(context=ctx).sweep(model, train, batch=[1, 2]),
+        "plan": lambda ctx: llmem.Plan(context=ctx, gpus=2, gpu_bytes=2**36).run(model, train),
+        "estimate()": lambda ctx: llmem.estimate(model, context=ctx),
+    }
+
+
+def test_a_model_of_another_context_keeps_its_field():
+    # The library copied the message of a model it could not resolve into the
+    # estimate's (or planner's) context, but not its field: the exception of
+    # a job run with handles of another context lost it.
+    theirs, ours = llmem.Context(), llmem.Context()
+    model = llmem.Model.from_preset("gpt2", context=theirs, heads=7)
+    train = llmem.Train(context=theirs)
+    for name, call in _job_calls(model, train).items():
+        found = {}
+        for ctx in (theirs, ours):
+            with pytest.raises(llmem.Inconsistent) as info:
+                call(ctx)
+            found[ctx is ours] = (info.value.message, info.value.field, info.value.object)
+        assert found[True] == found[False], name
+        message, field, object = found[True]
+        assert (field, object) == ("heads", "model"), name
+        assert "heads: 7 does not divide hidden 768" in message, name
+
+
+def test_a_stale_error_of_the_models_context_is_not_reported():
+    theirs, ours = llmem.Context(), llmem.Context()
+    model = llmem.Model.from_preset("gpt2", context=theirs)
+    with pytest.raises(llmem.OutOfRange):
+        model.hidden = 0  # refused, the model unchanged: its context keeps the error
+    assert theirs.last_error.startswith("hidden: ")
+    with llmem.Estimate(context=ours) as est:
+        # A failure naming no field stays without one.
+        with pytest.raises(llmem.InvalidArgument) as info:
+            est.max(model, llmem.Train(context=ours), "lora_rank", capacity=2**40)
+        assert info.value.field is None and "batch or seq" in info.value.message
+        # A failure naming its own field keeps it.
+        with pytest.raises(llmem.Inconsistent) as info:
+            est.run(model, llmem.Train(context=ours, method="freeze", freeze_layers=20))
+        assert (info.value.field, info.value.object) == ("freeze_layers", "train")
+        assert est.run(model, llmem.Train(context=theirs)).peak_allocated > 0
+
+
+@pytest.mark.parametrize("keyword,text", [("batch", " 4"), ("batch", "4 "), ("seq", "\t512"),
+                                          ("lora_rank", "+ 8"), ("dropout", " 0.1"),
+                                          ("dropout", "0x1p-3"), ("lora_dropout", "nan"),
+                                          ("dp", " 2")])
+def test_numbers_as_text_are_read_as_the_cli_reads_them(keyword, text):
+    # strtoll and strtod skip leading white space, and strtod reads hexadecimal:
+    # " 4" was batch 4 here where `llmem estimate --batch ' 4'` is a usage error.
+    with pytest.raises(llmem.InvalidArgument) as info:
+        llmem.estimate("gpt2", **{keyword: text})
+    assert info.value.field == keyword
+    assert "'%s'" % text in info.value.message
+    path = os.environ.get("LLMEM_TEST_CLI")
+    if path:
+        flag = "--" + keyword.replace("_", "-")
+        proc = subprocess.run([path, "estimate", "--model", "gpt2", flag, text],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+
+
+def test_numbers_as_text_in_decimal_form_are_taken():
+    with llmem.Train(batch="+4", seq="0256", dropout=".5", lora_dropout="1e-1") as train:
+        assert (train.batch, train.seq, train.dropout, train.lora_dropout) == (4, 256, 0.5, 0.1)

@@ -153,3 +153,37 @@ def test_a_handle_records_every_run():
             assert result.timeline[result.timeline.peak].total == result.peak_allocated
             peaks.append(result.peak_allocated)
         assert peaks[1] > peaks[0]
+
+
+@pytest.mark.parametrize("keywords", [dict(model="meta-llama/Llama-3.2-1B", batch=2, seq=1024),
+                                      dict(model=LLAMA_8B, seq=2048, dp=2, pp=2,
+                                           micro_batches=4)], ids=["1b", "8b-pp2"])
+def test_a_capacity_short_of_the_peak_has_no_peak(keywords):
+    # The library's peak index is the largest of the points kept: with a
+    # capacity short of the step's peak, timeline[timeline.peak] was some
+    # earlier point, not the rank's peak_allocated.
+    keywords = dict(keywords)
+    with llmem.Model.from_preset(keywords.pop("model")) as model, \
+            llmem.Train(**{k: v for k, v in keywords.items() if k in llmem.TRAIN_FIELDS}) \
+            as train, llmem.Parallel(**{k: v for k, v in keywords.items()
+                                        if k in llmem.PARALLEL_FIELDS}) as layout, \
+            llmem.Estimate() as est:
+        est.record_timeline()
+        whole = est.run(model, train, layout)
+        peaks = [r.timeline.peak for r in whole.ranks]
+        lengths = [len(r.timeline) for r in whole.ranks]
+        capacities = {1, 5, min(peaks), max(peaks), min(peaks) + 1, max(peaks) + 1,
+                      min(lengths), max(lengths), max(lengths) + 1, 1 << 16}
+        for capacity in sorted(capacities):
+            est.record_timeline(capacity=capacity)
+            result = est.run(model, train, layout)
+            for rank, kept in zip(result.ranks, whole.ranks):
+                timeline = rank.timeline
+                assert timeline.points == kept.timeline.points[:capacity]
+                if capacity > kept.timeline.peak:
+                    assert timeline.peak == kept.timeline.peak, capacity
+                    assert timeline[timeline.peak].total == rank.peak_allocated
+                else:
+                    assert timeline.peak is None, capacity
+        est.record_timeline(capacity=0)
+        assert est.run(model, train, layout).timeline is None

@@ -824,6 +824,84 @@ API_TEST(errors, name_their_field)
     llmem_ctx_free(ctx);
 }
 
+/* A job whose model is of another context reports the model's error in its
+ * own context, message and field. */
+API_TEST(errors, a_model_of_another_context_keeps_its_field)
+{
+    llmem_ctx *theirs = new_ctx(), *ours = new_ctx();
+    llmem_model *m = new_preset(theirs);
+    llmem_train *t = new_train(theirs);
+    llmem_estimate *e = new_estimate(ours);
+    llmem_plan *p = NULL;
+    uint64_t peak = 0;
+    int64_t max = 0, batch[] = { 1 };
+    cr_assert_eq(llmem_plan_new(ours, &p), LLMEM_OK);
+    cr_assert_eq(llmem_plan_set_int(p, LLMEM_PLAN_GPUS, 2), LLMEM_OK);
+    cr_assert_eq(llmem_plan_set_int(p, LLMEM_PLAN_GPU_BYTES, INT64_C(80) << 30), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HEADS, 33), LLMEM_OK);
+
+    cr_expect_eq(llmem_estimate_run(e, m, t), LLMEM_EINCONSISTENT);
+    cr_expect_str_eq(llmem_ctx_error(ours), llmem_ctx_error(theirs));
+    expect_error_field(ours, LLMEM_OBJECT_MODEL, LLMEM_MODEL_HEADS);
+    cr_expect_eq(llmem_estimate_max(e, m, t, NULL, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE,
+                                    UINT64_C(80) << 30, &max), LLMEM_EINCONSISTENT);
+    expect_error_field(ours, LLMEM_OBJECT_MODEL, LLMEM_MODEL_HEADS);
+    cr_expect_eq(llmem_estimate_sweep(e, m, t, NULL, batch, NULL, 1, LLMEM_LEVEL_DEVICE, &peak),
+                 LLMEM_EINCONSISTENT);
+    assert_error_mentions(ours, "sweep point 0", "heads");
+    expect_error_field(ours, LLMEM_OBJECT_MODEL, LLMEM_MODEL_HEADS);
+    cr_expect_eq(llmem_plan_run(p, m, t), LLMEM_EINCONSISTENT);
+    cr_expect_str_eq(llmem_ctx_error(ours), llmem_ctx_error(theirs));
+    expect_error_field(ours, LLMEM_OBJECT_MODEL, LLMEM_MODEL_HEADS);
+    llmem_plan_free(p);
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ours);
+    llmem_ctx_free(theirs);
+}
+
+/* Every text setter that takes numbers reads them as the CLI does: white space around them
+ * (which strtoll and strtod skip in front) is refused, naming field and text,
+ * and the value is kept. */
+API_TEST(errors, text_setters_refuse_padded_numbers)
+{
+    llmem_ctx *ctx = new_ctx();
+    llmem_train *t = new_train(ctx);
+    llmem_parallel *p = NULL;
+    llmem_fit *fit = NULL;
+    int64_t v = 0;
+    double d = -1;
+    cr_assert_eq(llmem_parallel_new(ctx, &p), LLMEM_OK);
+    cr_assert_eq(llmem_fit_new(ctx, &fit), LLMEM_OK);
+
+    cr_expect_eq(llmem_train_set_str(t, LLMEM_TRAIN_BATCH, " 4"), LLMEM_EINVAL);
+    assert_error_mentions(ctx, "batch", "' 4'");
+    expect_error_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH);
+    cr_expect_eq(llmem_train_get_int(t, LLMEM_TRAIN_BATCH, &v), LLMEM_OK);
+    cr_expect_eq(v, 1);
+    cr_expect_eq(llmem_train_set_str(t, LLMEM_TRAIN_DROPOUT, "\t0.1"), LLMEM_EINVAL);
+    assert_error_mentions(ctx, "dropout", "'\t0.1'");
+    expect_error_field(ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_DROPOUT);
+    cr_expect_eq(llmem_train_get_double(t, LLMEM_TRAIN_DROPOUT, &d), LLMEM_OK);
+    cr_expect(d == 0.0);
+    cr_expect_eq(llmem_parallel_set_str(p, LLMEM_PARALLEL_DP, " 2"), LLMEM_EINVAL);
+    assert_error_mentions(ctx, "dp", "' 2'");
+    expect_error_field(ctx, LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_DP);
+    cr_expect_eq(llmem_fit_set_str(fit, LLMEM_FIT_MIN_COMPUTE, " 1"), LLMEM_EINVAL);
+    assert_error_mentions(ctx, "min-compute", "' 1'");
+    expect_error_field(ctx, LLMEM_OBJECT_FIT, LLMEM_FIT_MIN_COMPUTE);
+    /* The same numbers unpadded are taken. */
+    cr_expect_eq(llmem_train_set_str(t, LLMEM_TRAIN_BATCH, "4"), LLMEM_OK);
+    cr_expect_eq(llmem_train_set_str(t, LLMEM_TRAIN_DROPOUT, "0.1"), LLMEM_OK);
+    cr_expect_eq(llmem_parallel_set_str(p, LLMEM_PARALLEL_DP, "2"), LLMEM_OK);
+    cr_expect_eq(llmem_fit_set_str(fit, LLMEM_FIT_MIN_COMPUTE, "1"), LLMEM_OK);
+    llmem_fit_free(fit);
+    llmem_parallel_free(p);
+    llmem_train_free(t);
+    llmem_ctx_free(ctx);
+}
+
 /* ---- the names a field accepts (llmem_*_choice) ------------------------- */
 
 API_TEST(choices, list_what_set_str_accepts)

@@ -563,6 +563,29 @@ Test(parallel, max_batch_is_exact)
     close_fixture(&f);
 }
 
+/* A capacity that holds more than the estimate can count: the answer is the
+ * last countable batch, reported as a floor (it was returned as the limit). */
+Test(parallel, max_beyond_the_estimates_range_is_a_floor)
+{
+    fixture f = open_fixture("meta-llama/Llama-3.2-1B");
+    int64_t countable = 0;
+    int obj = 0, key = 0;
+    cr_assert_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE,
+                                    UINT64_MAX, &countable),
+                 LLMEM_EOVERFLOW, "%s", llmem_ctx_error(f.ctx));
+    cr_expect(strstr(llmem_ctx_error(f.ctx), "beyond the estimate's range") != NULL, "%s",
+              llmem_ctx_error(f.ctx));
+    cr_expect_eq(llmem_ctx_error_field(f.ctx, &obj, &key), LLMEM_OK);
+    cr_expect(obj == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_BATCH);
+    /* The last countable batch runs; one more is beyond the range. */
+    llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, countable);
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, f.l), LLMEM_OK, "%s",
+                 llmem_ctx_error(f.ctx));
+    llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, countable + 1);
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, f.l), LLMEM_EOVERFLOW);
+    close_fixture(&f);
+}
+
 /* Every planned layout fits when estimated on its own, at its micro-batch. */
 Test(parallel, planned_layouts_fit)
 {
