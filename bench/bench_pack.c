@@ -8,7 +8,10 @@
  * Each scenario draws JOBS jobs from a fixed seed (the same every run): a
  * memory need uniform in [1, MAX] GiB, and in the "compute" scenarios one job
  * in five asking for 0-3 compute slices. It prints the wall time of the run
- * (best of 3), the GPUs used, the lower bound and the gap in percent.
+ * (best of 3), the GPUs used, the lower bound and the gap in percent, the
+ * jobs placed and the upper bound on them. The fleets with counts
+ * (NAME:COUNT) are limited: the packer places the most jobs it can, and the
+ * bound on the jobs says how far that can be from the most possible.
  */
 #define _POSIX_C_SOURCE 200112L
 
@@ -20,7 +23,7 @@
 #include <time.h>
 
 typedef struct scenario {
-    const char *fleet;   /* GPU types, comma-separated */
+    const char *fleet;   /* GPU types, comma-separated, each NAME or NAME:COUNT */
     uint64_t max_gib;
     int compute;
 } scenario;
@@ -29,6 +32,13 @@ static const scenario scenarios[] = {
     { "A100-80GB", 20, 0 },    { "A100-80GB", 40, 1 },          { "H100-SXM", 12, 1 },
     { "H200", 70, 1 },         { "A30", 20, 0 },                { "RTX-PRO-6000", 90, 1 },
     { "A100-40GB", 35, 1 },    { "A100-80GB,H100-NVL", 50, 1 }, { "A30,A100-80GB,H200", 60, 1 },
+    /* Limited fleets (with 10,000 jobs, 20 % to 60 % of what all of them need). */
+    { "A100-80GB:2", 50, 0 },
+    { "A100-80GB:1500", 50, 1 },
+    { "H100-SXM:1000", 40, 1 },
+    { "A100-80GB:600,H100-NVL:600", 50, 1 },
+    { "A30:400,A100-80GB:400,H200:400", 70, 1 },
+    { "A100-80GB:1000,H200", 100, 1 },
 };
 
 static uint64_t state;
@@ -52,7 +62,14 @@ static int fill(llmem_ctx *ctx, llmem_pack *pack, const scenario *s, size_t jobs
     snprintf(fleet, sizeof fleet, "%s", s->fleet);
     for (char *name = strtok(fleet, ","); name != NULL; name = strtok(NULL, ",")) {
         size_t gpu;
-        if (llmem_gpu_find(ctx, name, &gpu) != LLMEM_OK || llmem_pack_add_gpu(pack, gpu, 0) != LLMEM_OK)
+        char *colon = strchr(name, ':');
+        uint64_t count = 0;
+        if (colon != NULL) {
+            *colon = '\0';
+            count = strtoull(colon + 1, NULL, 10);
+        }
+        if (llmem_gpu_find(ctx, name, &gpu) != LLMEM_OK ||
+            llmem_pack_add_gpu(pack, gpu, count) != LLMEM_OK)
             return 0;
     }
     state = seed;
@@ -76,12 +93,13 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("%zu jobs per scenario; time is the best of 3 runs of llmem_pack_run()\n\n", jobs);
-    printf("%-24s %8s %9s %8s %7s %7s %8s\n", "fleet", "max GiB", "time ms", "GPUs", "bound",
-           "gap %", "optimal");
+    printf("%-28s %7s %8s %7s %7s %6s %8s %7s %7s\n", "fleet", "max GiB", "time ms", "GPUs",
+           "bound", "gap %", "optimal", "placed", "at most");
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         const scenario *s = &scenarios[i];
         double best = 1e9;
-        uint64_t used = 0, bound = 0, optimal = 0;
+        uint64_t used = 0, bound = 0, optimal = 0, placed = 0, most = 0;
+        char most_text[24] = "-";
         for (int rep = 0; rep < 3; rep++) {
             if (!fill(ctx, pack, s, jobs, 1000 + i)) {
                 fprintf(stderr, "bench_pack: %s\n", llmem_ctx_error(ctx));
@@ -98,9 +116,14 @@ int main(int argc, char **argv)
         llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, &used);
         llmem_pack_get_u64(pack, LLMEM_PACK_LOWER_BOUND, &bound);
         llmem_pack_get_u64(pack, LLMEM_PACK_OPTIMAL, &optimal);
-        printf("%-24s %8llu %9.1f %8llu %7llu %7.2f %8s\n", s->fleet, (unsigned long long)s->max_gib,
-               best * 1e3, (unsigned long long)used, (unsigned long long)bound,
-               bound ? 100.0 * (double)(used - bound) / (double)bound : 0.0, optimal ? "yes" : "no");
+        llmem_pack_get_u64(pack, LLMEM_PACK_JOBS_PLACED, &placed);
+        if (llmem_pack_get_u64(pack, LLMEM_PACK_JOBS_BOUND, &most) == LLMEM_OK)
+            snprintf(most_text, sizeof most_text, "%llu", (unsigned long long)most);
+        printf("%-28s %7llu %8.1f %7llu %7llu %6.2f %8s %7llu %7s\n", s->fleet,
+               (unsigned long long)s->max_gib, best * 1e3, (unsigned long long)used,
+               (unsigned long long)bound,
+               bound ? 100.0 * (double)(used - bound) / (double)bound : 0.0, optimal ? "yes" : "no",
+               (unsigned long long)placed, most_text);
     }
     llmem_pack_free(pack);
     llmem_ctx_free(ctx);

@@ -1203,8 +1203,10 @@ LLMEM_API const char *llmem_fit_name(const llmem_fit *fit, size_t option);
  * Many jobs (each a byte count and optionally a minimum of compute slices)
  * onto a fleet of GPUs of one or more types, using only valid MIG layouts
  * (placements by memory slice, per-profile maximum counts), or a whole GPU
- * with MIG disabled, minimizing the number of GPUs. Every result comes with a
- * proven lower bound on that number; docs/mig.md describes the algorithm.
+ * with MIG disabled: as many jobs as the fleet holds (every one that fits,
+ * unless a limited fleet runs out of GPUs), on as few GPUs as possible. Every
+ * result comes with a proven lower bound on the GPUs and a proven upper bound
+ * on the jobs; docs/mig.md describes the algorithm.
  * Deterministic: the same input gives the same layout. The result feeds NVIDIA
  * mig-parted (llmem_pack_mig_parted()), `nvidia-smi mig -cgi`
  * (llmem_pack_nvidia_smi()) and the Kubernetes resource of each job
@@ -1232,7 +1234,8 @@ enum llmem_pack_key {
 enum llmem_pack_result {
     LLMEM_PACK_GPUS_USED = 1,     /**< GPUs the layout uses */
     /** Proven lower bound on the GPUs any valid layout needs for the placed
-     * jobs: the largest of the four bounds below. */
+     * jobs: the largest of the four bounds below (they ignore the fleet's
+     * counts). */
     LLMEM_PACK_LOWER_BOUND = 2,
     LLMEM_PACK_BOUND_MEMORY = 3,  /**< memory slices: sum of each job's smallest slots / slots per GPU */
     LLMEM_PACK_BOUND_COMPUTE = 4, /**< compute slices, likewise */
@@ -1242,11 +1245,18 @@ enum llmem_pack_result {
     /** The configuration linear program over every way one GPU can be filled
      * (its dual, rounded up); 0 when it was not solved (too many classes). */
     LLMEM_PACK_BOUND_LP = 6,
-    /** 1 when the layout is proven optimal (it meets the bound, or the exact
-     * search ran), else 0. */
+    /** 1 when the layout is proven optimal: the most jobs any layout of the
+     * fleet places (#LLMEM_PACK_JOBS_BOUND), on the fewest GPUs any layout
+     * placing that many needs (the bound met, or an exact search ran); else 0,
+     * a heuristic result, within the two bounds. */
     LLMEM_PACK_OPTIMAL = 7,
     LLMEM_PACK_JOBS_PLACED = 8,   /**< jobs with a slice */
-    LLMEM_PACK_JOBS_UNPLACED = 9  /**< jobs that fit nowhere or found no room */
+    LLMEM_PACK_JOBS_UNPLACED = 9, /**< jobs that fit nowhere or found no room */
+    /** Proven upper bound on the jobs any valid layout of the fleet places:
+     * the jobs that fit somewhere, or less when the fleet's counts leave some
+     * without room (docs/mig.md: knapsacks of slices, the jobs LP, or the
+     * exact search). @since 0.2.0 */
+    LLMEM_PACK_JOBS_BOUND = 10
 };
 
 /** Where a job ended up, for #LLMEM_PACK_JOB_STATUS. @since 0.2.0 */
@@ -1319,7 +1329,8 @@ LLMEM_API int llmem_pack_add_job(llmem_pack *pack, const char *id, uint64_t byte
 /** Remove every job and GPU type, keeping the settings. @since 0.2.0 */
 LLMEM_API void llmem_pack_clear(llmem_pack *pack);
 /**
- * Pack the jobs onto the fleet. @return #LLMEM_OK even when some jobs fit
+ * Pack the jobs onto the fleet: the most jobs it holds, then the fewest GPUs
+ * (then the larger jobs). @return #LLMEM_OK even when some jobs fit
  * nowhere or find no room (see #LLMEM_PACK_JOBS_UNPLACED);
  * #LLMEM_EINCONSISTENT when no GPU type was added; #LLMEM_ENOMEM.
  * @since 0.2.0

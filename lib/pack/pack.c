@@ -160,7 +160,7 @@ int llmem_pack_get_u64(const llmem_pack *p, int key, uint64_t *out)
 {
     if (p == NULL || out == NULL)
         return LLMEM_EINVAL;
-    if (key < LLMEM_PACK_GPUS_USED || key > LLMEM_PACK_JOBS_UNPLACED)
+    if (key < LLMEM_PACK_GPUS_USED || key >= PACK_RESULT_END)
         return llmem__fail(p->ctx, LLMEM_EINVAL, "pack: unknown result key %d", key);
     if (!p->ran)
         return llmem__fail(p->ctx, LLMEM_EINCONSISTENT, "pack: no result (run it first)");

@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #define PACK_MAX_TYPES 8
+#define PACK_RESULT_END (LLMEM_PACK_JOBS_BOUND + 1)
+#define PACK_NO_LIMIT UINT64_MAX /* a fleet without a total GPU cap */
 #define PACK_MAX_KINDS 8 /* plain profiles (6 at most in the catalog) + the whole GPU */
 #define PACK_MAX_UNITS 16 /* instances on one GPU (7 on the 8-slot grid) */
 #define PACK_NO_KIND 0xFF
@@ -139,7 +141,7 @@ struct llmem_pack {
     /* result */
     pack_gpu *gpus;
     size_t ngpus;
-    uint64_t result[LLMEM_PACK_JOBS_UNPLACED + 1];
+    uint64_t result[PACK_RESULT_END];
     int ran;
     pack_type types[PACK_MAX_TYPES]; /* set up by the run, kept for the output */
 };
@@ -178,12 +180,35 @@ int llmem_pack_first_fit(pack_run *r, pack_plan *plan, uint64_t *remain);
 /* lp.c: the configuration LP. Returns 1 with *bound (the dual rounded up)
  * and x[nfill] (the primal), 0 when not solved. */
 int llmem_pack_lp(pack_run *r, const uint64_t *demand, uint64_t *bound, double *x);
+/* lp.c: the jobs LP of a limited fleet, max sum_c y_c with y_c <= n_c,
+ * y <= sum_F F x_F, each limited type's GPUs and (total < PACK_NO_LIMIT) all
+ * GPUs capped. Returns 1 with *bound (llmem_pack_jobs_bound() of its duals)
+ * and x[nfill] (the primal; x may be NULL), 0 when not solved. */
+int llmem_pack_lp_jobs(pack_run *r, const uint64_t *demand, uint64_t total, uint64_t *bound,
+                       double *x);
 /* exact.c: the fewest GPUs for demand, by dynamic programming over class
  * counts; 1 with plan filled, 0 when over the limit. */
 int llmem_pack_exact(pack_run *r, const uint64_t *demand, uint64_t limit, pack_plan *plan);
+/* exact.c: the most jobs of demand the fleet (with its limits) holds, then
+ * the fewest GPUs, then the most memory slices: a table per type, combined
+ * over the types; 1 with plan filled, 0 when over the limit. */
+int llmem_pack_exact_limited(pack_run *r, const uint64_t *demand, uint64_t limit,
+                             pack_plan *plan);
 /* bounds.c: the combinatorial bounds of demand (memory, compute, count). */
 void llmem_pack_bounds(const pack_run *r, const uint64_t *demand, uint64_t *memory,
                        uint64_t *compute, uint64_t *count);
+/* bounds.c: the most instances of the kinds in mask one feasible layout of t has. */
+unsigned llmem_pack_capacity(const pack_type *t, uint8_t mask);
+/* bounds.c: whether some type without a limit holds class c. */
+int llmem_pack_unlimited(const pack_run *r, uint32_t c);
+/* bounds.c: an upper bound on the jobs of demand the fleet places, from class
+ * prices p >= 0 (weak duality; any p gives one); total caps all GPUs
+ * (PACK_NO_LIMIT: no cap). UINT64_MAX when it gives none (no fillings). */
+uint64_t llmem_pack_jobs_bound(const pack_run *r, const uint64_t *demand, const double *p,
+                               uint64_t total);
+/* bounds.c: the same from the fleet's memory slices, compute slices and
+ * instances alone (knapsacks of the smallest jobs), and the jobs that fit. */
+uint64_t llmem_pack_jobs_bound_simple(const pack_run *r, const uint64_t *demand);
 /* assign.c: concrete jobs and placements for the chosen plan. */
 int llmem_pack_assign(pack_run *r, const pack_plan *plan);
 
