@@ -110,9 +110,11 @@ static const cli_flag flags[] = {
     TRAIN("lora-rank", "lora_rank", LLMEM_TRAIN_LORA_RANK, CLI_KIND_INT, "R",
           "LoRA rank, for --method lora or qlora"),
     TRAIN("lora-targets", "lora_targets", LLMEM_TRAIN_LORA_TARGETS, CLI_KIND_NAMES,
-          "M[,M...]", "LoRA target modules"),
+          "M[,M...]", "LoRA target modules by name, as PEFT's target_modules: resolved in the "
+          "model's family, for --method lora or qlora"),
     TRAIN("lora-dropout", "lora_dropout", LLMEM_TRAIN_LORA_DROPOUT, CLI_KIND_REAL, "P",
-          "PEFT's lora_dropout in [0, 1): each adapter's own dropout on its input"),
+          "PEFT's lora_dropout in [0, 1): each adapter's own dropout on its input, for "
+          "--method lora or qlora"),
     TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, "N",
           "first N decoder layers frozen, for --method freeze"),
     TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, NULL,
@@ -122,9 +124,9 @@ static const cli_flag flags[] = {
     TRAIN("formula", "formula", LLMEM_TRAIN_FORMULA, CLI_KIND_NAME, NULL,
           "peak over a step's phases, or the article's sum of terms"),
     TRAIN("article-tmp-factor", "article_tmp_factor", LLMEM_TRAIN_ARTICLE_TMP_FACTOR,
-          CLI_KIND_REAL, "F", "article formula: m_tmp = F x m_p"),
+          CLI_KIND_REAL, "F", "for --formula article: m_tmp = F x m_p"),
     TRAIN("article-param-bytes", "article_param_bytes", LLMEM_TRAIN_ARTICLE_PARAM_BYTES,
-          CLI_KIND_INT, "N", "article formula: bytes per parameter"),
+          CLI_KIND_INT, "N", "for --formula article: bytes per parameter"),
     /* Written as the "gpu" object of the JSON (report_json.c), not echoed as a string. */
     TRAIN("gpu", NULL, LLMEM_TRAIN_GPU, CLI_KIND_TEXT, "NAME",
           "the GPU (see `llmem gpus`): its CUDA context, workspace and usable memory"),
@@ -150,7 +152,7 @@ static const cli_flag flags[] = {
     LAYOUT("virtual-stages", "virtual_stages", VIRTUAL_STAGES, CLI_KIND_INT, "N",
            "interleaved schedule: model chunks per stage"),
     LAYOUT("bucket-elements", "bucket_elements", BUCKET_ELEMENTS, CLI_KIND_INT, "N",
-           "ZeRO gradient bucket (reduce_bucket_size); 0 = the engine's default"),
+           "with --zero: ZeRO's gradient bucket (reduce_bucket_size); 0 = the engine's default"),
 
     { "gpus", "gpus", CLI_TARGET_PLAN, LLMEM_PLAN_GPUS, CLI_KIND_INT, "N",
       "plan: GPUs to lay the job on" },
@@ -162,19 +164,21 @@ static const cli_flag flags[] = {
       "plan: sequences per optimizer step; 0 = 2 x pp micro-batches" },
     { "allow-offload", "allow_offload", CLI_TARGET_PLAN, LLMEM_PLAN_OFFLOAD, CLI_KIND_INT, "0|1",
       "plan: also try offloading to host memory" },
-    { "top", NULL, CLI_TARGET_TOP, 0, CLI_KIND_INT, "K", "plan: layouts to print (default 10)" },
+    { "top", NULL, CLI_TARGET_TOP, 0, CLI_KIND_INT, "K",
+      "plan: layouts to print, at least 1 (default 10)" },
     { "capacity", NULL, CLI_TARGET_CAPACITY, 0, CLI_KIND_TEXT, "SIZE",
-      "memory of one GPU (bytes, or 80GiB, 79.6GB) for --max, plan and --svg's line; "
-      "wins over --gpu's" },
+      "memory of one GPU (bytes, or 80GiB, 79.6GB) for --max, a grid, plan, --svg's line "
+      "and --gpu's fit; wins over --gpu's" },
     { "margin", NULL, CLI_TARGET_MARGIN, 0, CLI_KIND_REAL, "P",
-      "percent of the GPU to keep free (default 5)" },
+      "percent of the capacity to keep free, for --max, a grid, plan and --gpu's fit "
+      "(default 5)" },
     { "max", NULL, CLI_TARGET_MAX, 0, CLI_KIND_TEXT, "batch|seq",
       "the largest batch (or seq) whose device peak fits --capacity (or --gpu)" },
 
     { "svg", NULL, CLI_TARGET_SVG, 0, CLI_KIND_TEXT, "FILE",
       "write the step's timeline (the four terms through the phases) as an SVG picture" },
     { "timeline", NULL, CLI_TARGET_TIMELINE, 0, CLI_KIND_SWITCH, NULL,
-      "with --json: the timeline's points" },
+      "with --json: the timeline's points (the table has it as a sparkline)" },
 
     { "json", NULL, CLI_TARGET_JSON, 0, CLI_KIND_SWITCH, NULL,
       "print one JSON object instead of the table" },

@@ -10,6 +10,9 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ESTIMATE 1 /* the inputs parse but cannot be estimated */
 #define CLI_EXIT_USAGE 2    /* unknown flag, missing or bad value */
+/* The whole answer is printed but a check it makes failed: --weights differ
+ * from the model, or `llmem pack` left jobs unplaced. */
+#define CLI_EXIT_CHECK 3
 
 /* The model `llmem estimate` uses when no model flag is given. */
 #define CLI_DEFAULT_MODEL "meta-llama/Llama-3.2-1B"

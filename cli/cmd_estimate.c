@@ -41,6 +41,49 @@ static void print_library_error(llmem_ctx *ctx, int argc, char **argv, int rc,
     cli_error("--%s: %s", f->name, cli_message_body(f, message));
 }
 
+/* --timeline, --capacity and --margin add to some outputs only: without one
+ * of those they would be accepted and dropped, so they are refused. */
+static int check_job_flags(const cli_request *req)
+{
+    int grid = cli_is_grid(req);
+    /* The table always has the timeline, as a sparkline under "Phase peaks". */
+    if (req->timeline && !req->json) {
+        cli_error("--timeline adds the timeline's points to the JSON: add --json (the table "
+                  "shows the timeline as a sparkline)");
+        return CLI_EXIT_USAGE;
+    }
+    /* The capacity is what --gpu's fit line, --max and a grid measure against,
+     * and --svg draws. */
+    if (req->capacity > 0 && !req->capacity_from_gpu &&
+        !(req->has_gpu || req->max_key != 0 || grid || req->svg != NULL)) {
+        cli_error("--capacity is read by --max, a --batch or --seq list, --svg and --gpu's fit "
+                  "line only: add one of them");
+        return CLI_EXIT_USAGE;
+    }
+    /* The margin is kept free of that capacity by the fit line, --max and a
+     * grid; --svg draws the capacity alone. */
+    if (req->margin_given && !(req->has_gpu || req->max_key != 0 || (grid && req->capacity > 0))) {
+        cli_error("--margin is what --gpu's fit line, --max and a --batch or --seq list keep "
+                  "free of a GPU's memory: add --gpu NAME, or --capacity SIZE with --max or a "
+                  "list");
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* --weights: the report shows both counts and their difference; the exit
+ * status tells a script whether they matched (a checkpoint with buffers or a
+ * tied head saved twice differs too: the report says which way). */
+static int weights_verdict(const cli_request *req, const cli_report *r)
+{
+    if (req->weights.path == NULL || req->weights.params == r->params_total)
+        return CLI_EXIT_OK;
+    cli_error("--weights '%s': %llu parameters in the weights, %llu in the model: they differ",
+              req->weights.path, (unsigned long long)req->weights.params,
+              (unsigned long long)r->params_total);
+    return CLI_EXIT_CHECK;
+}
+
 /* --max batch|seq: the largest value whose device peak fits the capacity
  * less the margin; the setup then takes it, so the report describes it. */
 static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
@@ -139,6 +182,8 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
         rc = llmem_estimate_timeline(est, CLI_TIMELINE_CAP, 0);
     if (rc == LLMEM_OK && cli_is_grid(req)) {
         rc = grid(est, req, &r);
+        if (rc == LLMEM_OK)
+            status = weights_verdict(req, &r);
         cli_report_free(&r);
         goto done;
     }
@@ -160,6 +205,8 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
     if (rc == LLMEM_OK)
         rc = req->json ? cli_report_json(stdout, req, &r)
                        : cli_report_text(stdout, req, &r);
+    if (rc == LLMEM_OK)
+        status = weights_verdict(req, &r);
     cli_report_free(&r);
 done:
     if (rc != LLMEM_OK) {
@@ -191,6 +238,8 @@ int cli_cmd_estimate(int argc, char **argv)
                   "describe one step", req.ngrid[0] > 0 ? "batch" : "seq");
         status = CLI_EXIT_USAGE;
     }
+    if (status == CLI_EXIT_OK && !req.help)
+        status = check_job_flags(&req);
     if (status == CLI_EXIT_OK && req.help)
         cli_usage(stdout);
     else if (status == CLI_EXIT_OK)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `llmem fit --gpu NAME [estimate flags | --bytes N [--bytes-level L]]
+ * `llmem fit --gpu NAME [estimate flags | --bytes SIZE [--bytes-level L]]
  * [--margin P] [--min-compute N] [--json]`: which MIG profiles of a GPU, and
  * whether the whole GPU, hold a job. The job is an estimate (the flags of
  * `llmem estimate`, layout flags included: each rank is fitted, and the
@@ -12,6 +12,7 @@
 #include "configure.h"
 #include "format.h"
 #include "json.h"
+#include "number.h"
 #include "opts.h"
 
 #include <llmem.h>
@@ -268,8 +269,10 @@ int cli_cmd_fit(int argc, char **argv)
                       argv[0]);
             return CLI_EXIT_USAGE;
         }
-        if (!cli_opt_u64("bytes", opts[OPT_BYTES].value, 1, UINT64_MAX, &job.rank[0].need))
+        if (!cli_parse_size(opts[OPT_BYTES].value, &job.rank[0].need)) {
+            cli_error("--bytes '%s': not a size (" CLI_SIZE_FORMS ")", opts[OPT_BYTES].value);
             return CLI_EXIT_USAGE;
+        }
         if (opts[OPT_LEVEL].value && !cli_parse_level(opts[OPT_LEVEL].value, &job.level)) {
             cli_error("--bytes-level '%s': expected device|reserved", opts[OPT_LEVEL].value);
             return CLI_EXIT_USAGE;

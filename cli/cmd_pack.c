@@ -9,7 +9,8 @@
  * "batch", "lora-rank" or "lora_rank", ...; not "gpu": the fleet decides);
  * "min_compute" asks for compute slices. An estimated job takes the CUDA
  * context and cuBLAS workspace of the fleet's type that adds most, so its
- * need holds on every type.
+ * need holds on every type. Jobs left unplaced: the output for the others,
+ * and exit 3.
  */
 #include "args.h"
 #include "cli.h"
@@ -170,6 +171,40 @@ static int estimate_bytes(job_env *env, const jobs_spec *job, uint64_t *bytes)
     return status;
 }
 
+/* The first control character of a string, C0, DEL or C1 (U+0080-U+009F, as
+ * UTF-8 the reader has checked): its code point, and its byte offset in *at;
+ * -1 when there is none. */
+static long control_char(const char *s, size_t *at)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; p[i] != '\0'; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)) {
+            *at = i;
+            return p[i] == 0xc2 ? p[i + 1] : p[i];
+        }
+    }
+    return -1;
+}
+
+/* A string field with a control character is refused: ids and names go to
+ * the terminal, the JSON and the messages as they are, where an escape
+ * sequence would act on the terminal or a newline forge a line. */
+static int plain_text(const char *path, const jobs_field *f, size_t index)
+{
+    size_t at = 0;
+    long c = control_char(f->key, &at);
+    if (c >= 0) {
+        cli_error("%s:%d: job #%zu: a field name with control character U+%04lX at byte %zu "
+                  "(not allowed in a jobs file)", path, f->line, index + 1, c, at);
+        return 0;
+    }
+    if (f->kind != JOBS_STRING || (c = control_char(f->text, &at)) < 0)
+        return 1;
+    cli_error("%s:%d: job #%zu: field '%s': control character U+%04lX at byte %zu (not allowed "
+              "in a jobs file's strings)", path, f->line, index + 1, f->key, c, at);
+    return 0;
+}
+
 /* Check one job's fields and add it; messages start with the job. */
 static int add_job(job_env *env, const char *path, const jobs_file *file, size_t index)
 {
@@ -185,6 +220,10 @@ static int add_job(job_env *env, const char *path, const jobs_file *file, size_t
                   index + 1);
         return CLI_EXIT_USAGE;
     }
+    /* Before any message quotes a string of the job. */
+    for (size_t i = 0; i < job->count; i++)
+        if (!plain_text(path, &job->field[i], index))
+            return CLI_EXIT_USAGE;
     for (size_t j = 0; j < index; j++)
         if (strcmp(cli_jobs_get(&file->job[j], "id")->text, id->text) == 0) {
             cli_error("%s:%d: job '%s' (#%zu): field 'id': the same id as job #%zu", path,
@@ -354,9 +393,17 @@ static int print_text(const llmem_pack *pack)
     if (list == NULL)
         return 0;
     uint64_t used = res(pack, LLMEM_PACK_GPUS_USED), bound = res(pack, LLMEM_PACK_LOWER_BOUND);
-    printf("Placed    %llu of %zu jobs on %llu GPU%s\n",
+    size_t no_room = 0;
+    for (size_t j = 0; j < llmem_pack_job_count(pack); j++)
+        no_room += job_u64(pack, j, LLMEM_PACK_JOB_STATUS) == LLMEM_PACK_NO_ROOM;
+    printf("Placed    %llu of %zu jobs on %llu GPU%s",
            (unsigned long long)res(pack, LLMEM_PACK_JOBS_PLACED), llmem_pack_job_count(pack),
            (unsigned long long)used, used == 1 ? "" : "s");
+    /* A fleet out of room: how many jobs any layout of it could place. */
+    if (no_room > 0)
+        printf("; no layout of the fleet places more than %llu",
+               (unsigned long long)res(pack, LLMEM_PACK_JOBS_BOUND));
+    printf("\n");
     printf("Bound     at least %llu GPU%s (memory slices %llu, compute slices %llu, "
            "profile counts %llu, LP %llu): %s\n",
            (unsigned long long)bound, bound == 1 ? "" : "s",
@@ -409,6 +456,7 @@ static int print_json(const llmem_pack *pack)
     json_bool(&w, "optimal", (int)res(pack, LLMEM_PACK_OPTIMAL));
     json_u64(&w, "jobs_placed", res(pack, LLMEM_PACK_JOBS_PLACED));
     json_u64(&w, "jobs_unplaced", res(pack, LLMEM_PACK_JOBS_UNPLACED));
+    json_u64(&w, "jobs_bound", res(pack, LLMEM_PACK_JOBS_BOUND));
     json_array_begin(&w, "gpus");
     for (size_t i = 0, g = 0; g < used; g++) {
         uint64_t mig_on = 0, node = 0, device = 0;
@@ -484,6 +532,24 @@ static int print_config(llmem_ctx *ctx, const llmem_pack *pack, out_format fmt, 
     fputs(buf, stdout);
     free(buf);
     return 1;
+}
+
+/* Jobs left out: the output places the others (and the text and JSON list
+ * why), the exit status and one line say the packing is incomplete. */
+static int unplaced_verdict(const llmem_pack *pack)
+{
+    size_t nowhere = 0, no_room = 0, n = llmem_pack_job_count(pack);
+    for (size_t j = 0; j < n; j++) {
+        uint64_t status = job_u64(pack, j, LLMEM_PACK_JOB_STATUS);
+        nowhere += status == LLMEM_PACK_FITS_NOWHERE;
+        no_room += status == LLMEM_PACK_NO_ROOM;
+    }
+    if (nowhere + no_room == 0)
+        return CLI_EXIT_OK;
+    cli_error("%zu of %zu jobs not placed (%zu fit on no GPU of the fleet, %zu found no room "
+              "left): the output places the others",
+              nowhere + no_room, n, nowhere, no_room);
+    return CLI_EXIT_CHECK;
 }
 
 static int parse_format(const cli_opt *opts, out_format *fmt)
@@ -564,6 +630,8 @@ static int pack_jobs(const cli_opt *opts, out_format fmt)
                                    : print_config(ctx, env.pack, fmt, opts[OPT_NAME].value);
         if (!ok)
             status = CLI_EXIT_ESTIMATE;
+        else
+            status = unplaced_verdict(env.pack);
     }
     cli_jobs_free(&file);
 done_ctx:

@@ -5,9 +5,7 @@
 #include "cli.h"
 #include "number.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* What the first pass over the flags learns: which model to start from. */
@@ -31,31 +29,6 @@ static const char *preset_full_name(const char *name)
     return name;
 }
 
-/* "80GiB", "79.6 GB", "85899345920": bytes. */
-static int parse_size(const char *s, uint64_t *out)
-{
-    static const struct {
-        const char *unit;
-        double bytes;
-    } units[] = { { "", 1.0 },     { "B", 1.0 },       { "KiB", 1024.0 }, { "MiB", 1048576.0 },
-                  { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 }, { "KB", 1e3 },
-                  { "MB", 1e6 },   { "GB", 1e9 },      { "TB", 1e12 } };
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno != 0 || !(v > 0))
-        return 0;
-    while (*end == ' ')
-        end++;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(end, units[i].unit) == 0 && v * units[i].bytes < 1.8e19) {
-            *out = (uint64_t)(v * units[i].bytes);
-            return *out > 0;
-        }
-    }
-    return 0;
-}
-
 /* The job flags, which set nothing in the library: read them into req. */
 static int job_flag(cli_request *req, const cli_flag *f, const char *v)
 {
@@ -64,9 +37,8 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
     cli_number number;
     switch (f->target) {
     case CLI_TARGET_CAPACITY:
-        if (!parse_size(v, &req->capacity)) {
-            cli_error("--capacity '%s': not a size (bytes, or a number with KiB, MiB, GiB, TiB, "
-                      "KB, MB, GB, TB)", v);
+        if (!cli_parse_size(v, &req->capacity)) {
+            cli_error("--capacity '%s': not a size (" CLI_SIZE_FORMS ")", v);
             return CLI_EXIT_USAGE;
         }
         break;
@@ -76,6 +48,7 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
             return CLI_EXIT_USAGE;
         }
         req->margin_permille = (int)(d * 10.0 + 0.5);
+        req->margin_given = 1;
         break;
     case CLI_TARGET_MAX:
         if (strcmp(v, "batch") == 0)
@@ -102,6 +75,11 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
         }
         if (number != CLI_NUMBER_OK || n < 0) {
             cli_error("--%s '%s': not a count", f->name, v);
+            return CLI_EXIT_USAGE;
+        }
+        if (f->target == CLI_TARGET_TOP && n == 0) {
+            /* 0 would print the counts and no layout at all. */
+            cli_error("--top '%s': at least 1 (the layouts to print)", v);
             return CLI_EXIT_USAGE;
         }
         if (f->target == CLI_TARGET_TOP) {
@@ -389,6 +367,96 @@ static int apply_pass(llmem_ctx *ctx, int argc, char **argv, cli_request *req, i
     return CLI_EXIT_OK;
 }
 
+/* The sharding --sharding, --zero or --fsdp sets, as a value; 0 if unknown. */
+static int64_t sharding_of(const cli_flag *f, const char *v)
+{
+    const cli_flag *sharding = cli_flag_for_field(LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_SHARDING);
+    char name[64];
+    int64_t value = 0;
+    const char *choice;
+    if (f->target == CLI_TARGET_PARALLEL)
+        snprintf(name, sizeof name, "%s", v);
+    else
+        snprintf(name, sizeof name, "%s%.40s", f->target == CLI_TARGET_ZERO ? "zero" : "fsdp-", v);
+    for (size_t i = 0; (choice = cli_flag_choice(sharding, i, &value)) != NULL; i++)
+        if (strcmp(choice, name) == 0)
+            return value;
+    return 0;
+}
+
+/* --sharding, --zero and --fsdp set one field: given together they must
+ * agree, or the last would silently win over the other. A flag given twice
+ * counts by its last value, as every flag does. */
+static int check_sharding(int argc, char **argv)
+{
+    cli_arg_iter it;
+    const cli_flag *f, *by[3] = { NULL, NULL, NULL };
+    const char *v, *text[3] = { NULL, NULL, NULL };
+    int64_t value[3] = { 0, 0, 0 };
+    cli_args_begin(&it, argc, argv, 0);
+    while (cli_args_next(&it, &f, &v) > 0) {
+        int i = f->target == CLI_TARGET_ZERO ? 1 : f->target == CLI_TARGET_FSDP ? 2 : 0;
+        if (i == 0 && !(f->target == CLI_TARGET_PARALLEL && f->key == LLMEM_PARALLEL_SHARDING))
+            continue;
+        by[i] = f;
+        text[i] = v;
+        value[i] = sharding_of(f, v);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (by[i] != NULL && by[j] != NULL && value[i] != value[j]) {
+                cli_error("--%s %s and --%s %s set the data-parallel sharding differently "
+                          "(%s, %s): give one",
+                          by[i]->name, text[i], by[j]->name, text[j],
+                          llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, value[i]),
+                          llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, value[j]));
+                return CLI_EXIT_USAGE;
+            }
+    return CLI_EXIT_OK;
+}
+
+/* Flags whose field only one method, formula or engine reads: given without
+ * it they would be accepted and ignored, so they are refused. */
+static int check_unread(int argc, char **argv, const cli_request *req)
+{
+    cli_arg_iter it;
+    const cli_flag *f;
+    const char *v;
+    int64_t method = 0, formula = 0, sharding = 0;
+    llmem_train_get_int(req->train, LLMEM_TRAIN_METHOD, &method);
+    llmem_train_get_int(req->train, LLMEM_TRAIN_FORMULA, &formula);
+    llmem_parallel_get_int(req->parallel, LLMEM_PARALLEL_SHARDING, &sharding);
+    int lora = method == LLMEM_METHOD_LORA || method == LLMEM_METHOD_QLORA;
+    int zero = sharding >= LLMEM_SHARDING_ZERO1 && sharding <= LLMEM_SHARDING_ZERO3;
+    cli_args_begin(&it, argc, argv, 0);
+    while (cli_args_next(&it, &f, &v) > 0) {
+        int train = f->target == CLI_TARGET_TRAIN;
+        if (train && !lora &&
+            (f->key == LLMEM_TRAIN_LORA_RANK || f->key == LLMEM_TRAIN_LORA_TARGETS ||
+             f->key == LLMEM_TRAIN_LORA_DROPOUT)) {
+            cli_error("--%s needs --method lora or qlora (the method is %s)", f->name,
+                      llmem_train_value_name(LLMEM_TRAIN_METHOD, method));
+            return CLI_EXIT_USAGE;
+        }
+        if (train && formula != LLMEM_FORMULA_ARTICLE &&
+            (f->key == LLMEM_TRAIN_ARTICLE_TMP_FACTOR ||
+             f->key == LLMEM_TRAIN_ARTICLE_PARAM_BYTES)) {
+            cli_error("--%s needs --formula article (the phased estimate does not read it)",
+                      f->name);
+            return CLI_EXIT_USAGE;
+        }
+        /* Only DeepSpeed's engine has a reduce bucket (lib/estimate/shard.c). */
+        if (f->target == CLI_TARGET_PARALLEL && f->key == LLMEM_PARALLEL_BUCKET_ELEMENTS &&
+            !zero) {
+            cli_error("--bucket-elements needs --zero 1|2|3 (DeepSpeed ZeRO's reduce bucket; "
+                      "the sharding is %s)",
+                      llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, sharding));
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
 /* --gpu: which GPU, and its usable memory as the capacity unless --capacity. */
 static void gpu_capacity(cli_request *req)
 {
@@ -423,6 +491,10 @@ int cli_configure(llmem_ctx *ctx, int argc, char **argv, unsigned accepted, cons
     }
     for (int pass = PASS_FAMILY; pass < PASSES && status == CLI_EXIT_OK; pass++)
         status = apply_pass(ctx, argc, argv, req, pass);
+    if (status == CLI_EXIT_OK)
+        status = check_sharding(argc, argv);
+    if (status == CLI_EXIT_OK)
+        status = check_unread(argc, argv, req);
     /* Only estimate makes a grid of a list; the other commands would take
      * its first value silently. */
     if (status == CLI_EXIT_OK && cli_is_grid(req) && strcmp(command, "estimate") != 0) {

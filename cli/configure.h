@@ -35,6 +35,7 @@ typedef struct cli_request {
     int has_gpu;             /* --gpu given: gpu is its catalog index */
     size_t gpu;
     int margin_permille;     /* 50 unless --margin */
+    int margin_given;        /* --margin given */
     int max_key;             /* LLMEM_TRAIN_BATCH or _SEQ with --max; 0 without */
     int64_t max_value;       /* what --max found */
     uint64_t usable;         /* the capacity less the margin it was found within */

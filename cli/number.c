@@ -60,3 +60,40 @@ cli_number cli_parse_real(const char *s, double *out)
     *out = v;
     return CLI_NUMBER_OK;
 }
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *unit;
+        double bytes;
+    } units[] = { { "", 1.0 },     { "B", 1.0 },       { "KiB", 1024.0 }, { "MiB", 1048576.0 },
+                  { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 }, { "KB", 1e3 },
+                  { "MB", 1e6 },   { "GB", 1e9 },      { "TB", 1e12 } };
+    /* Plain digits are read exactly: a double holds integers to 2^53 only. */
+    if (is_digit(*s) && strspn(s, "0123456789") == strlen(s)) {
+        errno = 0;
+        unsigned long long v = strtoull(s, NULL, 10);
+        if (errno == ERANGE || v == 0)
+            return 0;
+        *out = (uint64_t)v;
+        return 1;
+    }
+    /* strtod also reads " 5", "inf" and "0x10": a size starts with a digit
+     * and is decimal. */
+    char *end = NULL;
+    if (!is_digit(*s) && !(*s == '.' && is_digit(s[1])))
+        return 0;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || !(v > 0) || strcspn(s, "xX") < (size_t)(end - s))
+        return 0;
+    while (*end == ' ')
+        end++;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].unit) == 0 && v * units[i].bytes < 1.8e19) {
+            *out = (uint64_t)(v * units[i].bytes);
+            return *out > 0;
+        }
+    }
+    return 0;
+}

@@ -18,5 +18,11 @@ cli_number cli_parse_int(const char *s, int64_t *out);
 /* [+-]digits[.digits][(e|E)[+-]digits], or with digits only after the '.':
  * no hexadecimal, no inf or nan. */
 cli_number cli_parse_real(const char *s, double *out);
+/* A byte count as --capacity and fit's --bytes take it: "85899345920" (read
+ * exactly), or a positive number with a unit: "80GiB", "79.6 GB" (B, KiB,
+ * MiB, GiB, TiB, KB, MB, GB, TB). Returns 1 with *out > 0, else 0. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* What a size may be, for messages. */
+#define CLI_SIZE_FORMS "bytes, or a number with KiB, MiB, GiB, TiB, KB, MB, GB, TB"
 
 #endif

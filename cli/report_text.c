@@ -441,5 +441,9 @@ int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const 
         }
         fputc('\n', out);
     }
+    if (req->weights.path != NULL) {
+        fputc('\n', out);
+        cli_weights_text(out, &req->weights, &r->params_total);
+    }
     return LLMEM_OK;
 }

@@ -37,7 +37,10 @@ static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f
         (f->target != CLI_TARGET_TRAIN && f->target != CLI_TARGET_PARALLEL) ||
         cli_setting_read(req, f, &s) != LLMEM_OK)
         return;
-    if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_NAMES || f->kind == CLI_KIND_TEXT)
+    /* A set of names by default is a set of roles: whatever each family calls them. */
+    if (f->kind == CLI_KIND_NAMES)
+        snprintf(buf, cap, " (default: the model's modules in the roles of %s)", s.text);
+    else if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_TEXT)
         snprintf(buf, cap, " (default: %s)", s.text);
     else if (f->kind == CLI_KIND_REAL)
         snprintf(buf, cap, " (default: %g)", s.d);
@@ -67,7 +70,7 @@ void cli_usage(FILE *out)
 {
     llmem_ctx *ctx = NULL;
     cli_request defaults;
-    char default_text[200];
+    char default_text[256];
     memset(&defaults, 0, sizeof defaults);
     if (llmem_ctx_new(&ctx, NULL) == LLMEM_OK &&
         (llmem_train_new(ctx, &defaults.train) != LLMEM_OK ||
@@ -87,7 +90,8 @@ void cli_usage(FILE *out)
           "  gpus [--mig] [--json]       the GPU catalog; --mig: every MIG profile\n"
           "  fit --gpu NAME [flags]      the MIG slices and whole GPU that hold the estimate\n"
           "                              of [flags] (model, training and layout flags: every\n"
-          "                              rank), or of --bytes N [--bytes-level device|reserved];\n"
+          "                              rank), or of --bytes SIZE (as --capacity takes it)\n"
+          "                              [--bytes-level device|reserved];\n"
           "                              --margin P (percent kept free, default 5),\n"
           "                              --min-compute N, --json\n"
           "  pack --gpu NAME[:N][,...] --jobs FILE\n"
@@ -110,7 +114,9 @@ void cli_usage(FILE *out)
         }
     }
     fputs("\nEvery flag also takes the form --flag=value.\n"
-          "Exit status: 0 success, 1 the inputs cannot be estimated, 2 a usage error.\n",
+          "Exit status: 0 success, 1 the inputs cannot be estimated, 2 a usage error,\n"
+          "3 the answer is printed but falls short: the --weights differ from the model,\n"
+          "or `llmem pack` left jobs unplaced.\n",
           out);
     cli_request_free(&defaults);
     llmem_ctx_free(ctx);

@@ -17,7 +17,7 @@
 
 enum hf_field_kind {
     REQ = 1, /* an integer the config must give */
-    OPT,     /* an integer; absent or null gives the default */
+    OPT,     /* a positive integer; absent or null gives the default, 0 is refused */
     FLAG,    /* a boolean; absent or null gives the default */
     CONST    /* no config field: the value itself */
 };
@@ -226,6 +226,12 @@ static int read_fields(reader *r)
             /* Absent with no default: the model field stays unset. */
             if (rc == LLMEM_OK && v == 0 && fd->value == 0 && !present(r, fd->names, 3))
                 continue;
+            /* Given as 0, a size transformers builds zero-wide layers from (or
+             * divides by): the model field would read 0 as "derive it". */
+            if (rc == LLMEM_OK && fd->kind == OPT && v == 0)
+                return llmem__fail(r->ctx, LLMEM_EPARSE,
+                                   CONFIG_NAME ": field '%s' = 0 must be positive (leave it out "
+                                   "or null for the default)", name);
             break;
         case FLAG:
             rc = get_flag(r, name, (int)fd->value, &b);

@@ -70,8 +70,7 @@ typedef struct hf_st_tensors {
  * whose file holds data_len bytes after it, and add its tensors to *totals.
  * name names the file in messages. The header is walked token by token
  * (hf/scan.h): memory is linear in its tensors, with no JSON tree. A name
- * given twice keeps its last entry, as the reference implementation's map
- * does. On success, when keep is not NULL, it receives the tensors sorted by
+ * given twice is refused (which entry holds the tensor is ambiguous). On success, when keep is not NULL, it receives the tensors sorted by
  * name (valid while header lives) for the caller to look names up. Fails with
  * LLMEM_EPARSE (or LLMEM_ENOMEM) and a message naming the tensor or field;
  * *totals is then unchanged. */
@@ -80,9 +79,6 @@ int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, siz
 
 /* The tensors of one header together (st_set.c). */
 hf_str llmem_hf_st_name(const hf_st_tensor *t);
-/* Drop the earlier entries of a name given twice (the last is kept, at the
- * place of the first); t is sorted by name on return. */
-void llmem_hf_st_drop_repeated(hf_st_tensor *t, size_t *n);
 /* Sorted by offsets, the tensors cover [0, data_len) exactly (file names the
  * file in messages); t is sorted by offsets on return. */
 int llmem_hf_st_check_coverage(llmem_ctx *ctx, const char *file, uint64_t data_len,

@@ -319,7 +319,7 @@ static int metadata(walk *w)
 static int walk_header(walk *w)
 {
     hf_tok t;
-    int rc = next(w, &t);
+    int rc = next(w, &t), metadata_seen = 0;
     if (rc != LLMEM_OK)
         return rc;
     if (t.kind != HF_TOK_OBJECT)
@@ -330,11 +330,30 @@ static int walk_header(walk *w)
         if (t.kind == HF_TOK_OBJECT_END)
             break;
         hf_str key = t.str;
+        if (llmem_hf_str_eq(&key, "__metadata__") && metadata_seen++)
+            return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: '__metadata__' appears twice in the "
+                               "header", w->file);
         rc = llmem_hf_str_eq(&key, "__metadata__") ? metadata(w) : one_tensor(w, &key);
         if (rc != LLMEM_OK)
             return rc;
     }
     return next(w, &t); /* only whitespace may follow */
+}
+
+/* A name given twice is refused: which entry holds the tensor is ambiguous
+ * (the reference's map and Python's json keep the last one silently, so a
+ * file written by hand or by a buggy tool would be read as another). Names
+ * compare by their decoded text ("\u0061" is "a"). Sorted by name on return. */
+static int check_unique(walk *w)
+{
+    llmem_hf_st_sort_by_name(w->t, w->n);
+    for (size_t i = 1; i < w->n; i++) {
+        hf_str a = llmem_hf_st_name(&w->t[i - 1]), b = llmem_hf_st_name(&w->t[i]);
+        if (llmem_hf_str_cmp(&a, &b) == 0)
+            return llmem__fail(w->ctx, LLMEM_EPARSE, "%s: tensor '%.*s' appears twice in the "
+                               "header", w->file, SHOWN(&a));
+    }
+    return LLMEM_OK;
 }
 
 int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
@@ -355,10 +374,10 @@ int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, siz
     w.data_len = data_len;
     llmem_hf_scan_begin(&w.scan, header, header_len);
     rc = walk_header(&w);
-    if (rc == LLMEM_OK) {
-        llmem_hf_st_drop_repeated(w.t, &w.n);
+    if (rc == LLMEM_OK)
+        rc = check_unique(&w);
+    if (rc == LLMEM_OK)
         rc = llmem_hf_st_check_coverage(ctx, name, data_len, w.t, w.n);
-    }
     if (rc == LLMEM_OK) {
         /* The tensors cover the data region without overlap, and a data
          * region (of a file, or an object in memory) is below 2^63 bytes: the

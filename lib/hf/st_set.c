@@ -45,27 +45,6 @@ static void sort(hf_st_tensor *t, size_t n, int (*cmp)(const void *, const void 
         qsort(t, n, sizeof *t, cmp);
 }
 
-/* A name given twice keeps its last entry, at the place of its first (as
- * json-c and Python's dict have it; serde's map in tensor.rs keeps the last
- * too): the earlier entries are dropped. Sorted by name on return. */
-void llmem_hf_st_drop_repeated(hf_st_tensor *t, size_t *n)
-{
-    size_t kept = 0, first = 0;
-    sort(t, *n, by_name);
-    for (size_t i = 0; i < *n; i++) {
-        hf_str a = llmem_hf_st_name(&t[i]), b;
-        if (i + 1 < *n && (b = llmem_hf_st_name(&t[i + 1]), llmem_hf_str_cmp(&a, &b) == 0))
-            continue;
-        hf_st_tensor r = t[i];
-        r.name = t[first].name; /* the same name, maybe spelled otherwise */
-        r.name_len = t[first].name_len;
-        r.name_escaped = t[first].name_escaped;
-        t[kept++] = r;
-        first = i + 1;
-    }
-    *n = kept;
-}
-
 /* Totals of the tensors kept, dtypes in order of first appearance in the
  * header (names point into it, so the first is the lowest address). */
 void llmem_hf_st_count(const hf_st_tensor *t, size_t n, hf_totals *add)

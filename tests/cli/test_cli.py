@@ -188,12 +188,18 @@ def check_defaults(t, llmem):
     t.check((d["optimizer_impl"], d["attention"], d["grad_ckpt"], d["lora_dropout"]) ==
             ("fused", "sdpa", "none", 0), "--json alone: transformers 5.x's defaults",
             (d["optimizer_impl"], d["attention"], d["grad_ckpt"], d["lora_dropout"]))
-    # The defaults, spelled out, give the same estimate.
+    # The defaults, spelled out, give the same estimate (--lora-dropout only
+    # with a LoRA method, which reads it).
     e = llmem.json("--attention", "sdpa", "--optimizer", "adamw_torch_fused",
-                   "--grad-ckpt", "none", "--lora-dropout", "0")
+                   "--grad-ckpt", "none")
     t.check(e["peak_allocated_bytes"] == d["peak_allocated_bytes"],
             "the defaults spelled out give the same peak", (e["peak_allocated_bytes"],
                                                             d["peak_allocated_bytes"]))
+    lora = llmem.json("--method", "lora")
+    spelled = llmem.json("--method", "lora", "--lora-dropout", "0")
+    t.check(spelled["peak_allocated_bytes"] == lora["peak_allocated_bytes"],
+            "LoRA's default dropout spelled out gives the same peak",
+            (spelled["peak_allocated_bytes"], lora["peak_allocated_bytes"]))
     rc, out, err = llmem.run("estimate", "--batch", "2")
     t.check("the defaults:" not in out, "with a training flag the note is gone", out)
 
@@ -837,10 +843,17 @@ def check_weights_in(t, llmem, tmp):
     d = llmem.json("--config", moe, "--weights", moe)
     t.check(d["weights"]["matches_model"] is True and d["weights"]["files"] == 2,
             "one directory with config.json and sharded weights: they match", d["weights"])
-    d = llmem.json("--config", moe_cfg, "--weights", mistral)
+    # Weights that differ: the whole answer on stdout, exit 3 (the check failed)
+    # and one line on stderr with both counts, so a script can tell.
+    rc, out, err = llmem.run("estimate", "--config", moe_cfg, "--weights", mistral, "--json")
+    d = json.loads(out)
     w = d["weights"]
     t.check(w["matches_model"] is False and w["params_difference"] == count - d["params_total"],
             "other weights: matches_model false, the difference weights - model", w)
+    t.check(rc == 3 and err.count("\n") == 1 and
+            err.startswith("llmem: --weights '%s': %d parameters in the weights, %d in the model"
+                           % (mistral, count, d["params_total"])),
+            "other weights, --json: exit 3 and one line naming both counts", (rc, err))
     t.check(d["peak_allocated_bytes"] ==
             llmem.json("--config", moe_cfg)["peak_allocated_bytes"],
             "--weights does not change the estimate")
@@ -848,13 +861,24 @@ def check_weights_in(t, llmem, tmp):
     t.check(rc == 0 and "\nWeights" in out and "matches params_total" in out,
             "the table adds the weights and says they match", out[-700:])
     rc, out, err = llmem.run("estimate", "--config", moe_cfg, "--weights", mistral)
-    t.check(rc == 0 and "differs" in out and "{:,}".format(count) in out and
-            "{:,}".format(moe_count) in out and "{:,}".format(moe_count - count) in out,
-            "a mismatch shows both counts and the difference, and exits 0", out[-700:])
-    d = llmem.json("--family", "llama", "--hidden", "64", "--layers", "2", "--heads", "4",
-                   "--intermediate", "128", "--vocab", "100", "--weights", mistral)
-    t.check("weights" in d and d["model_source"] == "custom",
-            "--weights with a custom (--family) model", d.get("weights"))
+    t.check(rc == 3 and "differs" in out and "{:,}".format(count) in out and
+            "{:,}".format(moe_count) in out and "{:,}".format(moe_count - count) in out and
+            "they differ" in err,
+            "a mismatch shows both counts and the difference, and exits 3", (rc, err, out[-700:]))
+    rc, out, err = llmem.run("estimate", "--config", mistral_cfg, "--weights", mistral,
+                             "--batch", "1,2")
+    t.check(rc == 0 and "\nWeights" in out and "matches params_total" in out and err == "",
+            "a grid's table has the weights too, and exits 0 when they match", (rc, err, out[-700:]))
+    rc, out, err = llmem.run("estimate", "--config", moe_cfg, "--weights", mistral,
+                             "--seq", "128,256")
+    t.check(rc == 3 and "differs" in out and "they differ" in err,
+            "a grid with weights that differ exits 3", (rc, err, out[-700:]))
+    rc, out, err = llmem.run("estimate", "--family", "llama", "--hidden", "64", "--layers", "2",
+                             "--heads", "4", "--intermediate", "128", "--vocab", "100",
+                             "--weights", mistral, "--json")
+    d = json.loads(out)
+    t.check(rc == 3 and "weights" in d and d["model_source"] == "custom",
+            "--weights with a custom (--family) model", (rc, d.get("weights")))
 
     # Malformed weights: exit 1, the library's message, nothing on stdout.
     bad = []

@@ -126,6 +126,10 @@ def check_fit(t, llmem):
     # The planner's margin: a slice of U bytes holds N when U // 1000 * (1000 - 50) >= N.
     t.check(d["required_bytes"] == -(-7 * GIB // 950) * 1000 and d["margin_permille"] == 50,
             "fit: the default 5% margin, kept free as `llmem plan` keeps it", d["required_bytes"])
+    for size in ("7GiB", "7 GiB", "7168MiB", "7516192768B"):
+        sized = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", size, "--json")
+        t.check(sized["need_bytes"] == d["need_bytes"] == 7 * GIB,
+                "fit --bytes %s: the size syntax of --capacity" % size, sized["need_bytes"])
     pct = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "5%", "--json")
     t.check(pct["required_bytes"] == d["required_bytes"], "fit: --margin 5% is --margin 5")
     ten = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "10", "--json")
@@ -273,7 +277,13 @@ def check_pack(t, llmem):
         many = [{"id": "h%d" % i, "memory_bytes": 30 * GIB} for i in range(20)]
         many.append({"id": "huge", "memory_bytes": 300 * GIB})
         mpath = write_jobs(tmp, "many.json", many)
-        f = llmem.json("pack", "--gpu", "A100-80GB:3", "--jobs", mpath, "--json")
+        # Jobs left unplaced: the result for the others on stdout, exit 3 and
+        # one line on stderr counting what was left out.
+        rc, out, err = llmem.run("pack", "--gpu", "A100-80GB:3", "--jobs", mpath, "--json")
+        f = json.loads(out)
+        t.check(rc == 3 and err == "llmem: 15 of 21 jobs not placed (1 fit on no GPU of the "
+                "fleet, 14 found no room left): the output places the others\n",
+                "pack: unplaced jobs exit 3 with the result and a count", (rc, err))
         status = [j["status"] for j in f["jobs"]]
         t.check(f["gpus_used"] == 3 and status.count("placed") == 6 and status.count("no-room") == 14
                 and status[-1] == "fits-nowhere", "pack: a limited fleet, jobs without room", status)
@@ -282,11 +292,21 @@ def check_pack(t, llmem):
                 huge["shortfall_bytes"] == -(-300 * GIB // 950) * 1000 - cat["A100-80GB"]["usable_bytes"],
                 "pack: a job that fits nowhere, with the largest slice and its shortfall", huge)
         rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB:3", "--jobs", mpath)
-        t.check(rc == 0 and "fits nowhere" in out and "no room" in out, "pack: the table lists unplaced jobs")
-        mixed = llmem.json("pack", "--gpu", "A30,H100", "--gpus", "50", "--jobs", mpath, "--json",
-                           "--gpus-per-node", "4")
+        t.check(rc == 3 and "fits nowhere" in out and "no room" in out,
+                "pack: the table lists unplaced jobs, exit 3")
+        rc, out, err = llmem.run("pack", "--gpu", "A100-80GB:3", "--jobs", mpath, "--format",
+                                 "mig-parted")
+        t.check(rc == 3 and out.startswith("version: v1") and "15 of 21 jobs not placed" in err,
+                "pack: a config for the jobs placed, exit 3 for the others", (rc, err))
+        huge_only = write_jobs(tmp, "huge.json", [{"id": "huge", "memory_bytes": 300 * GIB}])
+        rc, out, err = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", huge_only)
+        t.check(rc == 3 and "fits nowhere" in out and "1 of 1 jobs not placed (1 fit on no GPU" in err,
+                "pack: a job that fits on no GPU exits 3", (rc, err))
+        rc, out, _ = llmem.run("pack", "--gpu", "A30,H100", "--gpus", "50", "--jobs", mpath, "--json",
+                               "--gpus-per-node", "4")
+        mixed = json.loads(out)
         types = {g["type"] for g in mixed["gpus"]}
-        t.check(mixed["jobs_placed"] == 20 and types <= {"A30", "H100-SXM"} and
+        t.check(rc == 3 and mixed["jobs_placed"] == 20 and types <= {"A30", "H100-SXM"} and
                 all(g["device"] < 4 for g in mixed["gpus"]), "pack: a mixed fleet with nodes", types)
         instances_valid(t, cat, mixed, "pack: mixed fleet placements valid")
         rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", mpath, "--format", "mig-parted",
@@ -294,10 +314,31 @@ def check_pack(t, llmem):
         try:
             configs = parse_mig_parted(out)
             devices = [d for c in configs.values() for e in c for d in e["devices"]]
-            t.check(rc == 0 and sorted(configs) == ["llmem-node-%d" % i for i in range(5)] and
+            t.check(rc == 3 and sorted(configs) == ["llmem-node-%d" % i for i in range(5)] and
                     devices == [0, 1] * 5, "pack: one config per node (10 GPUs, 2 a node)", out)
         except AssertionError as e:
             t.check(False, "pack: one config per node", "%s\n%s" % (e, out))
+        # A limited fleet places the most jobs it can: 2,000 jobs of 1-50 GiB on
+        # 2 A100s hold 14 (seven instances a GPU, and more than 14 jobs fit a
+        # 1g.10gb). It placed 2 (a 7g.80gb each) and called that optimal.
+        review = [{"id": "r%d" % i, "memory_bytes": (i * 7 % 50 + 1) * GIB} for i in range(2000)]
+        rpath = write_jobs(tmp, "review.json", review)
+        _, out, err = llmem.run("pack", "--gpu", "A100-80GB", "--gpus", "2", "--jobs", rpath, "--json")
+        try:
+            f = json.loads(out)
+        except ValueError:
+            f = {"jobs_placed": None, "jobs_bound": None, "jobs": [], "gpus": [], "gpus_used": None,
+                 "optimal": None}
+        status = [j["status"] for j in f["jobs"]]
+        small = sum(1 for j in review if j["memory_bytes"] <= 9 * GIB)
+        t.check(small > 14 and f["jobs_placed"] == 14 and f["jobs_bound"] == 14
+                and f["gpus_used"] == 2 and f["optimal"] is True
+                and status.count("placed") == 14 and status.count("no-room") == 1986,
+                "pack: a limited fleet places the most jobs",
+                ({k: f[k] for k in ("jobs_placed", "gpus_used", "optimal")}, err))
+        instances_valid(t, cat, f, "pack: limited fleet placements valid")
+        t.check(f["gpus"] and all(i["profile"].startswith("1g.") for g in f["gpus"] for i in g["instances"]),
+                "pack: the most jobs are the small ones", f["gpus"])
 
 
 def check_pack_errors(t, llmem):
@@ -324,6 +365,18 @@ def check_pack_errors(t, llmem):
         ('[{"id": "a", "model": "gpt2", "gpu": "H100"}]', ["job 'a'", "unknown field 'gpu'"], "a GPU per job (the fleet's)"),
         ('[{"id": "a", "model": null}]', ["job 'a'", "'model'", "null"], "null"),
         ('[{"id": "a\\u0000", "memory_bytes": 5}]', ["NUL"], "a NUL escape"),
+        # Control characters would reach the terminal (an escape sequence) or
+        # forge a line: refused, naming the job by number and the field.
+        ('[{"id": "ok", "memory_bytes": 5}, {"id": "a\\u001b[2J", "memory_bytes": 5}]',
+         ["job #2", "field 'id'", "U+001B at byte 1"], "an escape in an id"),
+        ('[{"id": "a\\nb", "memory_bytes": 5}]', ["job #1", "field 'id'", "U+000A"], "a newline in an id"),
+        ('[{"id": "a\\u009b31m", "memory_bytes": 5}]', ["field 'id'", "U+009B"], "a C1 control in an id"),
+        ('[{"id": "a\\u007f", "memory_bytes": 5}]', ["field 'id'", "U+007F"], "DEL in an id"),
+        ('[{"id": "a", "model": "gpt2\\u001b[0m"}]', ["job #1", "field 'model'", "U+001B"], "an escape in a model name"),
+        ('[{"id": "a", "x\\u001by": 5}]', ["job #1", "field name", "U+001B at byte 1"], "an escape in a field name"),
+        # A LoRA setting without a LoRA method would be ignored.
+        ('[{"id": "a", "model": "gpt2", "lora_rank": 8}]',
+         ["job 'a' (#1)", "--lora-rank needs --method lora or qlora"], "a LoRA rank without LoRA"),
         ('[{"id": "a", "memory_bytes": 5', ["end of file"], "a truncated file"),
     ]
     with tempfile.TemporaryDirectory() as tmp:

@@ -374,6 +374,20 @@ static const error_case error_cases[] = {
       "{\"model_type\": \"mixtral\", " LLAMA_BODY ", \"num_local_experts\": 2, "
       "\"num_experts_per_tok\": 3}",
       LLMEM_EPARSE, "experts-per-token: 3 must be in [1, experts 2]" },
+    /* 0 is no "absent": transformers builds zero-wide projections from it
+     * (or divides by it); the model field would take it for "derive it". */
+    { "head_dim 0", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"head_dim\": 0}",
+      LLMEM_EPARSE, "field 'head_dim' = 0 must be positive" },
+    { "head_dim 0 with a default", "{\"model_type\": \"qwen3\", " LLAMA_BODY ", \"head_dim\": 0}",
+      LLMEM_EPARSE, "field 'head_dim' = 0 must be positive" },
+    { "num_key_value_heads 0",
+      "{\"model_type\": \"mistral\", " LLAMA_BODY ", \"num_key_value_heads\": 0}",
+      LLMEM_EPARSE, "field 'num_key_value_heads' = 0 must be positive" },
+    { "word_embed_proj_dim 0",
+      "{\"model_type\": \"opt\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"ffn_dim\": 128, \"vocab_size\": 100, "
+      "\"max_position_embeddings\": 64, \"word_embed_proj_dim\": 0}",
+      LLMEM_EPARSE, "field 'word_embed_proj_dim' = 0 must be positive" },
     { "unknown torch_dtype", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"torch_dtype\": \"fp7\"}",
       LLMEM_EPARSE, "field 'torch_dtype' = 'fp7' is not a known dtype" },
     { "not JSON", "model_type = llama", LLMEM_EPARSE, "config.json: invalid JSON at byte 0" },
@@ -411,6 +425,36 @@ ParameterizedTest(const error_case *c, hf_config, errors, .init = setup_ctx, .fi
     cr_assert_eq(llmem_model_new_preset(ctx, "openai-community/gpt2", &m), LLMEM_OK);
     cr_expect_str_empty(llmem_ctx_error(ctx));
     llmem_model_free(m);
+}
+
+/* An optional size given as null is absent (transformers writes "head_dim":
+ * null): the default, as when the key is left out; only 0 is refused. */
+static uint64_t params_of(const char *json)
+{
+    llmem_model *m = NULL;
+    uint64_t n = 0;
+    cr_assert_eq(llmem_model_new_hf_config_json(ctx, json, strlen(json), &m), LLMEM_OK, "%s: %s",
+                 json, llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_model_param_count(m, &n), LLMEM_OK);
+    llmem_model_free(m);
+    return n;
+}
+
+Test(hf_config, null_optional_sizes, .init = setup_ctx, .fini = teardown_ctx)
+{
+    static const char *const types[] = { "llama", "qwen3", "mistral" };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char absent[512], null[512], given[512];
+        snprintf(absent, sizeof absent, "{\"model_type\": \"%s\", " LLAMA_BODY "}", types[i]);
+        snprintf(null, sizeof null,
+                 "{\"model_type\": \"%s\", " LLAMA_BODY
+                 ", \"head_dim\": null, \"num_key_value_heads\": null}", types[i]);
+        snprintf(given, sizeof given,
+                 "{\"model_type\": \"%s\", " LLAMA_BODY ", \"head_dim\": 8, "
+                 "\"num_key_value_heads\": 2}", types[i]);
+        cr_expect_eq(params_of(null), params_of(absent), "%s: null is the default", types[i]);
+        cr_expect_neq(params_of(given), params_of(absent), "%s: the fields are read", types[i]);
+    }
 }
 
 /* The JSON text is used up to len, not to a NUL. */

@@ -233,24 +233,29 @@ Test(special_files, proc_files, .init = setup, .fini = teardown)
                        "%s", llmem_ctx_error(ctx));
 }
 
-/* A name given twice keeps its last entry at the place of its first, as
- * json-c and Python's dict do: the same region twice is one tensor, and the
- * dtypes are in order of first appearance of the tensors kept. */
+/* A name given twice is refused (which entry is the tensor is ambiguous),
+ * whatever the entries, and a file that names each tensor once still reads:
+ * the dtypes come in order of first appearance in the header. */
 Test(special_files, repeated_names, .init = setup, .fini = teardown)
 {
     llmem_weights *w = NULL;
     const char *name = NULL;
     write_st("same.safetensors", "{" TENSOR_A "," TENSOR_A "}", 4);
-    cr_assert_eq(llmem_weights_open(ctx, at("same.safetensors"), &w), LLMEM_OK, "%s",
-                 llmem_ctx_error(ctx));
-    cr_expect_eq(get(w, LLMEM_WEIGHTS_TENSORS), 1);
-    cr_expect_eq(get(w, LLMEM_WEIGHTS_PARAMS), 4);
-    llmem_weights_free(w);
-    /* The first 'z' (I8) gives way to the last (U8), first in the order. */
+    cr_expect_eq(llmem_weights_open(ctx, at("same.safetensors"), &w), LLMEM_EPARSE);
+    cr_expect_null(w);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "tensor 'a' appears twice in the header"),
+                       "%s", llmem_ctx_error(ctx));
     write_st("order.safetensors",
              "{\"z\":{\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[0,0]},"
              "\"y\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]},"
              "\"z\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]}}",
+             4);
+    cr_expect_eq(llmem_weights_open(ctx, at("order.safetensors"), &w), LLMEM_EPARSE);
+    cr_expect_not_null(strstr(llmem_ctx_error(ctx), "tensor 'z' appears twice"), "%s",
+                       llmem_ctx_error(ctx));
+    write_st("order.safetensors",
+             "{\"z\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]},"
+             "\"y\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]}}",
              4);
     cr_assert_eq(llmem_weights_open(ctx, at("order.safetensors"), &w), LLMEM_OK, "%s",
                  llmem_ctx_error(ctx));
