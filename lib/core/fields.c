@@ -152,14 +152,8 @@ static int decimal_form(const char *p)
             digits++;
     if (digits == 0)
         return 0;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        p += *p == '+' || *p == '-';
-        if (!is_digit(*p))
-            return 0;
-        while (is_digit(*p))
-            p++;
-    }
+    if (*p == 'e' || *p == 'E')
+        return integer_form(p + 1); /* the exponent */
     return *p == '\0';
 }
 
