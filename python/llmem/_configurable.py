@@ -62,6 +62,11 @@ class Configurable(Handle):
             handle = self._handle
             if isinstance(value, str) and self._set_str is not None:
                 rc = self._set_str(handle, field.key, value.encode())
+            elif isinstance(value, bool) and (field.is_real or
+                                              (field.minimum, field.maximum) != (0, 1)):
+                # True is an int in Python: only a flag's 0/1 may be given so.
+                raise TypeError("%s: expected %s, got bool" % (
+                    field.name, "a number" if field.is_real else "an int"))
             elif field.is_real and isinstance(value, (int, float)):
                 rc = self._set_double(handle, field.key, float(value))
             elif isinstance(value, int):

@@ -56,6 +56,13 @@ def test_wrong_python_types():
     with pytest.raises(llmem.InvalidArgument) as info:
         llmem.Train(batch="four")
     assert info.value.field == "batch" and "'four'" in str(info.value)
+    # A bool is an int in Python: batch=True was batch 1. A flag takes it.
+    with pytest.raises(TypeError, match="batch: expected an int, got bool"):
+        llmem.Train(batch=True)
+    with pytest.raises(TypeError, match="dropout"):
+        llmem.Train(dropout=False)
+    with llmem.Model.from_preset("meta-llama/Llama-3.2-1B", tie_embeddings=False) as model:
+        assert model.tie_embeddings == 0
 
 
 def test_non_finite_reals_are_refused():
