@@ -350,34 +350,45 @@ static void most_jobs(const search *s, int *most, int *gpus)
         }
 }
 
+/* A random instance on the pack and in s: the fleet of types (each limited
+ * to 1..max_limit GPUs, or unlimited when max_limit is 0), then 1..max_jobs
+ * jobs of the sizes below, a third with a minimum of compute slices. */
+static void random_instance(search *s, const char *const *types, int ntypes, int max_limit,
+                            int max_jobs, uint64_t *bytes, int *level, int *minc)
+{
+    static const uint64_t sizes_gib[] = { 3, 4, 8, 9, 12, 15, 18, 22, 30, 38, 45, 60, 70, 85 };
+    memset(s, 0, sizeof *s);
+    llmem_pack_clear(pack);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
+    s->ntypes = ntypes;
+    for (int t = 0; t < ntypes; t++) {
+        load_type(&s->t[t], gpu(types[t]));
+        s->limit[t] = max_limit > 0 ? 1 + (int)rnd((uint64_t)max_limit) : 0;
+        cr_assert_eq(llmem_pack_add_gpu(pack, s->t[t].gpu, (uint64_t)s->limit[t]), LLMEM_OK);
+    }
+    s->njobs = 1 + (int)rnd((uint64_t)max_jobs);
+    for (int j = 0; j < s->njobs; j++) {
+        char id[16];
+        uint64_t gib = sizes_gib[rnd(sizeof sizes_gib / sizeof sizes_gib[0])]; /* first: sequenced */
+        bytes[j] = gib * GIB - rnd(512) * MIB;
+        level[j] = LLMEM_LEVEL_DEVICE;
+        minc[j] = rnd(3) == 0 ? (int)rnd(8) : 0;
+        s->need[j] = bytes[j];
+        s->min_compute[j] = minc[j];
+        snprintf(id, sizeof id, "j%d", j);
+        cr_assert_eq(llmem_pack_add_job(pack, id, bytes[j], level[j], minc[j]), LLMEM_OK);
+    }
+}
+
 static void compare_with_search(const char *const *types, int ntypes, int instances,
                                 int max_jobs, uint64_t seed)
 {
-    static const uint64_t sizes_gib[] = { 3, 4, 8, 9, 12, 15, 18, 22, 30, 38, 45, 60, 70, 85 };
     rng_state = seed;
     for (int inst = 0; inst < instances; inst++) {
         search s;
         uint64_t bytes[MAX_JOBS];
         int level[MAX_JOBS], minc[MAX_JOBS];
-        memset(&s, 0, sizeof s);
-        llmem_pack_clear(pack);
-        cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
-        s.ntypes = ntypes;
-        for (int t = 0; t < ntypes; t++) {
-            load_type(&s.t[t], gpu(types[t]));
-            cr_assert_eq(llmem_pack_add_gpu(pack, s.t[t].gpu, 0), LLMEM_OK);
-        }
-        s.njobs = 1 + (int)rnd((uint64_t)max_jobs);
-        for (int j = 0; j < s.njobs; j++) {
-            char id[16];
-            bytes[j] = sizes_gib[rnd(sizeof sizes_gib / sizeof sizes_gib[0])] * GIB - rnd(512) * MIB;
-            level[j] = LLMEM_LEVEL_DEVICE;
-            minc[j] = rnd(3) == 0 ? (int)rnd(8) : 0;
-            s.need[j] = bytes[j];
-            s.min_compute[j] = minc[j];
-            snprintf(id, sizeof id, "j%d", j);
-            cr_assert_eq(llmem_pack_add_job(pack, id, bytes[j], level[j], minc[j]), LLMEM_OK);
-        }
+        random_instance(&s, types, ntypes, 0, max_jobs, bytes, level, minc);
         cr_assert_eq(llmem_pack_run(pack), LLMEM_OK, "%s", llmem_ctx_error(ctx));
         int opt = optimum(&s);
         size_t placeable = 0;
@@ -454,33 +465,12 @@ static void add_random_jobs(size_t n, uint64_t seed, uint64_t max_gib, int compu
 static void compare_limited(const char *const *types, int ntypes, int instances, int max_jobs,
                             int max_limit, uint64_t seed)
 {
-    static const uint64_t sizes_gib[] = { 3, 4, 8, 9, 12, 15, 18, 22, 30, 38, 45, 60, 70, 85 };
     static search s;
     rng_state = seed;
     for (int inst = 0; inst < instances; inst++) {
         uint64_t bytes[MAX_JOBS];
         int level[MAX_JOBS], minc[MAX_JOBS];
-        memset(&s, 0, sizeof s);
-        llmem_pack_clear(pack);
-        cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
-        s.ntypes = ntypes;
-        for (int t = 0; t < ntypes; t++) {
-            load_type(&s.t[t], gpu(types[t]));
-            s.limit[t] = 1 + (int)rnd((uint64_t)max_limit);
-            cr_assert_eq(llmem_pack_add_gpu(pack, s.t[t].gpu, (uint64_t)s.limit[t]), LLMEM_OK);
-        }
-        s.njobs = 1 + (int)rnd((uint64_t)max_jobs);
-        for (int j = 0; j < s.njobs; j++) {
-            char id[16];
-            uint64_t gib = sizes_gib[rnd(sizeof sizes_gib / sizeof sizes_gib[0])];
-            bytes[j] = gib * GIB - rnd(512) * MIB;
-            level[j] = LLMEM_LEVEL_DEVICE;
-            minc[j] = rnd(3) == 0 ? (int)rnd(8) : 0;
-            s.need[j] = bytes[j];
-            s.min_compute[j] = minc[j];
-            snprintf(id, sizeof id, "j%d", j);
-            cr_assert_eq(llmem_pack_add_job(pack, id, bytes[j], level[j], minc[j]), LLMEM_OK);
-        }
+        random_instance(&s, types, ntypes, max_limit, max_jobs, bytes, level, minc);
         cr_assert_eq(llmem_pack_run(pack), LLMEM_OK, "%s", llmem_ctx_error(ctx));
         int most, fewest;
         most_jobs(&s, &most, &fewest);
