@@ -244,7 +244,13 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
      * (runtime/zero/stage_1_and_2.py, _configure_moe_settings: each MoE
      * group's partition_count is that group's size), the rest over all dp
      * ranks: the experts' share of the statics (sums over the classes) is
-     * divided apart. ZeRO-3 and FSDP with ep > 1 are refused (layout.c). */
+     * divided apart. FSDP alike: torchtitan (models/llama4/infra/
+     * parallelize.py, apply_fsdp) wraps each MoE layer's routed experts in
+     * their own fully_shard over the "efsdp" mesh, the shard group's ranks
+     * outside the expert group (shard / ep; layout.c checks ep divides it),
+     * and the rest of the block, router and shared experts included, over
+     * the whole shard group. A layer's gather below is then the rank's own
+     * E / ep experts whole. ZeRO-3 with ep > 1 is refused (layout.c). */
     static const expert_share no_experts; /* nothing apart (and no memset per run) */
     expert_share ex;
     const expert_share *x = &no_experts;

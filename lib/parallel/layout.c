@@ -92,17 +92,17 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
         return FAIL(ctx, EP, "ep: %llu does not divide dp %llu", U(l->ep), U(l->dp));
     /* DeepSpeed refuses ZeRO-3 with its MoE layers (runtime/engine.py: "MoE
      * not supported with Stage 3"); ZeRO-1/2 shard the experts over their
-     * own data-parallel group (shard.c). How FSDP would shard experts apart
-     * is not modelled. */
+     * own data-parallel group (shard.c). FSDP shards them as torchtitan
+     * does (shard.c), over the shard group's ranks outside the expert
+     * group: ep must then divide the shard group. */
     if (l->ep > 1 && l->shard > 1 && l->sharding->params && l->sharding->deepspeed)
         return FAIL(ctx, SHARDING, "sharding: DeepSpeed runs no MoE layers (ep %llu) under "
                                    "zero3; use zero1 or zero2",
                     U(l->ep));
-    if (l->ep > 1 && l->shard > 1 && l->sharding->fsdp)
-        return FAIL(ctx, SHARDING,
-                    "sharding: %s with ep %llu is not modelled (its experts' shard group); use "
-                    "zero1, zero2 or --sharding none",
-                    l->sharding->id.name, U(l->ep));
+    if (l->ep > 1 && l->sharding->fsdp && l->shard % l->ep != 0)
+        return FAIL(ctx, EP, "ep: %llu does not divide the %s shard group of %llu ranks (FSDP "
+                             "shards the experts over the group's ranks outside the expert group)",
+                    U(l->ep), l->sharding->id.name, U(l->shard));
     if (l->sp && l->tp < 2)
         return FAIL(ctx, SP, "sp: sequence parallelism splits over tp ranks: needs tp >= 2");
     if (l->sp && (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA))

@@ -398,8 +398,8 @@ Test(parallel, routed_experts_under_sequence_parallelism)
  * fp32 master copies and states whatever ep (the rank's share divided the
  * experts by ep and then by dp: a Mixtral-8x7B rank at dp 8, ep 8 held
  * 8x too little). Every layout's backward ends balanced with its statics.
- * DeepSpeed refuses ZeRO-3 with MoE layers, and FSDP with ep > 1 is not
- * modelled: both refused, naming the sharding; plain data parallelism runs. */
+ * DeepSpeed refuses ZeRO-3 with MoE layers: refused, naming the sharding;
+ * plain data parallelism runs. */
 Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
 {
     fixture f = open_handles();
@@ -433,7 +433,7 @@ Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
         }
         cr_expect_gt(master[0], 0);
     }
-    static const char *const refused[] = { "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid" };
+    static const char *const refused[] = { "zero3" };
     for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
         int object = 0, key = 0;
         cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, refused[k]), LLMEM_OK);
@@ -453,6 +453,70 @@ Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 2), LLMEM_OK);
     cr_expect_eq(llmem_estimate_run_parallel(e, m, t, l), LLMEM_OK, "ddp, ep 2: %s",
                  llmem_ctx_error(ctx));
+    close_fixture(&f);
+}
+
+/* FSDP under expert parallelism, as torchtitan wraps it: each MoE layer's
+ * routed experts sharded over the shard group's ranks outside the expert
+ * group, the rest over the whole group. A rank keeps E / shard of every
+ * statics term whatever ep (its E / ep experts over shard / ep ranks), and
+ * gathers only its own experts: the forward's two gathered layers (this one
+ * and the next, prefetched) shrink by the other ranks' experts. An ep that
+ * does not divide the shard group is refused, naming ep. */
+Test(parallel, fsdp_shards_experts_over_the_ranks_outside_the_expert_group)
+{
+    fixture f = open_handles();
+    llmem_ctx *ctx = f.ctx;
+    llmem_parallel *l = f.l;
+    f.m = small_moe(ctx, LLMEM_FAMILY_LLAMA, 0);
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, 4), LLMEM_OK);
+    /* few tokens: the forward peaks in a layer, on its gathers, not at the logits */
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 1), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 8), LLMEM_OK);
+    /* a layer's routed experts, 8 x 3 matrices x 128 x 64, gathered in 16 bits */
+    const uint64_t layer_experts = UINT64_C(8) * 3 * 128 * 64 * 2;
+    static const char *const fsdp[] = { "fsdp-full", "fsdp-grad-op", "fsdp-hybrid" };
+    for (size_t k = 0; k < sizeof fsdp / sizeof fsdp[0]; k++) {
+        uint64_t weights[3], grads[3], states[3], fwd[3];
+        cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, fsdp[k]), LLMEM_OK);
+        for (int j = 0; j < 3; j++) { /* ep 1, 2, 4 */
+            cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 1 << j), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, l), LLMEM_OK, "%s, ep %d: %s",
+                         fsdp[k], 1 << j, llmem_ctx_error(ctx));
+            weights[j] = component(&f, 0, LLMEM_TERM_PARAMETERS, "weights");
+            grads[j] = component(&f, 0, LLMEM_TERM_OPTIMIZER, "gradients");
+            states[j] = component(&f, 0, LLMEM_TERM_OPTIMIZER, "states");
+            fwd[j] = phase(&f, 0, LLMEM_PHASE_FORWARD);
+        }
+        cr_expect_gt(weights[0], 0);
+        cr_expect_gt(states[0], 0);
+        for (int j = 1; j < 3; j++) {
+            uint64_t others = layer_experts - layer_experts / (1u << j);
+            cr_expect_eq(weights[j], weights[0], "%s, ep %d: weights E / dp", fsdp[k], 1 << j);
+            cr_expect_eq(grads[j], grads[0], "%s, ep %d: gradients E / dp", fsdp[k], 1 << j);
+            cr_expect_eq(states[j], states[0], "%s, ep %d: states E / dp", fsdp[k], 1 << j);
+            /* resharded after forward: a layer and the next one gathered at
+             * once; kept gathered (grad-op): all four layers, held to backward */
+            uint64_t gathered = k == 1 ? 4 : 2;
+            cr_expect_eq(fwd[0] - fwd[j], gathered * others,
+                         "%s, ep %d: forward %llu -> %llu, the gathers shrink by %llu", fsdp[k],
+                         1 << j, (unsigned long long)fwd[0], (unsigned long long)fwd[j],
+                         (unsigned long long)(gathered * others));
+        }
+    }
+    /* a shard group of 2 holds no expert group of 4 */
+    int object = 0, key = 0;
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_SHARD_GROUP, 2), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 2), LLMEM_OK);
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, l), LLMEM_OK, "%s",
+                 llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_EP, 4), LLMEM_OK);
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, l), LLMEM_EINCONSISTENT);
+    llmem_ctx_error_field(ctx, &object, &key);
+    cr_expect(object == LLMEM_OBJECT_PARALLEL && key == LLMEM_PARALLEL_EP, "key %d: %s", key,
+              llmem_ctx_error(ctx));
+    cr_expect(strstr(llmem_ctx_error(ctx), "shard group of 2") != NULL, "%s",
+              llmem_ctx_error(ctx));
     close_fixture(&f);
 }
 
