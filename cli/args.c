@@ -122,7 +122,8 @@ static const cli_flag flags[] = {
     TRAIN("grad-accum", "grad_accum", LLMEM_TRAIN_GRAD_ACCUM, CLI_KIND_INT, "N",
           "gradient accumulation steps"),
     TRAIN("formula", "formula", LLMEM_TRAIN_FORMULA, CLI_KIND_NAME, NULL,
-          "peak over a step's phases, or the article's sum of terms"),
+          "peak over a step's phases, or the article's sum of terms (which reads only the "
+          "model's parameter count, --batch, --seq, --optimizer, --gpu and --article-*)"),
     TRAIN("article-tmp-factor", "article_tmp_factor", LLMEM_TRAIN_ARTICLE_TMP_FACTOR,
           CLI_KIND_REAL, "F", "for --formula article: m_tmp = F x m_p"),
     TRAIN("article-param-bytes", "article_param_bytes", LLMEM_TRAIN_ARTICLE_PARAM_BYTES,

@@ -11,7 +11,9 @@
 #define CLI_EXIT_ESTIMATE 1 /* the inputs parse but cannot be estimated */
 #define CLI_EXIT_USAGE 2    /* unknown flag, missing or bad value */
 /* The whole answer is printed but a check it makes failed: --weights differ
- * from the model, or `llmem pack` left jobs unplaced. */
+ * from the model; the estimate does not fit --gpu's (or --capacity's) memory,
+ * no point of a grid with a capacity does, plan finds no layout, fit no
+ * option; `llmem pack` left jobs unplaced. */
 #define CLI_EXIT_CHECK 3
 
 /* The model `llmem estimate` uses when no model flag is given. */

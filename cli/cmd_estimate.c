@@ -4,6 +4,8 @@
 #include "args.h"
 #include "cli.h"
 #include "configure.h"
+#include "format.h"
+#include "gpu_fit.h"
 #include "report.h"
 
 #include <errno.h>
@@ -84,6 +86,43 @@ static int weights_verdict(const cli_request *req, const cli_report *r)
     return CLI_EXIT_CHECK;
 }
 
+/* --gpu: the report says whether the peak fits the capacity less the margin;
+ * the exit status tells a script that asked (`llmem estimate --gpu X && launch`)
+ * when it does not. */
+static int fit_verdict(const cli_request *req, const cli_report *r)
+{
+    cli_gpu_fit g;
+    char peak[CLI_NUMBER_CAP], room[3 * CLI_NUMBER_CAP];
+    if (!cli_gpu_fit_of(req, 1, r->peak_device, &g) || g.fits)
+        return CLI_EXIT_OK;
+    cli_format_gib(r->peak_device, peak, sizeof peak);
+    cli_capacity_text(req, room, sizeof room);
+    cli_error("does not fit: %s %s, above %s",
+              r->nranks > 1 ? "the most loaded rank's device peak" : "device peak", peak, room);
+    return CLI_EXIT_CHECK;
+}
+
+/* A grid with a capacity marks the points that fit; when none does, the
+ * answer is no, as a single estimate's. */
+static int grid_verdict(const cli_request *req, const cli_grid *g)
+{
+    size_t n = g->batches * g->seqs, least = 0;
+    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
+    char peak[CLI_NUMBER_CAP], room[3 * CLI_NUMBER_CAP];
+    if (req->capacity == 0)
+        return CLI_EXIT_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (g->peak[i] <= usable)
+            return CLI_EXIT_OK;
+        if (g->peak[i] < g->peak[least])
+            least = i;
+    }
+    cli_format_gib(g->peak[least], peak, sizeof peak);
+    cli_capacity_text(req, room, sizeof room);
+    cli_error("no point of the grid fits: the smallest device peak, %s, is above %s", peak, room);
+    return CLI_EXIT_CHECK;
+}
+
 /* --max batch|seq: the largest value whose device peak fits the capacity
  * less the margin; the setup then takes it, so the report describes it. */
 static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
@@ -117,7 +156,8 @@ static int write_svg(const cli_request *req, const cli_report *r)
 {
     char title[256];
     if (r->timeline.n == 0) {
-        cli_error("--svg: the article's formula has no timeline (use --formula phased)");
+        /* The article's formula has none: --svg is refused with it (configure.c). */
+        cli_error("--svg: the estimate recorded no timeline to draw");
         return CLI_EXIT_ESTIMATE;
     }
     FILE *f = fopen(req->svg, "w");
@@ -146,7 +186,7 @@ static int write_svg(const cli_request *req, const cli_report *r)
 /* --batch and --seq lists: every point in one llmem_estimate_sweep, batch by
  * batch and seq by seq within; the estimate is left with the last point's
  * results, which give the model's and the layout's lines. */
-static int grid(llmem_estimate *est, const cli_request *req, cli_report *r)
+static int grid(llmem_estimate *est, const cli_request *req, cli_report *r, int *verdict)
 {
     int64_t one[2], batch[CLI_GRID_MAX * CLI_GRID_MAX], seq[CLI_GRID_MAX * CLI_GRID_MAX];
     uint64_t peak[CLI_GRID_MAX * CLI_GRID_MAX];
@@ -168,6 +208,11 @@ static int grid(llmem_estimate *est, const cli_request *req, cli_report *r)
         rc = cli_report_collect(est, r);
     if (rc == LLMEM_OK)
         rc = req->json ? cli_grid_json(stdout, req, r, &g) : cli_grid_text(stdout, req, r, &g);
+    if (rc == LLMEM_OK) {
+        /* Each check that failed says so, in this order. */
+        int weights = weights_verdict(req, r), fits = grid_verdict(req, &g);
+        *verdict = weights != CLI_EXIT_OK ? weights : fits;
+    }
     return rc;
 }
 
@@ -181,9 +226,7 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
     if (rc == LLMEM_OK)
         rc = llmem_estimate_timeline(est, CLI_TIMELINE_CAP, 0);
     if (rc == LLMEM_OK && cli_is_grid(req)) {
-        rc = grid(est, req, &r);
-        if (rc == LLMEM_OK)
-            status = weights_verdict(req, &r);
+        rc = grid(est, req, &r, &status);
         cli_report_free(&r);
         goto done;
     }
@@ -205,8 +248,10 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
     if (rc == LLMEM_OK)
         rc = req->json ? cli_report_json(stdout, req, &r)
                        : cli_report_text(stdout, req, &r);
-    if (rc == LLMEM_OK)
-        status = weights_verdict(req, &r);
+    if (rc == LLMEM_OK) {
+        int weights = weights_verdict(req, &r), fits = fit_verdict(req, &r);
+        status = weights != CLI_EXIT_OK ? weights : fits;
+    }
     cli_report_free(&r);
 done:
     if (rc != LLMEM_OK) {

@@ -6,6 +6,7 @@
  * `llmem estimate`, layout flags included: each rank is fitted, and the
  * slice for the layout is the one its most loaded rank needs), estimated
  * with the GPU's CUDA context and cuBLAS workspace, or a plain byte count.
+ * No option holds it: the output for all of them, and exit 3.
  */
 #include "args.h"
 #include "cli.h"
@@ -197,6 +198,22 @@ static void print_json(const llmem_fit *fit, size_t gpu, const fit_job *job, int
     json_end(&w);
 }
 
+/* No option holds the job: the output says so ("Smallest none", "best":
+ * null); the exit status tells a script that asked. */
+static int fit_verdict(const llmem_fit *fit, size_t gpu, const fit_job *job, int64_t margin)
+{
+    size_t best;
+    char need[CLI_NUMBER_CAP];
+    if (llmem_fit_best(fit, &best) == LLMEM_OK)
+        return CLI_EXIT_OK;
+    /* fit holds the most loaded rank's options (fit_run runs it last). */
+    cli_format_gib(option(fit, 0, LLMEM_FIT_REQUIRED_BYTES), need, sizeof need);
+    cli_error("no option of %s holds the job: %s needs a slice of %s (%g%% kept free)",
+              llmem_gpu_name(gpu), job->nranks > 1 ? "its most loaded rank" : "it", need,
+              (double)margin / 10);
+    return CLI_EXIT_CHECK;
+}
+
 /* Settings, each rank's smallest slice, then the most loaded rank's options
  * left in fit; prints why on failure. */
 static int fit_run(llmem_ctx *ctx, llmem_fit *fit, const cli_opt *opts, size_t gpu,
@@ -300,6 +317,7 @@ int cli_cmd_fit(int argc, char **argv)
             print_json(fit, gpu, &job, margin);
         else
             print_text(fit, gpu, &job, margin);
+        status = fit_verdict(fit, gpu, &job, margin);
     }
     llmem_fit_free(fit);
     llmem_ctx_free(ctx);

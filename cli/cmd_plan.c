@@ -170,6 +170,20 @@ static void print_text(const cli_request *req, const llmem_plan *plan, llmem_par
     }
 }
 
+/* No layout fits: the output lists why each was rejected; the exit status
+ * tells a script that asked which layout fits that none does. */
+static int plan_verdict(const cli_request *req, const llmem_plan *plan)
+{
+    char room[3 * CLI_NUMBER_CAP];
+    if (llmem_plan_result_count(plan) > 0)
+        return CLI_EXIT_OK;
+    cli_capacity_text(req, room, sizeof room);
+    cli_error("no layout of %lld GPU%s fits %s: the output lists why (Rejected)",
+              (long long)req->plan[LLMEM_PLAN_GPUS], req->plan[LLMEM_PLAN_GPUS] == 1 ? "" : "s",
+              room);
+    return CLI_EXIT_CHECK;
+}
+
 int cli_cmd_plan(int argc, char **argv)
 {
     llmem_ctx *ctx = NULL;
@@ -204,10 +218,12 @@ int cli_cmd_plan(int argc, char **argv)
         } else if (rc != LLMEM_OK) {
             cli_error("%s", llmem_ctx_error(ctx)[0] ? llmem_ctx_error(ctx) : llmem_status_str(rc));
             status = CLI_EXIT_ESTIMATE;
-        } else if (req.json) {
-            print_json(&req, plan, layout, req.top);
         } else {
-            print_text(&req, plan, layout, req.top);
+            if (req.json)
+                print_json(&req, plan, layout, req.top);
+            else
+                print_text(&req, plan, layout, req.top);
+            status = plan_verdict(&req, plan);
         }
     }
     llmem_parallel_free(layout);

@@ -415,6 +415,31 @@ static int check_sharding(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/* Whether the article's formula reads flag f's setting. Its sum
+ * (lib/estimate/article.c) reads the model's parameter count, batch, seq, the
+ * optimizer's state multiple and its own two fields; the GPU adds its CUDA
+ * context and workspace. It is for one GPU, so no layout flag, and has no
+ * timeline to draw or list. Any other training flag is unread: a new one too,
+ * until the formula reads it. */
+static int article_reads(const cli_flag *f)
+{
+    switch (f->target) {
+    case CLI_TARGET_TRAIN:
+        return f->key == LLMEM_TRAIN_BATCH || f->key == LLMEM_TRAIN_SEQ ||
+               f->key == LLMEM_TRAIN_OPTIMIZER || f->key == LLMEM_TRAIN_FORMULA ||
+               f->key == LLMEM_TRAIN_ARTICLE_TMP_FACTOR ||
+               f->key == LLMEM_TRAIN_ARTICLE_PARAM_BYTES || f->key == LLMEM_TRAIN_GPU;
+    case CLI_TARGET_PARALLEL:
+    case CLI_TARGET_ZERO:
+    case CLI_TARGET_FSDP:
+    case CLI_TARGET_SVG:
+    case CLI_TARGET_TIMELINE:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 /* Flags whose field only one method, formula or engine reads: given without
  * it they would be accepted and ignored, so they are refused. */
 static int check_unread(int argc, char **argv, const cli_request *req)
@@ -431,6 +456,16 @@ static int check_unread(int argc, char **argv, const cli_request *req)
     cli_args_begin(&it, argc, argv, 0);
     while (cli_args_next(&it, &f, &v) > 0) {
         int train = f->target == CLI_TARGET_TRAIN;
+        /* First: a LoRA flag the article does not read needs the phased
+         * formula more than a LoRA method. */
+        if (formula == LLMEM_FORMULA_ARTICLE && !article_reads(f)) {
+            int drawn = f->target == CLI_TARGET_SVG || f->target == CLI_TARGET_TIMELINE;
+            cli_error("--%s needs the phased formula (the default): --formula article %s",
+                      f->name, drawn ? "sums terms and has no timeline"
+                                     : "reads only the model's parameter count, --batch, "
+                                       "--seq, --optimizer, --gpu and --article-*");
+            return CLI_EXIT_USAGE;
+        }
         if (train && !lora &&
             (f->key == LLMEM_TRAIN_LORA_RANK || f->key == LLMEM_TRAIN_LORA_TARGETS ||
              f->key == LLMEM_TRAIN_LORA_DROPOUT)) {

@@ -94,3 +94,16 @@ void cli_gpu_fit_json(json_writer *w, const cli_gpu_fit *g)
         json_string(w, "headroom_bytes", NULL);
     json_object_end(w);
 }
+
+void cli_capacity_text(const cli_request *req, char *buf, size_t cap)
+{
+    char usable[CLI_NUMBER_CAP], capacity[CLI_NUMBER_CAP];
+    cli_format_gib(cli_usable(req->capacity, req->margin_permille), usable, sizeof usable);
+    cli_format_gib(req->capacity, capacity, sizeof capacity);
+    if (req->capacity_from_gpu)
+        snprintf(buf, cap, "%s (%s's %s usable less %g%%)", usable, llmem_gpu_name(req->gpu),
+                 capacity, req->margin_permille / 10.0);
+    else
+        snprintf(buf, cap, "%s (--capacity %s less %g%%)", usable, capacity,
+                 req->margin_permille / 10.0);
+}

@@ -30,5 +30,8 @@ int cli_gpu_fit_of(const cli_request *req, int has_peak, uint64_t peak, cli_gpu_
 void cli_gpu_fit_text(FILE *out, const cli_gpu_fit *g, const char *what);
 /* The "gpu" object of the JSON. */
 void cli_gpu_fit_json(json_writer *w, const cli_gpu_fit *g);
+/* What a device peak must fit, for messages: "37.42 GiB (A100-40GB's 39.39 GiB
+ * usable less 5%)", or "7.60 GiB (--capacity 8.00 GiB less 5%)". */
+void cli_capacity_text(const cli_request *req, char *buf, size_t cap);
 
 #endif

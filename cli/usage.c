@@ -115,8 +115,10 @@ void cli_usage(FILE *out)
     }
     fputs("\nEvery flag also takes the form --flag=value.\n"
           "Exit status: 0 success, 1 the inputs cannot be estimated, 2 a usage error,\n"
-          "3 the answer is printed but falls short: the --weights differ from the model,\n"
-          "or `llmem pack` left jobs unplaced.\n",
+          "3 the answer is printed but a check it makes failed: the --weights differ from\n"
+          "the model; asked about a capacity (--gpu or --capacity), the estimate does not\n"
+          "fit it, no point of a --batch or --seq list does, `llmem plan` finds no layout\n"
+          "or `llmem fit` no option; `llmem pack` left jobs unplaced.\n",
           out);
     cli_request_free(&defaults);
     llmem_ctx_free(ctx);

@@ -120,12 +120,12 @@ static int walk_map(index_read *r)
 }
 
 /* The index's object: weight_map is read, anything else (metadata) skipped.
- * A member given twice counts by its last value, as json-c and Python's json
- * have it. */
+ * weight_map given twice is refused, as a header's '__metadata__' is: Python's
+ * json would keep the last map and drop the first silently. */
 static int walk_index(index_read *r)
 {
     hf_tok t;
-    int rc = next(r, &t);
+    int rc = next(r, &t), map_seen = 0;
     if (rc != LLMEM_OK)
         return rc;
     if (t.kind != HF_TOK_OBJECT)
@@ -137,9 +137,11 @@ static int walk_index(index_read *r)
             break;
         if (!llmem_hf_str_eq(&t.str, "weight_map")) {
             rc = skip_value(r);
+        } else if (map_seen++) {
+            return llmem__fail(r->ctx, LLMEM_EPARSE, "%s: 'weight_map' appears twice in the "
+                               "index", r->index);
         } else if ((rc = next(r, &t)) == LLMEM_OK) {
             r->have_map = t.kind == HF_TOK_OBJECT;
-            r->n = 0;
             rc = r->have_map ? walk_map(r) : skip_rest(r, &t);
         }
         if (rc != LLMEM_OK)
@@ -169,19 +171,25 @@ static int by_shard(const void *a, const void *b)
     return by_tensor(a, b);
 }
 
-/* A tensor listed twice keeps its last entry. */
-static void drop_repeated(index_read *r)
+/* A tensor listed twice is refused, as a safetensors header naming one twice
+ * is (safetensors.c, check_unique): which shard holds it is ambiguous, and
+ * Python's json, which transformers reads the index with, keeps the last
+ * silently. Names compare by their decoded text ("\u0061" is "a"). */
+static int check_unique(index_read *r)
 {
-    size_t kept = 0;
     if (r->n > 1)
         qsort(r->m, r->n, sizeof *r->m, by_tensor);
-    for (size_t i = 0; i < r->n; i++) {
-        hf_str a = tensor_of(&r->m[i]), b;
-        if (i + 1 < r->n && (b = tensor_of(&r->m[i + 1]), llmem_hf_str_cmp(&a, &b) == 0))
-            continue;
-        r->m[kept++] = r->m[i];
+    for (size_t i = 1; i < r->n; i++) {
+        hf_str a = tensor_of(&r->m[i - 1]), b = tensor_of(&r->m[i]);
+        if (llmem_hf_str_cmp(&a, &b) == 0) {
+            hf_str first = shard_of(&r->m[i - 1]), second = shard_of(&r->m[i]);
+            return llmem__fail(r->ctx, LLMEM_EPARSE,
+                               "%s: tensor '%.*s' appears twice in 'weight_map' (mapped to "
+                               "'%.*s' and '%.*s')",
+                               r->index, SHOWN(&a), SHOWN(&first), SHOWN(&second));
+        }
     }
-    r->n = kept;
+    return LLMEM_OK;
 }
 
 /* A shard name from weight_map: a file next to the index, nothing else. */
@@ -283,10 +291,10 @@ int llmem_hf_read_index(llmem_ctx *ctx, const char *path, llmem_weights **out)
         rc = llmem__fail(ctx, LLMEM_EPARSE, "%s: 'weight_map' is empty", r.index);
     if (rc == LLMEM_OK && (dir = llmem_hf_path_dir(ctx, path)) == NULL)
         rc = llmem__fail(ctx, LLMEM_ENOMEM, "%s: out of memory", r.index);
-    if (rc == LLMEM_OK) {
-        drop_repeated(&r);
+    if (rc == LLMEM_OK)
+        rc = check_unique(&r);
+    if (rc == LLMEM_OK)
         rc = read_shards(&r, dir, out);
-    }
     llmem__free(ctx, dir);
     llmem__free(ctx, r.m);
     llmem__free(ctx, text);

@@ -75,6 +75,15 @@ class Llmem:
                                  % (" ".join(args), rc, err.strip()))
         return json.loads(out)
 
+    def answer(self, *args):
+        """`llmem ARGS` whose answer is printed whether or not its check
+        passes (exit 0 or 3): (exit status, stdout as JSON with --json or as
+        text, stderr); raises on any other status."""
+        rc, out, err = self.run(*args)
+        if rc not in (0, 3):
+            raise AssertionError("llmem %s: exit %d: %s" % (" ".join(args), rc, err.strip()))
+        return rc, json.loads(out) if "--json" in args else out, err
+
 
 def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
@@ -274,6 +283,71 @@ def check_article(t, llmem):
     # Every family also estimates with the article's formula.
     d = llmem.json("--model", "opt-125m", "--formula", "article")
     t.check(d["terms"]["parameters"] == 4 * d["params_total"], "article works for OPT")
+    check_article_flags(t, llmem)
+
+
+# What the article's formula reads (lib/estimate/article.c: the parameter
+# count, batch, seq, the optimizer's multiple, its own two fields; the GPU's
+# context and workspace), with a value to give each.
+ARTICLE_READS = {"batch": "2", "seq": "128", "optimizer": "sgd", "gpu": "H100",
+                 "formula": "article", "article-tmp-factor": "1", "article-param-bytes": "2"}
+# Every other flag of the help's Training and Layout sections, and the
+# timeline's two outputs: refused with the article's formula, even at their
+# defaults, as --lora-rank is without LoRA (given is what counts).
+ARTICLE_UNREAD = {"precision": "bf16", "optimizer-impl": "foreach", "grad-ckpt": "full",
+                  "attention": "eager", "dropout": "0.1", "method": "lora", "lora-rank": "8",
+                  "lora-targets": "q_proj", "lora-dropout": "0", "freeze-layers": "0",
+                  "loss": "upcast", "grad-accum": "1", "dp": "1", "tp": "1", "pp": "1",
+                  "ep": "1", "cp": "1", "sp": "0", "sharding": "none", "zero": "1",
+                  "fsdp": "full", "shard-group": "0", "offload": "none", "micro-batches": "1",
+                  "schedule": "1f1b", "virtual-stages": "1", "bucket-elements": "0",
+                  "svg": None, "timeline": None}
+
+
+def help_section_flags(usage, first, last):
+    """The flags listed between the section headings first and last."""
+    section = usage.split("\n" + first)[1].split("\n" + last)[0]
+    return {line.split()[0][2:] for line in section.splitlines() if line.startswith("  --")}
+
+
+def check_article_flags(t, llmem):
+    """--formula article refuses every flag whose setting it does not read."""
+    rc, usage, _ = llmem.run("help")
+    listed = (help_section_flags(usage, "Training:", "Layout across GPUs") |
+              help_section_flags(usage, "Layout across GPUs", "Fitting and planning:"))
+    t.check(len(listed) > 30 and listed == (set(ARTICLE_READS) | set(ARTICLE_UNREAD)) -
+            {"svg", "timeline"}, "every training and layout flag is read or refused by the "
+            "article's formula", sorted(listed ^ (set(ARTICLE_READS) | set(ARTICLE_UNREAD))))
+    base = ["estimate", "--model", "gpt2", "--formula", "article"]
+    work = tempfile.mkdtemp(prefix="llmem-article-")
+    svg = os.path.join(work, "step.svg")
+    for flag, value in sorted(ARTICLE_UNREAD.items()):
+        args = ["--" + flag] + ([svg] if flag == "svg" else [] if value is None else [value])
+        for order in (base + args + ["--json"], ["estimate", "--model", "gpt2"] + args +
+                      ["--formula", "article", "--json"]):
+            rc, out, err = llmem.run(*order)
+            t.check(rc == 2 and out == "" and err.startswith("llmem: --%s needs the phased "
+                                                             "formula (the default)" % flag),
+                    "%s: a usage error naming it" % " ".join(order[2:]), (rc, err))
+    t.check(not os.path.exists(svg), "no picture written")
+    shutil.rmtree(work)
+    d = llmem.json(*(base[1:] + [a for flag, v in ARTICLE_READS.items() for a in ("--" + flag, v)]))
+    t.check(d["formula"] == "article" and d["batch"] == 2 and d["gpu"]["name"] == "H100-SXM",
+            "what the article reads is taken", d.get("gpu"))
+    # The same flags with the phased formula: no refusal (the last --formula counts).
+    d = llmem.json("--model", "gpt2", "--formula", "article", "--dropout", "0.1",
+                   "--grad-ckpt", "full", "--formula", "phased")
+    t.check(d["formula"] == "phased" and d["dropout"] == 0.1, "the last --formula counts")
+    # The article's check comes first: --lora-rank needs the phased formula
+    # before it needs a LoRA method.
+    rc, out, err = llmem.run(*(base + ["--lora-rank", "4"]))
+    t.check(rc == 2 and "--lora-rank needs the phased formula" in err, "--lora-rank: the formula first",
+            err)
+    # fit takes the estimate's flags, and the same check.
+    rc, out, err = llmem.run("fit", "--gpu", "H100", "--model", "gpt2", "--formula", "article",
+                             "--attention", "flash")
+    t.check(rc == 2 and out == "" and "--attention needs the phased formula" in err,
+            "fit --formula article --attention: refused", err)
 
 
 def check_monotonic(t, llmem):

@@ -86,9 +86,12 @@ def check_svg(t, llmem):
         top = stack_top(root)
         t.check(abs(top - peak_px) <= 1.0,
                 "%s: the stack's top is the peak to a pixel" % label, (top, peak_px))
+    none = os.path.join(work, "none.svg")
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--formula", "article", "--svg",
-                             os.path.join(work, "none.svg"))
-    t.check(rc == 1 and "timeline" in err, "the article's formula has no picture", err)
+                             none)
+    t.check(rc == 2 and out == "" and "--svg needs the phased formula" in err and
+            "no timeline" in err and not os.path.exists(none),
+            "the article's formula has no picture: a usage error", err)
 
 
 def check_layout(t, llmem):
@@ -169,6 +172,23 @@ def check_grid(t, llmem):
             "a point the model refuses: named", err)
     d = llmem.json("--model", LLAMA_32_1B, "--batch", "1,2", "--batch", "4")
     t.check("grid" not in d and d["batch"] == 4, "the last --batch counts")
+    # With a capacity, no point fitting is a no: the grid, exit 3 and one line;
+    # one point fitting is an answer (exit 0), as is a grid with no capacity.
+    big = ["estimate", "--model", LLAMA_32_1B, "--batch", "16,32", "--seq", "4096,8192"]
+    rc, d, err = llmem.answer(*big, "--gpu", "A100-40GB", "--json")
+    t.check(rc == 3 and len(d["grid"]) == 4 and not any(p["fits"] for p in d["grid"]) and
+            err.startswith("llmem: no point of the grid fits: the smallest device peak, ") and
+            err.endswith(" is above 37.42 GiB (A100-40GB's 39.39 GiB usable less 5%)\n"),
+            "a grid of which no point fits --gpu: exit 3", (rc, err))
+    rc, out, err = llmem.answer(*big, "--capacity", "10GiB")
+    t.check(rc == 3 and out.count("GiB ") >= 4 and "*" not in out.split("* fits")[1] and
+            "(--capacity 10.00 GiB less 5%)" in err, "the same with --capacity, as text: exit 3",
+            (rc, out, err))
+    rc, d, err = llmem.answer("estimate", "--model", LLAMA_32_1B, "--batch", "1,32",
+                              "--seq", "512,8192", "--gpu", "A100-40GB", "--json")
+    t.check(rc == 0 and [p["fits"] for p in d["grid"]] == [True, False, False, False] and
+            err == "", "some point fits: exit 0", (rc, err))
+    t.check(llmem.answer(*big)[0] == 0, "no capacity asked: exit 0")
 
 
 def check_plan(t, llmem):
@@ -194,8 +214,15 @@ def check_plan(t, llmem):
     t.check(tokens == sorted(tokens, reverse=True), "best first", tokens)
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4")
     t.check(rc == 2 and "--capacity" in err, "plan needs a capacity", err)
+    # Nothing fits: the answer (why each was rejected), and exit 3 with one line.
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "2", "--capacity", "1GiB")
-    t.check(rc == 0 and "0 layouts fit" in out and "does not fit" in out, "nothing fits: why", out)
+    t.check(rc == 3 and "0 layouts fit" in out and "does not fit" in out and
+            err == "llmem: no layout of 2 GPUs fits 973 MiB (--capacity 1.00 GiB less 5%): the "
+            "output lists why (Rejected)\n", "nothing fits: why, and exit 3", (rc, out, err))
+    rc, d, err = llmem.answer("plan", "--model", LLAMA_32_1B, "--gpus", "2", "--capacity", "1GiB",
+                              "--json")
+    t.check(rc == 3 and d["layouts"] == [] and d["layouts_fitting"] == 0 and d["rejected"] and
+            err.count("\n") == 1, "nothing fits, --json: the answer, and exit 3", (rc, err))
     rc, out, err = llmem.run("estimate", "--gpus", "2")
     t.check(rc == 2 and "not a flag of `llmem estimate`" in err, "plan's flags are plan's", err)
 
@@ -245,15 +272,32 @@ def check_gpu(t, llmem):
     d = llmem.json(*base, "--gpu", "NVIDIA A100-SXM4-80GB")
     t.check(d["gpu"]["name"] == "A100-80GB", "the driver's name finds the GPU", d["gpu"]["name"])
 
-    # --capacity wins, and the text says so.
-    d = llmem.json(*base, "--gpu", "H100", "--capacity", "8GiB")
+    # --capacity wins, and the text says so. It does not fit: the whole answer,
+    # exit 3 and one line on stderr.
+    rc, d, err = llmem.answer("estimate", *base, "--gpu", "H100", "--capacity", "8GiB", "--json")
     t.check((d["gpu"]["capacity_bytes"], d["gpu"]["capacity_source"], d["gpu"]["fits"]) ==
             (8 * GIB, "capacity", False) and
             d["gpu"]["headroom_bytes"] == 8 * GIB - d["peak_device_bytes"] < 0,
             "--capacity wins over the GPU's memory; does not fit: negative headroom", d["gpu"])
+    t.check(rc == 3 and set(d) == set(h100) and d["peak_device_bytes"] == h100["peak_device_bytes"]
+            and err.startswith("llmem: does not fit: device peak ") and
+            err.endswith(", above 7.60 GiB (--capacity 8.00 GiB less 5%)\n"),
+            "does not fit, --json: every key, exit 3, one line saying why", (rc, err))
     rc, out, err = llmem.run("estimate", *base, "--gpu", "H100", "--capacity", "8GiB")
-    t.check(rc == 0 and "--capacity, not the GPU's 79.18 GiB" in out and "Fits          no: " in out
-            and "short by" in out, "the text: --capacity used, does not fit, short by", out)
+    t.check(rc == 3 and "--capacity, not the GPU's 79.18 GiB" in out and "Fits          no: " in out
+            and "short by" in out and "\nPeak\n" in out and "  phase  " in out and
+            err.count("\n") == 1,
+            "the text: --capacity used, does not fit, short by; the whole table, exit 3",
+            (rc, out, err))
+    # The scheduler's case: the question asked of --gpu itself.
+    big = ["--model", LLAMA_32_1B, "--batch", "64", "--seq", "4096"]
+    rc, d, err = llmem.answer("estimate", *big, "--gpu", "A100-40GB", "--json")
+    t.check(rc == 3 and d["gpu"]["fits"] is False and
+            "above 37.42 GiB (A100-40GB's 39.39 GiB usable less 5%)" in err,
+            "--gpu A100-40GB, batch 64 x seq 4096: does not fit, exit 3", (rc, err))
+    rc, out, err = llmem.run("estimate", *big)
+    t.check(rc == 0 and err == "", "the same without --gpu: no capacity asked, exit 0", (rc, err))
+    t.check(llmem.answer("estimate", *base, "--gpu", "H100")[0] == 0, "fits: exit 0")
     rc, out, err = llmem.run("estimate", *base, "--gpu", "H100")
     t.check(rc == 0 and "GPU           H100-SXM (NVIDIA H100 80GB HBM3, sm_90): 79.18 GiB usable, "
             "CUDA context 287.00 MiB, cuBLAS workspace 32.00 MiB" in out and
@@ -265,21 +309,25 @@ def check_gpu(t, llmem):
 
     # The margin: a capacity just above the peak fits with --margin 0 only.
     capacity = none["peak_device_bytes"] * 101 // 100
-    d = llmem.json(*base, "--gpu", "H100", "--capacity", str(capacity))
-    t.check(d["gpu"]["fits"] is False and d["gpu"]["headroom_bytes"] > 0,
-            "inside the 5% margin: does not fit, headroom still positive", d["gpu"])
+    rc, d, err = llmem.answer("estimate", *base, "--gpu", "H100", "--capacity", str(capacity),
+                              "--json")
+    t.check(rc == 3 and d["gpu"]["fits"] is False and d["gpu"]["headroom_bytes"] > 0,
+            "inside the 5% margin: does not fit (exit 3), headroom still positive", d["gpu"])
     rc, out, err = llmem.run("estimate", *base, "--gpu", "H100", "--capacity", str(capacity))
-    t.check("inside the margin" in out, "the text says the margin is why", out)
+    t.check(rc == 3 and "inside the margin" in out, "the text says the margin is why", out)
     d = llmem.json(*base, "--gpu", "H100", "--capacity", str(capacity), "--margin", "0")
     t.check(d["gpu"]["fits"] is True and d["gpu"]["margin_permille"] == 0,
             "--margin 0: it fits", d["gpu"])
 
-    # The issue's example: a 70B model sharded over 8 H100s.
-    d = llmem.json("--model", "Llama-3.1-70B", "--gpu", "H100-80GB", "--dp", "8", "--fsdp", "full",
-                   "--grad-ckpt", "full", "--batch", "2", "--seq", "4096")
+    # The issue's example: a 70B model sharded over 8 H100s; the exit status
+    # follows the verdict.
+    rc, d, err = llmem.answer("estimate", "--model", "Llama-3.1-70B", "--gpu", "H100-80GB", "--dp",
+                              "8", "--fsdp", "full", "--grad-ckpt", "full", "--batch", "2",
+                              "--seq", "4096", "--json")
     t.check(d["gpu"]["fits"] == (d["peak_device_bytes"] <= d["gpu"]["usable_bytes"] // 1000 * 950)
-            and d["gpu"]["headroom_bytes"] == d["gpu"]["usable_bytes"] - d["peak_device_bytes"],
-            "a layout: the verdict is on the most loaded rank", d["gpu"])
+            and d["gpu"]["headroom_bytes"] == d["gpu"]["usable_bytes"] - d["peak_device_bytes"]
+            and rc == (0 if d["gpu"]["fits"] else 3),
+            "a layout: the verdict is on the most loaded rank", (rc, d["gpu"]))
 
     # --max takes the GPU's memory; the same as --capacity with those bytes.
     d = llmem.json(*base, "--gpu", "A100-40GB", "--max", "batch")
@@ -287,9 +335,11 @@ def check_gpu(t, llmem):
     e = llmem.json(*base, "--gpu", "A100-40GB", "--max", "batch", "--capacity", str(usable))
     t.check(d["max"]["capacity_bytes"] == usable and d["max"]["value"] == e["max"]["value"] > 1,
             "--max with --gpu: the GPU's usable memory", (d["max"], e["max"]))
-    more = llmem.json(*base, "--gpu", "A100-40GB", "--batch", str(d["max"]["value"] + 1))
-    t.check(d["peak_device_bytes"] <= d["max"]["usable_bytes"] < more["peak_device_bytes"],
-            "--max with --gpu: one more does not fit")
+    rc, more, err = llmem.answer("estimate", *base, "--gpu", "A100-40GB", "--batch",
+                                 str(d["max"]["value"] + 1), "--json")
+    t.check(d["peak_device_bytes"] <= d["max"]["usable_bytes"] < more["peak_device_bytes"] and
+            rc == 3 and more["gpu"]["fits"] is False,
+            "--max with --gpu: one more does not fit (exit 3)", (rc, err))
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--max", "batch")
     t.check(rc == 2 and "--capacity" in err and "--gpu" in err, "--max needs one of them", err)
 
@@ -353,14 +403,18 @@ def check_plan_gpu(t, llmem):
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--gpu", "A100-40GB")
     t.check(rc == 0 and "GPU           A100-40GB" in out and "Fits          yes, with 5% kept free"
             in out and "layouts fit" in out, "plan text: the GPU and the verdict", out)
-    # Nothing fits: said, and the headroom is null.
-    rc, out, err = llmem.run("plan", "--model", "Llama-3.1-70B", "--gpus", "1", "--gpu", "T4",
-                             "--json")
-    g = json.loads(out)["gpu"]
-    t.check(rc == 0 and g["fits"] is False and g["headroom_bytes"] is None,
-            "plan: nothing fits: fits false, no headroom", g)
+    # Nothing fits: said, the headroom is null, and exit 3.
+    rc, d, err = llmem.answer("plan", "--model", "Llama-3.1-70B", "--gpus", "2", "--gpu", "T4",
+                              "--json")
+    g = d["gpu"]
+    t.check(rc == 3 and g["fits"] is False and g["headroom_bytes"] is None and
+            d["layouts_fitting"] == 0 and
+            err == "llmem: no layout of 2 GPUs fits 14.02 GiB (T4's 14.76 GiB usable less 5%): "
+            "the output lists why (Rejected)\n",
+            "plan: nothing fits: fits false, no headroom, exit 3", (rc, g, err))
     rc, out, err = llmem.run("plan", "--model", "Llama-3.1-70B", "--gpus", "1", "--gpu", "T4")
-    t.check("Fits          no: no layout fits" in out, "plan text: nothing fits", out)
+    t.check(rc == 3 and "Fits          no: no layout fits" in out and "Rejected:" in out and
+            "no layout of 1 GPU fits" in err, "plan text: nothing fits, exit 3", (rc, out, err))
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4")
     t.check(rc == 2 and "--gpu" in err and "--capacity" in err, "plan needs --gpu or --capacity",
             err)

@@ -161,8 +161,21 @@ def check_fit(t, llmem):
             (needs, [r["peak_device_bytes"] for r in ranks], f["best"]))
     rc, out, _ = llmem.run("fit", "--gpu", "A100-40GB", *est_args)
     t.check(rc == 0 and "Smallest" in out and "1g.5gb" in out, "fit: the table", out)
-    big = llmem.json("fit", "--gpu", "L4", "--bytes", str(40 * GIB), "--json")
-    t.check(big["best"] is None and big["options"][0]["shortfall_bytes"] > 0, "fit: nothing holds it")
+    # Nothing holds it: the answer, exit 3 and one line on stderr saying why.
+    rc, big, err = llmem.answer("fit", "--gpu", "L4", "--bytes", str(40 * GIB), "--json")
+    t.check(rc == 3 and big["best"] is None and big["options"][0]["shortfall_bytes"] > 0 and
+            err == "llmem: no option of L4 holds the job: it needs a slice of 42.11 GiB (5% kept "
+            "free)\n", "fit: nothing holds it: exit 3", (rc, err))
+    rc, out, err = llmem.answer("fit", "--gpu", "A100-80GB", "--model", "Llama-3.1-70B")
+    t.check(rc == 3 and "whole" in out and "Smallest  none: no option holds the job" in out and
+            err.startswith("llmem: no option of A100-80GB holds the job: it needs a slice of "),
+            "fit: a 70B on an A100-80GB, as text: exit 3", (rc, out, err))
+    rc, out, err = llmem.answer("fit", "--gpu", "H100", "--model", "Llama-3.1-70B", "--pp", "4",
+                                "--micro-batches", "4")
+    t.check(rc == 3 and "its most loaded rank needs a slice of" in err,
+            "fit: a layout that no option holds: its most loaded rank", err)
+    t.check(llmem.answer("fit", "--gpu", "L4", "--bytes", str(20 * GIB))[0] == 0,
+            "fit: the whole GPU holds it: exit 0")
     expect_failure(t, llmem, ["fit", "--gpu", "A100", "--bytes", "5"], 2,
                    ["--gpu 'A100'", "A100-40GB", "A100-80GB"], "fit: an ambiguous GPU name")
     expect_failure(t, llmem, ["fit", "--gpu", "Voodoo5", "--bytes", "5"], 2,

@@ -470,6 +470,12 @@ static const index_case index_cases[] = {
       "weight_map entry 'a.weight' must name a file next to the index" },
     { "shard name not a string", INDEX("\"a.weight\":3"), LLMEM_EPARSE,
       "weight_map entry 'a.weight' must name a file" },
+    /* Listed twice, even with the same shard: refused, as a header's name twice. */
+    { "tensor listed twice",
+      INDEX(MAP2 ",\"a.weight\":\"model-00001-of-00002.safetensors\""), LLMEM_EPARSE,
+      "model.safetensors.index.json: tensor 'a.weight' appears twice in 'weight_map'" },
+    { "weight_map twice", "{\"weight_map\":{" MAP2 "},\"weight_map\":{" MAP2 "}}",
+      LLMEM_EPARSE, "model.safetensors.index.json: 'weight_map' appears twice in the index" },
     { "no weight_map", "{\"metadata\":{}}", LLMEM_EPARSE, "no 'weight_map' object" },
     { "empty weight_map", INDEX(""), LLMEM_EPARSE, "'weight_map' is empty" },
     { "index not JSON", "weight_map", LLMEM_EPARSE, "model.safetensors.index.json: invalid JSON" },

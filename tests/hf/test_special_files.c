@@ -269,7 +269,9 @@ Test(special_files, repeated_names, .init = setup, .fini = teardown)
 }
 
 /* Names compare by their decoded text: "\u0061" in the index is "a" in the
- * shard; a tensor listed twice in weight_map keeps its last shard. */
+ * shard. A tensor listed twice in weight_map is refused, however spelled and
+ * whichever shards (which one holds it is ambiguous), as is weight_map twice;
+ * the same entries listed once read. */
 Test(special_files, index_names, .init = setup, .fini = teardown)
 {
     llmem_weights *w = NULL;
@@ -277,6 +279,20 @@ Test(special_files, index_names, .init = setup, .fini = teardown)
     write_text("model.safetensors.index.json",
                "{\"weight_map\":{\"\\u0061\":\"gone.safetensors\","
                "\"a\":\"\\u0073hard.safetensors\"}}");
+    expect_weights_error("", LLMEM_EPARSE,
+                         "model.safetensors.index.json: tensor '\\u0061' appears twice in "
+                         "'weight_map' (mapped to 'gone.safetensors' and "
+                         "'\\u0073hard.safetensors')");
+    write_text("model.safetensors.index.json",
+               "{\"weight_map\":{\"a\":\"shard.safetensors\",\"a\":\"shard.safetensors\"}}");
+    expect_weights_error("", LLMEM_EPARSE, "tensor 'a' appears twice in 'weight_map'");
+    write_text("model.safetensors.index.json",
+               "{\"weight_map\":{\"a\":\"gone.safetensors\"},"
+               "\"weight_map\":{\"a\":\"shard.safetensors\"}}");
+    expect_weights_error("", LLMEM_EPARSE,
+                         "model.safetensors.index.json: 'weight_map' appears twice in the index");
+    write_text("model.safetensors.index.json",
+               "{\"weight_map\":{\"\\u0061\":\"\\u0073hard.safetensors\"}}");
     cr_assert_eq(llmem_weights_open(ctx, tmpdir, &w), LLMEM_OK, "%s", llmem_ctx_error(ctx));
     cr_expect_eq(get(w, LLMEM_WEIGHTS_TENSORS), 1);
     cr_expect_eq(get(w, LLMEM_WEIGHTS_FILES), 1);
