@@ -278,7 +278,8 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
     st->param_tensors = st16.param_tensors;
     int narrow_grads = rc->grad_dt == rc->run.param_dt;
     uint64_t grads = narrow_grads ? st16.grads : stm.grads;
-    st->grads = offload_opt ? 0 : split_div(grads, narrow_grads ? e16->grads : em->grads, gdiv, gdiv_e);
+    uint64_t grad_shards = split_div(grads, narrow_grads ? e16->grads : em->grads, gdiv, gdiv_e);
+    st->grads = offload_opt ? 0 : grad_shards;
     /* fp32, like its grads */
     uint64_t master_bytes = rc->master_copy ? split_div(stm.grads, em->grads, n, ne) : 0;
     uint64_t states = split_div(stm.states, em->states, sdiv, sdiv_e);
@@ -288,7 +289,11 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
      * the row's step over the local shards. Offloaded, the step runs on the host. */
     uint64_t step = sh->deepspeed ? master_bytes : ceil_div(stm.optimizer_step, sdiv);
     if (offload_opt) {
-        out->host = master_bytes + states + paged + step;
+        /* DeepSpeed's fp32 gradient partition is its step's (above); FSDP's
+         * CPUOffloadPolicy copies each sharded gradient to the host in
+         * backward (torch.distributed.fsdp.CPUOffloadPolicy), where the
+         * optimizer steps on it. */
+        out->host = master_bytes + states + paged + step + (sh->deepspeed ? 0 : grad_shards);
         master_bytes = states = paged = step = 0;
     }
     if (offload_params) {

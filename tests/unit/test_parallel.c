@@ -154,6 +154,18 @@ Test(parallel, fsdp_full_shards_fp32_parameters)
     cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "states"), 8 * P / 8);
     uint64_t grads_at_step = model_states_at_step(&f, 0) - 12 * P / 8;
     cr_expect_geq(grads_at_step, 4 * P / 8, "fp32 gradient shards at the step");
+    /* CPUOffloadPolicy: parameter, gradient and state shards on the host
+     * (4 + 4 + 8 = 16P/N, and the optimizer's step there), none on the GPU. */
+    set(&f, LLMEM_PARALLEL_OFFLOAD, "parameters");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_PARAMETERS, "weights"), 0);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "states"), 0);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "gradients"), 0);
+    uint64_t host = rank_u64(&f, 0, LLMEM_RANK_HOST);
+    cr_expect_geq(host, 16 * P / 8, "host %llu: parameter, gradient and state shards",
+                  (unsigned long long)host);
+    cr_expect_leq(host, 20 * P / 8, "host %llu: and the step's temporaries, a shard's at most",
+                  (unsigned long long)host);
     close_fixture(&f);
 }
 
