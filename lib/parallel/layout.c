@@ -99,6 +99,14 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
         return FAIL(ctx, SHARDING, "sharding: DeepSpeed runs no MoE layers (ep %llu) under "
                                    "zero3; use zero1 or zero2",
                     U(l->ep));
+    /* DeepSpeed's PipelineEngine asserts a ZeRO stage below 2
+     * (runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with
+     * pipeline parallelism"). */
+    if (l->pp > 1 && l->sharding->deepspeed && l->sharding->grads)
+        return FAIL(ctx, SHARDING, "sharding: DeepSpeed's pipeline engine refuses %s (pp %llu): "
+                                   "ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                                   "parallelism; use zero1",
+                    l->sharding->id.name, U(l->pp));
     if (l->ep > 1 && l->sharding->fsdp && l->shard % l->ep != 0)
         return FAIL(ctx, EP, "ep: %llu does not divide the %s shard group of %llu ranks (FSDP "
                              "shards the experts over the group's ranks outside the expert group)",

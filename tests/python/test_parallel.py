@@ -10,8 +10,8 @@ LLAMA_1B = "meta-llama/Llama-3.2-1B"
 LLAMA_8B = "meta-llama/Llama-3.1-8B"
 # (Python keywords, the same layout as llmem flags)
 LAYOUTS = [
-    (dict(model=LLAMA_1B, dp=8, sharding="zero3", pp=2),
-     ["--model", LLAMA_1B, "--dp", 8, "--zero", 3, "--pp", 2]),
+    (dict(model=LLAMA_1B, dp=8, sharding="fsdp-full", pp=2),
+     ["--model", LLAMA_1B, "--dp", 8, "--fsdp", "full", "--pp", 2]),
     (dict(model=LLAMA_8B, tp=4, sp=1, batch=2, seq=4096, attention="flash"),
      ["--model", LLAMA_8B, "--tp", 4, "--sp", 1, "--batch", 2, "--seq", 4096,
       "--attention", "flash"]),

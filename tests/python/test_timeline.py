@@ -105,7 +105,7 @@ def test_folded_and_expanded_agree(keywords, layers):
 
 
 def test_each_rank_has_its_timeline():
-    result = llmem.estimate(LLAMA_8B, seq=2048, dp=8, sharding="zero3", pp=2, micro_batches=4,
+    result = llmem.estimate(LLAMA_8B, seq=2048, dp=8, sharding="fsdp-full", pp=2, micro_batches=4,
                             timeline=True)
     assert len(result.ranks) == 2
     assert result.timeline == result.ranks[result.peak_rank].timeline

@@ -532,6 +532,36 @@ Test(parallel, fsdp_shards_experts_over_the_ranks_outside_the_expert_group)
     close_fixture(&f);
 }
 
+/* DeepSpeed's PipelineEngine asserts a ZeRO stage below 2: zero2 and zero3
+ * with pipeline stages are refused, naming the sharding; zero1 and FSDP run. */
+Test(parallel, deepspeed_pipelines_refuse_zero2_and_zero3)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_DP, "2");
+    set(&f, LLMEM_PARALLEL_PP, "2");
+    set(&f, LLMEM_PARALLEL_MICRO_BATCHES, "4");
+    static const struct {
+        const char *sharding;
+        int refused;
+    } cases[] = { { "zero2", 1 }, { "zero3", 1 }, { "zero1", 0 }, { "fsdp-full", 0 }, { "none", 0 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int object = 0, key = 0;
+        set(&f, LLMEM_PARALLEL_SHARDING, cases[i].sharding);
+        int rc = llmem_estimate_run_parallel(f.e, f.m, f.t, f.l);
+        if (!cases[i].refused) {
+            cr_expect_eq(rc, LLMEM_OK, "%s: %s", cases[i].sharding, llmem_ctx_error(f.ctx));
+            continue;
+        }
+        cr_expect_eq(rc, LLMEM_EINCONSISTENT, "%s with pp 2", cases[i].sharding);
+        llmem_ctx_error_field(f.ctx, &object, &key);
+        cr_expect(object == LLMEM_OBJECT_PARALLEL && key == LLMEM_PARALLEL_SHARDING, "%s: %s",
+                  cases[i].sharding, llmem_ctx_error(f.ctx));
+        cr_expect(strstr(llmem_ctx_error(f.ctx), "pipeline") != NULL, "%s",
+                  llmem_ctx_error(f.ctx));
+    }
+    close_fixture(&f);
+}
+
 /* DeepSeek's latent attention gives every head its own key and value:
  * kv-heads other than the heads is refused, naming the field (it was
  * estimated as grouped heads, and tensor parallelism over more ranks than
