@@ -66,7 +66,12 @@ static int check_sharding(llmem_ctx *ctx, const llmem_parallel *p, layout *l)
     } else if (group != 0) {
         return FAIL(ctx, SHARD_GROUP, "shard-group: %llu needs --sharding fsdp-hybrid", U(group));
     }
-    l->shard = sh->states ? (sh->hybrid ? group : l->dp) : 1;
+    /* Context-parallel ranks hold the same parameters as data-parallel
+     * replicas, and the engines shard over both: torchtitan flattens
+     * dp_shard and cp into FSDP2's mesh (parallel_dims.py), Megatron's
+     * distributed optimizer takes the data-parallel group with context
+     * parallelism (get_data_parallel_group(with_context_parallel=True)). */
+    l->shard = sh->states ? (sh->hybrid ? group : l->dp) * l->cp : 1;
     /* DeepSpeed offloads the optimizer at any ZeRO stage and parameters only at
      * stage 3; FSDP's CPUOffload moves parameter shards (and so their
      * optimizer) to the host. */

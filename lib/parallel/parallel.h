@@ -45,7 +45,8 @@ typedef struct layout {
     uint64_t dp, tp, pp, ep, cp;
     int sp;                       /* sequence parallelism over the tensor-parallel group */
     const sharding_desc *sharding;
-    uint64_t shard;               /* ranks a shard is split over (1: nothing sharded) */
+    uint64_t shard;               /* ranks a shard is split over: dp or the shard group, times
+                                     cp (1: nothing sharded) */
     int offload;                  /* llmem_offload */
     uint64_t micro_batches;
     int schedule;                 /* llmem_schedule */

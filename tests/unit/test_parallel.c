@@ -532,6 +532,41 @@ Test(parallel, fsdp_shards_experts_over_the_ranks_outside_the_expert_group)
     close_fixture(&f);
 }
 
+/* Context-parallel ranks are replicas to the sharding engines (torchtitan's
+ * FSDP2 mesh, Megatron's distributed optimizer): dp 4 x cp 2 shards the
+ * statics as dp 8 does, the hybrid group times cp too; without sharding
+ * nothing is split. */
+Test(parallel, sharding_spans_the_context_parallel_ranks)
+{
+    static const char *const engines[] = { "zero1", "zero2", "zero3", "fsdp-full", "fsdp-hybrid" };
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_CP, "2");
+    set(&f, LLMEM_PARALLEL_DP, "4");
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_ATTENTION, "flash"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 1024), LLMEM_OK);
+    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++) {
+        set(&f, LLMEM_PARALLEL_SHARDING, engines[i]);
+        run(&f);
+        uint64_t weights = component(&f, 0, LLMEM_TERM_PARAMETERS, "weights");
+        uint64_t states = component(&f, 0, LLMEM_TERM_OPTIMIZER, "states");
+        cr_expect_eq(states, 8 * P / 8, "%s, dp 4 x cp 2: states %llu, 8P/8", engines[i],
+                     (unsigned long long)states);
+        if (strcmp(engines[i], "zero3") == 0)
+            cr_expect_eq(weights, 2 * P / 8, "zero3: 16-bit partitions 2P/8");
+        else if (strncmp(engines[i], "fsdp", 4) == 0)
+            cr_expect_eq(weights, 4 * P / 8, "%s: fp32 shards 4P/8", engines[i]);
+    }
+    /* hybrid: shard groups of 2 data-parallel ranks x 2 context-parallel ones */
+    set(&f, LLMEM_PARALLEL_SHARD_GROUP, "2");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "states"), 8 * P / 4);
+    set(&f, LLMEM_PARALLEL_SHARD_GROUP, "0");
+    set(&f, LLMEM_PARALLEL_SHARDING, "none");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_OPTIMIZER, "states"), 8 * P);
+    close_fixture(&f);
+}
+
 /* DeepSpeed's PipelineEngine asserts a ZeRO stage below 2: zero2 and zero3
  * with pipeline stages are refused, naming the sharding; zero1 and FSDP run. */
 Test(parallel, deepspeed_pipelines_refuse_zero2_and_zero3)

@@ -26,7 +26,7 @@ static const struct {
     { "meta-llama/Llama-3.2-1B", "lora", "full", "eager", "chunked", 1, 1, 1, 0, "none" },
     { "google/gemma-2-9b", "freeze", "reentrant", "flash", "upcast", 1, 1, 1, 0, "none" },
     { "Qwen/Qwen2.5-7B", "qlora", "none", "sdpa", "upcast", 1, 1, 1, 0, "none" },
-    { "meta-llama/Llama-3.1-8B", "full", "full", "flash", "upcast", 4, 2, 2, 0, "zero3" },
+    { "meta-llama/Llama-3.1-8B", "full", "full", "flash", "upcast", 4, 2, 2, 0, "fsdp-full" },
     { "meta-llama/Llama-3.1-8B", "full", "none", "sdpa", "upcast", 2, 2, 1, 0, "fsdp-full" },
 };
 #define JOBS (sizeof jobs / sizeof jobs[0])
