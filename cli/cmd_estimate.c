@@ -134,15 +134,14 @@ static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
     if (rc != LLMEM_OK)
         return rc;
     if (best == 0) {
+        /* The estimate describes the smallest value the layout takes (1, or
+         * a multiple that context or sequence parallelism splits). */
         uint64_t need = 0;
-        llmem_train_set_int(req->train, req->max_key, 1);
-        if (llmem_estimate_run_parallel(est, req->model, req->train, req->parallel) == LLMEM_OK)
-            llmem_estimate_get_u64(est, LLMEM_EST_PEAK_DEVICE, &need);
-        cli_error("--max %s: even %s 1 needs %llu bytes at the device level, above the %llu "
-                  "usable (the capacity less --margin)",
-                  req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq",
-                  req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq",
-                  (unsigned long long)need, (unsigned long long)usable);
+        const char *field = req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq";
+        llmem_estimate_get_u64(est, LLMEM_EST_PEAK_DEVICE, &need);
+        cli_error("--max %s: even the smallest %s the layout takes needs %llu bytes at the "
+                  "device level, above the %llu usable (the capacity less --margin)",
+                  field, field, (unsigned long long)need, (unsigned long long)usable);
         (void)ctx;
         return LLMEM_ERANGE;
     }

@@ -812,9 +812,9 @@ enum llmem_level {
  * #LLMEM_TRAIN_SEQ) for which the most loaded rank's peak at @p level stays
  * within @p capacity bytes, the other fields as @p train has them; 0 when
  * even the smallest does not fit. Only values the layout splits are tried:
- * multiples of 2 x cp for seq under context parallelism, and values that make
- * batch x seq / cp (a rank's tokens) a multiple of tp under sequence
- * parallelism (otherwise 1, 2, 3, ...); a sequence longer than a model's
+ * multiples of 2 x cp for seq under context parallelism, of cp x tp under
+ * sequence parallelism (a rank's seq / cp positions split over tp ranks;
+ * otherwise 1, 2, 3, ...; any batch); a sequence longer than a model's
  * learned positions does not fit.
  * Solved by bisection over the field's bounds (the peak grows with batch and
  * with sequence length), about 2 x log2(bound) estimates. The estimate is

@@ -134,14 +134,18 @@ int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s)
         if (s->attention == LLMEM_ATTENTION_EAGER)
             return FAIL(ctx, CP, "cp: context parallelism runs fused attention, not eager");
     }
-    /* Sequence parallelism splits the tokens a context-parallel rank holds. */
-    if (l->sp && (s->batch * (s->seq / l->cp)) % l->tp != 0) {
+    /* Sequence parallelism splits the sequence a context-parallel rank holds
+     * over tp ranks: Megatron scatters [s, b, h] along s
+     * (scatter_to_sequence_parallel_region), torch's SequenceParallel style
+     * [b, s, h] along s. The batch does not help. */
+    if (l->sp && (s->seq / l->cp) % l->tp != 0) {
         if (l->cp > 1)
-            return FAIL(ctx, SP,
-                        "sp: batch x seq / cp = %llu tokens a rank do not split over tp %llu",
-                        U(s->batch * (s->seq / l->cp)), U(l->tp));
-        return FAIL(ctx, SP, "sp: batch x seq = %llu tokens do not split over tp %llu",
-                    U(s->batch * s->seq), U(l->tp));
+            return FAIL(ctx, SP, "sp: seq / cp = %llu positions a rank holds do not split over "
+                                 "tp %llu (sequence parallelism splits the sequence)",
+                        U(s->seq / l->cp), U(l->tp));
+        return FAIL(ctx, SP, "sp: seq %llu does not split over tp %llu (sequence parallelism "
+                             "splits the sequence)",
+                    U(s->seq), U(l->tp));
     }
     return LLMEM_OK;
 }
@@ -156,7 +160,7 @@ uint64_t llmem_gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-uint64_t llmem_layout_step(const llmem_parallel *p, int key, uint64_t other)
+uint64_t llmem_layout_step(const llmem_parallel *p, int key)
 {
     uint64_t step = 1;
     if (p == NULL)
@@ -164,11 +168,9 @@ uint64_t llmem_layout_step(const llmem_parallel *p, int key, uint64_t other)
     uint64_t cp = (uint64_t)p->i[LLMEM_PARALLEL_CP], tp = (uint64_t)p->i[LLMEM_PARALLEL_TP];
     if (key == LLMEM_TRAIN_SEQ && cp > 1)
         step = 2 * cp;
-    if (p->i[LLMEM_PARALLEL_SP] && tp > 1) {
-        /* batch x seq / cp divides by tp: batch a multiple of tp / gcd(tp,
-         * seq / cp), or seq of cp x tp / gcd(tp, batch) */
-        uint64_t split = tp / llmem_gcd(tp, key == LLMEM_TRAIN_BATCH ? other / cp : other);
-        uint64_t unit = key == LLMEM_TRAIN_SEQ ? cp * split : split;
+    if (key == LLMEM_TRAIN_SEQ && p->i[LLMEM_PARALLEL_SP] && tp > 1) {
+        /* seq / cp divides by tp (any batch) */
+        uint64_t unit = cp * tp;
         step = step / llmem_gcd(step, unit) * unit; /* at most 2^21 x 2^40 */
     }
     return step;

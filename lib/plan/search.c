@@ -111,28 +111,25 @@ static int try_batch(search *x, uint64_t dp, uint64_t pp, uint64_t b)
 
 /* The largest micro-batch that fits this layout (0: none), bisecting the
  * candidates: the micro-batches up to the largest tried, or the divisors of
- * the global batch's share, that the layout splits (under sequence
- * parallelism, batch x seq tokens over the tp ranks). */
+ * the global batch's share (every layout splits any batch). */
 static int largest_batch(search *x, uint64_t dp, uint64_t pp, uint64_t *best)
 {
     uint64_t cand[DIVISORS_MAX], n = 0, max = (uint64_t)x->p->i[LLMEM_PLAN_MAX_MICRO_BATCH];
     uint64_t g = (uint64_t)x->p->i[LLMEM_PLAN_GLOBAL_BATCH];
-    uint64_t step = llmem_layout_step(x->p->layout, LLMEM_TRAIN_BATCH,
-                                      (uint64_t)x->t.i[LLMEM_TRAIN_SEQ]);
     *best = 0;
     if (g > 0) {
-        for (uint64_t b = step; b <= max && b <= g / dp && n < DIVISORS_MAX; b += step)
+        for (uint64_t b = 1; b <= max && b <= g / dp && n < DIVISORS_MAX; b++)
             if (g % dp == 0 && (g / dp) % b == 0)
                 cand[n++] = b;
     } else {
-        n = max / step;
+        n = max;
     }
     if (n == 0)
         return LLMEM_OK;
     int64_t lo = -1, hi = (int64_t)n - 1; /* cand[lo] fits, beyond hi does not */
     while (lo < hi) {
         int64_t mid = lo + (hi - lo + 1) / 2;
-        int ok = try_batch(x, dp, pp, g > 0 ? cand[mid] : ((uint64_t)mid + 1) * step);
+        int ok = try_batch(x, dp, pp, g > 0 ? cand[mid] : (uint64_t)mid + 1);
         if (ok < 0)
             return ok;
         if (ok)
@@ -141,7 +138,7 @@ static int largest_batch(search *x, uint64_t dp, uint64_t pp, uint64_t *best)
             hi = mid - 1;
     }
     if (lo >= 0)
-        *best = g > 0 ? cand[lo] : ((uint64_t)lo + 1) * step;
+        *best = g > 0 ? cand[lo] : (uint64_t)lo + 1;
     return LLMEM_OK;
 }
 
@@ -158,13 +155,9 @@ static int try_layout(search *x, uint64_t dp, uint64_t pp)
         return LLMEM_OK;
     }
     if (b == 0) {
-        uint64_t step = llmem_layout_step(p->layout, LLMEM_TRAIN_BATCH,
-                                          (uint64_t)x->t.i[LLMEM_TRAIN_SEQ]);
-        reject(p, (uint64_t)p->i[LLMEM_PLAN_GLOBAL_BATCH] > 0 && (uint64_t)p->i[LLMEM_PLAN_GLOBAL_BATCH] % dp != 0
-                      ? "the global batch does not split over dp"
-                  : step > (uint64_t)p->i[LLMEM_PLAN_MAX_MICRO_BATCH]
-                      ? "no micro-batch tried splits batch x seq tokens over tp"
-                      : "does not fit at micro-batch 1",
+        uint64_t g = (uint64_t)p->i[LLMEM_PLAN_GLOBAL_BATCH];
+        reject(p, g > 0 && g % dp != 0 ? "the global batch does not split over dp"
+                                       : "does not fit at micro-batch 1",
                "");
         return LLMEM_OK;
     }

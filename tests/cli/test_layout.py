@@ -5,6 +5,7 @@ and the timeline (--timeline, --svg). Same conventions as test_cli.py.
 Usage: test_layout.py PATH/TO/llmem GROUP
 """
 import json
+import re
 import os
 import sys
 import tempfile
@@ -130,7 +131,15 @@ def check_max(t, llmem):
     t.check(rc == 2 and "--capacity" in err, "--max needs --capacity", err)
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--max", "batch", "--capacity",
                              "1GiB")
-    t.check(rc == 1 and "even batch 1" in err, "nothing fits: said so", err)
+    t.check(rc == 1 and "even the smallest batch the layout takes needs" in err,
+            "nothing fits: said so", err)
+    # Under context parallelism the smallest seq is 2 x cp: its bytes, not a
+    # run at seq 1 that the layout refuses (it printed "needs 0 bytes").
+    rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--cp", "2", "--attention",
+                             "flash", "--max", "seq", "--capacity", "1GiB")
+    need = re.search(r"needs (\d+) bytes", err)
+    t.check(rc == 1 and need is not None and int(need.group(1)) > GIB,
+            "nothing fits under cp: the smallest seq's bytes", err)
 
 
 def check_grid(t, llmem):

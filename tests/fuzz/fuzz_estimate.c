@@ -754,7 +754,7 @@ static void check_timeline(const llmem_estimate *e, const snap *s, const job *j,
 /* Whether a refusal of batch or seq + 1, where the value itself ran, is one
  * the documentation leads to: 64-bit overflow, a learned position table's
  * length, or a split the new value does not divide (sequence parallelism:
- * batch x seq over tp; context parallelism: seq over 2 x cp). */
+ * seq / cp over tp; context parallelism: seq over 2 x cp). */
 static int refusal_expected(llmem_ctx *ctx, int rc, int key)
 {
     int object = 0, field = 0;
@@ -887,23 +887,20 @@ static uint64_t gcd_of(uint64_t a, uint64_t b)
 
 /* The values of batch or seq a layout splits are multiples of this step, as
  * llmem_estimate_max() documents: 2 x cp for seq under context parallelism,
- * a rank's batch x seq / cp a multiple of tp under sequence parallelism. */
-static int64_t step_of(const llmem_parallel *l, const llmem_train *t, int key)
+ * cp x tp under sequence parallelism (a rank's seq / cp over tp); any batch. */
+static int64_t step_of(const llmem_parallel *l, int key)
 {
-    int64_t cp = 1, tp = 1, sp = 0, other = 1;
+    int64_t cp = 1, tp = 1, sp = 0;
     uint64_t step = 1;
-    if (l == NULL)
+    if (l == NULL || key != LLMEM_TRAIN_SEQ)
         return 1;
     llmem_parallel_get_int(l, LLMEM_PARALLEL_CP, &cp);
     llmem_parallel_get_int(l, LLMEM_PARALLEL_TP, &tp);
     llmem_parallel_get_int(l, LLMEM_PARALLEL_SP, &sp);
-    llmem_train_get_int(t, key == LLMEM_TRAIN_SEQ ? LLMEM_TRAIN_BATCH : LLMEM_TRAIN_SEQ, &other);
-    if (key == LLMEM_TRAIN_SEQ && cp > 1)
+    if (cp > 1)
         step = 2 * (uint64_t)cp;
     if (sp && tp > 1) {
-        uint64_t rank_other = key == LLMEM_TRAIN_BATCH ? (uint64_t)(other / cp) : (uint64_t)other;
-        uint64_t split = (uint64_t)tp / gcd_of((uint64_t)tp, rank_other);
-        uint64_t unit = key == LLMEM_TRAIN_SEQ ? (uint64_t)cp * split : split;
+        uint64_t unit = (uint64_t)cp * (uint64_t)tp;
         step = step / gcd_of(step, unit) * unit;
     }
     return (int64_t)step;
@@ -925,7 +922,7 @@ static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inp
     int key = j->aux[0] & 1 ? LLMEM_TRAIN_SEQ : LLMEM_TRAIN_BATCH;
     int level = LLMEM_LEVEL_ALLOCATED + (int)(j->aux[0] >> 1) % 3;
     uint64_t capacity = capacity_near(level_bytes(base, level), j->aux[1]);
-    int64_t out = -1, saved = 0, max = 0, step = step_of(in->l, in->t, key);
+    int64_t out = -1, saved = 0, max = 0, step = step_of(in->l, key);
     snap s, left;
     int rc = llmem_estimate_max(e, in->m, in->t, in->l, key, level, capacity, &out);
     check_status(ctx, rc, "max");
@@ -1032,7 +1029,7 @@ static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const in
               (unsigned long long)device, (unsigned long long)peak);
         /* The next micro-batch the layout splits does not fit (with a
          * global batch, the candidates are its divisors: not checked). */
-        uint64_t next = b + (uint64_t)step_of(l, in->t, LLMEM_TRAIN_BATCH);
+        uint64_t next = b + (uint64_t)step_of(l, LLMEM_TRAIN_BATCH);
         CHECK(b % (next - b) == 0, "plan: micro-batch %llu does not split",
               (unsigned long long)b);
         if (global == 0 && next <= (uint64_t)max_mb) {

@@ -796,9 +796,9 @@ Test(parallel, plan_of_an_invalid_model_names_the_field)
 
 /* The largest value tries only what the layout splits and what the model
  * takes: a learned position table bounds seq, context parallelism takes
- * sequences in 2 x cp chunks, sequence parallelism batch x seq tokens in tp
- * shares. Each answer fits, the next value it could take does not; before,
- * each was an error. */
+ * sequences in 2 x cp chunks, sequence parallelism a rank's sequence in tp
+ * shares (any batch). Each answer fits, the next value it could take does
+ * not; before, each was an error. */
 Test(parallel, max_tries_only_values_the_layout_splits)
 {
     const uint64_t capacity = UINT64_C(80) << 30;
@@ -827,25 +827,38 @@ Test(parallel, max_tries_only_values_the_layout_splits)
     cr_expect_gt(peak, capacity);
     close_fixture(&f);
 
+    /* Megatron scatters [s, b, h] along s: seq 511 splits over no tp 2 at
+     * any batch (batch 2 x 511 tokens was accepted), refused naming sp; seq
+     * 512 at any batch. */
     f = open_fixture("meta-llama/Llama-3.2-1B");
     set(&f, LLMEM_PARALLEL_TP, "2");
     set(&f, LLMEM_PARALLEL_SP, "1");
     cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 511), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 2), LLMEM_OK);
+    int object = 0, key = 0;
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, f.l), LLMEM_EINCONSISTENT);
+    cr_expect(llmem_ctx_error_field(f.ctx, &object, &key) == LLMEM_OK &&
+                  object == LLMEM_OBJECT_PARALLEL && key == LLMEM_PARALLEL_SP,
+              "%s", llmem_ctx_error(f.ctx));
+    cr_expect_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE,
+                                    capacity, &best),
+                 LLMEM_EINCONSISTENT, "no batch splits seq 511");
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 512), LLMEM_OK);
     cr_assert_eq(llmem_estimate_max(f.e, f.m, f.t, f.l, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE,
                                     capacity, &best),
                  LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
     cr_expect_gt(best, 0);
-    cr_expect_eq(best % 2, 0, "batch %lld x 511 tokens over tp 2", (long long)best);
-    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, best + 2), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, best + 1), LLMEM_OK);
     run(&f);
     llmem_estimate_get_u64(f.e, LLMEM_EST_PEAK_DEVICE, &peak);
-    cr_expect_gt(peak, capacity);
+    cr_expect_gt(peak, capacity, "batch %lld fits, %lld does not", (long long)best,
+                 (long long)best + 1);
     close_fixture(&f);
 
-    /* Both: sequence parallelism splits the tokens of a context-parallel rank,
-     * batch x seq / cp. At batch 1 over tp 8 and cp 4 that takes seq in steps
-     * of 32; seq 16 (4 tokens a rank) is refused, naming sp, where a rank's
-     * share of them was 0 tokens and the estimate an internal error. */
+    /* Both: sequence parallelism splits the positions of a context-parallel
+     * rank, seq / cp. Over tp 8 and cp 4 that takes seq in steps of 32; seq
+     * 16 (4 positions a rank) is refused, naming sp, where a rank's share of
+     * them was 0 tokens and the estimate an internal error. */
     f = open_fixture("meta-llama/Llama-3.2-1B");
     cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_ATTENTION, "flash"), LLMEM_OK);
     set(&f, LLMEM_PARALLEL_TP, "8");
@@ -853,7 +866,6 @@ Test(parallel, max_tries_only_values_the_layout_splits)
     set(&f, LLMEM_PARALLEL_CP, "4");
     cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 1), LLMEM_OK);
     cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 16), LLMEM_OK);
-    int object = 0, key = 0;
     cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, f.l), LLMEM_EINCONSISTENT);
     cr_expect(llmem_ctx_error_field(f.ctx, &object, &key) == LLMEM_OK &&
                   object == LLMEM_OBJECT_PARALLEL && key == LLMEM_PARALLEL_SP,
@@ -871,35 +883,34 @@ Test(parallel, max_tries_only_values_the_layout_splits)
     close_fixture(&f);
 }
 
-/* The planner's micro-batches under sequence parallelism make batch x seq
- * split over tp: with an odd sequence, even ones; the layout is planned, not
- * rejected as "not modelled". */
+/* The planner under sequence parallelism: with an odd sequence no layout
+ * with sp is planned (no micro-batch splits it), each rejected naming the
+ * sequence; with an even one they are planned, at any micro-batch. */
 Test(parallel, plan_with_sp_and_an_odd_sequence)
 {
     fixture f = open_fixture("meta-llama/Llama-3.2-1B");
     llmem_plan *plan;
-    int planned = 0;
     cr_assert_eq(llmem_plan_new(f.ctx, &plan), LLMEM_OK);
     llmem_plan_set_int(plan, LLMEM_PLAN_GPUS, 2);
     llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, INT64_C(80) << 30);
-    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 511), LLMEM_OK);
-    cr_assert_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
-    for (size_t i = 0; i < llmem_plan_result_count(plan); i++) {
-        int64_t sp = 0;
-        uint64_t mb = 0;
-        cr_assert_eq(llmem_plan_result_layout(plan, i, f.l), LLMEM_OK);
-        llmem_parallel_get_int(f.l, LLMEM_PARALLEL_SP, &sp);
-        llmem_plan_result_get_u64(plan, i, LLMEM_PLAN_MICRO_BATCH, &mb);
-        if (sp) {
-            planned = 1;
-            cr_expect_eq(mb % 2, 0, "micro-batch %llu", (unsigned long long)mb);
+    for (int64_t seq = 511; seq <= 512; seq++) {
+        int planned = 0, rejected = 0;
+        cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, seq), LLMEM_OK);
+        cr_assert_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+        for (size_t i = 0; i < llmem_plan_result_count(plan); i++) {
+            int64_t sp = 0;
+            cr_assert_eq(llmem_plan_result_layout(plan, i, f.l), LLMEM_OK);
+            llmem_parallel_get_int(f.l, LLMEM_PARALLEL_SP, &sp);
+            planned |= sp != 0;
         }
-    }
-    cr_expect(planned, "no layout with sequence parallelism");
-    for (size_t i = 0; i < llmem_plan_rejected_count(plan); i++) {
-        const char *reason = NULL, *example = NULL;
-        llmem_plan_rejected(plan, i, &reason, NULL, &example);
-        cr_expect_null(strstr(example, "do not split"), "%s: %s", reason, example);
+        for (size_t i = 0; i < llmem_plan_rejected_count(plan); i++) {
+            const char *example = NULL;
+            llmem_plan_rejected(plan, i, NULL, NULL, &example);
+            rejected |= strstr(example, "seq 511 does not split over tp 2") != NULL;
+        }
+        cr_expect_eq(planned, seq == 512, "seq %lld: sp planned %d", (long long)seq, planned);
+        cr_expect_eq(rejected, seq == 511, "seq %lld: sp rejected for the sequence %d",
+                     (long long)seq, rejected);
     }
     llmem_plan_free(plan);
     close_fixture(&f);
