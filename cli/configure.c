@@ -440,6 +440,34 @@ static int article_reads(const cli_flag *f)
     }
 }
 
+/* Layout flags that one value of another layout field gives a meaning:
+ * without it the library refuses the layout; the command line is wrong. */
+static const struct {
+    int key, needs_key, needs_value;
+    const char *needs;
+} layout_needs[] = {
+    { LLMEM_PARALLEL_SHARD_GROUP, LLMEM_PARALLEL_SHARDING, LLMEM_SHARDING_FSDP_HYBRID,
+      "--fsdp hybrid (--sharding fsdp-hybrid)" },
+    { LLMEM_PARALLEL_VIRTUAL_STAGES, LLMEM_PARALLEL_SCHEDULE, LLMEM_SCHEDULE_INTERLEAVED,
+      "--schedule interleaved" },
+};
+
+/* A layout flag given without the setting that reads it (exit 2), or 0. */
+static int check_layout_needs(const cli_flag *f, const cli_request *req)
+{
+    for (size_t i = 0; f->target == CLI_TARGET_PARALLEL && i < sizeof layout_needs / sizeof layout_needs[0]; i++) {
+        int64_t v = 0;
+        if (layout_needs[i].key != f->key)
+            continue;
+        llmem_parallel_get_int(req->parallel, layout_needs[i].needs_key, &v);
+        if (v == layout_needs[i].needs_value)
+            return CLI_EXIT_OK;
+        cli_error("--%s needs %s", f->name, layout_needs[i].needs);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
 /* Flags whose field only one method, formula or engine reads: given without
  * it they would be accepted and ignored, so they are refused. */
 static int check_unread(int argc, char **argv, const cli_request *req)
@@ -488,6 +516,9 @@ static int check_unread(int argc, char **argv, const cli_request *req)
                       llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, sharding));
             return CLI_EXIT_USAGE;
         }
+        int status = check_layout_needs(f, req);
+        if (status != CLI_EXIT_OK)
+            return status;
     }
     return CLI_EXIT_OK;
 }
