@@ -75,6 +75,17 @@ static int gpu_verdict(const cli_request *req, const llmem_plan *plan, cli_gpu_f
     return cli_gpu_fit_of(req, found, peak, g);
 }
 
+/* The largest micro-batch the plan tries when the global batch leaves it
+ * free (0 when a global batch fixes the candidates): a row at it may fit a
+ * larger one. */
+static uint64_t micro_batch_cap(const llmem_plan *plan)
+{
+    int64_t max = 0, global = 0;
+    llmem_plan_get_int(plan, LLMEM_PLAN_MAX_MICRO_BATCH, &max);
+    llmem_plan_get_int(plan, LLMEM_PLAN_GLOBAL_BATCH, &global);
+    return global == 0 ? (uint64_t)max : 0;
+}
+
 static void print_json(const cli_request *req, const llmem_plan *plan, llmem_parallel *layout,
                        uint64_t top)
 {
@@ -101,6 +112,7 @@ static void print_json(const cli_request *req, const llmem_plan *plan, llmem_par
         json_string(&w, "offload", name_of(LLMEM_PARALLEL_OFFLOAD, row.layout[LLMEM_PARALLEL_OFFLOAD]));
         json_string(&w, "grad_ckpt", llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, (int64_t)row.grad_ckpt));
         json_u64(&w, "micro_batch", row.micro_batch);
+        json_bool(&w, "micro_batch_capped", row.micro_batch == micro_batch_cap(plan));
         json_u64(&w, "micro_batches", row.micro_batches);
         json_u64(&w, "peak_device_bytes", row.peak);
         json_u64(&w, "headroom_bytes", row.headroom);
@@ -133,6 +145,8 @@ static void print_text(const cli_request *req, const llmem_plan *plan, llmem_par
     plan_row row;
     cli_gpu_fit g;
     size_t n = llmem_plan_result_count(plan);
+    uint64_t cap = micro_batch_cap(plan);
+    int capped = 0;
     if (gpu_verdict(req, plan, &g)) {
         cli_gpu_fit_text(stdout, &g, "the best layout's device peak");
         putchar('\n');
@@ -148,8 +162,9 @@ static void print_text(const cli_request *req, const llmem_plan *plan, llmem_par
             break;
         cli_format_bytes(row.peak, peak, sizeof peak);
         cli_format_bytes(row.headroom, room, sizeof room);
-        snprintf(mbm, sizeof mbm, "%llux%llu", (unsigned long long)row.micro_batch,
-                 (unsigned long long)row.micro_batches);
+        capped |= row.micro_batch == cap;
+        snprintf(mbm, sizeof mbm, "%llu%sx%llu", (unsigned long long)row.micro_batch,
+                 row.micro_batch == cap ? "*" : "", (unsigned long long)row.micro_batches);
         printf("  %-4lld %-3lld %-3lld %-3lld %-3lld %-3lld %-12s %-8s %-5s %-6s %-22s %-22s %-6.3f %llu\n",
                (long long)row.layout[LLMEM_PARALLEL_DP], (long long)row.layout[LLMEM_PARALLEL_TP],
                (long long)row.layout[LLMEM_PARALLEL_PP], (long long)row.layout[LLMEM_PARALLEL_CP],
@@ -159,6 +174,10 @@ static void print_text(const cli_request *req, const llmem_plan *plan, llmem_par
                llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, (int64_t)row.grad_ckpt), mbm, peak,
                room, (double)row.bubble / 1000.0, (unsigned long long)row.tokens);
     }
+    if (capped)
+        printf("\n* the largest micro-batch tried (--max-micro-batch %llu): a larger one may "
+               "fit\n",
+               (unsigned long long)cap);
     if (llmem_plan_rejected_count(plan) > 0)
         printf("\nRejected:\n");
     for (size_t i = 0; i < llmem_plan_rejected_count(plan); i++) {

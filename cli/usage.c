@@ -33,6 +33,17 @@ static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f
 {
     cli_setting s;
     buf[0] = '\0';
+    llmem_plan *plan = NULL;
+    int64_t v = 0;
+    /* The planner's own settings: a plan's defaults (0 means the flag's help
+     * says what; --gpus has none: plan needs it, pack reads it per type). */
+    if (ctx != NULL && f->target == CLI_TARGET_PLAN && f->key != LLMEM_PLAN_GPUS &&
+        llmem_plan_new(ctx, &plan) == LLMEM_OK) {
+        if (llmem_plan_get_int(plan, f->key, &v) == LLMEM_OK && v != 0)
+            snprintf(buf, cap, " (default: %lld)", (long long)v);
+        llmem_plan_free(plan);
+        return;
+    }
     if (ctx == NULL || req->train == NULL || req->parallel == NULL ||
         (f->target != CLI_TARGET_TRAIN && f->target != CLI_TARGET_PARALLEL) ||
         cli_setting_read(req, f, &s) != LLMEM_OK)

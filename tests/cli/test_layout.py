@@ -221,6 +221,23 @@ def check_plan(t, llmem):
                 "the plan's peak is the estimate's", (e["peak_device_bytes"], p))
     tokens = [p["tokens_per_second"] for p in d["layouts"]]
     t.check(tokens == sorted(tokens, reverse=True), "best first", tokens)
+    # A row at the largest micro-batch tried is marked: a larger one may fit.
+    t.check(all(p["micro_batch_capped"] == (p["micro_batch"] == 64) for p in d["layouts"]),
+            "micro_batch_capped: at --max-micro-batch's 64", d["layouts"])
+    small = ["plan", "--model", LLAMA_32_1B, "--gpus", "2", "--capacity", "80GiB", "--seq", "64",
+             "--max-micro-batch", "2"]
+    rc, out, err = llmem.run(*small, "--json")
+    d = json.loads(out)
+    t.check(rc == 0 and d["layouts"] and all(p["micro_batch"] == 2 and p["micro_batch_capped"]
+                                             for p in d["layouts"]),
+            "every row at a cap of 2", d["layouts"])
+    rc, out, err = llmem.run(*small)
+    t.check(rc == 0 and " 2*x" in out and "* the largest micro-batch tried (--max-micro-batch 2)"
+            in out, "the text marks the capped rows", out)
+    rc, out, err = llmem.run(*small, "--global-batch", "4", "--json")
+    d = json.loads(out)
+    t.check(rc == 0 and d["layouts"] and not any(p["micro_batch_capped"] for p in d["layouts"]),
+            "a global batch fixes the candidates: nothing capped", d["layouts"])
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4")
     t.check(rc == 2 and "--capacity" in err, "plan needs a capacity", err)
     # Nothing fits: the answer (why each was rejected), and exit 3 with one line.
