@@ -323,6 +323,12 @@ static void print_peak(FILE *out, const cli_report *r, int article)
         fprintf(out, "  %-*s%s\n", ROW_WIDTH - 2, "phase", llmem_phase_name(r->peak_phase));
 }
 
+/* "s" after a count other than one. */
+static const char *plural(double n)
+{
+    return n == 1.0 ? "" : "s";
+}
+
 /* The layout line, and the ranks whose memory differs, when there is more than one GPU. */
 static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
 {
@@ -332,10 +338,11 @@ static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
         return;
     for (int key = LLMEM_PARALLEL_DP; key <= LLMEM_PARALLEL_VIRTUAL_STAGES; key++)
         llmem_parallel_get_int(req->parallel, key, &v[key]);
-    fprintf(out, "%-*sdp %lld x tp %lld%s x pp %lld x cp %lld = %llu GPUs, sharding %s", LABEL_WIDTH,
-            "Layout", (long long)v[LLMEM_PARALLEL_DP], (long long)v[LLMEM_PARALLEL_TP],
-            v[LLMEM_PARALLEL_SP] ? " (sp)" : "", (long long)v[LLMEM_PARALLEL_PP],
-            (long long)v[LLMEM_PARALLEL_CP], (unsigned long long)gpus,
+    fprintf(out, "%-*sdp %lld x tp %lld%s x pp %lld x cp %lld = %llu GPU%s, sharding %s",
+            LABEL_WIDTH, "Layout", (long long)v[LLMEM_PARALLEL_DP],
+            (long long)v[LLMEM_PARALLEL_TP], v[LLMEM_PARALLEL_SP] ? " (sp)" : "",
+            (long long)v[LLMEM_PARALLEL_PP], (long long)v[LLMEM_PARALLEL_CP],
+            (unsigned long long)gpus, plural((double)gpus),
             llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, v[LLMEM_PARALLEL_SHARDING]));
     if (v[LLMEM_PARALLEL_EP] > 1)
         fprintf(out, ", ep %lld", (long long)v[LLMEM_PARALLEL_EP]);
@@ -343,8 +350,12 @@ static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
         fprintf(out, ", offload %s",
                 llmem_parallel_value_name(LLMEM_PARALLEL_OFFLOAD, v[LLMEM_PARALLEL_OFFLOAD]));
     if (v[LLMEM_PARALLEL_PP] > 1)
-        fprintf(out, ", %lld micro-batches, %s", (long long)v[LLMEM_PARALLEL_MICRO_BATCHES],
+        fprintf(out, ", %lld micro-batch%s, %s", (long long)v[LLMEM_PARALLEL_MICRO_BATCHES],
+                v[LLMEM_PARALLEL_MICRO_BATCHES] == 1 ? "" : "es",
                 llmem_parallel_value_name(LLMEM_PARALLEL_SCHEDULE, v[LLMEM_PARALLEL_SCHEDULE]));
+    else if (v[LLMEM_PARALLEL_MICRO_BATCHES] > 1) /* without stages: accumulated in turn */
+        fprintf(out, ", %lld micro-batches (gradient accumulation)",
+                (long long)v[LLMEM_PARALLEL_MICRO_BATCHES]);
     fputc('\n', out);
     if (cli_is_grid(req))
         return; /* the ranks' peaks differ from point to point: the grid has them */
@@ -352,13 +363,14 @@ static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
         const cli_rank *rk = &r->rank[k];
         char peak[CLI_NUMBER_CAP], host[CLI_NUMBER_CAP];
         cli_format_bytes(rk->peak_device, peak, sizeof peak);
-        fprintf(out, "%-*sstage %llu: layers %llu-%llu, %g micro-batches in flight, %llu GPUs: "
+        double in_flight = (double)rk->in_flight_x1000 / 1000.0;
+        fprintf(out, "%-*sstage %llu: layers %llu-%llu, %g micro-batch%s in flight, %llu GPU%s: "
                      "device peak %s%s",
                 LABEL_WIDTH, k == 0 ? "Ranks" : "", (unsigned long long)rk->stage,
                 (unsigned long long)rk->layer_first,
-                (unsigned long long)(rk->layer_first + rk->layers - 1),
-                (double)rk->in_flight_x1000 / 1000.0, (unsigned long long)rk->gpus, peak,
-                k == r->peak_rank ? " (the most loaded: below)" : "");
+                (unsigned long long)(rk->layer_first + rk->layers - 1), in_flight,
+                in_flight == 1.0 ? "" : "es", (unsigned long long)rk->gpus,
+                plural((double)rk->gpus), peak, k == r->peak_rank ? " (the most loaded: below)" : "");
         if (rk->host > 0) {
             cli_format_bytes(rk->host, host, sizeof host);
             fprintf(out, ", host %s", host);
