@@ -209,9 +209,9 @@ void layouts_as_the_c_api()
     auto model = llmem::Model::preset(ctx, "meta-llama/Llama-3.1-8B");
     llmem::Train train(ctx);
     llmem::Parallel layout(ctx);
-    layout.set(LLMEM_PARALLEL_DP, 8).set(LLMEM_PARALLEL_SHARDING, "zero3");
+    layout.set(LLMEM_PARALLEL_DP, 8).set(LLMEM_PARALLEL_SHARDING, "fsdp-full");
     layout.set(LLMEM_PARALLEL_PP, 2);
-    check(layout.gpus() == 16 && layout.get(LLMEM_PARALLEL_SHARDING) == LLMEM_SHARDING_ZERO3,
+    check(layout.gpus() == 16 && layout.get(LLMEM_PARALLEL_SHARDING) == LLMEM_SHARDING_FSDP_FULL,
           "a layout's fields and GPU count");
     llmem::Estimate est(ctx);
     est.run(model, train, layout);
