@@ -39,6 +39,11 @@ static const scenario scenarios[] = {
     { "A100-80GB:600,H100-NVL:600", 50, 1 },
     { "A30:400,A100-80GB:400,H200:400", 70, 1 },
     { "A100-80GB:1000,H200", 100, 1 },
+    /* Counts on some types only: everything placed, the limited GPUs where
+     * they save the most. */
+    { "A30,A100-80GB:300", 20, 0 },
+    { "H100-SXM:200,A100-40GB:200,A30", 20, 1 },
+    { "A100-40GB,H100-NVL:300,B200:100", 40, 1 },
 };
 
 static uint64_t state;

@@ -1233,17 +1233,21 @@ enum llmem_pack_key {
 /** Keys of the result for llmem_pack_get_u64(). @since 0.2.0 */
 enum llmem_pack_result {
     LLMEM_PACK_GPUS_USED = 1,     /**< GPUs the layout uses */
-    /** Proven lower bound on the GPUs any valid layout needs for the placed
-     * jobs: the largest of the four bounds below (they ignore the fleet's
-     * counts). */
+    /** Proven lower bound on the GPUs any valid layout of the fleet, its
+     * counts kept, needs for the placed jobs: the largest of the four bounds
+     * below (each takes a limited type's GPUs first, as many as it has). */
     LLMEM_PACK_LOWER_BOUND = 2,
-    LLMEM_PACK_BOUND_MEMORY = 3,  /**< memory slices: sum of each job's smallest slots / slots per GPU */
+    /** memory slices: the jobs' smallest slots against the GPUs' slots, those
+     * of limited types first (docs/mig.md) */
+    LLMEM_PACK_BOUND_MEMORY = 3,
     LLMEM_PACK_BOUND_COMPUTE = 4, /**< compute slices, likewise */
     /** Profiles that cannot share a GPU: for each set of jobs that only some
-     * profiles hold, the jobs over the most such profiles one GPU can have. */
+     * profiles hold, the jobs over the most such profiles one GPU can have,
+     * the GPUs that hold the most first, within the counts. */
     LLMEM_PACK_BOUND_COUNT = 5,
-    /** The configuration linear program over every way one GPU can be filled
-     * (its dual, rounded up); 0 when it was not solved (too many classes). */
+    /** The configuration linear program over every way one GPU can be filled,
+     * each limited type's GPUs capped at its count (its dual, rounded up); 0
+     * when it was not solved (too many classes). */
     LLMEM_PACK_BOUND_LP = 6,
     /** 1 when the layout is proven optimal: the most jobs any layout of the
      * fleet places (#LLMEM_PACK_JOBS_BOUND), on the fewest GPUs any layout

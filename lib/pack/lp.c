@@ -12,6 +12,12 @@
  * filling has F_j . y <= 1, is feasible for the dual, and by weak duality
  * n . y is a lower bound however the simplex ended; it is rounded up after
  * a relative tolerance of 1e-9 against floating-point error.
+ *
+ * A fleet with counts L_t: the LP above first; should its solution use more
+ * GPUs of a limited type than it has, the LP with a row per limited type,
+ * sum_{F of type t} x_F <= L_t (lp_limited), whose primal gives the limited
+ * GPUs the fillings that save the most. Either way the bound is taken from
+ * the duals for the fleet as it is (counted_bound).
  */
 #include "pack/pack.h"
 
@@ -41,7 +47,191 @@ static size_t fill_columns(const double *a, size_t m, uint32_t k, size_t *start,
     return e;
 }
 
-int llmem_pack_lp(pack_run *r, const uint64_t *demand, uint64_t *bound, double *x)
+/* The bound of class prices y >= 0 on a fleet with room[t] GPUs of type t:
+ * one of type t covers at most m_t = max over its fillings of F . y, and the
+ * GPUs must cover n . y (llmem_pack_cover). */
+static uint64_t counted_bound(const pack_run *r, const double *a, const double *n, uint32_t k,
+                              const double *y, const uint64_t *room)
+{
+    double cover[PACK_MAX_TYPES] = { 0 }, value = 0;
+    for (uint32_t i = 0; i < k; i++)
+        value += n[i] * y[i];
+    for (size_t j = 0; j < r->nfill; j++) {
+        double sum = 0;
+        for (uint32_t i = 0; i < k; i++)
+            sum += a[j * k + i] * y[i];
+        if (sum > cover[r->fill[j].type])
+            cover[r->fill[j].type] = sum;
+    }
+    return llmem_pack_cover(r, room, cover, value);
+}
+
+/*
+ * The configuration LP with counts: rows 0..k-1 as above, then one per
+ * limited type t, -sum_{F of type t} x_F + v_t - s_t = -L_t, its surplus s_t >= 0
+ * keeping sum x_F <= L_t and an artificial v_t >= 0 making the start
+ * feasible where the singletons use more than L_t GPUs of t. Phase 1
+ * maximizes -sum v; phase 2, each v out of the basis and dropped, the minimum
+ * of sum x. The bound: with y the class rows' duals clipped at 0, a GPU of
+ * type t covers at most m_t = max over its fillings of F . y and the GPUs must
+ * cover n . y, so llmem_pack_cover() of those: valid whatever y is. Returns 0
+ * when not solved, or when the counts leave no fractional layout.
+ */
+static int lp_limited(pack_run *r, const double *a, const double *n, uint32_t k,
+                      const uint64_t *room, uint64_t *bound, double *x)
+{
+    llmem_ctx *ctx = r->p->ctx;
+    size_t nf = r->nfill;
+    uint32_t q = 0, lrow[PACK_MAX_TYPES];
+    int solved = 0;
+    for (int t = 0; t < r->ntypes; t++)
+        lrow[t] = room[t] != PACK_NO_LIMIT ? k + q++ : UINT32_MAX;
+    uint32_t m = k + q;
+    size_t cols = nf + q, entries = q;
+    for (size_t j = 0; j < nf; j++) {
+        for (uint32_t i = 0; i < k; i++)
+            entries += a[j * k + i] != 0;
+        entries += lrow[r->fill[j].type] != UINT32_MAX;
+    }
+    simplex l = { .m = m, .n = cols, .logical = -1.0, .clamp = 1 };
+    size_t *start = llmem__alloc(ctx, (cols + 1) * sizeof *start);
+    uint32_t *row = llmem__alloc(ctx, (entries + 1) * sizeof *row);
+    double *val = llmem__alloc(ctx, (entries + 1) * sizeof *val);
+    double *cost = llmem__alloc(ctx, 2 * cols * sizeof *cost);
+    double *b = llmem__alloc(ctx, 4 * (size_t)m * sizeof *b);
+    l.binv = llmem__calloc(ctx, (size_t)m * m * sizeof *l.binv);
+    l.basis = llmem__alloc(ctx, m * sizeof *l.basis);
+    l.work = llmem__alloc(ctx, (2 * (size_t)m * m + m) * sizeof *l.work);
+    if (start == NULL || row == NULL || val == NULL || cost == NULL || b == NULL ||
+        l.binv == NULL || l.basis == NULL || l.work == NULL)
+        goto done;
+    l.b = b;
+    l.xb = b + m;
+    l.pi = b + 2 * (size_t)m;
+    l.d = b + 3 * (size_t)m;
+    /* Phase 1's costs (cost) and phase 2's (cost + cols). */
+    size_t e = 0;
+    for (size_t j = 0; j < nf; j++) {
+        start[j] = e;
+        for (uint32_t i = 0; i < k; i++)
+            if (a[j * k + i] != 0) {
+                row[e] = i;
+                val[e++] = a[j * k + i];
+            }
+        if (lrow[r->fill[j].type] != UINT32_MAX) {
+            row[e] = lrow[r->fill[j].type];
+            val[e++] = -1.0;
+        }
+        cost[j] = 0;
+        cost[cols + j] = -1.0;
+    }
+    for (uint32_t v = 0; v < q; v++) {
+        start[nf + v] = e;
+        row[e] = k + v;
+        val[e++] = 1.0;
+        cost[nf + v] = -1.0;
+    }
+    start[cols] = e;
+    l.start = start;
+    l.row = row;
+    l.val = val;
+    l.cost = cost;
+    for (uint32_t i = 0; i < k; i++)
+        b[i] = n[i];
+    for (int t = 0; t < r->ntypes; t++)
+        if (lrow[t] != UINT32_MAX)
+            b[lrow[t]] = -(double)room[t];
+    /* Start: each class's singleton, on a type without a limit where one
+     * holds it; the limit rows' surplus, or their artificial where the
+     * singletons exceed the count. */
+    double usage[PACK_MAX_TYPES] = { 0 };
+    for (uint32_t i = 0; i < k; i++) {
+        size_t best = SIZE_MAX;
+        double most = 0;
+        int best_free = 0;
+        for (size_t j = 0; j < nf; j++) {
+            double others = 0;
+            int is_free = lrow[r->fill[j].type] == UINT32_MAX;
+            for (uint32_t c = 0; c < k; c++)
+                others += c == i ? 0 : a[j * k + c];
+            if (others != 0 || a[j * k + i] == 0 || (best_free && !is_free))
+                continue;
+            if ((is_free && !best_free) || a[j * k + i] > most) {
+                most = a[j * k + i];
+                best = j;
+                best_free = is_free;
+            }
+        }
+        if (best == SIZE_MAX)
+            goto done;
+        l.basis[i] = best;
+        usage[r->fill[best].type] += n[i] / most;
+    }
+    int artificial = 0;
+    for (int t = 0; t < r->ntypes; t++) {
+        if (lrow[t] == UINT32_MAX)
+            continue;
+        int over = usage[t] > (double)room[t];
+        l.basis[lrow[t]] = over ? nf + (lrow[t] - k) : cols + lrow[t];
+        artificial |= over;
+    }
+    if (!llmem_simplex_invert(&l))
+        goto done;
+    if (artificial) {
+        double total = 0;
+        if (!llmem_simplex_run(&l))
+            goto done;
+        for (uint32_t i = 0; i < k; i++)
+            total += n[i];
+        for (uint32_t p = 0; p < m; p++)
+            if (l.basis[p] >= nf && l.basis[p] < cols && l.xb[p] > 1e-9 * (1 + total))
+                goto done; /* the counts leave no fractional layout */
+        /* Each artificial left in the basis (at 0) swapped for the logical of
+         * a row where its row of the inverse is largest (that logical is
+         * nonbasic: a basic one's inverse entry is 0 there). */
+        for (uint32_t p = 0; p < m; p++) {
+            if (l.basis[p] < nf || l.basis[p] >= cols)
+                continue;
+            uint32_t pick = 0;
+            for (uint32_t i = 1; i < m; i++)
+                if (fabs(l.binv[p * m + i]) > fabs(l.binv[p * m + pick]))
+                    pick = i;
+            l.basis[p] = cols + pick;
+            if (!llmem_simplex_invert(&l))
+                goto done;
+        }
+    }
+    /* Phase 2 without the artificials: the logicals renumbered after the
+     * fillings. */
+    for (uint32_t p = 0; p < m; p++)
+        if (l.basis[p] >= cols)
+            l.basis[p] -= q;
+    l.n = nf;
+    l.cost = cost + cols;
+    if (!llmem_simplex_invert(&l) || !llmem_simplex_run(&l))
+        goto done;
+    memset(x, 0, nf * sizeof *x);
+    for (uint32_t p = 0; p < m; p++)
+        if (l.basis[p] < nf && l.xb[p] > 0)
+            x[l.basis[p]] += l.xb[p];
+    for (uint32_t i = 0; i < k; i++)
+        l.pi[i] = -l.pi[i] > 0 ? -l.pi[i] : 0;
+    *bound = counted_bound(r, a, n, k, l.pi, room);
+    solved = 1;
+done:
+    llmem__free(ctx, start);
+    llmem__free(ctx, row);
+    llmem__free(ctx, val);
+    llmem__free(ctx, cost);
+    llmem__free(ctx, b);
+    llmem__free(ctx, l.binv);
+    llmem__free(ctx, l.basis);
+    llmem__free(ctx, l.work);
+    return solved;
+}
+
+int llmem_pack_lp(pack_run *r, const uint64_t *demand, const uint64_t *room, uint64_t *bound,
+                  double *x)
 {
     llmem_ctx *ctx = r->p->ctx;
     int solved = 0;
@@ -112,7 +302,7 @@ int llmem_pack_lp(pack_run *r, const uint64_t *demand, uint64_t *bound, double *
         l.basis[i] = best;
     }
     if (!llmem_simplex_invert(&l) || !llmem_simplex_run(&l))
-        goto done;
+        goto counts;
     /* The primal, for rounding. */
     memset(x, 0, m * sizeof *x);
     for (uint32_t i = 0; i < k; i++)
@@ -130,12 +320,32 @@ int llmem_pack_lp(pack_run *r, const uint64_t *demand, uint64_t *bound, double *
             worst = sum;
     }
     if (worst <= 0)
-        goto done;
+        goto counts;
     for (uint32_t i = 0; i < k; i++)
         value += n[i] * (l.pi[i] / worst);
     value -= 1e-9 * (value > 1 ? value : 1);
     *bound = value > 0 ? (uint64_t)ceil(value) : 0;
     solved = 1;
+counts:
+    /* With counts: a solution within them is optimal with them too (so
+     * counts that hold everything change nothing), and its duals bound the
+     * fleet as it is; else the LP with them, should it solve. */
+    if (room != NULL) {
+        double used[PACK_MAX_TYPES] = { 0 };
+        int limited = 0, within = solved;
+        for (int t = 0; t < r->ntypes; t++)
+            limited |= room[t] != PACK_NO_LIMIT;
+        for (size_t j = 0; j < m && limited && within; j++)
+            used[r->fill[j].type] += x[j];
+        for (int t = 0; t < r->ntypes && limited && within; t++)
+            within = room[t] == PACK_NO_LIMIT || used[t] <= (double)room[t] + 1e-9;
+        uint64_t counted = 0;
+        if (limited && within)
+            counted = counted_bound(r, a, n, k, l.pi, room);
+        else if (limited && lp_limited(r, a, n, k, room, &counted, x))
+            solved = 1;
+        *bound = counted > *bound ? counted : *bound;
+    }
 done:
     llmem__free(ctx, cls);
     llmem__free(ctx, a);

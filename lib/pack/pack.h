@@ -160,6 +160,8 @@ typedef struct pack_run {
     pack_filling *fill;     /* maximal fillings, every type */
     size_t nfill;
     int fill_complete;      /* 0: too many to enumerate; LP and exact search skipped */
+    const uint64_t *counts; /* room[] when some type has a count, else NULL */
+    uint64_t room[PACK_MAX_TYPES]; /* llmem_pack_room() */
 } pack_run;
 
 /* classes.c: needs, holding kinds, classes; jobs that fit nowhere. */
@@ -177,9 +179,13 @@ void llmem_pack_plan_free(llmem_ctx *ctx, pack_plan *plan);
 /* greedy.c: first fit decreasing over the demands left in remain[class];
  * adds GPUs to plan (respecting type limits); what finds no room stays in remain. */
 int llmem_pack_first_fit(pack_run *r, pack_plan *plan, uint64_t *remain);
-/* lp.c: the configuration LP. Returns 1 with *bound (the dual rounded up)
- * and x[nfill] (the primal), 0 when not solved. */
-int llmem_pack_lp(pack_run *r, const uint64_t *demand, uint64_t *bound, double *x);
+/* lp.c: the configuration LP. With room (GPUs of each type it may use,
+ * PACK_NO_LIMIT for any number; llmem_pack_room() gives the fleet's), each
+ * limited type's GPUs capped there; without (NULL), or should that LP fail,
+ * no cap. Returns 1 with *bound (from the dual) and x[nfill] (the primal),
+ * 0 when not solved. */
+int llmem_pack_lp(pack_run *r, const uint64_t *demand, const uint64_t *room, uint64_t *bound,
+                  double *x);
 /* lp.c: the jobs LP of a limited fleet, max sum_c y_c with y_c <= n_c,
  * y <= sum_F F x_F, each limited type's GPUs and (total < PACK_NO_LIMIT) all
  * GPUs capped. Returns 1 with *bound (llmem_pack_jobs_bound() of its duals)
@@ -194,9 +200,17 @@ int llmem_pack_exact(pack_run *r, const uint64_t *demand, uint64_t limit, pack_p
  * over the types; 1 with plan filled, 0 when over the limit. */
 int llmem_pack_exact_limited(pack_run *r, const uint64_t *demand, uint64_t limit,
                              pack_plan *plan);
-/* bounds.c: the combinatorial bounds of demand (memory, compute, count). */
+/* bounds.c: the combinatorial bounds of demand (memory, compute, count),
+ * for the fleet as its counts limit it. */
 void llmem_pack_bounds(const pack_run *r, const uint64_t *demand, uint64_t *memory,
                        uint64_t *compute, uint64_t *count);
+/* bounds.c: room[t], the GPUs of type t the fleet has (PACK_NO_LIMIT: any
+ * number). */
+void llmem_pack_room(const pack_run *r, uint64_t *room);
+/* bounds.c: the fewest GPUs worth `value` when a GPU of type t is worth at
+ * most m[t] and room[t] of them are there: the worthiest first. 0 when all
+ * of them are worth less (no layout exists, no bound is given). */
+uint64_t llmem_pack_cover(const pack_run *r, const uint64_t *room, const double *m, double value);
 /* bounds.c: the most instances of the kinds in mask one feasible layout of t has. */
 unsigned llmem_pack_capacity(const pack_type *t, uint8_t mask);
 /* bounds.c: whether some type without a limit holds class c. */

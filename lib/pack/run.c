@@ -67,20 +67,89 @@ static int round_down(pack_run *r, const double *x, uint64_t *remain, pack_plan 
     return rc;
 }
 
+static int plan_copy(llmem_ctx *ctx, pack_plan *dst, const pack_plan *src)
+{
+    dst->n = 0;
+    memset(dst->used, 0, sizeof dst->used);
+    for (size_t i = 0; i < src->n; i++)
+        if (llmem_pack_plan_push(ctx, dst, &src->gpu[i]) != LLMEM_OK)
+            return LLMEM_ENOMEM;
+    return LLMEM_OK;
+}
+
 /* The LP's solution rounded down (within type limits and the demand), the
- * rest by first fit. */
-static int rounded(pack_run *r, const double *x, const uint64_t *demand, pack_plan *plan)
+ * rest by first fit. With counts, where a count cuts fractions off, first fit
+ * would give that type's last GPUs to the largest jobs, not to those that
+ * save the most there: so the LP of the jobs left on the GPUs left is solved
+ * and rounded down again, or, with no filling whole, one copy of its largest
+ * part taken, while that adds GPUs. Each step's rest by first fit is a
+ * candidate too; the best is kept, the earliest of equals. */
+static int rounded(pack_run *r, const double *x, const uint64_t *demand, const uint64_t *counts,
+                   pack_plan *plan)
 {
     llmem_ctx *ctx = r->p->ctx;
-    uint64_t *remain = llmem__alloc(ctx, (r->nclasses + 1) * sizeof *remain);
-    int rc;
-    if (remain == NULL)
-        return llmem__fail(ctx, LLMEM_ENOMEM, "pack: out of memory");
-    memcpy(remain, demand, r->nclasses * sizeof *remain);
+    uint32_t nc = r->nclasses;
+    uint64_t *remain = llmem__alloc(ctx, 2 * (nc + 1) * sizeof *remain);
+    double *again = counts != NULL ? llmem__alloc(ctx, (r->nfill + 1) * sizeof *again) : NULL;
+    pack_plan best, trial;
+    int rc, have_best = 0;
+    memset(&best, 0, sizeof best);
+    memset(&trial, 0, sizeof trial);
+    if (remain == NULL || (counts != NULL && again == NULL)) {
+        rc = llmem__fail(ctx, LLMEM_ENOMEM, "pack: out of memory");
+        goto done;
+    }
+    uint64_t *rest = remain + nc + 1;
+    memcpy(remain, demand, nc * sizeof *remain);
     rc = round_down(r, x, remain, plan);
+    for (int round = 0; counts != NULL && rc == LLMEM_OK && round < 64; round++) {
+        uint64_t left[PACK_MAX_TYPES], bound;
+        size_t gpus = plan->n;
+        memcpy(rest, remain, nc * sizeof *rest);
+        if ((rc = plan_copy(ctx, &trial, plan)) != LLMEM_OK ||
+            (rc = llmem_pack_first_fit(r, &trial, rest)) != LLMEM_OK)
+            break;
+        if (!have_best || better(&trial, &best)) {
+            pack_plan t = best;
+            best = trial;
+            trial = t;
+            have_best = 1;
+        }
+        for (int t = 0; t < r->ntypes; t++)
+            left[t] = counts[t] == PACK_NO_LIMIT ? PACK_NO_LIMIT
+                      : plan->used[t] < counts[t] ? counts[t] - plan->used[t]
+                                                  : 0;
+        if (!llmem_pack_lp(r, remain, left, &bound, again))
+            break;
+        size_t pick = SIZE_MAX;
+        int whole = 0;
+        for (size_t j = 0; j < r->nfill; j++) {
+            if (left[r->fill[j].type] == 0 || again[j] <= 1e-9)
+                continue;
+            whole |= again[j] >= 1 - 1e-9;
+            if (pick == SIZE_MAX || again[j] > again[pick])
+                pick = j;
+        }
+        if (!whole && pick != SIZE_MAX) {
+            memset(again, 0, r->nfill * sizeof *again);
+            again[pick] = 1;
+        }
+        rc = round_down(r, again, remain, plan);
+        if (plan->n == gpus)
+            break;
+    }
     if (rc == LLMEM_OK)
         rc = llmem_pack_first_fit(r, plan, remain);
+    if (rc == LLMEM_OK && have_best && !better(plan, &best)) {
+        pack_plan t = *plan;
+        *plan = best;
+        best = t;
+    }
+done:
+    llmem_pack_plan_free(ctx, &best);
+    llmem_pack_plan_free(ctx, &trial);
     llmem__free(ctx, remain);
+    llmem__free(ctx, again);
     return rc;
 }
 
@@ -132,16 +201,6 @@ static void swap_if_better(pack_plan *best, pack_plan *other)
     }
 }
 
-static int plan_copy(llmem_ctx *ctx, pack_plan *dst, const pack_plan *src)
-{
-    dst->n = 0;
-    memset(dst->used, 0, sizeof dst->used);
-    for (size_t i = 0; i < src->n; i++)
-        if (llmem_pack_plan_push(ctx, dst, &src->gpu[i]) != LLMEM_OK)
-            return LLMEM_ENOMEM;
-    return LLMEM_OK;
-}
-
 /* Scratch of the limited search: class vectors and a trial plan. */
 typedef struct scratch {
     uint64_t *want, *left;
@@ -180,10 +239,10 @@ static int extend(pack_run *r, pack_plan *plan, uint64_t *remain, uint64_t hi, s
         for (uint32_t c = 0; c < nc; c++)
             missed += w->left[c];
         if (missed > 0 && empty && w->cover != NULL &&
-            llmem_pack_lp(r, w->want, &bound, w->cover) && bound <= gpus) {
+            llmem_pack_lp(r, w->want, r->counts, &bound, w->cover) && bound <= gpus) {
             w->trial.n = 0;
             memset(w->trial.used, 0, sizeof w->trial.used);
-            if ((rc = rounded(r, w->cover, w->want, &w->trial)) != LLMEM_OK)
+            if ((rc = rounded(r, w->cover, w->want, r->counts, &w->trial)) != LLMEM_OK)
                 goto done;
             missed = placed(&w->trial) < mid;
         }
@@ -297,10 +356,10 @@ static int limited(pack_run *r, const uint64_t *demand, pack_plan *best, uint64_
         if ((rc = llmem_pack_first_fit(r, &other, remain)) != LLMEM_OK)
             goto done;
         swap_if_better(best, &other);
-        if (r->fill_complete && llmem_pack_lp(r, w.want, &bound, x)) {
+        if (r->fill_complete && llmem_pack_lp(r, w.want, r->counts, &bound, x)) {
             other.n = 0;
             memset(other.used, 0, sizeof other.used);
-            if ((rc = rounded(r, x, w.want, &other)) != LLMEM_OK)
+            if ((rc = rounded(r, x, w.want, r->counts, &other)) != LLMEM_OK)
                 goto done;
             swap_if_better(best, &other);
         }
@@ -349,6 +408,10 @@ int llmem_pack_run(llmem_pack *p)
         if ((rc = llmem_pack_type_init(ctx, &p->types[t], p->type_gpu[t], p->type_limit[t])) !=
             LLMEM_OK)
             goto fail;
+    llmem_pack_room(&r, r.room);
+    for (int t = 0; t < r.ntypes; t++)
+        if (r.room[t] != PACK_NO_LIMIT)
+            r.counts = r.room;
     if ((rc = llmem_pack_classify(&r)) != LLMEM_OK || (rc = llmem_pack_fillings(&r)) != LLMEM_OK)
         goto fail;
     demand = llmem__alloc(ctx, (r.nclasses + 1) * sizeof *demand);
@@ -365,9 +428,9 @@ int llmem_pack_run(llmem_pack *p)
     if ((rc = llmem_pack_first_fit(&r, &best, remain)) != LLMEM_OK)
         goto fail;
     uint64_t lp_bound = 0;
-    int lp_solved = r.fill_complete && llmem_pack_lp(&r, demand, &lp_bound, x);
+    int lp_solved = r.fill_complete && llmem_pack_lp(&r, demand, r.counts, &lp_bound, x);
     if (lp_solved) {
-        if ((rc = rounded(&r, x, demand, &other)) != LLMEM_OK)
+        if ((rc = rounded(&r, x, demand, r.counts, &other)) != LLMEM_OK)
             goto fail;
         if (better(&other, &best)) {
             pack_plan t = best;
@@ -394,7 +457,7 @@ int llmem_pack_run(llmem_pack *p)
     for (uint32_t c = 0; c < r.nclasses; c++)
         all_placed &= demand[c] == remain[c];
     if (!all_placed)
-        lp_solved = r.fill_complete && llmem_pack_lp(&r, demand, &lp_bound, x);
+        lp_solved = r.fill_complete && llmem_pack_lp(&r, demand, r.counts, &lp_bound, x);
     uint64_t memory, compute, count;
     llmem_pack_bounds(&r, demand, &memory, &compute, &count);
     if (!lp_solved)
@@ -410,14 +473,12 @@ int llmem_pack_run(llmem_pack *p)
         bound = best.n;
     uint64_t limit = (uint64_t)p->i[LLMEM_PACK_EXACT_LIMIT];
     if (!optimal && r.fill_complete && limit > 0) {
-        int found = 0, capped = 0;
-        for (int t = 0; t < r.ntypes; t++)
-            capped |= r.types[t].limit != 0;
+        int found = 0;
         /* A limited fleet: the search that keeps the limits (these jobs fit,
          * so its optimum has them all, on the fewest GPUs), where its work
          * fits the cap; else the one that ignores them, whose result is
          * discarded when it exceeds one. With one type they are the same. */
-        if (capped)
+        if (r.counts != NULL)
             found = llmem_pack_exact_limited(&r, demand, limit, &other) &&
                     placed(&other) == nplaced;
         if (!found) {
