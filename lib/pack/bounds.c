@@ -184,20 +184,14 @@ static uint64_t share_lp(const pack_run *r, const uint64_t *demand, const uint32
     uint32_t *row = llmem__alloc(ctx, 2 * m * sizeof *row);
     double *val = llmem__alloc(ctx, 2 * m * sizeof *val);
     double *cost = llmem__alloc(ctx, l.n * sizeof *cost);
-    double *b = llmem__alloc(ctx, 4 * m * sizeof *b);
+    double *b = llmem__alloc(ctx, m * sizeof *b);
     uint32_t *row_class = llmem__alloc(ctx, m * sizeof *row_class);
     int *row_type = llmem__alloc(ctx, m * sizeof *row_type);
-    l.binv = llmem__calloc(ctx, m * m * sizeof *l.binv);
-    l.basis = llmem__alloc(ctx, m * sizeof *l.basis);
-    l.work = llmem__alloc(ctx, (2 * m * m + m) * sizeof *l.work);
+    int ready = llmem_simplex_alloc(ctx, &l);
     if (cls == NULL || start == NULL || row == NULL || val == NULL || cost == NULL || b == NULL ||
-        row_class == NULL || row_type == NULL || l.binv == NULL || l.basis == NULL ||
-        l.work == NULL)
+        row_class == NULL || row_type == NULL || !ready)
         goto done;
     l.b = b;
-    l.xb = b + m;
-    l.pi = b + 2 * m;
-    l.d = b + 3 * m;
     uint32_t i = 0, e = 0;
     rows = 0;
     for (uint32_t c = 0; c < r->nclasses; c++) {
@@ -282,9 +276,7 @@ done:
     llmem__free(ctx, b);
     llmem__free(ctx, row_class);
     llmem__free(ctx, row_type);
-    llmem__free(ctx, l.binv);
-    llmem__free(ctx, l.basis);
-    llmem__free(ctx, l.work);
+    llmem_simplex_free(ctx, &l);
     return bound;
 }
 

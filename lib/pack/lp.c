@@ -98,17 +98,11 @@ static int lp_limited(pack_run *r, const double *a, const double *n, uint32_t k,
     uint32_t *row = llmem__alloc(ctx, (entries + 1) * sizeof *row);
     double *val = llmem__alloc(ctx, (entries + 1) * sizeof *val);
     double *cost = llmem__alloc(ctx, 2 * cols * sizeof *cost);
-    double *b = llmem__alloc(ctx, 4 * (size_t)m * sizeof *b);
-    l.binv = llmem__calloc(ctx, (size_t)m * m * sizeof *l.binv);
-    l.basis = llmem__alloc(ctx, m * sizeof *l.basis);
-    l.work = llmem__alloc(ctx, (2 * (size_t)m * m + m) * sizeof *l.work);
-    if (start == NULL || row == NULL || val == NULL || cost == NULL || b == NULL ||
-        l.binv == NULL || l.basis == NULL || l.work == NULL)
+    double *b = llmem__alloc(ctx, (size_t)m * sizeof *b);
+    int ready = llmem_simplex_alloc(ctx, &l);
+    if (start == NULL || row == NULL || val == NULL || cost == NULL || b == NULL || !ready)
         goto done;
     l.b = b;
-    l.xb = b + m;
-    l.pi = b + 2 * (size_t)m;
-    l.d = b + 3 * (size_t)m;
     /* Phase 1's costs (cost) and phase 2's (cost + cols). */
     size_t e = 0;
     for (size_t j = 0; j < nf; j++) {
@@ -224,9 +218,7 @@ done:
     llmem__free(ctx, val);
     llmem__free(ctx, cost);
     llmem__free(ctx, b);
-    llmem__free(ctx, l.binv);
-    llmem__free(ctx, l.basis);
-    llmem__free(ctx, l.work);
+    llmem_simplex_free(ctx, &l);
     return solved;
 }
 
@@ -253,16 +245,10 @@ int llmem_pack_lp(pack_run *r, const uint64_t *demand, const uint64_t *room, uin
     double *val = llmem__alloc(ctx, m * k * sizeof *val);
     double *cost = llmem__alloc(ctx, m * sizeof *cost);
     uint32_t *row_of = llmem__alloc(ctx, (r->nclasses + 1) * sizeof *row_of);
-    l.binv = llmem__calloc(ctx, (size_t)k * k * sizeof *l.binv);
-    l.xb = llmem__alloc(ctx, 3 * (size_t)k * sizeof *l.xb);
-    l.basis = llmem__alloc(ctx, k * sizeof *l.basis);
-    l.work = llmem__alloc(ctx, (2 * (size_t)k * k + k) * sizeof *l.work);
+    int ready = llmem_simplex_alloc(ctx, &l);
     if (cls == NULL || a == NULL || n == NULL || start == NULL || row == NULL || val == NULL ||
-        cost == NULL || row_of == NULL || l.binv == NULL || l.xb == NULL || l.basis == NULL ||
-        l.work == NULL)
+        cost == NULL || row_of == NULL || !ready)
         goto done;
-    l.pi = l.xb + k;
-    l.d = l.xb + 2 * (size_t)k;
     for (uint32_t c = 0, i = 0; c < r->nclasses; c++) {
         row_of[c] = UINT32_MAX;
         if (demand[c] > 0) {
@@ -355,10 +341,7 @@ done:
     llmem__free(ctx, val);
     llmem__free(ctx, cost);
     llmem__free(ctx, row_of);
-    llmem__free(ctx, l.binv);
-    llmem__free(ctx, l.xb);
-    llmem__free(ctx, l.basis);
-    llmem__free(ctx, l.work);
+    llmem_simplex_free(ctx, &l);
     return solved;
 }
 
@@ -407,23 +390,17 @@ int llmem_pack_lp_jobs(pack_run *r, const uint64_t *demand, uint64_t total, uint
     uint32_t *row = llmem__alloc(ctx, entries * sizeof *row);
     double *val = llmem__alloc(ctx, entries * sizeof *val);
     double *cost = llmem__calloc(ctx, l.n * sizeof *cost);
-    double *b = llmem__alloc(ctx, 4 * (size_t)m * sizeof *b);
-    l.binv = llmem__calloc(ctx, (size_t)m * m * sizeof *l.binv);
-    l.basis = llmem__alloc(ctx, m * sizeof *l.basis);
-    l.work = llmem__alloc(ctx, (2 * (size_t)m * m + m) * sizeof *l.work);
+    double *b = llmem__alloc(ctx, (size_t)m * sizeof *b);
+    int ready = llmem_simplex_alloc(ctx, &l);
     double *p = llmem__calloc(ctx, (r->nclasses + 1) * sizeof *p);
     if (row_of == NULL || cls == NULL || start == NULL || row == NULL || val == NULL ||
-        cost == NULL || b == NULL || l.binv == NULL || l.basis == NULL || l.work == NULL ||
-        p == NULL)
+        cost == NULL || b == NULL || !ready || p == NULL)
         goto done;
     l.start = start;
     l.row = row;
     l.val = val;
     l.cost = cost;
     l.b = b;
-    l.xb = b + m;
-    l.pi = b + 2 * (size_t)m;
-    l.d = b + 3 * (size_t)m;
     for (uint32_t c = 0, i = 0; c < r->nclasses; c++) {
         row_of[c] = UINT32_MAX;
         if (demand[c] > 0) {
@@ -493,9 +470,7 @@ done:
     llmem__free(ctx, val);
     llmem__free(ctx, cost);
     llmem__free(ctx, b);
-    llmem__free(ctx, l.binv);
-    llmem__free(ctx, l.basis);
-    llmem__free(ctx, l.work);
+    llmem_simplex_free(ctx, &l);
     llmem__free(ctx, p);
     return solved;
 }

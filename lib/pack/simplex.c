@@ -2,10 +2,34 @@
 /* The revised simplex method of the packer's linear programs (simplex.h). */
 #include "pack/simplex.h"
 
+#include "core/ctx.h"
+
 #include <math.h>
 #include <string.h>
 
 #define EPS 1e-9
+
+int llmem_simplex_alloc(llmem_ctx *ctx, simplex *s)
+{
+    size_t m = s->m;
+    s->binv = llmem__calloc(ctx, m * m * sizeof *s->binv);
+    s->xb = llmem__alloc(ctx, 3 * m * sizeof *s->xb);
+    s->basis = llmem__alloc(ctx, m * sizeof *s->basis);
+    s->work = llmem__alloc(ctx, (2 * m * m + m) * sizeof *s->work);
+    if (s->binv == NULL || s->xb == NULL || s->basis == NULL || s->work == NULL)
+        return 0;
+    s->pi = s->xb + m;
+    s->d = s->xb + 2 * m;
+    return 1;
+}
+
+void llmem_simplex_free(llmem_ctx *ctx, simplex *s)
+{
+    llmem__free(ctx, s->binv);
+    llmem__free(ctx, s->xb);
+    llmem__free(ctx, s->basis);
+    llmem__free(ctx, s->work);
+}
 
 /* Column j as a dense vector. */
 static void column(const simplex *s, size_t j, double *out)

@@ -29,6 +29,14 @@ typedef struct simplex {
     double *work;          /* [m][2m] + [m] */
 } simplex;
 
+struct llmem_ctx;
+
+/* The method's own arrays for s->m rows (binv zeroed; xb, pi, d, basis and
+ * work): 1, or 0 when out of memory (what was allocated is still freed by
+ * llmem_simplex_free). */
+int llmem_simplex_alloc(struct llmem_ctx *ctx, simplex *s);
+void llmem_simplex_free(struct llmem_ctx *ctx, simplex *s);
+
 /* binv = B^-1 and xb = B^-1 b; 0 when the basis is singular. */
 int llmem_simplex_invert(simplex *s);
 /* pi = c_B B^-1. */
