@@ -72,18 +72,15 @@ static int check_sharding(llmem_ctx *ctx, const llmem_parallel *p, layout *l)
      * distributed optimizer takes the data-parallel group with context
      * parallelism (get_data_parallel_group(with_context_parallel=True)). */
     l->shard = sh->states ? (sh->hybrid ? group : l->dp) * l->cp : 1;
-    /* DeepSpeed offloads the optimizer at any ZeRO stage and parameters only at
-     * stage 3; FSDP's CPUOffload moves parameter shards (and so their
-     * optimizer) to the host. */
-    if (l->offload == LLMEM_OFFLOAD_OPTIMIZER && !sh->deepspeed)
+    if (llmem_sharding_offloads(sh, l->offload))
+        return LLMEM_OK;
+    if (l->offload == LLMEM_OFFLOAD_OPTIMIZER)
         return FAIL(ctx, OFFLOAD, "offload: the optimizer is offloaded by DeepSpeed ZeRO "
                                   "(zero1, zero2, zero3), not with sharding %s",
                     sh->id.name);
-    if (l->offload == LLMEM_OFFLOAD_PARAMETERS && !sh->params)
-        return FAIL(ctx, OFFLOAD, "offload: parameters are offloaded by zero3 or fsdp, not with "
-                                  "sharding %s",
-                    sh->id.name);
-    return LLMEM_OK;
+    return FAIL(ctx, OFFLOAD, "offload: parameters are offloaded by zero3 or fsdp, not with "
+                              "sharding %s",
+                sh->id.name);
 }
 
 static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, const setup *s)

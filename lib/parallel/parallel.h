@@ -38,6 +38,14 @@ typedef struct sharding_desc {
 } sharding_desc;
 
 const sharding_desc *llmem_sharding(int sharding);
+/* Whether the engine offloads that (llmem_offload): DeepSpeed the optimizer
+ * at any ZeRO stage and parameters only at stage 3; FSDP's CPUOffload
+ * parameter shards (and so their optimizer); nothing offloads nothing. */
+static inline int llmem_sharding_offloads(const sharding_desc *sh, int offload)
+{
+    return offload == LLMEM_OFFLOAD_NONE ||
+           (offload == LLMEM_OFFLOAD_OPTIMIZER ? sh->deepspeed : sh->params);
+}
 extern const name_table llmem_names_sharding, llmem_names_offload, llmem_names_schedule;
 
 /* A layout resolved against a model and a setup. */

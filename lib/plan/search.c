@@ -236,13 +236,17 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
                     if (dp % ep != 0 || (ep > 1 && (x.m.experts == 0 || x.m.experts % ep != 0)))
                         continue;
                     for (size_t k = 0; k < sizeof shardings / sizeof shardings[0]; k++) {
-                        if (dp == 1 && shardings[k] != LLMEM_SHARDING_NONE)
+                        /* the engines shard over dp x cp ranks (layout.c) */
+                        if (dp * cp == 1 && shardings[k] != LLMEM_SHARDING_NONE)
                             continue;
+                        const sharding_desc *sd = llmem_sharding(shardings[k]);
                         for (int sp = 0; sp <= (tp > 1); sp++) {
                             for (int ckpt = LLMEM_GRAD_CKPT_NONE; ckpt <= LLMEM_GRAD_CKPT_FULL; ckpt++) {
                                 int max_off = p->i[LLMEM_PLAN_OFFLOAD] ? LLMEM_OFFLOAD_PARAMETERS
                                                                        : LLMEM_OFFLOAD_NONE;
                                 for (int off = LLMEM_OFFLOAD_NONE; off <= max_off; off++) {
+                                    if (!llmem_sharding_offloads(sd, off))
+                                        continue; /* no engine to ask */
                                     L[LLMEM_PARALLEL_DP] = (int64_t)dp;
                                     L[LLMEM_PARALLEL_TP] = (int64_t)tp;
                                     L[LLMEM_PARALLEL_PP] = (int64_t)pp;

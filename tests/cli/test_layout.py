@@ -221,6 +221,16 @@ def check_plan(t, llmem):
                 "the plan's peak is the estimate's", (e["peak_device_bytes"], p))
     tokens = [p["tokens_per_second"] for p in d["layouts"]]
     t.check(tokens == sorted(tokens, reverse=True), "best first", tokens)
+    # The engines shard over dp x cp ranks: with dp 1 and cp 4 they are tried,
+    # and offload only where an engine offloads (no rejection of the planner's own making).
+    rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--capacity", "80GiB",
+                             "--seq", "8192", "--attention", "flash", "--allow-offload", "1",
+                             "--top", "100000", "--json")
+    dcp = json.loads(out)
+    t.check(rc == 0 and any(p["dp"] == 1 and p["cp"] == 4 and p["sharding"] == "fsdp-full"
+                            for p in dcp["layouts"]), "cp 4 with fsdp-full over its ranks", err)
+    t.check(not any("offload" in r["reason"] for r in dcp["rejected"]),
+            "no engine/offload pairs the planner made up", dcp["rejected"])
     # A row at the largest micro-batch tried is marked: a larger one may fit.
     t.check(all(p["micro_batch_capped"] == (p["micro_batch"] == 64) for p in d["layouts"]),
             "micro_batch_capped: at --max-micro-batch's 64", d["layouts"])
