@@ -677,10 +677,11 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     } else {
         w.live += x_bytes + shared;
     }
-    uint64_t cache = 0, first = in->layer_first;
+    uint64_t cache = 0, first = in->layer_first, held_all = 0;
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
+        held_all += g->count * held;
         moment_at(&w, LLMEM_PHASE_FORWARD,
                   w.live + (g->count - 1) * growth - x_bytes + g->fwd_extra + gather->layer_fwd,
                   g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads);
@@ -707,7 +708,10 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         w.live -= x_bytes; /* sent to the next stage, then freed (deallocate_output_tensor) */
     }
     w.live -= cache; /* autocast exits after the loss */
-    uint64_t stash = w.live - start; /* what this micro-batch's forward leaves for its backward */
+    /* What this micro-batch's forward leaves for its backward: parameters
+     * kept gathered are the stage's, gathered once for every micro-batch in
+     * flight (FSDP's unsharded parameters are one buffer a module). */
+    uint64_t stash = w.live - start - held_all;
 
     /* Backward: the loss and head (or the gradient received from the next
      * stage), then the layers top-down, then the embedding. Each segment's

@@ -567,6 +567,38 @@ Test(parallel, sharding_spans_the_context_parallel_ranks)
     close_fixture(&f);
 }
 
+/* FSDP's parameters kept gathered (grad-op) are the stage's, one buffer a
+ * module whatever the micro-batches in flight: each more micro-batch in
+ * flight adds its activations alone, as under fsdp-full (it added the
+ * stage's gathered layers again: 3.25 GiB a micro-batch on Llama-3.1-8B). */
+Test(parallel, kept_gathered_parameters_are_not_stashed_per_micro_batch)
+{
+    static const char *const engines[] = { "fsdp-full", "fsdp-grad-op" };
+    uint64_t grows[2][2];
+    fixture f = open_fixture("meta-llama/Llama-3.2-1B");
+    set(&f, LLMEM_PARALLEL_DP, "2");
+    set(&f, LLMEM_PARALLEL_PP, "4");
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 1024), LLMEM_OK);
+    for (int k = 0; k < 2; k++) {
+        set(&f, LLMEM_PARALLEL_SHARDING, engines[k]);
+        uint64_t peak[2][2];
+        for (int j = 0; j < 2; j++) { /* 2 and 4 micro-batches: stage 0 holds 2, then 4 */
+            set(&f, LLMEM_PARALLEL_MICRO_BATCHES, j == 0 ? "2" : "4");
+            run(&f);
+            for (int r = 0; r < 2; r++) /* stages 0 and 1 */
+                peak[j][r] = rank_u64(&f, (size_t)r, LLMEM_EST_PEAK_ALLOCATED);
+        }
+        for (int r = 0; r < 2; r++)
+            grows[k][r] = peak[1][r] - peak[0][r];
+        cr_expect_gt(grows[k][0], 0, "%s: more micro-batches in flight hold more", engines[k]);
+    }
+    for (int r = 0; r < 2; r++)
+        cr_expect_eq(grows[1][r], grows[0][r],
+                     "stage %d: 2 -> 4 micro-batches adds %llu under grad-op, %llu under full", r,
+                     (unsigned long long)grows[1][r], (unsigned long long)grows[0][r]);
+    close_fixture(&f);
+}
+
 /* DeepSpeed's PipelineEngine asserts a ZeRO stage below 2: zero2 and zero3
  * with pipeline stages are refused, naming the sharding; zero1 and FSDP run. */
 Test(parallel, deepspeed_pipelines_refuse_zero2_and_zero3)
