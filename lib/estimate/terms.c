@@ -52,9 +52,14 @@ void llmem_terms_phased(est_results *r, const step_static *st, const walk_result
     llmem_term_set(data, LLMEM_TERM_DATA, st->batch, st->batch);
     llmem_term_add(data, "batch", st->batch);
 
+    /* Parameters gathered for compute (ZeRO-3, FSDP) are temporaries too,
+     * apart: more recomputation does not shrink them. */
     uint64_t temp = w->peak - w->fixed - w->peak_grads;
+    uint64_t gathered = w->peak_gathered < temp ? w->peak_gathered : temp;
     llmem_term_set(temporary, LLMEM_TERM_TEMPORARY, temp, w->temp_max);
     llmem_term_add(temporary, w->peak_phase == LLMEM_PHASE_OPTIMIZER ? "optimizer_step"
                                                                      : "activations",
-                   temp);
+                   temp - gathered);
+    if (gathered)
+        llmem_term_add(temporary, "gathered_parameters", gathered);
 }

@@ -39,7 +39,7 @@ typedef struct layer_group {
  * each to all of them at the end (a constant shift keeps which moment is the
  * largest), while the optimizer step runs once, after every micro-batch. */
 typedef struct moment {
-    uint64_t total, grads;
+    uint64_t total, grads, gathered; /* gathered: parameters gathered (ZeRO-3, FSDP) */
     int phase;
 } moment;
 
@@ -52,24 +52,23 @@ typedef struct walk {
     walk_log *log;              /* the moments, for a compiled walk (walkform.h), or NULL */
 } walk;
 
-static inline void candidate(walk *w, int phase, uint64_t total, uint64_t grads)
+static inline void candidate(walk *w, int phase, uint64_t total, uint64_t grads,
+                             uint64_t gathered)
 {
     moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w->opt : &w->step;
     if (total > w->phase_peak[phase - 1])
         w->phase_peak[phase - 1] = total;
-    if (total > best->total) {
-        best->total = total;
-        best->grads = grads;
-        best->phase = phase;
-    }
+    if (total > best->total)
+        *best = (moment){ total, grads, gathered, phase };
     if (phase != LLMEM_PHASE_OPTIMIZER && total - w->fixed - grads > w->temp_max)
         w->temp_max = total - w->fixed - grads;
 }
 
 /* A moment: base bytes plus a segment's peak (src: its position x 2 + 1 for
- * backward, or -1 for none), logged for a compiled walk when asked. */
+ * backward, or -1 for none), gradients and gathered parameters among them,
+ * logged for a compiled walk when asked. */
 static inline void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, int src,
-                             uint64_t grads)
+                             uint64_t grads, uint64_t gathered)
 {
     walk_log *l = w->log;
     if (l != NULL) {
@@ -78,12 +77,13 @@ static inline void moment_at(walk *w, int phase, uint64_t base, uint64_t peak, i
             l->src[l->n] = (int8_t)src;
             l->base[l->n] = base;
             l->grads[l->n] = grads;
+            l->gathered[l->n] = gathered;
             l->n++;
         } else {
             l->overflow = 1;
         }
     }
-    candidate(w, phase, base + peak, grads);
+    candidate(w, phase, base + peak, grads, gathered);
 }
 
 #define FWD_OF(pos) (2 * (pos)) /* a moment's source (walk_log.src) */
@@ -100,6 +100,7 @@ static inline void finish(const walk *w, uint64_t stash, walk_result *r)
     r->peak = peak->total;
     r->peak_phase = peak->phase;
     r->peak_grads = peak->grads;
+    r->peak_gathered = peak->gathered;
     r->fixed = w->fixed;
     r->temp_max = w->temp_max + stash > opt_temp ? w->temp_max + stash : opt_temp;
     for (int i = 0; i < PHASE_COUNT; i++)
@@ -569,16 +570,18 @@ static uint64_t layer_kept(const walk_keep *k, const layer_group *g)
 /* A layer's backward moment from `base` bytes (its input's place taken by
  * the segment's footing): its backward peak, or under checkpointing the
  * larger of its recomputation's forward and backward. */
-static inline void layer_backward(walk *w, const layer_group *g, uint64_t base, uint64_t grads, int ckpt)
+static inline void layer_backward(walk *w, const layer_group *g, uint64_t base, uint64_t grads,
+                                  uint64_t gathered, int ckpt)
 {
     if (!ckpt) {
-        moment_at(w, LLMEM_PHASE_BACKWARD, base, g->seg_bwd_peak, BWD_OF(g->pos_bwd), grads);
+        moment_at(w, LLMEM_PHASE_BACKWARD, base, g->seg_bwd_peak, BWD_OF(g->pos_bwd), grads,
+                  gathered);
         return;
     }
     moment_at(w, LLMEM_PHASE_BACKWARD, base + g->grad_out, g->seg_bwd_fwd_peak,
-              FWD_OF(g->pos_bwd), grads);
+              FWD_OF(g->pos_bwd), grads, gathered);
     moment_at(w, LLMEM_PHASE_BACKWARD, base + g->held_input, g->seg_bwd_peak,
-              BWD_OF(g->pos_bwd), grads);
+              BWD_OF(g->pos_bwd), grads, gathered);
 }
 
 /* What the other micro-batches in flight add: one stash each. */
@@ -667,7 +670,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     /* Forward: the embedding, or the activation received from the previous stage. */
     if (in->embedding) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live + gather->embedding, emb.fwd_peak,
-                  FWD_OF(pos_emb), w.grads);
+                  FWD_OF(pos_emb), w.grads, gather->embedding);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
@@ -684,7 +687,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         held_all += g->count * held;
         moment_at(&w, LLMEM_PHASE_FORWARD,
                   w.live + (g->count - 1) * growth - x_bytes + g->fwd_extra + gather->layer_fwd,
-                  g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads);
+                  g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads,
+                  held_all - held + gather->layer_fwd);
         if (t != NULL)
             trace_forward(e, t, &b, m, g, first, w.live, growth, x_bytes, gather->layer_fwd,
                           w.grads, ckpt);
@@ -697,7 +701,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         w.live -= mask;
     if (in->head) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
-                  FWD_OF(pos_head), w.grads);
+                  FWD_OF(pos_head), w.grads, held_all + gather->head);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
@@ -722,7 +726,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         uint64_t before = w.live - head.persist - head.out_bytes;
         uint64_t kept = accumulating ? 0 : kept_of(keep, head.param_grads, head.param_grads_wide);
         moment_at(&w, LLMEM_PHASE_LOSS_BACKWARD, before + gather->head, head.bwd_peak,
-                  BWD_OF(pos_head), w.grads);
+                  BWD_OF(pos_head), w.grads, held_all + gather->head);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
@@ -748,9 +752,12 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         uint64_t step = g->bwd_end - g->param_grads + kept;
         int64_t delta = (int64_t)step - (int64_t)g->bwd_start - (int64_t)held;
         uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);
-        layer_backward(&w, g, w.live - g->bwd_start + gather->layer_bwd, w.grads, ckpt);
+        layer_backward(&w, g, w.live - g->bwd_start + gather->layer_bwd, w.grads,
+                       held_all + gather->layer_bwd, ckpt);
         layer_backward(&w, g, last - g->bwd_start + gather->layer_bwd,
-                       w.grads + (g->count - 1) * kept, ckpt);
+                       w.grads + (g->count - 1) * kept,
+                       held_all - (g->count - 1) * held + gather->layer_bwd, ckpt);
+        held_all -= g->count * held; /* resharded after each layer's backward */
         if (t != NULL)
             trace_backward(e, t, &b, m, g, first, w.live, delta, w.grads, kept,
                            gather->layer_bwd, recompute_mode(s));
@@ -766,7 +773,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         uint64_t tied_wide = s->param_dt >= 4 ? tied : 0;
         uint64_t before = w.live - emb.bwd_start;
         moment_at(&w, LLMEM_PHASE_BACKWARD, before + gather->embedding, emb.bwd_peak,
-                  BWD_OF(pos_emb), w.grads);
+                  BWD_OF(pos_emb), w.grads, held_all + gather->embedding);
         if (t != NULL) {
             trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
@@ -790,7 +797,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
 
     /* The optimizer step: weights, states, gradients, and its own transient. */
     moment_at(&w, LLMEM_PHASE_OPTIMIZER, w.fixed + st->grads + st->optimizer_step, 0, -1,
-              st->grads);
+              st->grads, 0);
     if (log != NULL) {
         log->fixed = w.fixed;
         log->stash = stash;
@@ -815,12 +822,13 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     do {                                                                                \
         w.fixed = VALUE(f->fixed, m);                                                   \
         for (int phase = 1, k = 0; phase <= PHASE_COUNT; phase++) {                     \
-            uint64_t top = 0, top_grads = 0, temp = 0;                                  \
+            uint64_t top = 0, top_grads = 0, top_gathered = 0, temp = 0;                \
             for (int end = f->phase_end[phase - 1]; k < end; k++) {                     \
                 uint64_t t = VALUE(f->total[k], m), g = f->grads[k];                    \
                 if (t > top) {                                                          \
                     top = t;                                                            \
                     top_grads = g;                                                      \
+                    top_gathered = f->gathered[k];                                      \
                 }                                                                       \
                 if (t - w.fixed - g > temp)                                             \
                     temp = t - w.fixed - g;                                             \
@@ -828,7 +836,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             moment *best = phase == LLMEM_PHASE_OPTIMIZER ? &w.opt : &w.step;           \
             w.phase_peak[phase - 1] = top;                                              \
             if (top > best->total)                                                      \
-                *best = (moment){ top, top_grads, phase };                              \
+                *best = (moment){ top, top_grads, top_gathered, phase };                \
             if (phase != LLMEM_PHASE_OPTIMIZER && temp > w.temp_max)                    \
                 w.temp_max = temp;                                                      \
         }                                                                               \

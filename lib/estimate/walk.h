@@ -60,6 +60,7 @@ typedef struct walk_result {
     uint64_t phase_peak[PHASE_COUNT];
     uint64_t fixed;                   /* live throughout: weights, buffers, states, batch */
     uint64_t peak_grads;              /* gradients live at the peak */
+    uint64_t peak_gathered;           /* parameters gathered (ZeRO-3, FSDP) live at the peak */
     uint64_t temp_max;                /* the temporaries' own maximum */
     uint64_t end_of_backward;         /* live when backward ends (a white-box check) */
 } walk_result;

@@ -77,11 +77,13 @@ static int fit_value(int kind, const uint64_t *y, int64_t c[6])
     return llmem_full_through_rows(seqs, icpt, slope, c);
 }
 
-/* The moments are the same in every log: count, phases and sources. */
+/* The moments are the same in every log: count, phases, sources and the
+ * parameters gathered at each (bytes of parameters: no batch or seq in them). */
 static int same_moments(const walk_log *a, const walk_log *b)
 {
     return !a->overflow && !b->overflow && a->n == b->n && a->positions == b->positions &&
-           memcmp(a->phase, b->phase, (size_t)a->n) == 0 && memcmp(a->src, b->src, (size_t)a->n) == 0;
+           memcmp(a->phase, b->phase, (size_t)a->n) == 0 && memcmp(a->src, b->src, (size_t)a->n) == 0 &&
+           memcmp(a->gathered, b->gathered, (size_t)a->n * sizeof a->gathered[0]) == 0;
 }
 
 /* The log's values fitted: base[n], grads[n], fixed, stash, end. */
@@ -152,6 +154,7 @@ static int expand(walk_form *f, const fitted *v, const walk_log *at,
                 return 0;
             f->phase[f->n] = at->phase[k];
             f->grads[f->n] = (uint64_t)v->c[v->n + k][0];
+            f->gathered[f->n] = at->gathered[k];
             f->n++;
         }
     }
@@ -211,6 +214,7 @@ static void prune(walk_form *f)
             if (n != k) {
                 f->phase[n] = f->phase[k];
                 f->grads[n] = f->grads[k];
+                f->gathered[n] = f->gathered[k];
                 memcpy(f->total[n], f->total[k], sizeof f->total[n]);
             }
             n++;

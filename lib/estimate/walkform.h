@@ -33,6 +33,7 @@ typedef struct walk_log {
     int8_t phase[WALK_MOMENTS];
     int8_t src[WALK_MOMENTS];          /* segment position x 2 + (0 forward, 1 backward), -1 none */
     uint64_t base[WALK_MOMENTS], grads[WALK_MOMENTS];
+    uint64_t gathered[WALK_MOMENTS];   /* parameters gathered at each (constant in a regime) */
     uint64_t fixed, stash, end_of_backward;
     int positions;                     /* segments asked for */
 } walk_log;
@@ -53,7 +54,7 @@ typedef struct walk_form {
     int n;                             /* moments, one per frontier step, phase by phase */
     int phase_end[4];                  /* where each phase's moments end (phases 1..4) */
     int8_t phase[WALK_TERMS];
-    uint64_t grads[WALK_TERMS];
+    uint64_t grads[WALK_TERMS], gathered[WALK_TERMS];
     int64_t total[WALK_TERMS][6];
     int64_t fixed[6], stash[6], end_of_backward[6];
 } walk_form;

@@ -517,6 +517,7 @@ Test(cache, compiled_walks_of_pipelines_equal_fresh_handles)
         { 4, 4, 1, 1, "none", "1f1b" },
         { 2, 4, 1, 2, "none", "interleaved" },
         { 1, 1, 2, 1, "zero3", "1f1b" },
+        { 2, 4, 2, 1, "fsdp-grad-op", "1f1b" }, /* layers kept gathered, micro-batches in flight */
     };
     static const uint64_t batches[] = { 1, 2, 3, 4, 5, 6, 7, 9 }, seqs[] = { 8, 12, 64, 300, 1024 };
     llmem_ctx *ctx;

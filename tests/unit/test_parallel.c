@@ -599,6 +599,65 @@ Test(parallel, kept_gathered_parameters_are_not_stashed_per_micro_batch)
     close_fixture(&f);
 }
 
+/* The temporaries at the peak split into activations and the parameters
+ * gathered for compute (ZeRO-3, FSDP), which more recomputation does not
+ * shrink: under grad-op every layer's 16-bit parameters stay gathered to
+ * backward (Llama-3.2-1B: 16 layers x 60.8M parameters x 2 bytes and more);
+ * without parameter sharding nothing is gathered. A handle that has run other
+ * points splits each as a fresh handle does (test_cache compares compiled
+ * walks, every component included). */
+Test(parallel, gathered_parameters_are_a_temporary_of_their_own)
+{
+    static const struct {
+        const char *sharding;
+        int gathers;
+    } cases[] = { { "none", 0 }, { "zero2", 0 }, { "zero3", 1 }, { "fsdp-full", 1 },
+                  { "fsdp-grad-op", 1 } };
+    const uint64_t layer_16bit = UINT64_C(60817408) * 2; /* Llama-3.2-1B decoder layer */
+    fixture f = open_fixture("meta-llama/Llama-3.2-1B");
+    fixture fresh = open_fixture("meta-llama/Llama-3.2-1B");
+    int steps = 0; /* points whose peak is in forward or backward */
+    set(&f, LLMEM_PARALLEL_DP, "4");
+    set(&fresh, LLMEM_PARALLEL_DP, "4");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        set(&f, LLMEM_PARALLEL_SHARDING, cases[i].sharding);
+        set(&fresh, LLMEM_PARALLEL_SHARDING, cases[i].sharding);
+        for (int64_t point = 0; point < 12; point++) {
+            int64_t batch = 2 + point % 3, seq = 256 << (point % 4);
+            cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, batch), LLMEM_OK);
+            cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, seq), LLMEM_OK);
+            run(&f);
+            const llmem_term *t;
+            cr_assert_eq(llmem_estimate_rank_term(f.e, 0, LLMEM_TERM_TEMPORARY, &t), LLMEM_OK);
+            uint64_t act = component(&f, 0, LLMEM_TERM_TEMPORARY, "activations") +
+                           component(&f, 0, LLMEM_TERM_TEMPORARY, "optimizer_step");
+            uint64_t gathered = component(&f, 0, LLMEM_TERM_TEMPORARY, "gathered_parameters");
+            cr_expect_eq(act + gathered, llmem_term_bytes_at_peak(t), "%s: the split adds up",
+                         cases[i].sharding);
+            int in_step = rank_u64(&f, 0, LLMEM_EST_PEAK_PHASE) != LLMEM_PHASE_OPTIMIZER;
+            steps += in_step;
+            cr_expect_eq(gathered > 0, cases[i].gathers && in_step, "%s: gathered %llu",
+                         cases[i].sharding, (unsigned long long)gathered);
+            if (strcmp(cases[i].sharding, "fsdp-grad-op") == 0)
+                cr_expect_geq(gathered, 16 * layer_16bit, "grad-op: every layer kept gathered");
+            /* the same point on a handle that has seen no other */
+            close_fixture(&fresh);
+            fresh = open_fixture("meta-llama/Llama-3.2-1B");
+            set(&fresh, LLMEM_PARALLEL_DP, "4");
+            set(&fresh, LLMEM_PARALLEL_SHARDING, cases[i].sharding);
+            cr_assert_eq(llmem_train_set_int(fresh.t, LLMEM_TRAIN_BATCH, batch), LLMEM_OK);
+            cr_assert_eq(llmem_train_set_int(fresh.t, LLMEM_TRAIN_SEQ, seq), LLMEM_OK);
+            run(&fresh);
+            cr_expect_eq(component(&fresh, 0, LLMEM_TERM_TEMPORARY, "gathered_parameters"),
+                         gathered, "%s, b%lld s%lld: compiled and fresh", cases[i].sharding,
+                         (long long)batch, (long long)seq);
+        }
+    }
+    cr_expect_gt(steps, 30, "most points peak in the step: %d of 60", steps);
+    close_fixture(&fresh);
+    close_fixture(&f);
+}
+
 /* DeepSpeed's PipelineEngine asserts a ZeRO stage below 2: zero2 and zero3
  * with pipeline stages are refused, naming the sharding; zero1 and FSDP run. */
 Test(parallel, deepspeed_pipelines_refuse_zero2_and_zero3)
