@@ -151,16 +151,16 @@ static void print_text(const cli_request *req, const llmem_plan *plan, llmem_par
         cli_gpu_fit_text(stdout, &g, "the best layout's device peak");
         putchar('\n');
     }
-    if (n == 0)
+    if (n == 0) {
         printf("0 layouts fit (the rejections below say why)\n");
-    else
+    } else {
         printf("%zu layout%s fit%s; the best %zu by the throughput proxy "
                "(docs/partitioning.md):\n\n",
                n, n == 1 ? "" : "s", n == 1 ? "s" : "", (size_t)(top < n ? top : n));
-    if (n > 0)
         printf("  %-4s %-3s %-3s %-3s %-3s %-3s %-12s %-8s %-5s %-5s %-22s %-22s %-6s %s\n", "dp",
                "tp", "pp", "cp", "ep", "sp", "sharding", "offload", "ckpt", "mb x m",
                "device peak", "headroom", "bubble", "tokens/s");
+    }
     for (size_t i = 0; i < n && i < top; i++) {
         char peak[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP], mbm[32];
         if (read_row(plan, i, layout, &row) != LLMEM_OK)

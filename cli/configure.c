@@ -455,9 +455,9 @@ static const struct {
 /* A layout flag given without the setting that reads it (exit 2), or 0. */
 static int check_layout_needs(const cli_flag *f, const cli_request *req)
 {
-    for (size_t i = 0; f->target == CLI_TARGET_PARALLEL && i < sizeof layout_needs / sizeof layout_needs[0]; i++) {
+    for (size_t i = 0; i < sizeof layout_needs / sizeof layout_needs[0]; i++) {
         int64_t v = 0;
-        if (layout_needs[i].key != f->key)
+        if (f->target != CLI_TARGET_PARALLEL || layout_needs[i].key != f->key)
             continue;
         llmem_parallel_get_int(req->parallel, layout_needs[i].needs_key, &v);
         if (v == layout_needs[i].needs_value)
