@@ -239,11 +239,20 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
     }
     const tensor_list *tensors = &e->tensors;
     x->trainable = e->tensors_trainable;
-    for (int i = 0; i < x->nranks; i++)
-        if (llmem_rank_share(tensors, m, rc, l, &x->classes[i], &x->share[i]) != LLMEM_OK)
+    for (int i = 0; i < x->nranks; i++) {
+        int rc_ = llmem_rank_share(tensors, m, rc, l, &x->classes[i], &x->share[i]);
+        if (rc_ == LLMEM_EOVERFLOW)
+            return llmem__fail_field(e->ctx, LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_BUCKET_ELEMENTS,
+                                     LLMEM_EOVERFLOW,
+                                     "bucket-elements: DeepSpeed's reduce bucket (hidden %llu "
+                                     "squared by default) is beyond the estimate's range (2^62 "
+                                     "bytes)",
+                                     (unsigned long long)m->hidden);
+        if (rc_ != LLMEM_OK)
             return llmem__fail(e->ctx, LLMEM_ENOTSUP,
                                "estimate: a rank holds more kinds of parameter tensors than the "
                                "estimator lists (TENSOR_CLASSES_MAX); please report it");
+    }
     x->model = e->model_serial;
     memcpy(&x->setup, &key, sizeof key);
     memcpy(&x->layout, l, sizeof *l);

@@ -3,6 +3,7 @@
  * engines' code for each rule. */
 #include "estimate/shard.h"
 
+#include "core/checked.h"
 #include "core/compiler.h"
 #include "model/families.h"
 
@@ -309,13 +310,17 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
      * reduction bucket, made at initialization (stage3.py); ZeRO-1/2's
      * contiguous-gradient bucket, made at each backward (stage_1_and_2.py,
      * backward: torch.empty(reduce_bucket_size), contiguous_gradients on). */
+    checked c = { 0 };
     uint64_t bucket = l->bucket_elements;
     if (bucket == 0)
-        bucket = sh->params ? m->hidden * m->hidden : DS_REDUCE_BUCKET;
+        bucket = sh->params ? ck_mul(&c, m->hidden, m->hidden) : DS_REDUCE_BUCKET;
+    uint64_t bucket_bytes = ck_mul(&c, bucket, (uint64_t)rc->run.param_dt);
+    if (sh->deepspeed && (c.overflow || bucket_bytes > (UINT64_C(1) << 62)))
+        return LLMEM_EOVERFLOW; /* a hidden size no GPU holds the square of */
     if (sh->deepspeed && sh->params)
-        st->comm = bucket * (uint64_t)rc->run.param_dt;
+        st->comm = bucket_bytes;
     else if (sh->deepspeed)
-        out->gather.backward = bucket * (uint64_t)rc->run.param_dt;
+        out->gather.backward = bucket_bytes;
     else if (!sh->states && l->dp > 1)
         st->comm = st16.grads;
     st->batch = llmem_statics_data(&rc->run);

@@ -36,7 +36,8 @@ void llmem_rank_point(const layout *l, uint64_t batch, uint64_t seq, setup *run)
 /* m divided by tensor parallelism: heads, key/value heads, inner sizes, vocabulary. */
 void llmem_rank_shape(const model_shape *m, const layout *l, model_shape *out);
 /* The rank's share, from the tensor list of the whole model under the
- * recipe's setup. Returns 0, or LLMEM_ENOTSUP when its classes overflow. */
+ * recipe's setup. Returns 0, LLMEM_ENOTSUP when its classes overflow, or
+ * LLMEM_EOVERFLOW when DeepSpeed's reduce bucket is beyond 2^62 bytes. */
 int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_recipe *rc,
                      const layout *l, const rank_class *r, rank_share *out);
 
