@@ -179,6 +179,10 @@ void llmem_pack_plan_free(llmem_ctx *ctx, pack_plan *plan);
 /* greedy.c: first fit decreasing over the demands left in remain[class];
  * adds GPUs to plan (respecting type limits); what finds no room stays in remain. */
 int llmem_pack_first_fit(pack_run *r, pack_plan *plan, uint64_t *remain);
+/* greedy.c: with counts, the limited GPUs first, each with the layout worth
+ * the most at prices of what the classes cost on the types without a limit,
+ * while it saves a GPU; then first fit of the rest. As first fit otherwise. */
+int llmem_pack_priced_fit(pack_run *r, pack_plan *plan, uint64_t *remain);
 /* lp.c: the configuration LP. With room (GPUs of each type it may use,
  * PACK_NO_LIMIT for any number; llmem_pack_room() gives the fleet's), each
  * limited type's GPUs capped there; without (NULL), or should that LP fail,

@@ -238,6 +238,16 @@ static int extend(pack_run *r, pack_plan *plan, uint64_t *remain, uint64_t hi, s
             goto done;
         for (uint32_t c = 0; c < nc; c++)
             missed += w->left[c];
+        if (missed > 0) {
+            /* Priced fit: the limited GPUs to the jobs only they hold. */
+            memcpy(w->left, w->want, nc * sizeof *w->left);
+            if ((rc = plan_copy(ctx, &w->trial, &base)) != LLMEM_OK ||
+                (rc = llmem_pack_priced_fit(r, &w->trial, w->left)) != LLMEM_OK)
+                goto done;
+            missed = 0;
+            for (uint32_t c = 0; c < nc; c++)
+                missed += w->left[c];
+        }
         if (missed > 0 && empty && w->cover != NULL &&
             llmem_pack_lp(r, w->want, r->counts, &bound, w->cover) && bound <= gpus) {
             w->trial.n = 0;
@@ -447,6 +457,15 @@ int llmem_pack_run(llmem_pack *p)
     if (placed(&best) < jobs_bound &&
         (rc = limited(&r, demand, &best, &jobs_bound, &proven)) != LLMEM_OK)
         goto fail;
+    /* With counts, the limited GPUs where they save the most: the candidate
+     * that fleets too large for the LP have besides first fit. */
+    if (r.counts != NULL && !proven) {
+        memcpy(remain, demand, r.nclasses * sizeof *remain);
+        if ((rc = llmem_pack_priced_fit(&r, &other, remain)) != LLMEM_OK)
+            goto fail;
+        swap_if_better(&best, &other);
+        llmem_pack_plan_free(ctx, &other);
+    }
     /* The bound is of the jobs the layout places (all of them unless the
      * fleet ran out of GPUs). */
     size_t nplaced = placed(&best);
