@@ -158,7 +158,8 @@ static const cli_flag flags[] = {
     { "gpus", "gpus", CLI_TARGET_PLAN, LLMEM_PLAN_GPUS, CLI_KIND_INT, "N",
       "plan: GPUs to lay the job on" },
     { "gpus-per-node", "gpus_per_node", CLI_TARGET_PLAN, LLMEM_PLAN_GPUS_PER_NODE, CLI_KIND_INT,
-      "N", "plan: GPUs a node holds (tensor parallelism stays within one)" },
+      "N", "plan: GPUs a node holds (tensor parallelism stays within one); divides --gpus "
+      "unless at least --gpus" },
     { "max-micro-batch", "max_micro_batch", CLI_TARGET_PLAN, LLMEM_PLAN_MAX_MICRO_BATCH,
       CLI_KIND_INT, "N", "plan: the largest micro-batch tried" },
     { "global-batch", "global_batch", CLI_TARGET_PLAN, LLMEM_PLAN_GLOBAL_BATCH, CLI_KIND_INT, "N",

@@ -124,8 +124,10 @@ static int grid_verdict(const cli_request *req, const cli_grid *g)
 }
 
 /* --max batch|seq: the largest value whose device peak fits the capacity
- * less the margin; the setup then takes it, so the report describes it. */
-static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
+ * less the margin; the setup then takes it, so the report describes it.
+ * When even the smallest value does not fit, the answer is no: the setup
+ * takes the smallest, and the report says what it needs (max_verdict). */
+static int solve_max(llmem_estimate *est, cli_request *req)
 {
     int64_t best = 0;
     uint64_t usable = cli_usable(req->capacity, req->margin_permille);
@@ -133,21 +135,28 @@ static int solve_max(llmem_ctx *ctx, llmem_estimate *est, cli_request *req)
                                 LLMEM_LEVEL_DEVICE, usable, &best);
     if (rc != LLMEM_OK)
         return rc;
-    if (best == 0) {
-        /* The estimate describes the smallest value the layout takes (1, or
-         * a multiple that context or sequence parallelism splits). */
-        uint64_t need = 0;
-        const char *field = req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq";
-        llmem_estimate_get_u64(est, LLMEM_EST_PEAK_DEVICE, &need);
-        cli_error("--max %s: even the smallest %s the layout takes needs %llu bytes at the "
-                  "device level, above the %llu usable (the capacity less --margin)",
-                  field, field, (unsigned long long)need, (unsigned long long)usable);
-        (void)ctx;
-        return LLMEM_ERANGE;
-    }
     req->max_value = best;
+    /* none fits: the smallest value the layout splits (the estimate's state) */
+    req->max_smallest = best == 0 ? (int64_t)llmem_parallel_step(req->parallel, req->max_key)
+                                  : 0;
     req->usable = usable;
-    return llmem_train_set_int(req->train, req->max_key, best);
+    return llmem_train_set_int(req->train, req->max_key, best > 0 ? best : req->max_smallest);
+}
+
+/* --max with nothing that fits: the report describes the smallest value;
+ * the exit status tells a script that asked that none fits. */
+static int max_verdict(const cli_request *req, const cli_report *r)
+{
+    char peak[CLI_NUMBER_CAP], room[3 * CLI_NUMBER_CAP];
+    const char *field = req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq";
+    if (req->max_value > 0)
+        return CLI_EXIT_OK;
+    cli_format_gib(r->peak_device, peak, sizeof peak);
+    cli_capacity_text(req, room, sizeof room);
+    cli_error("--max %s: no %s fits: even the smallest the layout takes, %lld, needs %s at the "
+              "device level, above %s",
+              field, field, (long long)req->max_smallest, peak, room);
+    return CLI_EXIT_CHECK;
 }
 
 /* --svg FILE: the most loaded rank's timeline as a picture. */
@@ -229,12 +238,8 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
         cli_report_free(&r);
         goto done;
     }
-    if (rc == LLMEM_OK && req->max_key != 0) {
-        if ((rc = solve_max(ctx, est, req)) == LLMEM_ERANGE) {
-            llmem_estimate_free(est);
-            return CLI_EXIT_ESTIMATE;
-        }
-    }
+    if (rc == LLMEM_OK && req->max_key != 0)
+        rc = solve_max(est, req);
     if (rc == LLMEM_OK)
         rc = llmem_estimate_run_parallel(est, req->model, req->train, req->parallel);
     if (rc == LLMEM_OK)
@@ -248,7 +253,10 @@ static int estimate(llmem_ctx *ctx, int argc, char **argv, cli_request *req)
         rc = req->json ? cli_report_json(stdout, req, &r)
                        : cli_report_text(stdout, req, &r);
     if (rc == LLMEM_OK) {
-        int weights = weights_verdict(req, &r), fits = fit_verdict(req, &r);
+        /* With --max, --gpu's fit is the answer's: its own line would say
+         * the same again. */
+        int weights = weights_verdict(req, &r),
+            fits = req->max_key != 0 ? max_verdict(req, &r) : fit_verdict(req, &r);
         status = weights != CLI_EXIT_OK ? weights : fits;
     }
     cli_report_free(&r);

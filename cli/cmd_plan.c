@@ -40,6 +40,22 @@ static int configure_plan(llmem_ctx *ctx, const cli_request *req, llmem_plan *pl
     return CLI_EXIT_OK;
 }
 
+/* A planner's field that the run refuses given the others (gpus-per-node
+ * that splits no whole nodes of --gpus): a usage error naming its flag, as
+ * a value configure_plan refuses. 0: the error is not about such a field. */
+static int plan_input_error(llmem_ctx *ctx, const cli_request *req)
+{
+    int object = 0, key = 0;
+    if (llmem_ctx_error_field(ctx, &object, &key) != LLMEM_OK || object != LLMEM_OBJECT_PLAN)
+        return 0;
+    const cli_flag *f = cli_flag_for_field(LLMEM_OBJECT_PLAN, key);
+    if (f == NULL || !(req->plan_given & (1u << key)))
+        return 0;
+    cli_error("--%s '%lld': %s", f->name, (long long)req->plan[key],
+              cli_message_body(f, llmem_ctx_error(ctx)));
+    return 1;
+}
+
 typedef struct plan_row {
     int64_t layout[LLMEM_PARALLEL_VIRTUAL_STAGES + 1];
     uint64_t micro_batch, micro_batches, grad_ckpt, peak, headroom, comm, bubble, tokens;
@@ -139,14 +155,59 @@ static void print_json(const cli_request *req, const llmem_plan *plan, llmem_par
     json_end(&w);
 }
 
+/* The table's columns: their headings and the widths they keep at least
+ * (a value wider than that widens its column: dp reaches 2^20, a peak
+ * "12345.67 GiB (13255.75 GB)", a micro-batch "65536*x1048576"). */
+enum { PLAN_COLUMNS = 14 };
+static const struct {
+    const char *heading;
+    int width;
+} columns[PLAN_COLUMNS] = {
+    { "dp", 4 },        { "tp", 3 },       { "pp", 3 },     { "cp", 3 },
+    { "ep", 3 },        { "sp", 3 },       { "sharding", 12 }, { "offload", 8 },
+    { "ckpt", 5 },      { "mb x m", 6 },   { "device peak", 22 }, { "headroom", 22 },
+    { "bubble", 6 },    { "tokens/s", 0 },
+};
+
+/* One row of the table as text, a cell a column. */
+static void row_cells(const plan_row *row, uint64_t cap, char cells[PLAN_COLUMNS][CLI_NUMBER_CAP])
+{
+    static const int ints[] = { LLMEM_PARALLEL_DP, LLMEM_PARALLEL_TP, LLMEM_PARALLEL_PP,
+                                LLMEM_PARALLEL_CP, LLMEM_PARALLEL_EP, LLMEM_PARALLEL_SP };
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        snprintf(cells[k], CLI_NUMBER_CAP, "%lld", (long long)row->layout[ints[k]]);
+    snprintf(cells[6], CLI_NUMBER_CAP, "%s",
+             name_of(LLMEM_PARALLEL_SHARDING, row->layout[LLMEM_PARALLEL_SHARDING]));
+    snprintf(cells[7], CLI_NUMBER_CAP, "%s",
+             name_of(LLMEM_PARALLEL_OFFLOAD, row->layout[LLMEM_PARALLEL_OFFLOAD]));
+    snprintf(cells[8], CLI_NUMBER_CAP, "%s",
+             llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, (int64_t)row->grad_ckpt));
+    snprintf(cells[9], CLI_NUMBER_CAP, "%llu%sx%llu", (unsigned long long)row->micro_batch,
+             row->micro_batch == cap ? "*" : "", (unsigned long long)row->micro_batches);
+    cli_format_bytes(row->peak, cells[10], CLI_NUMBER_CAP);
+    cli_format_bytes(row->headroom, cells[11], CLI_NUMBER_CAP);
+    snprintf(cells[12], CLI_NUMBER_CAP, "%.3f", (double)row->bubble / 1000.0);
+    snprintf(cells[13], CLI_NUMBER_CAP, "%llu", (unsigned long long)row->tokens);
+}
+
+static void print_cells(const char *const *cells, const int *width)
+{
+    printf(" ");
+    for (int c = 0; c < PLAN_COLUMNS - 1; c++)
+        printf(" %-*s", width[c], cells[c]);
+    printf(" %s\n", cells[PLAN_COLUMNS - 1]);
+}
+
 static void print_text(const cli_request *req, const llmem_plan *plan, llmem_parallel *layout,
                        uint64_t top)
 {
     plan_row row;
     cli_gpu_fit g;
-    size_t n = llmem_plan_result_count(plan);
+    size_t n = llmem_plan_result_count(plan), shown = top < n ? (size_t)top : n;
     uint64_t cap = micro_batch_cap(plan);
-    int capped = 0;
+    int capped = 0, width[PLAN_COLUMNS];
+    char cells[PLAN_COLUMNS][CLI_NUMBER_CAP];
+    const char *text[PLAN_COLUMNS];
     if (gpu_verdict(req, plan, &g)) {
         cli_gpu_fit_text(stdout, &g, "the best layout's device peak");
         putchar('\n');
@@ -156,28 +217,30 @@ static void print_text(const cli_request *req, const llmem_plan *plan, llmem_par
     } else {
         printf("%zu layout%s fit%s; the best %zu by the throughput proxy "
                "(docs/partitioning.md):\n\n",
-               n, n == 1 ? "" : "s", n == 1 ? "s" : "", (size_t)(top < n ? top : n));
-        printf("  %-4s %-3s %-3s %-3s %-3s %-3s %-12s %-8s %-5s %-5s %-22s %-22s %-6s %s\n", "dp",
-               "tp", "pp", "cp", "ep", "sp", "sharding", "offload", "ckpt", "mb x m",
-               "device peak", "headroom", "bubble", "tokens/s");
+               n, n == 1 ? "" : "s", n == 1 ? "s" : "", shown);
+        /* Two passes over the rows shown: the widths, then the rows. */
+        for (int c = 0; c < PLAN_COLUMNS; c++) {
+            int h = (int)strlen(columns[c].heading);
+            width[c] = h > columns[c].width ? h : columns[c].width;
+            text[c] = columns[c].heading;
+        }
+        for (size_t i = 0; i < shown && read_row(plan, i, layout, &row) == LLMEM_OK; i++) {
+            row_cells(&row, cap, cells);
+            for (int c = 0; c < PLAN_COLUMNS; c++) {
+                int w = (int)strlen(cells[c]);
+                width[c] = w > width[c] ? w : width[c];
+            }
+        }
+        print_cells(text, width);
+        for (int c = 0; c < PLAN_COLUMNS; c++)
+            text[c] = cells[c];
     }
-    for (size_t i = 0; i < n && i < top; i++) {
-        char peak[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP], mbm[32];
+    for (size_t i = 0; i < shown; i++) {
         if (read_row(plan, i, layout, &row) != LLMEM_OK)
             break;
-        cli_format_bytes(row.peak, peak, sizeof peak);
-        cli_format_bytes(row.headroom, room, sizeof room);
         capped |= row.micro_batch == cap;
-        snprintf(mbm, sizeof mbm, "%llu%sx%llu", (unsigned long long)row.micro_batch,
-                 row.micro_batch == cap ? "*" : "", (unsigned long long)row.micro_batches);
-        printf("  %-4lld %-3lld %-3lld %-3lld %-3lld %-3lld %-12s %-8s %-5s %-6s %-22s %-22s %-6.3f %llu\n",
-               (long long)row.layout[LLMEM_PARALLEL_DP], (long long)row.layout[LLMEM_PARALLEL_TP],
-               (long long)row.layout[LLMEM_PARALLEL_PP], (long long)row.layout[LLMEM_PARALLEL_CP],
-               (long long)row.layout[LLMEM_PARALLEL_EP], (long long)row.layout[LLMEM_PARALLEL_SP],
-               name_of(LLMEM_PARALLEL_SHARDING, row.layout[LLMEM_PARALLEL_SHARDING]),
-               name_of(LLMEM_PARALLEL_OFFLOAD, row.layout[LLMEM_PARALLEL_OFFLOAD]),
-               llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, (int64_t)row.grad_ckpt), mbm, peak,
-               room, (double)row.bubble / 1000.0, (unsigned long long)row.tokens);
+        row_cells(&row, cap, cells);
+        print_cells(text, width);
     }
     if (capped)
         printf("\n* the largest micro-batch tried (--max-micro-batch %llu): a larger one may "
@@ -189,8 +252,8 @@ static void print_text(const cli_request *req, const llmem_plan *plan, llmem_par
         const char *reason = NULL, *example = NULL;
         uint64_t k = 0;
         llmem_plan_rejected(plan, i, &reason, &k, &example);
-        printf("  %llu layouts: %s%s%s\n", (unsigned long long)k, reason, example[0] ? ": " : "",
-               example);
+        printf("  %llu layout%s: %s%s%s\n", (unsigned long long)k, k == 1 ? "" : "s", reason,
+               example[0] ? ": " : "", example);
     }
 }
 
@@ -239,6 +302,8 @@ int cli_cmd_plan(int argc, char **argv)
             rc = llmem_plan_run(plan, req.model, req.train);
         if (status != CLI_EXIT_OK) {
             /* reported by configure_plan */
+        } else if (rc != LLMEM_OK && plan_input_error(ctx, &req)) {
+            status = CLI_EXIT_USAGE;
         } else if (rc != LLMEM_OK) {
             cli_error("%s", llmem_ctx_error(ctx)[0] ? llmem_ctx_error(ctx) : llmem_status_str(rc));
             status = CLI_EXIT_ESTIMATE;

@@ -415,29 +415,14 @@ static int check_sharding(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-/* Whether the article's formula reads flag f's setting. Its sum
- * (lib/estimate/article.c) reads the model's parameter count, batch, seq, the
- * optimizer's state multiple and its own two fields; the GPU adds its CUDA
- * context and workspace. It is for one GPU, so no layout flag, and has no
- * timeline to draw or list. Any other training flag is unread: a new one too,
- * until the formula reads it. */
-static int article_reads(const cli_flag *f)
+/* The article's sum is for one GPU and has no timeline: no layout flag, no
+ * picture. What it reads of the training setup the library says
+ * (llmem_train_unread). */
+static int article_reads_target(int target)
 {
-    switch (f->target) {
-    case CLI_TARGET_TRAIN:
-        return f->key == LLMEM_TRAIN_BATCH || f->key == LLMEM_TRAIN_SEQ ||
-               f->key == LLMEM_TRAIN_OPTIMIZER || f->key == LLMEM_TRAIN_FORMULA ||
-               f->key == LLMEM_TRAIN_ARTICLE_TMP_FACTOR ||
-               f->key == LLMEM_TRAIN_ARTICLE_PARAM_BYTES || f->key == LLMEM_TRAIN_GPU;
-    case CLI_TARGET_PARALLEL:
-    case CLI_TARGET_ZERO:
-    case CLI_TARGET_FSDP:
-    case CLI_TARGET_SVG:
-    case CLI_TARGET_TIMELINE:
-        return 0;
-    default:
-        return 1;
-    }
+    return target != CLI_TARGET_PARALLEL && target != CLI_TARGET_ZERO &&
+           target != CLI_TARGET_FSDP && target != CLI_TARGET_SVG &&
+           target != CLI_TARGET_TIMELINE;
 }
 
 /* Layout flags that one value of another layout field gives a meaning:
@@ -469,43 +454,29 @@ static int check_layout_needs(const cli_flag *f, const cli_request *req)
 }
 
 /* Flags whose field only one method, formula or engine reads: given without
- * it they would be accepted and ignored, so they are refused. */
+ * it they would be accepted and ignored, so they are refused, even at their
+ * default (the library refuses only a value set away from it). */
 static int check_unread(int argc, char **argv, const cli_request *req)
 {
     cli_arg_iter it;
     const cli_flag *f;
     const char *v;
-    int64_t method = 0, formula = 0, sharding = 0;
-    llmem_train_get_int(req->train, LLMEM_TRAIN_METHOD, &method);
+    int64_t formula = 0, sharding = 0;
     llmem_train_get_int(req->train, LLMEM_TRAIN_FORMULA, &formula);
     llmem_parallel_get_int(req->parallel, LLMEM_PARALLEL_SHARDING, &sharding);
-    int lora = method == LLMEM_METHOD_LORA || method == LLMEM_METHOD_QLORA;
     int zero = sharding >= LLMEM_SHARDING_ZERO1 && sharding <= LLMEM_SHARDING_ZERO3;
     cli_args_begin(&it, argc, argv, 0);
     while (cli_args_next(&it, &f, &v) > 0) {
-        int train = f->target == CLI_TARGET_TRAIN;
-        /* First: a LoRA flag the article does not read needs the phased
-         * formula more than a LoRA method. */
-        if (formula == LLMEM_FORMULA_ARTICLE && !article_reads(f)) {
+        const char *why = f->target == CLI_TARGET_TRAIN ? llmem_train_unread(req->train, f->key)
+                                                        : NULL;
+        if (why != NULL) {
+            cli_error("--%s %s", f->name, why);
+            return CLI_EXIT_USAGE;
+        }
+        if (formula == LLMEM_FORMULA_ARTICLE && !article_reads_target(f->target)) {
             int drawn = f->target == CLI_TARGET_SVG || f->target == CLI_TARGET_TIMELINE;
-            cli_error("--%s needs the phased formula (the default): --formula article %s",
-                      f->name, drawn ? "sums terms and has no timeline"
-                                     : "reads only the model's parameter count, --batch, "
-                                       "--seq, --optimizer, --gpu and --article-*");
-            return CLI_EXIT_USAGE;
-        }
-        if (train && !lora &&
-            (f->key == LLMEM_TRAIN_LORA_RANK || f->key == LLMEM_TRAIN_LORA_TARGETS ||
-             f->key == LLMEM_TRAIN_LORA_DROPOUT)) {
-            cli_error("--%s needs --method lora or qlora (the method is %s)", f->name,
-                      llmem_train_value_name(LLMEM_TRAIN_METHOD, method));
-            return CLI_EXIT_USAGE;
-        }
-        if (train && formula != LLMEM_FORMULA_ARTICLE &&
-            (f->key == LLMEM_TRAIN_ARTICLE_TMP_FACTOR ||
-             f->key == LLMEM_TRAIN_ARTICLE_PARAM_BYTES)) {
-            cli_error("--%s needs --formula article (the phased estimate does not read it)",
-                      f->name);
+            cli_error("--%s needs formula phased (the default): the article's sum %s", f->name,
+                      drawn ? "has no timeline" : "is for one GPU");
             return CLI_EXIT_USAGE;
         }
         /* Only DeepSpeed's engine has a reduce bucket (lib/estimate/shard.c). */

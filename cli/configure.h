@@ -37,7 +37,9 @@ typedef struct cli_request {
     int margin_permille;     /* 50 unless --margin */
     int margin_given;        /* --margin given */
     int max_key;             /* LLMEM_TRAIN_BATCH or _SEQ with --max; 0 without */
-    int64_t max_value;       /* what --max found */
+    int64_t max_value;       /* what --max found; 0: even the smallest does not fit */
+    int64_t max_smallest;    /* with max_value 0: the smallest value the layout takes,
+                              * which the setup then holds and the report describes */
     uint64_t usable;         /* the capacity less the margin it was found within */
     uint64_t top;            /* plans to print */
     int64_t plan[16];        /* llmem_plan_key -> value given (plan_given bit set) */

@@ -59,10 +59,27 @@ void cli_format_count_short(uint64_t n, char *buf, size_t cap)
     snprintf(buf, cap, "%llu", (unsigned long long)n);
 }
 
+void cli_format_size(uint64_t bytes, int decimals, char *buf, size_t cap)
+{
+    if (bytes >= 1073741824u) {
+        snprintf(buf, cap, "%.2f GiB", (double)bytes / 1073741824.0);
+        return;
+    }
+    /* Below a GiB, the largest unit the value reaches: a nonzero count never
+     * reads 0 ("0 MiB" for 300 KiB). */
+    for (size_t i = 1; i < sizeof units / sizeof units[0]; i++) {
+        double v = (double)bytes / units[i].binary;
+        if (v >= 1.0) {
+            if (decimals < 0) /* three significant digits: "973", "27.2", "2.72" */
+                decimals = v >= 99.5 ? 0 : v >= 9.995 ? 1 : 2;
+            snprintf(buf, cap, "%.*f %s", decimals, v, units[i].binary_name);
+            return;
+        }
+    }
+    snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+}
+
 void cli_format_gib(uint64_t bytes, char *buf, size_t cap)
 {
-    if (bytes >= 1073741824u)
-        snprintf(buf, cap, "%.2f GiB", (double)bytes / 1073741824.0);
-    else
-        snprintf(buf, cap, "%.0f MiB", (double)bytes / 1048576.0);
+    cli_format_size(bytes, -1, buf, cap);
 }

@@ -24,7 +24,12 @@ void cli_format_count(uint64_t n, char *buf, size_t cap);
 /* A count in short scale: "1.24 B", "124.44 M". */
 void cli_format_count_short(uint64_t n, char *buf, size_t cap);
 
-/* Bytes in GiB with two decimals ("9.50 GiB"), MiB below 1 GiB ("287 MiB"). */
+/* Bytes in GiB with two decimals ("9.50 GiB"); below 1 GiB in MiB, below
+ * 1 MiB in KiB, with `decimals` decimals ("8.12 MiB"; -1: three significant
+ * digits, "287 MiB", "2.72 MiB"); below 1 KiB in bytes ("950 B"). A nonzero
+ * count never shows as 0. */
+void cli_format_size(uint64_t bytes, int decimals, char *buf, size_t cap);
+/* cli_format_size with three significant digits below 1 GiB. */
 void cli_format_gib(uint64_t bytes, char *buf, size_t cap);
 
 #endif

@@ -29,13 +29,10 @@ int cli_gpu_fit_of(const cli_request *req, int has_peak, uint64_t peak, cli_gpu_
     return 1;
 }
 
-/* "79.18 GiB", "287.00 MiB", "8.12 MiB". */
+/* "79.18 GiB", "287.00 MiB", "8.12 MiB", "512.00 KiB". */
 static void size_text(uint64_t bytes, char *buf, size_t cap)
 {
-    if (bytes >= (UINT64_C(1) << 30))
-        snprintf(buf, cap, "%.2f GiB", (double)bytes / 1073741824.0);
-    else
-        snprintf(buf, cap, "%.2f MiB", (double)bytes / 1048576.0);
+    cli_format_size(bytes, 2, buf, cap);
 }
 
 void cli_gpu_fit_text(FILE *out, const cli_gpu_fit *g, const char *what)

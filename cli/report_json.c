@@ -183,9 +183,19 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
         json_object_begin(&w, "max");
         json_string(&w, "field", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq");
         json_i64(&w, "value", req->max_value);
+        json_bool(&w, "fits", req->max_value > 0);
         json_u64(&w, "capacity_bytes", req->capacity);
         json_u64(&w, "usable_bytes", req->usable);
-        json_u64(&w, "headroom_bytes", req->usable - r->peak_device);
+        /* usable - the report's peak: negative (short by) when nothing fits
+         * and the report describes the smallest value the layout takes */
+        json_i64(&w, "headroom_bytes", (int64_t)req->usable - (int64_t)r->peak_device);
+        if (req->max_value > 0) {
+            json_string(&w, "smallest_value", NULL);
+            json_string(&w, "smallest_peak_device_bytes", NULL);
+        } else {
+            json_i64(&w, "smallest_value", req->max_smallest);
+            json_u64(&w, "smallest_peak_device_bytes", r->peak_device);
+        }
         json_object_end(&w);
     }
     json_string(&w, "version", llmem_version_string());

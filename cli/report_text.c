@@ -186,17 +186,6 @@ static void print_model(FILE *out, const cli_request *req, const cli_report *r,
     fputc('\n', out);
 }
 
-/* The torch.optim optimizers, whose step the implementation decides
- * (LLMEM_TRAIN_OPTIMIZER_IMPL); the others run kernels of their own. */
-static int torch_optimizer(const char *name)
-{
-    static const char *const torch_optim[] = { "adamw", "adam", "sgd", "sgd-momentum" };
-    for (size_t i = 0; i < sizeof torch_optim / sizeof torch_optim[0]; i++)
-        if (strcmp(name, torch_optim[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* "batch 4", or a grid's list: "batch 1, 2, 4". */
 static void print_values(FILE *out, const char *name, const int64_t *list, int n, int64_t one)
 {
@@ -207,8 +196,20 @@ static void print_values(FILE *out, const char *name, const int64_t *list, int n
 
 static void print_setup(FILE *out, const cli_request *req, const text_settings *s, int article)
 {
+    const char *defaults =
+        req->train_flags ? "" : " (the defaults: what " CLI_DEFAULTS_SOURCE " does)";
+    if (article) { /* what its sum reads */
+        fprintf(out, "%-*s%s, ", LABEL_WIDTH, "Setup", s->optimizer.text);
+        print_values(out, "batch", req->grid[0], req->ngrid[0], s->batch.i);
+        print_values(out, " x seq", req->grid[1], req->ngrid[1], s->seq.i);
+        fprintf(out, "%s\n%-*sarticle: m_total = m_p + m_os + m_data + m_tmp (%lld bytes a "
+                     "parameter, m_tmp = %g x m_p)\n",
+                defaults, LABEL_WIDTH, "Formula", (long long)s->article_param_bytes.i,
+                s->article_tmp_factor.d);
+        return;
+    }
     fprintf(out, "%-*s%s, %s", LABEL_WIDTH, "Setup", s->precision.text, s->optimizer.text);
-    if (torch_optimizer(s->optimizer.text))
+    if (llmem_train_unread(req->train, LLMEM_TRAIN_OPTIMIZER_IMPL) == NULL)
         fprintf(out, " (%s step)", s->optimizer_impl.text);
     fputs(", ", out);
     if (strcmp(s->method.text, "lora") == 0 || strcmp(s->method.text, "qlora") == 0) {
@@ -222,8 +223,7 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     } else {
         fprintf(out, "%s fine-tuning", s->method.text);
     }
-    fprintf(out, "%s\n",
-            req->train_flags ? "" : " (the defaults: what " CLI_DEFAULTS_SOURCE " does)");
+    fprintf(out, "%s\n", defaults);
     /* "full" is transformers' default variant, non-reentrant (LLMEM_GRAD_CKPT_FULL). */
     fprintf(out, "%-*s", LABEL_WIDTH, "");
     print_values(out, "batch", req->grid[0], req->ngrid[0], s->batch.i);
@@ -236,14 +236,8 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     if (s->grad_accum.i > 1)
         fprintf(out, ", grad-accum %lld", (long long)s->grad_accum.i);
     fputc('\n', out);
-    if (article)
-        fprintf(out, "%-*sarticle: m_total = m_p + m_os + m_data + m_tmp (%lld bytes a "
-                     "parameter, m_tmp = %g x m_p)\n",
-                LABEL_WIDTH, "Formula", (long long)s->article_param_bytes.i,
-                s->article_tmp_factor.d);
-    else
-        fprintf(out, "%-*sphased: the peak over the phases of one training step\n",
-                LABEL_WIDTH, "Formula");
+    fprintf(out, "%-*sphased: the peak over the phases of one training step\n", LABEL_WIDTH,
+            "Formula");
 }
 
 /* "  label      <bytes>  <more>" */
@@ -394,14 +388,26 @@ int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
         cli_gpu_fit_text(out, &g, r->nranks > 1 ? "the most loaded rank's device peak"
                                                 : "device peak");
     if (req->max_key != 0) {
-        char cap[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP];
+        char cap[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP], peak[CLI_NUMBER_CAP];
+        const char *field = req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq";
         cli_format_bytes(req->usable, cap, sizeof cap);
-        cli_format_bytes(req->usable - r->peak_device, room, sizeof room);
-        fprintf(out, "%-*sthe largest %s whose device peak fits %s (%s less %g%%): %lld, "
-                     "%s to spare\n",
-                LABEL_WIDTH, "Max", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq", cap,
-                req->capacity_from_gpu ? "the GPU's usable memory" : "capacity",
-                req->margin_permille / 10.0, (long long)req->max_value, room);
+        if (req->max_value > 0) {
+            cli_format_bytes(req->usable - r->peak_device, room, sizeof room);
+            fprintf(out, "%-*sthe largest %s whose device peak fits %s (%s less %g%%): %lld, "
+                         "%s to spare\n",
+                    LABEL_WIDTH, "Max", field, cap,
+                    req->capacity_from_gpu ? "the GPU's usable memory" : "capacity",
+                    req->margin_permille / 10.0, (long long)req->max_value, room);
+        } else {
+            /* The report describes the smallest value: the answer is no. */
+            cli_format_bytes(r->peak_device, peak, sizeof peak);
+            cli_format_bytes(r->peak_device - req->usable, room, sizeof room);
+            fprintf(out, "%-*sno %s fits %s (%s less %g%%): the smallest the layout takes, %lld, "
+                         "needs %s, short by %s\n",
+                    LABEL_WIDTH, "Max", field, cap,
+                    req->capacity_from_gpu ? "the GPU's usable memory" : "capacity",
+                    req->margin_permille / 10.0, (long long)req->max_smallest, peak, room);
+        }
     }
     print_terms(out, r, article);
     print_phases(out, r, article);

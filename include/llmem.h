@@ -625,6 +625,19 @@ LLMEM_API const char *llmem_train_value_name(int key, int64_t value);
  * NULL past the last name or for a field without names. @since 0.2.0
  */
 LLMEM_API const char *llmem_train_choice(int key, size_t index, int64_t *value);
+/**
+ * Why the setup as it stands does not read field @p key: a sentence in
+ * static storage ("needs method lora or qlora"), or NULL when the estimate
+ * reads the field (or @p train is NULL or the key unknown). The LoRA fields
+ * need method lora or qlora, freeze-layers method freeze, the article-*
+ * fields formula article, optimizer-impl a torch.optim optimizer, and the
+ * article's formula reads none of the phased model's fields.
+ * An estimate refuses a field it does not read that was set away from its
+ * default (#LLMEM_EINCONSISTENT, naming the field): a value that would be
+ * ignored is a mistake. A front end can call this to refuse such a setting
+ * even at its default. @since 0.2.0
+ */
+LLMEM_API const char *llmem_train_unread(const llmem_train *train, int key);
 /** @} */
 
 /**
@@ -701,6 +714,15 @@ LLMEM_API const char *llmem_parallel_value_name(int key, int64_t value);
 LLMEM_API const char *llmem_parallel_choice(int key, size_t index, int64_t *value);
 /** GPUs the layout spans: dp x tp x pp x cp. @since 0.2.0 */
 LLMEM_API uint64_t llmem_parallel_gpus(const llmem_parallel *layout);
+/**
+ * The values of #LLMEM_TRAIN_BATCH or #LLMEM_TRAIN_SEQ (@p key) the layout
+ * splits are the multiples of this: 2 x cp for seq under context
+ * parallelism, the least common multiple with cp x tp under sequence
+ * parallelism (a rank's seq / cp positions split over tp ranks); 1 for any
+ * batch, another key, or a NULL layout. The smallest value
+ * llmem_estimate_max() tries. @since 0.2.0
+ */
+LLMEM_API uint64_t llmem_parallel_step(const llmem_parallel *layout, int key);
 /** @} */
 
 /**
@@ -924,7 +946,13 @@ enum llmem_plan_key {
      * setup names a GPU (#LLMEM_TRAIN_GPU), whose #LLMEM_GPU_USABLE_BYTES a 0
      * here stands for. */
     LLMEM_PLAN_GPU_BYTES = 2,
-    LLMEM_PLAN_GPUS_PER_NODE = 3,   /**< GPUs a node holds: tensor parallelism stays within one (8) */
+    /** GPUs a node holds (8). Ranks are placed node by node, tp fastest; a job on more
+     * GPUs than a node holds takes whole nodes: llmem_plan_run() refuses a value that
+     * neither divides #LLMEM_PLAN_GPUS nor is at least it (#LLMEM_EINCONSISTENT naming
+     * this field). Tensor-parallel groups stay within a node: tp (a power of two) up to
+     * the GPUs when the job fits one node, else the tp that divide this (a node of 6
+     * takes tp 1 and 2, of 3 only tp 1). */
+    LLMEM_PLAN_GPUS_PER_NODE = 3,
     LLMEM_PLAN_MAX_MICRO_BATCH = 4, /**< largest micro-batch tried (64) */
     LLMEM_PLAN_GLOBAL_BATCH = 5,    /**< sequences per optimizer step; 0: 2 x pp micro-batches */
     LLMEM_PLAN_MARGIN_PERMILLE = 6, /**< safety margin kept free, in thousandths (50 = 5%) */
@@ -956,9 +984,13 @@ LLMEM_API int llmem_plan_field_info(int key, const char **name, int64_t *min, in
 /**
  * Enumerate the layouts of @p model trained as @p train (its batch is
  * ignored: the planner solves the micro-batch; its grad-ckpt is one of the
- * choices) over the planner's GPUs. Allocates the results in the planner.
+ * choices where the formula reads it) over the planner's GPUs. Allocates the
+ * results in the planner.
  * @return #LLMEM_OK even when nothing fits (llmem_plan_result_count() is 0
- * and the rejections say why). @since 0.2.0
+ * and the rejections say why); #LLMEM_EINCONSISTENT naming
+ * #LLMEM_PLAN_GPU_BYTES when no capacity is set, or #LLMEM_PLAN_GPUS_PER_NODE
+ * when it neither divides #LLMEM_PLAN_GPUS nor is at least it (the planner
+ * is then unchanged). @since 0.2.0
  */
 LLMEM_API int llmem_plan_run(llmem_plan *plan, llmem_model *model, const llmem_train *train);
 /** Layouts that fit, best first. @since 0.2.0 */
@@ -974,7 +1006,9 @@ LLMEM_API size_t llmem_plan_rejected_count(const llmem_plan *plan);
 /**
  * Rejection @p index: a static reason ("tp does not divide the heads",
  * "does not fit at micro-batch 1") and how many layouts it rejected; an
- * example layout's message in @p example (owned by the planner). @since 0.2.0
+ * example in @p example (owned by the planner, never empty): the first such
+ * layout's message; for "does not fit at micro-batch 1" the layout and the
+ * bytes micro-batch 1 needs against the capacity less the margin. @since 0.2.0
  */
 LLMEM_API int llmem_plan_rejected(const llmem_plan *plan, size_t index, const char **reason,
                                   uint64_t *layouts, const char **example);

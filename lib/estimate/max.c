@@ -47,7 +47,7 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     int64_t beyond = INT64_MAX; /* the smallest value past the estimate's range tried */
     llmem_train t = *train; /* a private copy whose batch or seq the search moves */
     /* Search k: the value is k x step, the multiples the layout accepts. */
-    int64_t step = (int64_t)llmem_layout_step(parallel, key);
+    int64_t step = (int64_t)llmem_parallel_step(parallel, key);
     int64_t lo = 0, hi = (int64_t)f->max / step; /* k = lo fits (0: nothing yet), hi + 1 does not */
     if (hi == 0)
         return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EINCONSISTENT,

@@ -157,7 +157,9 @@ uint64_t llmem_gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-uint64_t llmem_layout_step(const llmem_parallel *p, int key)
+/* Context parallelism splits a sequence into 2 x cp chunks, sequence
+ * parallelism a rank's seq / cp positions over tp ranks; any batch splits. */
+uint64_t llmem_parallel_step(const llmem_parallel *p, int key)
 {
     uint64_t step = 1;
     if (p == NULL)

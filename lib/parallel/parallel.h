@@ -79,11 +79,6 @@ int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_sh
 int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s);
 /* The rank classes of l over m; returns how many (1..RANKS_MAX). */
 int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out);
-/* The values of batch or seq (key) that p's splits accept are the multiples
- * of this step (1 without a layout): context parallelism splits a sequence
- * into 2 x cp chunks, sequence parallelism a rank's seq / cp positions over
- * tp ranks. Any batch splits. */
-uint64_t llmem_layout_step(const llmem_parallel *p, int key);
 /* The greatest common divisor (of a split and a size: layouts, shard groups). */
 uint64_t llmem_gcd(uint64_t a, uint64_t b);
 

@@ -23,10 +23,14 @@
 #define INTER_NODE_BYTES_PER_S 25e9
 #define ACT_BYTES 2.0 /* activations cross ranks in 16 bits */
 
-/* Bytes per second of a group of `size` ranks `stride` apart. */
-static double bandwidth(uint64_t size, uint64_t stride, uint64_t per_node)
+/* Bytes per second of a group of `size` ranks `stride` apart, ranks placed
+ * node by node (tp fastest, then cp, pp, dp). The groups tile aligned blocks
+ * of size x stride ranks; every group is within a node when the job is, or
+ * when a node holds whole blocks (a node of 8 and pp 3 does not: ranks 6-8). */
+static double bandwidth(uint64_t size, uint64_t stride, uint64_t per_node, uint64_t gpus)
 {
-    return size * stride <= per_node ? INTRA_NODE_BYTES_PER_S : INTER_NODE_BYTES_PER_S;
+    return gpus <= per_node || per_node % (size * stride) == 0 ? INTRA_NODE_BYTES_PER_S
+                                                               : INTER_NODE_BYTES_PER_S;
 }
 
 /* A ring all-reduce sends 2 (n - 1) / n of the data; an all-gather or a
@@ -70,10 +74,10 @@ void llmem_plan_cost(const plan_cost_input *in, plan_result *out)
                                       (double)(l->ep - 1) / (double)l->ep
                                 : 0.0;
     uint64_t per_node = in->gpus_per_node;
-    double comm = tp_bytes / bandwidth(l->tp, 1, per_node) +
-                  cp_bytes / bandwidth(l->cp, l->tp, per_node) +
-                  pp_bytes / bandwidth(l->pp, l->tp * l->cp, per_node) +
-                  (dp_bytes + ep_bytes) / bandwidth(l->dp, l->tp * l->cp * l->pp, per_node);
+    double comm = tp_bytes / bandwidth(l->tp, 1, per_node, gpus) +
+                  cp_bytes / bandwidth(l->cp, l->tp, per_node, gpus) +
+                  pp_bytes / bandwidth(l->pp, l->tp * l->cp, per_node, gpus) +
+                  (dp_bytes + ep_bytes) / bandwidth(l->dp, l->tp * l->cp * l->pp, per_node, gpus);
     double step = compute * (1.0 + bubble) + comm;
     out->comm_bytes = (uint64_t)(tp_bytes + pp_bytes + dp_bytes + cp_bytes + ep_bytes);
     out->bubble_permille = (uint64_t)(bubble * 1000.0 + 0.5);

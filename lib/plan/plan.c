@@ -87,6 +87,15 @@ int llmem_plan_run(llmem_plan *p, llmem_model *model, const llmem_train *train)
                                  LLMEM_EINCONSISTENT,
                                  "gpu-bytes: not set (the memory one GPU holds; or name the "
                                  "GPU in the training setup)");
+    /* The cost model places ranks node by node (cost.c): a job larger than
+     * a node takes whole nodes, or some groups would straddle a partial one. */
+    int64_t gpus = p->i[LLMEM_PLAN_GPUS], per_node = p->i[LLMEM_PLAN_GPUS_PER_NODE];
+    if (gpus > per_node && gpus % per_node != 0)
+        return llmem__fail_field(p->ctx, LLMEM_OBJECT_PLAN, LLMEM_PLAN_GPUS_PER_NODE,
+                                 LLMEM_EINCONSISTENT,
+                                 "gpus-per-node: %lld does not divide gpus %lld (a job on more "
+                                 "GPUs than a node holds takes whole nodes)",
+                                 (long long)per_node, (long long)gpus);
     p->nresults = 0;
     p->nreject = 0;
     int rc = llmem_plan_search(p, model, train);

@@ -78,6 +78,7 @@ typedef struct search {
     model_shape m;
     model_params params;
     uint64_t capacity;
+    uint64_t last_peak; /* the last estimate's device peak; 0: beyond its range */
 } search;
 
 /* Micro-batches a step runs for micro-batch b: the global batch's share, or
@@ -97,13 +98,13 @@ static int try_batch(search *x, uint64_t dp, uint64_t pp, uint64_t b)
     x->t.i[LLMEM_TRAIN_BATCH] = (int64_t)b;
     p->layout->i[LLMEM_PARALLEL_MICRO_BATCHES] = (int64_t)micro_batches_for(x, dp, pp, b);
     int rc = llmem_estimate_run_parallel(p->est, x->model, &x->t, p->layout);
+    x->last_peak = 0;
     if (rc == LLMEM_EOVERFLOW)
         return 0;
     if (rc != LLMEM_OK)
         return rc;
-    uint64_t device = 0;
-    llmem_estimate_get_u64(p->est, LLMEM_EST_PEAK_DEVICE, &device);
-    return device <= x->capacity;
+    llmem_estimate_get_u64(p->est, LLMEM_EST_PEAK_DEVICE, &x->last_peak);
+    return x->last_peak <= x->capacity;
 }
 
 /* Divisors of a number up to 2^30 number at most 1344. */
@@ -142,6 +143,30 @@ static int largest_batch(search *x, uint64_t dp, uint64_t pp, uint64_t *best)
     return LLMEM_OK;
 }
 
+/* Why micro-batch 1 of the layout being tried does not fit (the last
+ * estimate largest_batch ran): the layout and its bytes, or the estimate's
+ * message when the bytes are beyond what it counts. */
+static void fit_example(const search *x, char *buf, size_t cap)
+{
+    const int64_t *L = x->p->layout->i;
+    int n = snprintf(buf, cap, "dp %lld tp %lld pp %lld cp %lld ep %lld sp %lld, sharding %s, "
+                               "offload %s, grad-ckpt %s: ",
+                     (long long)L[LLMEM_PARALLEL_DP], (long long)L[LLMEM_PARALLEL_TP],
+                     (long long)L[LLMEM_PARALLEL_PP], (long long)L[LLMEM_PARALLEL_CP],
+                     (long long)L[LLMEM_PARALLEL_EP], (long long)L[LLMEM_PARALLEL_SP],
+                     llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, L[LLMEM_PARALLEL_SHARDING]),
+                     llmem_parallel_value_name(LLMEM_PARALLEL_OFFLOAD, L[LLMEM_PARALLEL_OFFLOAD]),
+                     llmem_train_value_name(LLMEM_TRAIN_GRAD_CKPT, x->t.i[LLMEM_TRAIN_GRAD_CKPT]));
+    if (n < 0 || (size_t)n >= cap)
+        return;
+    if (x->last_peak == 0)
+        snprintf(buf + n, cap - (size_t)n, "%s", llmem_ctx_error(x->p->ctx));
+    else
+        snprintf(buf + n, cap - (size_t)n, "micro-batch 1 needs %llu bytes at the device level, "
+                 "above the %llu usable (a GPU's bytes less the margin)",
+                 (unsigned long long)x->last_peak, (unsigned long long)x->capacity);
+}
+
 /* One layout: its largest micro-batch, or why it is rejected. */
 static int try_layout(search *x, uint64_t dp, uint64_t pp)
 {
@@ -155,10 +180,16 @@ static int try_layout(search *x, uint64_t dp, uint64_t pp)
         return LLMEM_OK;
     }
     if (b == 0) {
+        char example[PLAN_EXAMPLE_CAP];
         uint64_t g = (uint64_t)p->i[LLMEM_PLAN_GLOBAL_BATCH];
-        reject(p, g > 0 && g % dp != 0 ? "the global batch does not split over dp"
-                                       : "does not fit at micro-batch 1",
-               "");
+        if (g > 0 && g % dp != 0) {
+            snprintf(example, sizeof example, "global-batch %llu is not a multiple of dp %llu",
+                     (unsigned long long)g, (unsigned long long)dp);
+            reject(p, "the global batch does not split over dp", example);
+        } else {
+            fit_example(x, example, sizeof example);
+            reject(p, "does not fit at micro-batch 1", example);
+        }
         return LLMEM_OK;
     }
     if ((rc = try_batch(x, dp, pp, b)) < 0)
@@ -221,8 +252,15 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
     int fused = train->i[LLMEM_TRAIN_ATTENTION] != LLMEM_ATTENTION_EAGER;
     uint64_t seq = (uint64_t)train->i[LLMEM_TRAIN_SEQ];
     int64_t *L = p->layout->i;
+    /* Checkpointing is a choice only where the formula reads it (not the
+     * article's): else the setup's own, once. */
+    int ckpt_first = LLMEM_GRAD_CKPT_NONE, ckpt_last = LLMEM_GRAD_CKPT_FULL;
+    if (llmem_train_unread(train, LLMEM_TRAIN_GRAD_CKPT) != NULL)
+        ckpt_first = ckpt_last = (int)train->i[LLMEM_TRAIN_GRAD_CKPT];
     for (uint64_t tp = 1; tp <= gpus && tp <= per_node; tp *= 2) {
-        if (gpus % tp != 0)
+        /* A tensor-parallel group stays within a node: the job fits one, or
+         * tp divides a node's GPUs (a node of 6 takes tp 1 and 2, of 3 only 1). */
+        if (gpus % tp != 0 || (gpus > per_node && per_node % tp != 0))
             continue;
         /* Context parallelism only where sequences are long and attention fused. */
         for (uint64_t cp = 1; cp <= gpus / tp && cp <= 8; cp *= 2) {
@@ -241,7 +279,7 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
                             continue;
                         const sharding_desc *sd = llmem_sharding(shardings[k]);
                         for (int sp = 0; sp <= (tp > 1); sp++) {
-                            for (int ckpt = LLMEM_GRAD_CKPT_NONE; ckpt <= LLMEM_GRAD_CKPT_FULL; ckpt++) {
+                            for (int ckpt = ckpt_first; ckpt <= ckpt_last; ckpt++) {
                                 int max_off = p->i[LLMEM_PLAN_OFFLOAD] ? LLMEM_OFFLOAD_PARAMETERS
                                                                        : LLMEM_OFFLOAD_NONE;
                                 for (int off = LLMEM_OFFLOAD_NONE; off <= max_off; off++) {

@@ -63,6 +63,9 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
                                          : (unsigned)t->i[LLMEM_TRAIN_LORA_TARGETS];
     s->frozen_layers = (uint64_t)t->i[LLMEM_TRAIN_FROZEN_LAYERS];
     s->grad_accum = (uint64_t)t->i[LLMEM_TRAIN_GRAD_ACCUM];
+    int rc = llmem_train_check_unread(ctx, t);
+    if (rc != LLMEM_OK)
+        return rc;
     const precision_desc *p = llmem_precision(s->precision);
     s->param_dt = p->param_dt;
     s->compute_dt = p->compute_dt;
@@ -73,10 +76,6 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     if (s->method == LLMEM_METHOD_FREEZE && s->frozen_layers > m->layers)
         return FAIL(ctx, FROZEN_LAYERS, LLMEM_EINCONSISTENT, "freeze-layers: %llu exceeds layers %llu",
                     (unsigned long long)s->frozen_layers, (unsigned long long)m->layers);
-    if (s->method != LLMEM_METHOD_FREEZE && s->frozen_layers > 0)
-        return FAIL(ctx, FROZEN_LAYERS, LLMEM_EINCONSISTENT,
-                    "freeze-layers: %llu set but method is not freeze",
-                    (unsigned long long)s->frozen_layers);
     if (s->method == LLMEM_METHOD_QLORA && s->precision == LLMEM_PRECISION_FP32)
         return FAIL(ctx, PRECISION, LLMEM_EINCONSISTENT,
                     "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "
@@ -90,7 +89,7 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
                     "target modules not found); its modules: %s",
                     llmem_family(m->family)->id.name, modules);
     }
-    int rc = llmem_setup_check_point(ctx, m, s);
+    rc = llmem_setup_check_point(ctx, m, s);
     if (rc != LLMEM_OK)
         return rc;
     /* Falcon-RW hands SDPA its ALiBi as a float mask: the memory-efficient

@@ -43,6 +43,7 @@ int llmem_train_set_int(llmem_train *t, int key, int64_t value)
         t->i[key] = value;
     if (key == LLMEM_TRAIN_LORA_TARGETS)
         t->lora_names = 0; /* role bits */
+    t->given |= UINT32_C(1) << key;
     llmem__ok(t->ctx);
     return LLMEM_OK;
 }
@@ -56,6 +57,7 @@ int llmem_train_set_double(llmem_train *t, int key, double value)
     if (rc != LLMEM_OK)
         return rc;
     t->d[key] = value;
+    t->given |= UINT32_C(1) << key;
     llmem__ok(t->ctx);
     return LLMEM_OK;
 }
@@ -76,6 +78,7 @@ int llmem_train_set_str(llmem_train *t, int key, const char *value)
         t->i[key] = i;
     if (key == LLMEM_TRAIN_LORA_TARGETS)
         t->lora_names = llmem_lora_modules_mask(value);
+    t->given |= UINT32_C(1) << key;
     /* A Trainer optim name ("adamw_torch") says which implementation it runs. */
     if (key == LLMEM_TRAIN_OPTIMIZER && llmem_optimizer_implied_impl(value) != 0)
         t->i[LLMEM_TRAIN_OPTIMIZER_IMPL] = llmem_optimizer_implied_impl(value);

@@ -20,8 +20,16 @@ struct llmem_train {
      * llmem_names_lora_target), resolved in the model's family; 0 when set
      * as role bits (model/modules.h). */
     uint64_t lora_names;
+    /* Bit k: field k set by the caller (an implementation a Trainer optim
+     * name implies is not), for the check below. */
+    uint32_t given;
 };
 
 extern const field_table llmem_train_fields;
+
+/* A field the caller set away from its default that the setup does not
+ * read (llmem_train_unread says why): the status, the message naming the
+ * field; else LLMEM_OK. */
+int llmem_train_check_unread(llmem_ctx *ctx, const llmem_train *t);
 
 #endif

@@ -23,6 +23,8 @@ _HEADROOM = 5
 _COMM_BYTES = 6
 _BUBBLE_PERMILLE = 7
 _TOKENS_PER_SECOND = 8
+# enum llmem_gpu_key.
+_GPU_USABLE_BYTES = 1
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,34 @@ class Rejection:
 
 @dataclass(frozen=True)
 class PlanResult:
-    """The layouts that fit, best first, and the rejections."""
+    """The layouts that fit, best first, the rejections, and the verdict on
+    the GPU: ``gpu_bytes`` is the memory of one GPU the layouts were fitted
+    to (the planner's ``gpu_bytes``, or when that is 0 the usable memory of
+    the training setup's ``gpu``), with ``margin_permille`` of it kept free;
+    ``fits`` is whether the best layout (so any) fits it, as ``llmem plan``'s
+    ``gpu.fits``; ``gpu_headroom`` is ``gpu_bytes`` less the best layout's
+    device peak (``gpu.headroom_bytes``), None when nothing fits. Each
+    layout's ``headroom`` is the room below the margin's line instead."""
 
     layouts: Tuple[PlannedLayout, ...]
     rejected: Tuple[Rejection, ...]
+    gpu_bytes: int = 0
+    margin_permille: int = 0
+
+    @property
+    def best(self) -> Optional[PlannedLayout]:
+        """The best layout by the throughput proxy, or None when none fits."""
+        return self.layouts[0] if self.layouts else None
+
+    @property
+    def fits(self) -> bool:
+        """Whether a layout fits the GPU with the margin kept free."""
+        return bool(self.layouts)
+
+    @property
+    def gpu_headroom(self) -> Optional[int]:
+        """The GPU's bytes less the best layout's device peak; None when none fits."""
+        return self.gpu_bytes - self.layouts[0].peak_device if self.layouts else None
 
 
 class Plan(Configurable):
@@ -95,7 +121,22 @@ class Plan(Configurable):
                 layouts = tuple(self._layout(i, layout)
                                 for i in range(LIB.llmem_plan_result_count(self._handle)))
             return PlanResult(layouts=layouts, rejected=tuple(
-                self._rejection(i) for i in range(LIB.llmem_plan_rejected_count(self._handle))))
+                self._rejection(i) for i in range(LIB.llmem_plan_rejected_count(self._handle))),
+                gpu_bytes=self._gpu_bytes(train), margin_permille=int(self.margin_permille))
+
+    def _gpu_bytes(self, train: Train) -> int:
+        """The capacity llmem_plan_run took: LLMEM_PLAN_GPU_BYTES, or when
+        that is 0 the usable bytes of the train's GPU (its catalog index + 1)."""
+        own = int(self.gpu_bytes)
+        if own:
+            return own
+        gpu = ctypes.c_int64()
+        self._context.check(LIB.llmem_train_get_int(train._handle, TRAIN_FIELDS["gpu"].key,
+                                                    ctypes.byref(gpu)))
+        usable = ctypes.c_uint64()
+        self._context.check(LIB.llmem_gpu_get_u64(gpu.value - 1, _GPU_USABLE_BYTES,
+                                                  ctypes.byref(usable)))
+        return usable.value
 
     def _u64(self, index: int, key: int) -> int:
         out = ctypes.c_uint64()

@@ -40,6 +40,17 @@ class Train(Configurable):
             super().__init__(ptr, ctx)
         self.set(**fields)
 
+    def unread(self, keyword: str) -> Optional[str]:
+        """Why the setup as it stands does not read field ``keyword`` ("needs
+        method lora or qlora"), or None when an estimate reads it. An estimate
+        refuses such a field set away from its default (``llmem.Error``
+        naming it): ``Train(method="full", lora_rank=16)`` does not run."""
+        field = self._field(keyword, "unread()")
+        ctx = self._context
+        with ctx._lock:
+            why = LIB.llmem_train_unread(self._handle, field.key)
+        return None if why is None else why.decode()
+
     def __repr__(self) -> str:
         if self.closed:
             return "<llmem.Train closed>"

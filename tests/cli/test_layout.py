@@ -90,7 +90,7 @@ def check_svg(t, llmem):
     none = os.path.join(work, "none.svg")
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--formula", "article", "--svg",
                              none)
-    t.check(rc == 2 and out == "" and "--svg needs the phased formula" in err and
+    t.check(rc == 2 and out == "" and "--svg needs formula phased" in err and
             "no timeline" in err and not os.path.exists(none),
             "the article's formula has no picture: a usage error", err)
 
@@ -129,17 +129,45 @@ def check_max(t, llmem):
     t.check(more["peak_device_bytes"] > d["max"]["usable_bytes"], "one more does not")
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--max", "batch")
     t.check(rc == 2 and "--capacity" in err, "--max needs --capacity", err)
-    rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--max", "batch", "--capacity",
-                             "1GiB")
-    t.check(rc == 1 and "even the smallest batch the layout takes needs" in err,
-            "nothing fits: said so", err)
-    # Under context parallelism the smallest seq is 2 x cp: its bytes, not a
-    # run at seq 1 that the layout refuses (it printed "needs 0 bytes").
-    rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--cp", "2", "--attention",
-                             "flash", "--max", "seq", "--capacity", "1GiB")
-    need = re.search(r"needs (\d+) bytes", err)
-    t.check(rc == 1 and need is not None and int(need.group(1)) > GIB,
-            "nothing fits under cp: the smallest seq's bytes", err)
+    t.check(d["max"]["fits"] is True and d["max"]["smallest_value"] is None and
+            d["max"]["headroom_bytes"] == d["max"]["usable_bytes"] - d["peak_device_bytes"],
+            "--max that fits: fits, no smallest", d["max"])
+    # Nothing fits: a capacity question answered no. The answer is printed (the
+    # report describes the smallest value the layout takes, and what it needs),
+    # exit 3 with one line; it was exit 1 and nothing on stdout.
+    rc, d, err = llmem.answer("estimate", "--model", LLAMA_32_1B, "--max", "batch", "--capacity",
+                              "1GiB", "--json")
+    m = d["max"]
+    t.check(rc == 3 and m["value"] == 0 and m["fits"] is False and m["smallest_value"] == 1 and
+            d["batch"] == 1 and m["smallest_peak_device_bytes"] == d["peak_device_bytes"] > GIB and
+            m["headroom_bytes"] == m["usable_bytes"] - d["peak_device_bytes"] < 0 and
+            err.startswith("llmem: --max batch: no batch fits: even the smallest the layout "
+                           "takes, 1, needs ") and err.count("\n") == 1,
+            "nothing fits: the smallest batch's answer, exit 3", (rc, m, err))
+    one = llmem.json("--model", LLAMA_32_1B, "--batch", "1")
+    t.check(one["peak_device_bytes"] == d["peak_device_bytes"], "the bytes of batch 1's estimate")
+    rc, out, err = llmem.answer("estimate", "--model", LLAMA_32_1B, "--max", "batch",
+                                "--capacity", "1GiB")
+    t.check(rc == 3 and re.search(r"^Max +no batch fits 972\.80 MiB .*: the smallest the "
+                                  r"layout takes, 1, needs .*, short by ", out, re.M) and
+            "batch 1 x seq" in out, "nothing fits, text: the Max line says no", (rc, out[-900:]))
+    rc, out, err = llmem.answer("estimate", "--model", "Llama-3.1-70B", "--max", "batch",
+                                "--gpu", "T4")
+    t.check(rc == 3 and "Fits          no: " in out and err.count("\n") == 1 and
+            "(T4's 14.76 GiB usable less 5%)" in err, "--max with --gpu: one line, exit 3",
+            (rc, err))
+    # Under context parallelism the smallest seq is 2 x cp, and with sequence
+    # parallelism a multiple of cp x tp: their bytes, not a run at seq 1 that
+    # the layout refuses (it printed "needs 0 bytes").
+    for flags, smallest in ((["--cp", "2"], 4), (["--cp", "2", "--tp", "4", "--sp", "1"], 8)):
+        rc, d, err = llmem.answer("estimate", "--model", LLAMA_32_1B, "--attention", "flash",
+                                  *flags, "--max", "seq", "--capacity", "1GiB", "--json")
+        own = llmem.json("--model", LLAMA_32_1B, "--attention", "flash", *flags, "--seq",
+                         str(smallest))
+        t.check(rc == 3 and d["max"]["smallest_value"] == smallest == d["seq"] and
+                d["max"]["smallest_peak_device_bytes"] == own["peak_device_bytes"] > GIB,
+                "nothing fits under %s: the smallest seq's bytes" % " ".join(flags),
+                (rc, d["max"], err))
 
 
 def check_grid(t, llmem):
@@ -261,6 +289,97 @@ def check_plan(t, llmem):
             err.count("\n") == 1, "nothing fits, --json: the answer, and exit 3", (rc, err))
     rc, out, err = llmem.run("estimate", "--gpus", "2")
     t.check(rc == 2 and "not a flag of `llmem estimate`" in err, "plan's flags are plan's", err)
+    check_plan_table(t, llmem)
+    check_plan_rejections(t, llmem)
+    check_plan_nodes(t, llmem)
+
+
+PLAN_HEADINGS = ("dp", "tp", "pp", "cp", "ep", "sp", "sharding", "offload", "ckpt", "mb x m",
+                 "device peak", "headroom", "bubble", "tokens/s")
+
+
+def table_aligned(out):
+    """Whether every row of plan's table starts each cell where its heading
+    starts, after a space (a cell wider than its column shifts the rest)."""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("  dp "))
+    starts, pos = [], 0
+    for heading in PLAN_HEADINGS:
+        pos = lines[header].index(heading, pos)
+        starts.append(pos)
+    rows = []
+    for line in lines[header + 1:]:
+        if not line:
+            break
+        rows.append(line)
+    return bool(rows) and all(len(row) > starts[-1] and
+                              all(row[s - 1] == " " and row[s] != " " for s in starts)
+                              for row in rows)
+
+
+def check_plan_table(t, llmem):
+    """The text table's columns hold every value: dp of six digits (131,072
+    GPUs), an offload of 'optimizer' and peaks over 1,000 GiB."""
+    for args in (["--model", "openai-community/gpt2", "--gpus", "131072", "--capacity", "80GiB",
+                  "--seq", "512", "--top", "5"],
+                 ["--model", LLAMA_32_1B, "--gpus", "8", "--capacity", "80GiB", "--seq", "4096",
+                  "--allow-offload", "1", "--top", "100000"],
+                 ["--model", LLAMA_32_1B, "--gpus", "2", "--capacity", "2000GiB",
+                  "--max-micro-batch", "1024", "--global-batch", "2048"]):
+        rc, out, err = llmem.run("plan", *args)
+        t.check(rc == 0 and table_aligned(out), "plan %s: the columns line up" % " ".join(args),
+                out[:1500])
+
+
+def check_plan_rejections(t, llmem):
+    """Every rejection carries an example; 'does not fit at micro-batch 1' its
+    layout and the bytes micro-batch 1 needs (it had an empty one)."""
+    rc, d, err = llmem.answer("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--capacity", "1GiB",
+                              "--json")
+    fit = [r for r in d["rejected"] if r["reason"] == "does not fit at micro-batch 1"]
+    t.check(rc == 3 and fit and all(r["example"] for r in d["rejected"]),
+            "every rejection has an example", d["rejected"])
+    m = re.match(r"dp (\d+) tp (\d+) pp (\d+) cp (\d+) ep (\d+) sp (\d+), sharding (\S+), "
+                 r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (\d+) bytes at the device "
+                 r"level, above the (\d+) usable", fit[0]["example"] if fit else "")
+    t.check(m is not None, "the example names the layout and its bytes", fit)
+    if m:
+        dp, tp, pp, cp, ep, sp, sharding, offload, ckpt, need, usable = m.groups()
+        e = llmem.json("--model", LLAMA_32_1B, "--batch", "1", "--dp", dp, "--tp", tp, "--pp", pp,
+                       "--cp", cp, "--ep", ep, "--sp", sp, "--sharding", sharding, "--offload",
+                       offload, "--grad-ckpt", ckpt, "--micro-batches",
+                       str(2 * int(pp) if int(pp) > 1 else 1))
+        t.check(e["peak_device_bytes"] == int(need) > int(usable) == GIB // 1000 * 950,
+                "the example's bytes are that layout's at micro-batch 1", (e["peak_device_bytes"],
+                                                                          fit[0]))
+    rc, out, err = llmem.answer("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--capacity",
+                                "80GiB", "--global-batch", "6")
+    t.check(rc == 0 and "the global batch does not split over dp: global-batch 6 is not a "
+            "multiple of dp 4" in out, "the global batch's rejection: its example", out[-800:])
+    rc, out, err = llmem.answer("plan", "--model", "openai-community/gpt2", "--gpus", "2",
+                                "--capacity", "3GiB", "--seq", "512")
+    t.check(rc == 0 and "\n  1 layout: does not fit at micro-batch 1: dp " in out,
+            "one layout rejected: in the singular", out[-800:])
+
+
+def check_plan_nodes(t, llmem):
+    """gpus-per-node: a job larger than a node takes whole nodes (exit 2
+    naming both); a tensor-parallel group stays within a node."""
+    base = ["plan", "--model", "openai-community/gpt2", "--capacity", "80GiB", "--seq", "512"]
+    rc, out, err = llmem.run(*base, "--gpus", "8", "--gpus-per-node", "3")
+    t.check(rc == 2 and out == "" and err == "llmem: --gpus-per-node '3': 3 does not divide gpus "
+            "8 (a job on more GPUs than a node holds takes whole nodes)\n",
+            "8 GPUs over nodes of 3: refused", (rc, err))
+    rc, d, err = llmem.answer(*base, "--gpus", "3", "--gpus-per-node", "8", "--json")
+    t.check(rc == 0 and d["layouts_fitting"] > 0, "3 GPUs within a node of 8", err)
+    rc, d, err = llmem.answer(*base, "--gpus", "12", "--gpus-per-node", "6", "--top", "100000",
+                              "--json")
+    tps = {p["tp"] for p in d["layouts"]}
+    t.check(rc == 0 and tps == {1, 2}, "nodes of 6: tp 1 and 2 (4 would straddle two nodes)", tps)
+    rc, d, err = llmem.answer(*base, "--gpus", "6", "--gpus-per-node", "6", "--top", "100000",
+                              "--json")
+    t.check(rc == 0 and {p["tp"] for p in d["layouts"]} == {1, 2},
+            "one node of 6: tp up to what divides 6", {p["tp"] for p in d["layouts"]})
 
 
 def catalog(llmem):
@@ -454,6 +573,18 @@ def check_plan_gpu(t, llmem):
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4")
     t.check(rc == 2 and "--gpu" in err and "--capacity" in err, "plan needs --gpu or --capacity",
             err)
+    # Sizes below a MiB in a smaller unit: a nonzero count never reads 0 ("0 MiB").
+    rc, out, err = llmem.answer("plan", "--model", "openai-community/gpt2", "--gpus", "2",
+                                "--gpu", "A100-40GB", "--capacity", "1000")
+    t.check(rc == 3 and "Fits          no: no layout fits 1000 B (--capacity, not the GPU's "
+            "39.39 GiB)" in out and "fits 950 B (--capacity 1000 B less 5%)" in err and
+            not re.search(r"(?<![\d.])0(\.0+)? [KMG]i?B", out + err),
+            "plan --capacity 1000: bytes, not 0 MiB", (out[:400], err))
+    rc, out, err = llmem.answer("estimate", "--model", "openai-community/gpt2", "--gpu",
+                                "A100-40GB", "--capacity", str(3 * (1 << 20) // 2))
+    t.check(rc == 3 and "of 1.50 MiB (--capacity, not the GPU's 39.39 GiB)" in out and
+            "above 1.42 MiB (--capacity 1.50 MiB less 5%)" in err,
+            "estimate --capacity 1.5 MiB: three digits, not 2 MiB", err)
     # The issue's example.
     rc, out, err = llmem.run("plan", "--model", "Llama-3.1-405B", "--gpu", "H100-80GB", "--gpus",
                              "1024", "--seq", "8192", "--json")

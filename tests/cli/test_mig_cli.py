@@ -138,6 +138,10 @@ def check_fit(t, llmem):
                    "--bytes-level", "reserved", "--json")
     t.check(r["need_bytes"] == 9 * GIB + 300 * MIB + 287 * MIB and r["best"] == "1g.20gb",
             "fit: a reserved-level count gets the CUDA context", r["best"])
+    # A shortfall below 1 MiB: in bytes, never "0 MiB" (1g.10gb's 9.50 GiB less 672 B).
+    rc, out, err = llmem.run("fit", "--gpu", "A100-80GB", "--bytes", "9.5GiB", "--margin", "0")
+    t.check(rc == 0 and re.search(r"^1g\.10gb .* no +\(672 B\)$", out, re.M) is not None and
+            " 0 MiB" not in out, "fit: a small shortfall in bytes, not 0 MiB", out)
     c = llmem.json("fit", "--gpu", "h100", "--bytes", str(12 * GIB), "--min-compute", "2", "--json")
     t.check(c["best"] == "2g.20gb", "fit: --min-compute", c["best"])
     est_args = ["--model", "gpt2", "--method", "full", "--batch", "4", "--seq", "256"]
@@ -406,7 +410,7 @@ def check_pack_errors(t, llmem):
         ('[{"id": "a", "x\\u001by": 5}]', ["job #1", "field name", "U+001B at byte 1"], "an escape in a field name"),
         # A LoRA setting without a LoRA method would be ignored.
         ('[{"id": "a", "model": "gpt2", "lora_rank": 8}]',
-         ["job 'a' (#1)", "--lora-rank needs --method lora or qlora"], "a LoRA rank without LoRA"),
+         ["job 'a' (#1)", "--lora-rank needs method lora or qlora"], "a LoRA rank without LoRA"),
         ('[{"id": "a", "memory_bytes": 5', ["end of file"], "a truncated file"),
     ]
     with tempfile.TemporaryDirectory() as tmp:

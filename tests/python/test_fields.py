@@ -154,3 +154,20 @@ def test_the_gpu_changes_the_estimate():
     ampere = llmem.estimate("gpt2", batch=2, gpu="A100-80GB")
     assert llmem.estimate("gpt2", batch=2, gpu="H100").peak_device == hopper.peak_device
     assert hopper.peak_device - ampere.peak_device == 32 * 2**20 - 8519680
+
+
+def test_a_field_the_setup_does_not_read_is_refused():
+    # the article's sum reads no dropout: set, it is an error naming it
+    with pytest.raises(llmem.Inconsistent, match=r"^dropout: 0\.1 is not read.*formula phased"):
+        llmem.estimate("meta-llama/Llama-3.2-1B", formula="article", dropout=0.1)
+    with pytest.raises(llmem.Inconsistent, match=r"^lora-rank: 16 .*method lora or qlora"):
+        llmem.estimate("meta-llama/Llama-3.2-1B", method="full", lora_rank=16)
+    # at its default it changes nothing: accepted
+    llmem.estimate("meta-llama/Llama-3.2-1B", formula="article", dropout=0.0)
+    with llmem.Train(method="full") as t:
+        assert "method lora or qlora" in t.unread("lora_rank")
+        assert t.unread("batch") is None
+        t.method = "lora"
+        assert t.unread("lora_rank") is None
+        with pytest.raises(TypeError, match="no_such_field"):
+            t.unread("no_such_field")

@@ -3,6 +3,7 @@
 --json` and `llmem estimate --max --json`."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -126,3 +127,111 @@ def test_plan_on_a_gpu_equals_the_cli(llmem_json):
     usable = js["gpu"]["usable_bytes"]
     same = llmem.plan(LLAMA_8B, gpus=8, gpu="A100-80GB", gpu_bytes=usable, seq=2048)
     assert [p.peak_device for p in same.layouts] == [p.peak_device for p in result.layouts]
+
+
+@pytest.mark.parametrize("model,settings,flags", [
+    (LLAMA_1B, dict(gpus=4, gpu="A100-40GB", seq=1024),
+     ["--gpus", 4, "--gpu", "A100-40GB", "--seq", 1024]),
+    (LLAMA_1B, dict(gpus=4, gpu="A100-40GB", gpu_bytes=20 * GIB, margin_permille=100),
+     ["--gpus", 4, "--gpu", "A100-40GB", "--capacity", 20 * GIB, "--margin", 10]),
+    ("meta-llama/Llama-3.1-70B", dict(gpus=2, gpu="T4"), ["--gpus", 2, "--gpu", "T4"]),
+], ids=["fits-a100", "capacity-wins", "nothing-fits-t4"])
+def test_plan_verdict_equals_the_cli(model, settings, flags):
+    """The verdict on the GPU: the capacity the layouts were fitted to,
+    whether the best one fits, its headroom; `llmem plan --json`'s gpu object
+    (which exits 3 when nothing fits)."""
+    path = os.environ.get("LLMEM_TEST_CLI")
+    if not path:
+        pytest.skip("the llmem command is not built")
+    result = llmem.plan(model, **settings)
+    proc = subprocess.run([path, "plan", "--model", model] + [str(f) for f in flags] + ["--json"],
+                          stdout=subprocess.PIPE, universal_newlines=True, timeout=300)
+    gpu = json.loads(proc.stdout)["gpu"]
+    assert proc.returncode == (0 if gpu["fits"] else 3)
+    assert (result.gpu_bytes, result.margin_permille, result.fits, result.gpu_headroom) == \
+        (gpu["capacity_bytes"], gpu["margin_permille"], gpu["fits"], gpu["headroom_bytes"])
+    if result.fits:
+        assert result.best == result.layouts[0]
+        assert result.best.peak_device <= result.gpu_bytes // 1000 * (1000 -
+                                                                      result.margin_permille)
+    else:
+        assert result.best is None and result.layouts == ()
+
+
+def test_plan_verdict_without_a_gpu():
+    """gpu_bytes alone is the capacity; 1 GiB holds no layout of the 8B."""
+    result = llmem.plan(LLAMA_8B, gpus=2, gpu_bytes=GIB)
+    assert (result.gpu_bytes, result.margin_permille, result.fits, result.best,
+            result.gpu_headroom) == (GIB, 50, False, None, None)
+    result = llmem.plan(LLAMA_1B, gpus=2, gpu_bytes=80 * GIB, margin_permille=0)
+    assert result.fits and result.gpu_headroom == 80 * GIB - result.best.peak_device > 0
+
+
+def test_gpus_per_node_takes_whole_nodes():
+    """A job on more GPUs than a node holds takes whole nodes: 8 GPUs over
+    nodes of 3 are refused naming both fields, and the planner is unchanged."""
+    gpt2 = "openai-community/gpt2"
+    with llmem.Model.from_preset(gpt2) as model, llmem.Train(seq=512) as train, \
+            llmem.Plan(gpus=8, gpu_bytes=80 * GIB) as planner:
+        before = planner.run(model, train)
+        planner.gpus_per_node = 3
+        with pytest.raises(llmem.Inconsistent) as info:
+            planner.run(model, train)
+        assert info.value.field == "gpus_per_node" and info.value.object == "plan"
+        assert str(info.value).startswith("gpus-per-node: 3 does not divide gpus 8")
+        planner.gpus_per_node = 4
+        assert planner.run(model, train).layouts
+    assert before.layouts
+    # One partial node, or whole nodes of any size, are accepted.
+    for gpus, per_node in ((3, 8), (12, 6), (6, 6), (12, 3)):
+        assert llmem.plan(gpt2, gpus=gpus, gpus_per_node=per_node, gpu_bytes=80 * GIB,
+                          seq=512).layouts
+
+
+@pytest.mark.parametrize("gpus,per_node,tps", [(12, 6, {1, 2}), (12, 3, {1}), (6, 6, {1, 2}),
+                                               (16, 8, {1, 2, 4})])
+def test_tensor_parallel_groups_stay_within_a_node(gpus, per_node, tps):
+    """tp is a power of two: across nodes only a tp dividing a node's GPUs
+    keeps its group within one (nodes of 6: tp 4 would straddle two)."""
+    result = llmem.plan("openai-community/gpt2", gpus=gpus, gpus_per_node=per_node,
+                        gpu_bytes=80 * GIB, seq=512)
+    assert {p.layout["tp"] for p in result.layouts} == tps
+
+
+def test_a_group_across_nodes_is_slower():
+    """The cost model's groups within a node: pipelines of 3 stages on nodes
+    of 6 are (ranks 0-2, 3-5), on nodes of 4 some straddle two (ranks 3-5),
+    so the same layout ranks slower; the data-parallel groups cross nodes in
+    both. Before, 3 <= 4 counted as within."""
+    def pp3(per_node):
+        result = llmem.plan("openai-community/gpt2", gpus=12, gpus_per_node=per_node,
+                            gpu_bytes=80 * GIB, seq=512)
+        return {(p.layout["sharding"], p.grad_ckpt): p for p in result.layouts
+                if (p.layout["pp"], p.layout["tp"], p.layout["dp"]) == (3, 1, 4)}
+    six, four = pp3(6), pp3(4)
+    assert six and six.keys() == four.keys()
+    for key in six:
+        assert (six[key].micro_batch, six[key].comm_bytes) == (four[key].micro_batch,
+                                                               four[key].comm_bytes)
+        assert four[key].tokens_per_second < six[key].tokens_per_second
+
+
+def test_every_rejection_has_an_example():
+    """'does not fit at micro-batch 1' names its layout and the bytes micro-batch
+    1 needs (its example was empty); the global batch's names both numbers."""
+    result = llmem.plan(LLAMA_1B, gpus=4, gpu_bytes=GIB)
+    assert result.rejected and all(r.example for r in result.rejected)
+    fit = [r for r in result.rejected if r.reason == "does not fit at micro-batch 1"]
+    m = re.match(r"dp (\d+) tp (\d+) pp (\d+) cp (\d+) ep (\d+) sp (\d+), sharding (\S+), "
+                 r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (\d+) bytes at the device "
+                 r"level, above the (\d+) usable", fit[0].example)
+    assert m is not None, fit
+    dp, tp, pp, cp, ep, sp = (int(v) for v in m.groups()[:6])
+    est = llmem.estimate(LLAMA_1B, batch=1, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=sp,
+                         sharding=m.group(7), offload=m.group(8), grad_ckpt=m.group(9),
+                         micro_batches=2 * pp if pp > 1 else 1)
+    assert est.peak_device == int(m.group(10)) > int(m.group(11)) == GIB // 1000 * 950
+    split = llmem.plan(LLAMA_1B, gpus=4, gpu_bytes=80 * GIB, global_batch=6)
+    examples = {r.reason: r.example for r in split.rejected}
+    assert examples["the global batch does not split over dp"] == \
+        "global-batch 6 is not a multiple of dp 4"

@@ -711,6 +711,7 @@ API_TEST(unchanged, failed_train_setters)
     double d = 0;
 
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 4), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, "lora"), LLMEM_OK);
     cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_LORA_TARGETS, "q_proj,v_proj"), LLMEM_OK);
     cr_assert_eq(llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, 0.1), LLMEM_OK);
     uint64_t peak_before = peak_of(ctx, e, m, t);

@@ -154,13 +154,23 @@ Test(steps, adamw_step_by_implementation, .init = setup_est, .fini = teardown_es
 }
 
 /* Only torch.optim's AdamW and Adam step differently by implementation; SGD
- * updates in place in all three, and the others run their own kernels. */
+ * updates in place in all three, and the others run their own kernels (an
+ * implementation set for them is refused). */
 Test(steps, implementation_matters_only_for_adam, .init = setup_est, .fini = teardown_est)
 {
-    static const char *const same[] = { "sgd", "sgd-momentum", "adafactor", "adamw-8bit",
-                                        "lion", "lion-32bit", "paged-lion-8bit" };
+    static const char *const same[] = { "sgd", "sgd-momentum" };
+    static const char *const own[] = { "adafactor", "adamw-8bit", "lion", "lion-32bit",
+                                       "paged-lion-8bit" };
     static const char *const impls[] = { "fused", "foreach", "forloop" };
     llmem_model *m = preset("meta-llama/Llama-3.2-1B");
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        llmem_train *t = NULL;
+        cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_OPTIMIZER, own[i]), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_OPTIMIZER_IMPL, "foreach"), LLMEM_OK);
+        cr_expect_eq(llmem_estimate_run(est, m, t), LLMEM_EINCONSISTENT, "%s", own[i]);
+        llmem_train_free(t);
+    }
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         result r[3];
         for (size_t k = 0; k < 3; k++)
@@ -247,7 +257,7 @@ Test(steps, checkpointing_variants, .init = setup_est, .fini = teardown_est)
 Test(steps, lora_dropout, .init = setup_est, .fini = teardown_est)
 {
     llmem_model *m = preset("meta-llama/Llama-3.2-1B");
-    result off, on, full_off, full_on;
+    result off, on;
     RUN(m, &off, S(METHOD, "lora"), S(LORA_TARGETS, "q_proj"), S(PRECISION, "fp32"),
         S(BATCH, "2"), S(SEQ, "256"));
     RUN(m, &on, S(METHOD, "lora"), S(LORA_TARGETS, "q_proj"), S(PRECISION, "fp32"),
@@ -257,9 +267,12 @@ Test(steps, lora_dropout, .init = setup_est, .fini = teardown_est)
      * output): its dropout records no node, and its mask goes at once. */
     cr_expect_eq(on.phase[LLMEM_PHASE_FORWARD] - off.phase[LLMEM_PHASE_FORWARD],
                  U64(15) * 2 * 256 * 2048, "a 1-byte mask of [2, 256, 2048] in 15 of 16 layers");
-    RUN(m, &full_off, S(METHOD, "full"));
-    RUN(m, &full_on, S(METHOD, "full"), R(LORA_DROPOUT, 0.1));
-    cr_expect_eq(full_on.allocated, full_off.allocated);
+    /* Full fine-tuning reads no LoRA dropout: set, it is refused. */
+    llmem_train *t = NULL;
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_double(t, LLMEM_TRAIN_LORA_DROPOUT, 0.1), LLMEM_OK);
+    cr_expect_eq(llmem_estimate_run(est, m, t), LLMEM_EINCONSISTENT);
+    llmem_train_free(t);
     llmem_model_free(m);
 }
 

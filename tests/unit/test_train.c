@@ -792,3 +792,104 @@ Test(train, gpu_rejects_say_why, .init = setup_train, .fini = teardown_train)
     cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_GPU, hi + 1), LLMEM_ERANGE);
     cr_expect_eq(get_int(LLMEM_TRAIN_GPU), (int64_t)h200 + 1);
 }
+
+/* ------------------------------------------------------------------ */
+/* Fields the setup does not read: llmem_train_unread() says why, and an
+ * estimate refuses one set away from its default, naming it. */
+
+typedef struct unread_case {
+    int setting;          /* a field that decides what is read ... */
+    const char *value;    /* ... set to this */
+    int key;              /* the field tried */
+    const char *tried;    /* set to this */
+    const char *why;      /* part of the reason, or NULL: read */
+} unread_case;
+
+static const unread_case unread_cases[] = {
+    { LLMEM_TRAIN_METHOD, "full", LLMEM_TRAIN_LORA_RANK, "16", "method lora or qlora" },
+    { LLMEM_TRAIN_METHOD, "freeze", LLMEM_TRAIN_LORA_DROPOUT, "0.1", "method lora or qlora" },
+    { LLMEM_TRAIN_METHOD, "full", LLMEM_TRAIN_LORA_TARGETS, "q_proj", "method lora or qlora" },
+    { LLMEM_TRAIN_METHOD, "lora", LLMEM_TRAIN_LORA_RANK, "16", NULL },
+    { LLMEM_TRAIN_METHOD, "qlora", LLMEM_TRAIN_LORA_DROPOUT, "0.1", NULL },
+    { LLMEM_TRAIN_METHOD, "lora", LLMEM_TRAIN_FROZEN_LAYERS, "2", "method freeze" },
+    { LLMEM_TRAIN_METHOD, "freeze", LLMEM_TRAIN_FROZEN_LAYERS, "2", NULL },
+    { LLMEM_TRAIN_FORMULA, "phased", LLMEM_TRAIN_ARTICLE_PARAM_BYTES, "2", "formula article" },
+    { LLMEM_TRAIN_FORMULA, "phased", LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "1.5", "formula article" },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_ARTICLE_TMP_FACTOR, "1.5", NULL },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_DROPOUT, "0.1", "formula phased" },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_ATTENTION, "eager", "formula phased" },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_METHOD, "lora", "formula phased" },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_GRAD_ACCUM, "4", "formula phased" },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_BATCH, "4", NULL },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_OPTIMIZER, "lion", NULL },
+    { LLMEM_TRAIN_FORMULA, "article", LLMEM_TRAIN_GPU, "A100-80GB", NULL },
+    { LLMEM_TRAIN_OPTIMIZER, "lion", LLMEM_TRAIN_OPTIMIZER_IMPL, "foreach", "torch.optim" },
+    { LLMEM_TRAIN_OPTIMIZER, "adafactor", LLMEM_TRAIN_OPTIMIZER_IMPL, "forloop", "torch.optim" },
+    { LLMEM_TRAIN_OPTIMIZER, "sgd", LLMEM_TRAIN_OPTIMIZER_IMPL, "foreach", NULL },
+    { LLMEM_TRAIN_OPTIMIZER, "adam", LLMEM_TRAIN_OPTIMIZER_IMPL, "forloop", NULL },
+};
+
+static int run_default_model(void)
+{
+    llmem_model *m;
+    llmem_estimate *e;
+    cr_assert_eq(llmem_model_new_preset(ctx, "meta-llama/Llama-3.2-1B", &m), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    int rc = llmem_estimate_run(e, m, train);
+    llmem_estimate_free(e);
+    llmem_model_free(m);
+    return rc;
+}
+
+Test(train, unread_fields_are_refused_when_set, .init = setup_train, .fini = teardown_train)
+{
+    for (size_t i = 0; i < sizeof unread_cases / sizeof unread_cases[0]; i++) {
+        const unread_case *c = &unread_cases[i];
+        const char *name;
+        llmem_train_field_info(c->key, &name, NULL, NULL, NULL);
+        llmem_train_free(train);
+        cr_assert_eq(llmem_train_new(ctx, &train), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_str(train, c->setting, c->value), LLMEM_OK);
+        /* at its default, whatever the setting: accepted, though unread */
+        cr_expect_eq(run_default_model(), LLMEM_OK, "case %zu: %s", i, llmem_ctx_error(ctx));
+        cr_assert_eq(llmem_train_set_str(train, c->key, c->tried), LLMEM_OK, "case %zu", i);
+        const char *why = llmem_train_unread(train, c->key);
+        int rc = run_default_model();
+        if (c->why == NULL) {
+            cr_expect_null(why, "case %zu: %s unread: %s", i, name, why);
+            cr_expect_eq(rc, LLMEM_OK, "case %zu: %s", i, llmem_ctx_error(ctx));
+            continue;
+        }
+        cr_expect(why != NULL && strstr(why, c->why) != NULL, "case %zu: %s: %s", i, name,
+                  why ? why : "(read)");
+        cr_expect_eq(rc, LLMEM_EINCONSISTENT, "case %zu: %s %s runs", i, name, c->tried);
+        int object = 0, key = 0;
+        cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+        cr_expect(object == LLMEM_OBJECT_TRAIN && key == c->key, "case %zu: field %d/%d", i,
+                  object, key);
+        cr_expect(strncmp(llmem_ctx_error(ctx), name, strlen(name)) == 0 &&
+                      strstr(llmem_ctx_error(ctx), c->why) != NULL,
+                  "case %zu: %s", i, llmem_ctx_error(ctx));
+    }
+}
+
+Test(train, unread_at_default_and_implied_are_accepted, .init = setup_train,
+     .fini = teardown_train)
+{
+    /* A Trainer optim name implies an implementation: not the caller's
+     * setting, so the article (which reads only the optimizer) runs. */
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_FORMULA, "article"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "adamw_torch"), LLMEM_OK);
+    cr_expect_not_null(llmem_train_unread(train, LLMEM_TRAIN_OPTIMIZER_IMPL));
+    cr_expect_eq(run_default_model(), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    /* set back to its default: nothing is ignored */
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.1), LLMEM_OK);
+    cr_expect_eq(run_default_model(), LLMEM_EINCONSISTENT);
+    cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.0), LLMEM_OK);
+    cr_expect_eq(run_default_model(), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    /* what the setup reads; unknown keys and NULL read as NULL */
+    cr_expect_null(llmem_train_unread(train, LLMEM_TRAIN_SEQ));
+    cr_expect_null(llmem_train_unread(train, 0));
+    cr_expect_null(llmem_train_unread(train, 99));
+    cr_expect_null(llmem_train_unread(NULL, LLMEM_TRAIN_DROPOUT));
+}

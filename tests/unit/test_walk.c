@@ -61,7 +61,8 @@ static void check_walk_case(const walk_case *c)
     llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, attentions[c->attention]);
     llmem_train_set_str(t, LLMEM_TRAIN_LOSS, losses[c->loss]);
     llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, c->dropout ? 0.1 : 0.0);
-    llmem_train_set_double(t, LLMEM_TRAIN_LORA_DROPOUT, c->dropout ? 0.05 : 0.0);
+    if (c->method == 1 || c->method == 3) /* LoRA's: the others read none */
+        llmem_train_set_double(t, LLMEM_TRAIN_LORA_DROPOUT, c->dropout ? 0.05 : 0.0);
     llmem_train_set_int(t, LLMEM_TRAIN_GRAD_ACCUM, c->accum ? 4 : 1);
     llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 2);
     llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 256);

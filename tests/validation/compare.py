@@ -51,6 +51,10 @@ REQUIRED = (
 
 
 # optional CSV column -> llmem flag (Qwen3 qk-norm, mixture of experts)
+# The optimizers torch.optim runs (fused, foreach or a loop): llmem reads
+# --optimizer-impl only for them.
+TORCH_OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum")
+
 OPTIONAL_FLAGS = (
     ("qk_norm", "--qk-norm"),
     ("experts", "--experts"),
@@ -105,11 +109,14 @@ def build_command(llmem, row):
            "--seq", row["seq"],
            "--precision", row["precision"],
            "--optimizer", row["optimizer"],
-           "--optimizer-impl", row["optimizer_impl"],
            "--grad-ckpt", row["grad_ckpt"],
            "--attention", row["attention"],
            "--dropout", row["dropout"],
            "--method", row["method"]]
+    # torch.optim's optimizers take an implementation; the harness logs one
+    # for every row, the others' included (llmem refuses a flag it ignores).
+    if row["optimizer"] in TORCH_OPTIMIZERS:
+        cmd += ["--optimizer-impl", row["optimizer_impl"]]
     if row["method"] == "lora":
         cmd += ["--lora-rank", row["lora_rank"], "--lora-targets", row["lora_targets"]]
         dropout = (row.get("lora_dropout") or "").strip()
