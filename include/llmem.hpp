@@ -270,6 +270,13 @@ public:
         return v;
     }
     /** The C handle (NULL once moved from). */
+    /** Why the setup does not read field @p key ("needs method lora or qlora"), or
+     * empty when an estimate reads it (llmem_train_unread). */
+    std::string unread(int key) const
+    {
+        const char *why = llmem_train_unread(p_.get(), key);
+        return why != nullptr ? why : "";
+    }
     llmem_train *native() const noexcept { return p_.get(); }
 
 private:
@@ -311,6 +318,8 @@ public:
     }
     /** GPUs the layout spans: dp x tp x pp x cp. */
     std::uint64_t gpus() const noexcept { return llmem_parallel_gpus(p_.get()); }
+    /** The multiples of batch or seq (@p key) the layout splits (llmem_parallel_step). */
+    std::uint64_t step(int key) const noexcept { return llmem_parallel_step(p_.get(), key); }
     /** The C handle (NULL once moved from). */
     llmem_parallel *native() const noexcept { return p_.get(); }
 

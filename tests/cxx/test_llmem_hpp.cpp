@@ -213,6 +213,13 @@ void layouts_as_the_c_api()
     layout.set(LLMEM_PARALLEL_PP, 2);
     check(layout.gpus() == 16 && layout.get(LLMEM_PARALLEL_SHARDING) == LLMEM_SHARDING_FSDP_FULL,
           "a layout's fields and GPU count");
+    layout.set(LLMEM_PARALLEL_CP, 2);
+    check(layout.step(LLMEM_TRAIN_SEQ) == 4 && layout.step(LLMEM_TRAIN_BATCH) == 1,
+          "the multiples of seq and batch a layout splits");
+    layout.set(LLMEM_PARALLEL_CP, 1);
+    check(train.unread(LLMEM_TRAIN_LORA_RANK).find("method lora or qlora") != std::string::npos &&
+              train.unread(LLMEM_TRAIN_SEQ).empty(),
+          "why a field is not read");
     llmem::Estimate est(ctx);
     est.run(model, train, layout);
 
