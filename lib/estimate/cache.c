@@ -37,7 +37,7 @@ void llmem_segcache_begin(seg_cache *c, int same_context, uint64_t walk_key)
     c->walk_start = ++c->clock;
     if (!same_context)
         c->context_known = 0;
-    c->walk = walk_key ? (int)(walk_key % SEG_WALKS) : -1;
+    c->walk = walk_key ? llmem_walk_slot(walk_key) : -1;
     c->walk_full = 1;
     if (c->walk >= 0 && c->walk_key[c->walk] != walk_key) {
         c->walk_key[c->walk] = walk_key;
@@ -92,6 +92,7 @@ static void find_context(seg_cache *c, const model_shape *m, const build *b)
     settings.g = NULL;
     settings.batch = settings.seq = settings.tokens = 0;
     settings.hold_input = 0;
+    settings.loss_chunk = 0; /* the queries' piece says it */
     uint64_t hash = mix_bytes(mix_bytes(0, m, sizeof *m), &settings, sizeof settings);
     for (int i = 0; i < SEG_CONTEXTS; i++) {
         seg_context *x = &c->contexts[i];

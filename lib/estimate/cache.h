@@ -32,6 +32,14 @@
 #define SEG_HINTS 8       /* segments a walk asks for, remembered in order */
 #define SEG_WALKS 4       /* walks whose entries are remembered (a configuration's ranks) */
 
+/* The slot of a walk key (estimate.c: a configuration's rank times 32, plus
+ * its loss's chunk code): the ranks of one configuration, and the chunks of
+ * one rank, take different slots. */
+static inline int llmem_walk_slot(uint64_t walk_key)
+{
+    return (int)((walk_key ^ walk_key >> 5) % SEG_WALKS);
+}
+
 typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
 typedef struct seg_context {

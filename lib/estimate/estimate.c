@@ -31,6 +31,7 @@ void llmem_estimate_forget(llmem_estimate *e)
     e->walk.graph_overflow = 0;
     e->walk.same_context = 0;
     e->walk.walk_key = 0;
+    e->walk.loss_chunk = 0;
     e->walk.compiled = e->walk.answered = 0;
     for (int k = 0; k < SEG_WALKS; k++) {
         e->walk.memo[k].key = 0;
@@ -290,19 +291,32 @@ static void rank_input(const model_shape *shape, const rank_recipe *rc, const la
     in->ep = l->ep;
 }
 
+/* A fused loss's chunk at a rank's point (0: all the tokens), as the head
+ * segment takes it (llmem_layers_piece); 0 too without a fused loss. */
+static uint64_t loss_piece(const model_shape *m, const setup *run)
+{
+    build b;
+    memset(&b, 0, sizeof b);
+    b.batch = run->batch;
+    b.seq = run->seq;
+    b.tokens = run->batch * run->seq;
+    seg_spec spec = { .chunked_loss = run->loss == LLMEM_LOSS_CHUNKED };
+    return llmem_layers_piece(&b, m, &spec);
+}
+
 /* After a walk whose segments all came compiled, compile the walk itself
  * for its key and regime (walkform.h): the walk again at the regime's grid
  * and check points, each cheap, then the fit. Only at the second such walk
  * of a key and regime (a sweep; a planner that tries a configuration once
  * does not pay for it). Refused for good (for this key and regime) when a
- * sample walk simulates or the fit fails; a chunked loss is not compiled
- * (its chunk, so its segment, changes with the tokens). */
+ * sample walk simulates or the fit fails. A fused loss's chunk changes with
+ * the tokens: each chunk has a key of its own, and the samples take it. */
 static inline walk_form *walk_to_compile(llmem_estimate *e, const rank_recipe *rc)
 {
     walk_scratch *ws = &e->walk;
     walk_form *f = llmem_walk_form(ws, rc->run.batch, rc->run.seq);
     if (f == NULL || (f->key == ws->walk_key && f->state != 0) || !ws->walked ||
-        !ws->cache.walk_full || rc->run.loss == LLMEM_LOSS_CHUNKED || e->trace != NULL)
+        !ws->cache.walk_full || e->trace != NULL)
         return NULL;
     if (f->key != ws->walk_key) { /* the first: wait for a second */
         f->key = ws->walk_key;
@@ -331,7 +345,11 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
     if (n == 0)
         return;
     n += WALK_CHECKS;
-    for (int k = 0; k < n; k++) {
+    /* The samples take the caller's fused-loss chunk: the walk's key is of it. */
+    uint64_t piece = loss_piece(shape, &rc->run);
+    ws->loss_chunk = rc->run.loss != LLMEM_LOSS_CHUNKED ? 0 : piece != 0 ? piece : LOSS_CHUNK_ALL;
+    int k = 0;
+    for (; k < n; k++) {
         rank_recipe at = *rc;
         at.run.batch = bs[k];
         at.run.seq = ss[k];
@@ -342,8 +360,11 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
         rank_input(shape, &at, l, c, share, &st_at, &in);
         if (step_overflows(&e->bound, &at.run, 1) ||
             llmem_walk_logged(ws, &in, &w, &logs[k]) != LLMEM_OK || !ws->cache.walk_full)
-            return;
+            break;
     }
+    ws->loss_chunk = 0;
+    if (k < n)
+        return;
     const compiled_form *seg[SEG_HINTS] = { NULL };
     if (!llmem_segcache_walk_forms(&ws->cache, ws->log.positions, seg))
         return;
@@ -464,10 +485,19 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
 }
 
 /* A configuration's rank names its walk: the same segments asked for at
- * every run. */
-static uint64_t walk_key(const est_config *cf, int rank)
+ * every run. A fused loss's segment changes with its chunk (a power of two
+ * of the tokens): each chunk names a walk of its own, coded in the low five
+ * bits (0: no fused loss, 1: all the tokens, 2 + log2 of the chunk). */
+static uint64_t walk_key(const est_config *cf, int rank, const setup *run)
 {
-    return cf->serial * RANKS_MAX + (uint64_t)rank + 1;
+    uint64_t key = (cf->serial * RANKS_MAX + (uint64_t)rank + 1) * 32;
+    if (run->loss != LLMEM_LOSS_CHUNKED)
+        return key;
+    uint64_t piece = loss_piece(&cf->shape, run), code = 1; /* all the tokens */
+    if (piece != 0) /* a power of two below 2^29, the tokens' bound */
+        for (code = 2; piece > 1; piece >>= 1)
+            code++;
+    return key + code;
 }
 
 int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_train *train,
@@ -538,7 +568,7 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
             e->trace_count[i] = 0;
             continue;
         }
-        e->walk.walk_key = walk_key(cf, i);
+        e->walk.walk_key = walk_key(cf, i, &rc.run);
         if ((rc_ = walk_rank(e, (size_t)i, &cf->shape, &rc, &l, &cf->classes[i], share, &st[i],
                              &walks[i])) != LLMEM_OK)
             return rc_;
@@ -595,7 +625,7 @@ int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64
         const rank_share *share = &cf->share[i];
         const rank_class *c = &cf->classes[i];
         walk_peak w;
-        e->walk.walk_key = walk_key(cf, i);
+        e->walk.walk_key = walk_key(cf, i, run);
         if (!llmem_walk_known_peak(&e->walk, run->batch, run->seq, c->in_flight_num,
                                    c->in_flight_den, &w) ||
             unaccounted(&share->st, data, w.end_of_backward, share, c, &job->l) != 0)

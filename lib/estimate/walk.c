@@ -624,6 +624,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.attention = s->attention;
     b.sp = in->sp;
     b.ep = in->ep;
+    b.loss_chunk = e->loss_chunk;
     /* The residual stream between layers (split over sp ranks under sequence parallelism). */
     uint64_t x_bytes = (b.sp == 1 ? b.tokens : b.tokens / b.sp) * m->hidden * (uint64_t)residual_dt(&b);
     uint64_t held = gather->layer_held;
@@ -903,12 +904,12 @@ walk_form *llmem_walk_form(walk_scratch *e, uint64_t batch, uint64_t seq)
     int regime = llmem_regime(batch, seq);
     if (e->walk_key == 0 || regime >= WALK_REGIMES)
         return NULL;
-    return &e->forms[e->walk_key % SEG_WALKS][regime];
+    return &e->forms[llmem_walk_slot(e->walk_key)][regime];
 }
 
 static void remember(walk_scratch *e, uint64_t batch, uint64_t seq, const walk_result *r)
 {
-    struct walk_memo *memo = &e->memo[e->walk_key % SEG_WALKS];
+    struct walk_memo *memo = &e->memo[llmem_walk_slot(e->walk_key)];
     memo->key = e->walk_key;
     memo->batch = batch;
     memo->seq = seq;
@@ -918,7 +919,7 @@ static void remember(walk_scratch *e, uint64_t batch, uint64_t seq, const walk_r
 int llmem_walk_known(walk_scratch *e, uint64_t batch, uint64_t seq, uint64_t in_flight,
                      uint64_t in_flight_den, walk_result *r)
 {
-    const struct walk_memo *memo = &e->memo[e->walk_key % SEG_WALKS];
+    const struct walk_memo *memo = &e->memo[llmem_walk_slot(e->walk_key)];
     if (e->walk_key == 0)
         return 0;
     if (memo->key == e->walk_key && memo->batch == batch && memo->seq == seq) {

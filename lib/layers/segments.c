@@ -168,6 +168,8 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
  */
 static uint64_t loss_chunk(const build *b, const model_shape *m)
 {
+    if (b->loss_chunk != 0) /* fixed: a compiled walk samples its caller's chunk */
+        return b->loss_chunk == LOSS_CHUNK_ALL ? b->tokens : b->loss_chunk;
     uint64_t E = m->embed_dim;
     uint64_t inc = (m->vocab + E - 1) / E, rows = (b->tokens + inc - 1) / inc;
     uint64_t chunk = 1;
@@ -180,6 +182,8 @@ uint64_t llmem_layers_piece(const build *b, const model_shape *m, const seg_spec
 {
     if (!s->chunked_loss)
         return 0;
+    if (b->loss_chunk != 0) /* fixed, whatever the tokens at this point */
+        return b->loss_chunk == LOSS_CHUNK_ALL ? 0 : b->loss_chunk;
     uint64_t chunk = loss_chunk(b, m);
     return chunk < b->tokens ? chunk : 0; /* a fixed chunk, or all the tokens */
 }

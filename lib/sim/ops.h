@@ -24,7 +24,12 @@ typedef struct build {
     int hold_input;   /* the segment's input stays referenced (checkpoint recompute) */
     uint64_t sp;      /* sequence parallelism: residual-stream tokens split over sp ranks */
     uint64_t ep;      /* expert parallelism: experts of a layer split over ep ranks */
+    uint64_t loss_chunk; /* 0: the fused loss's chunk follows the tokens; else fixed at this
+                          * (LOSS_CHUNK_ALL: all the tokens), as a compiled walk's samples
+                          * take their caller's (lib/layers/segments.c) */
 } build;
+
+#define LOSS_CHUNK_ALL UINT64_MAX
 
 /* Bytes per element of the residual stream: fp32 under autocast (fp32
  * embedding plus low-precision branches promote), else the parameters'. */

@@ -257,14 +257,10 @@ Test(cache, grids_in_every_regime_equal_fresh_handles)
             snprintf(label, sizeof label, "%s setup %zu", grid_presets[pi], si);
             walk_grid(ctx, e, m, t, NULL, label);
             /* the compiled walks answered (estimate/walkform.h): not only the
-             * segment cache; a chunked loss is never compiled */
-            if (strcmp(grid_setups[si].loss, "chunked") != 0)
-                cr_expect(e->walk.compiled > 0 && e->walk.answered > 0,
-                          "%s: %llu walks compiled, %llu estimates answered by them", label,
-                          (unsigned long long)e->walk.compiled,
-                          (unsigned long long)e->walk.answered);
-            else
-                cr_expect_eq(e->walk.compiled, 0, "%s: a chunked loss compiled", label);
+             * segment cache; a fused loss too, a walk for each of its chunks */
+            cr_expect(e->walk.compiled > 0 && e->walk.answered > 0,
+                      "%s: %llu walks compiled, %llu estimates answered by them", label,
+                      (unsigned long long)e->walk.compiled, (unsigned long long)e->walk.answered);
             llmem_estimate_free(e);
             llmem_train_free(t);
             llmem_model_free(m);
@@ -326,7 +322,7 @@ Test(cache, families_from_configs_equal_fresh_handles)
     closedir(dir);
     cr_expect_geq(seen, 20, "only %zu configs read", seen);
     /* compiled walks answered across the families (not every combination:
-     * a chunked loss never compiles, a refused fit walks) */
+     * a refused fit walks) */
     cr_expect(compiled >= combos / 2 && answered > compiled,
               "%llu walks compiled, %llu estimates answered by them, over %zu combinations",
               (unsigned long long)compiled, (unsigned long long)answered, combos);
@@ -334,6 +330,49 @@ Test(cache, families_from_configs_equal_fresh_handles)
     llmem_ctx_free(ctx);
 }
 #endif
+
+/* A fused loss's chunk is a power of two of the tokens: the points of one
+ * chunk share a compiled walk, sampled at the caller's chunk. Llama-3.2-1B:
+ * vocab 128256 over hidden 2048 is 63 rows a chunk row, so 4033 to 8064
+ * tokens take chunk 128, 2017 to 4032 chunk 64. */
+Test(cache, fused_loss_chunks_compile_their_walks)
+{
+    static const uint64_t lo[] = { 4033, 2017 }, hi[] = { 8064, 4032 };
+    static const uint64_t seqs[] = { 200, 256, 300, 400, 512, 600, 700, 1000 };
+    llmem_ctx *ctx;
+    llmem_model *m;
+    llmem_train *t;
+    llmem_estimate *e;
+    uint64_t npoints = 0;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(ctx, "meta-llama/Llama-3.2-1B", &m), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    llmem_train_set_str(t, LLMEM_TRAIN_LOSS, "chunked");
+    for (int chunk = 0; chunk < 2; chunk++)
+        for (size_t i = 0; i < N(seqs); i++)
+            for (uint64_t b = 2; b * seqs[i] <= hi[chunk]; b++) {
+                char what[80];
+                if (b * seqs[i] < lo[chunk])
+                    continue;
+                snprintf(what, sizeof what, "chunked loss b%llu s%llu", (unsigned long long)b,
+                         (unsigned long long)seqs[i]);
+                set_point(t, b, seqs[i]);
+                cr_assert(same_as_fresh(ctx, e, m, t, NULL, what));
+                npoints++;
+            }
+    /* a walk compiled for each chunk once its segments are (a few seqs in),
+     * which answers the points after */
+    cr_expect_eq(e->walk.compiled, 2, "%llu walks compiled",
+                 (unsigned long long)e->walk.compiled);
+    cr_expect_geq(e->walk.answered * 3, npoints, "%llu of %llu estimates answered by compiled "
+                  "walks", (unsigned long long)e->walk.answered, (unsigned long long)npoints);
+    reference_done();
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+}
 
 /* Layouts: each rank's walk uses the cache (pipeline stages, sharding,
  * tensor and sequence parallelism, context parallelism, experts). */
