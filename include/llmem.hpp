@@ -269,7 +269,6 @@ public:
         detail::check(llmem_train_get_double(p_.get(), key, &v), ctx_);
         return v;
     }
-    /** The C handle (NULL once moved from). */
     /** Why the setup does not read field @p key ("needs method lora or qlora"), or
      * empty when an estimate reads it (llmem_train_unread). */
     std::string unread(int key) const
@@ -277,6 +276,7 @@ public:
         const char *why = llmem_train_unread(p_.get(), key);
         return why != nullptr ? why : "";
     }
+    /** The C handle (NULL once moved from). */
     llmem_train *native() const noexcept { return p_.get(); }
 
 private:

@@ -47,13 +47,17 @@ static const struct unread_rule {
 
 #define RULE_COUNT (sizeof rules / sizeof rules[0])
 
+static int rule_holds(const llmem_train *t, const struct unread_rule *r)
+{
+    int64_t v = t->i[r->key];
+    return v >= 0 && v < 32 && (r->values >> v & 1);
+}
+
 static const char *reason(const llmem_train *t, int key)
 {
-    for (size_t i = 0; i < RULE_COUNT; i++) {
-        int64_t v = t->i[rules[i].key];
-        if ((rules[i].fields >> key & 1) && !(v >= 0 && v < 32 && (rules[i].values >> v & 1)))
+    for (size_t i = 0; i < RULE_COUNT; i++)
+        if ((rules[i].fields >> key & 1) && !rule_holds(t, &rules[i]))
             return rules[i].reason;
-    }
     return NULL;
 }
 
@@ -75,11 +79,15 @@ static int at_default(const llmem_train *t, const field_desc *f)
 
 int llmem_train_check_unread(llmem_ctx *ctx, const llmem_train *t)
 {
-    uint32_t given = t->given;
-    for (int key = 1; given >> key != 0; key++) {
+    /* Every estimate asks: the fields set and unread, by masks, first. */
+    uint32_t unread = 0;
+    for (size_t i = 0; i < RULE_COUNT; i++)
+        if (!rule_holds(t, &rules[i]))
+            unread |= rules[i].fields;
+    uint32_t suspect = t->given & unread;
+    for (int key = 1; suspect >> key != 0; key++) {
         const field_desc *f = llmem_fields_find(&llmem_train_fields, key);
-        const char *why = (given >> key & 1) ? reason(t, key) : NULL;
-        if (why == NULL || at_default(t, f))
+        if (!(suspect >> key & 1) || at_default(t, f))
             continue;
         char value[48];
         const char *name = f->kind == FIELD_ENUM ? llmem_fields_value_name(&llmem_train_fields,
@@ -95,7 +103,7 @@ int llmem_train_check_unread(llmem_ctx *ctx, const llmem_train *t)
             snprintf(value, sizeof value, "%lld", (long long)t->i[key]);
         return llmem__fail_field(ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EINCONSISTENT,
                                  "%s: %s is not read: it %s; leave %s at its default", f->name,
-                                 value, why, f->name);
+                                 value, reason(t, key), f->name);
     }
     return LLMEM_OK;
 }
