@@ -44,8 +44,8 @@ static const scenario scenarios[] = {
     { "A30,A100-80GB:300", 20, 0 },
     { "H100-SXM:200,A100-40GB:200,A30", 20, 1 },
     { "A100-40GB,H100-NVL:300,B200:100", 40, 1 },
-    /* Eight types: too many fillings for the LP, so the greedy candidates
-     * alone (first fit, and the priced fit for the limited GPUs). */
+    /* Eight types: too many fillings to list, so the LP generates them
+     * (column generation); before, first fit and the priced fit alone. */
     { "L4,A100-80GB:1000,H20:100,L40S:20,H100-SXM,RTX-PRO-6000,A30,B200:20", 40, 0 },
 };
 

@@ -49,7 +49,7 @@ static int space_of(const pack_run *r, const uint64_t *demand, uint64_t limit, s
         if (sp->states > limit)
             return 0;
     }
-    return sp->k > 0 && r->nfill > 0 && sp->states * r->nfill <= EXACT_MAX_WORK;
+    return sp->k > 0 && r->fill_complete && r->nfill > 0 && sp->states * r->nfill <= EXACT_MAX_WORK;
 }
 
 /* f[s] and the filling chosen at s, for every state, with the fillings of

@@ -13,11 +13,16 @@
 
 #include "core/ctx.h"
 
+#include <math.h>
 #include <string.h>
 
-/* Walks larger than this give up: no LP bound, no exact search. */
+/* Walks larger than this give up: the LP generates its fillings instead
+ * (lp.c), and no exact search runs. */
 #define FILL_MAX_NODES 200000u
 #define FILL_MAX_OUT 20000u
+/* The most fillings the LP generates in one run (its x[] arrays are this
+ * long). */
+#define COLUMN_MAX 8192u
 
 /* A set of fixed-length byte strings: open addressing over indices into a
  * pool, both grown by doubling up to `limit` keys. */
@@ -298,6 +303,331 @@ done:
     return rc;
 }
 
+/* The generated fillings' index: their (type, class counts) keys, each
+ * type's maximal states, and scratch of the pricing. */
+struct pack_columns {
+    bset keys;
+    uint8_t *key;                       /* [1 + nclasses] */
+    uint8_t *states[PACK_MAX_TYPES];    /* [nstates][nkinds]: kind counts */
+    uint32_t nstates[PACK_MAX_TYPES];
+    uint64_t *use;                      /* [nclasses]: units per class, zero between calls */
+    uint32_t *cand;                     /* [PACK_MAX_KINDS * PACK_MAX_UNITS]: the flow's classes */
+};
+
+/* Set up the generated fillings: an empty fill[] of COLUMN_MAX, their index
+ * and each type's maximal states (every layout is a part of one). */
+static int columns_init(pack_run *r)
+{
+    llmem_ctx *ctx = r->p->ctx;
+    struct pack_columns *c = llmem__calloc(ctx, sizeof *c);
+    if (c == NULL)
+        return 0;
+    r->columns = c;
+    r->fill = llmem__alloc(ctx, COLUMN_MAX * sizeof *r->fill);
+    r->fill_max = COLUMN_MAX;
+    c->key = llmem__calloc(ctx, (size_t)r->nclasses + 1);
+    c->use = llmem__calloc(ctx, ((size_t)r->nclasses + 1) * sizeof *c->use);
+    c->cand = llmem__alloc(ctx, PACK_MAX_KINDS * PACK_MAX_UNITS * sizeof *c->cand);
+    if (r->fill == NULL || c->key == NULL || c->use == NULL || c->cand == NULL ||
+        !bset_init(&c->keys, ctx, (size_t)r->nclasses + 1, COLUMN_MAX))
+        return 0;
+    for (int t = 0; t < r->ntypes; t++) {
+        const pack_type *ty = &r->types[t];
+        uint32_t n = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            n = 0;
+            for (uint32_t s = 0; s < ty->states; s++) {
+                int maximal = ty->feasible[s] && s != 0;
+                for (int k = 0; k < ty->nkinds && maximal; k++)
+                    maximal = llmem_pack_count(ty, s, k) >= ty->kind[k].max ||
+                              !ty->feasible[s + ty->step[k]];
+                if (!maximal)
+                    continue;
+                if (pass == 1)
+                    for (int k = 0; k < ty->nkinds; k++)
+                        c->states[t][(size_t)n * ty->nkinds + k] =
+                            (uint8_t)llmem_pack_count(ty, s, k);
+                n++;
+            }
+            if (pass == 0 &&
+                (c->states[t] = llmem__alloc(ctx, (size_t)n * ty->nkinds + 1)) == NULL)
+                return 0;
+        }
+        c->nstates[t] = n;
+    }
+    return 1;
+}
+
+void llmem_pack_fillings_free(pack_run *r)
+{
+    llmem_ctx *ctx = r->p->ctx;
+    struct pack_columns *c = r->columns;
+    llmem__free(ctx, r->fill);
+    r->fill = NULL;
+    r->nfill = 0;
+    if (c == NULL)
+        return;
+    if (c->keys.ctx != NULL)
+        bset_free(&c->keys);
+    llmem__free(ctx, c->key);
+    llmem__free(ctx, c->use);
+    llmem__free(ctx, c->cand);
+    for (int t = 0; t < PACK_MAX_TYPES; t++)
+        llmem__free(ctx, c->states[t]);
+    llmem__free(ctx, c);
+    r->columns = NULL;
+}
+
+int llmem_pack_column_add(pack_run *r, const pack_filling *f, size_t *index)
+{
+    struct pack_columns *c = r->columns;
+    *index = SIZE_MAX;
+    if (c == NULL || f->nunits == 0)
+        return 0;
+    memset(c->key, 0, (size_t)r->nclasses + 1);
+    c->key[0] = f->type;
+    for (int u = 0; u < f->nunits; u++)
+        c->key[1 + f->unit[u].cls]++;
+    int added = bset_add(&c->keys, c->key, index);
+    if (added == -2)
+        return llmem__fail(r->p->ctx, LLMEM_ENOMEM, "pack: out of memory");
+    if (added != 1)
+        return 0;
+    r->fill[r->nfill++] = *f; /* keys and fillings are added together: same index */
+    return 1;
+}
+
+/* The most a state's units (cnt[k] of kind k) are worth at prices p with at
+ * most cap[c] units of class c: a transportation problem, solved as a
+ * maximum-weight flow by successive longest augmenting paths (Bellman-Ford
+ * on the residual graph; at most PACK_MAX_UNITS augmentations) over the
+ * classes that can matter: each kind's `units` dearest (with fewer, a unit
+ * would find one of them unused). flow[k][i] gets the units of kind k given
+ * to cand[i]; returns the value. */
+enum { FLOW_MAX_CAND = PACK_MAX_KINDS * PACK_MAX_UNITS };
+
+static double state_flow(const pack_run *r, int t, const uint8_t *cnt, const double *p,
+                         const uint64_t *cap, uint32_t *cand, uint32_t *ncand,
+                         uint8_t flow[PACK_MAX_KINDS][FLOW_MAX_CAND])
+{
+    const pack_type *ty = &r->types[t];
+    int nk = ty->nkinds;
+    unsigned units = 0;
+    uint32_t m = 0;
+    for (int k = 0; k < nk; k++)
+        units += cnt[k];
+    /* Candidates: for each kind, its `units` dearest classes of positive
+     * price with room (a selection, repeated; m stays small). */
+    for (int k = 0; k < nk; k++) {
+        if (cnt[k] == 0)
+            continue;
+        for (unsigned pick = 0; pick < units; pick++) {
+            uint32_t best = UINT32_MAX;
+            for (uint32_t c = 0; c < r->nclasses; c++) {
+                if (!(r->classes[c].mask[t] >> k & 1) || cap[c] == 0 || !(p[c] > 0))
+                    continue;
+                /* Listed already (for this kind or another): the list
+                 * holds the kind's `units` dearest either way. */
+                int listed = 0;
+                for (uint32_t i = 0; i < m && !listed; i++)
+                    listed = cand[i] == c;
+                if (listed)
+                    continue;
+                if (best == UINT32_MAX || p[c] > p[best])
+                    best = c;
+            }
+            if (best == UINT32_MAX)
+                break;
+            cand[m++] = best;
+        }
+    }
+    *ncand = m;
+    /* Nodes: source 0, kinds 1..nk, classes nk+1..nk+m, sink nk+m+1. The
+     * flow on kind -> class edges is flow[][]; the others follow from it. */
+    int used_k[PACK_MAX_KINDS] = { 0 };
+    uint64_t used_c[FLOW_MAX_CAND] = { 0 };
+    memset(flow, 0, sizeof(uint8_t) * PACK_MAX_KINDS * FLOW_MAX_CAND);
+    double value = 0;
+    for (unsigned step = 0; step < units; step++) {
+        int nn = nk + (int)m + 2, sink = nn - 1;
+        double dist[PACK_MAX_KINDS + FLOW_MAX_CAND + 2];
+        int prev[PACK_MAX_KINDS + FLOW_MAX_CAND + 2];
+        for (int v = 0; v < nn; v++) {
+            dist[v] = -INFINITY;
+            prev[v] = -1;
+        }
+        dist[0] = 0;
+        /* Longest paths (gains p), no positive cycles in a residual graph of
+         * a maximum-weight flow of its size: nn rounds of relaxation. */
+        for (int round = 0; round < nn; round++) {
+            int changed = 0;
+            for (int k = 0; k < nk; k++) {
+                int kv = 1 + k;
+                if (used_k[k] < cnt[k] && dist[0] > dist[kv]) {
+                    dist[kv] = dist[0];
+                    prev[kv] = 0;
+                    changed = 1;
+                }
+                for (uint32_t i = 0; i < m; i++) {
+                    int cv = 1 + nk + (int)i;
+                    if (!(r->classes[cand[i]].mask[t] >> k & 1))
+                        continue;
+                    double g = p[cand[i]];
+                    if (dist[kv] > -INFINITY && dist[kv] + g > dist[cv] + 1e-12) {
+                        dist[cv] = dist[kv] + g;
+                        prev[cv] = kv;
+                        changed = 1;
+                    }
+                    if (flow[k][i] > 0 && dist[cv] > -INFINITY &&
+                        dist[cv] - g > dist[kv] + 1e-12) {
+                        dist[kv] = dist[cv] - g;
+                        prev[kv] = cv;
+                        changed = 1;
+                    }
+                }
+            }
+            for (uint32_t i = 0; i < m; i++) {
+                int cv = 1 + nk + (int)i;
+                if (used_c[i] < cap[cand[i]] && dist[cv] > -INFINITY &&
+                    dist[cv] > dist[sink] + 1e-12) {
+                    dist[sink] = dist[cv];
+                    prev[sink] = cv;
+                    changed = 1;
+                }
+            }
+            if (!changed)
+                break;
+        }
+        if (!(dist[sink] > 1e-12))
+            break;
+        /* Augment one unit along the path. */
+        int v = sink;
+        while (v != 0) {
+            int u = prev[v];
+            if (v == sink)
+                used_c[u - 1 - nk]++;
+            else if (u == 0)
+                used_k[v - 1]++;
+            else if (u <= nk)
+                flow[u - 1][v - 1 - nk]++;
+            else
+                flow[v - 1][u - 1 - nk]--;
+            v = u;
+        }
+        value += dist[sink];
+    }
+    return value;
+}
+
+double llmem_pack_price(pack_run *r, int t, const double *p, const uint64_t *cap, int fill,
+                        pack_filling *f)
+{
+    struct pack_columns *col = r->columns;
+    const pack_type *ty = &r->types[t];
+    int nk = ty->nkinds;
+    uint32_t top[PACK_MAX_KINDS];
+    double best = 0;
+    int best_state = -1;
+    uint8_t best_flow[PACK_MAX_KINDS][FLOW_MAX_CAND], flow[PACK_MAX_KINDS][FLOW_MAX_CAND];
+    uint32_t best_cand[FLOW_MAX_CAND], best_m = 0;
+    int best_greedy = 0;
+    f->type = (uint8_t)t;
+    f->nunits = 0;
+    /* Each kind's dearest class of positive price with room. */
+    for (int k = 0; k < nk; k++) {
+        top[k] = UINT32_MAX;
+        for (uint32_t c = 0; c < r->nclasses; c++)
+            if ((r->classes[c].mask[t] >> k & 1) && cap[c] > 0 && p[c] > 0 &&
+                (top[k] == UINT32_MAX || p[c] > p[top[k]]))
+                top[k] = c;
+    }
+    for (uint32_t s = 0; s < col->nstates[t]; s++) {
+        const uint8_t *cnt = col->states[t] + (size_t)s * nk;
+        /* Every unit its kind's dearest class: the most the state is worth,
+         * and its worth when no class gets more units than its cap. */
+        double upper = 0;
+        int within = 1;
+        for (int k = 0; k < nk; k++)
+            if (cnt[k] > 0 && top[k] != UINT32_MAX) {
+                upper += cnt[k] * p[top[k]];
+                col->use[top[k]] += cnt[k];
+            }
+        for (int k = 0; k < nk; k++)
+            if (cnt[k] > 0 && top[k] != UINT32_MAX) {
+                within &= col->use[top[k]] <= cap[top[k]];
+            }
+        for (int k = 0; k < nk; k++)
+            if (top[k] != UINT32_MAX)
+                col->use[top[k]] = 0;
+        if (upper <= best * (1 + 1e-12) + 1e-12)
+            continue;
+        if (within) {
+            best = upper;
+            best_state = (int)s;
+            best_greedy = 1;
+            continue;
+        }
+        uint32_t m;
+        double v = state_flow(r, t, cnt, p, cap, col->cand, &m, flow);
+        if (v > best * (1 + 1e-12) + 1e-12) {
+            best = v;
+            best_state = (int)s;
+            best_greedy = 0;
+            best_m = m;
+            memcpy(best_cand, col->cand, m * sizeof *best_cand);
+            memcpy(best_flow, flow, sizeof flow);
+        }
+    }
+    if (best_state < 0)
+        return 0;
+    const uint8_t *cnt = col->states[t] + (size_t)best_state * nk;
+    for (int k = 0; k < nk; k++) {
+        unsigned given = 0;
+        if (best_greedy) {
+            for (; top[k] != UINT32_MAX && given < cnt[k]; given++) {
+                f->unit[f->nunits].cls = top[k];
+                f->unit[f->nunits++].kind = (uint8_t)k;
+            }
+        } else {
+            for (uint32_t i = 0; i < best_m; i++)
+                for (unsigned n = 0; n < best_flow[k][i]; n++, given++) {
+                    f->unit[f->nunits].cls = best_cand[i];
+                    f->unit[f->nunits++].kind = (uint8_t)k;
+                }
+        }
+    }
+    if (fill) {
+        /* Units left empty: classes with room, the largest first. */
+        for (int u = 0; u < f->nunits; u++)
+            col->use[f->unit[u].cls]++;
+        for (int k = 0; k < nk; k++) {
+            unsigned have = 0;
+            for (int u = 0; u < f->nunits; u++)
+                have += f->unit[u].kind == k;
+            for (uint32_t c = 0; c < r->nclasses && have < cnt[k]; c++) {
+                if (!(r->classes[c].mask[t] >> k & 1))
+                    continue;
+                while (have < cnt[k] && col->use[c] < cap[c]) {
+                    col->use[c]++;
+                    have++;
+                    f->unit[f->nunits].cls = c;
+                    f->unit[f->nunits++].kind = (uint8_t)k;
+                }
+            }
+        }
+        for (int u = 0; u < f->nunits; u++)
+            col->use[f->unit[u].cls] = 0;
+    }
+    /* Units in kind order, as the walk's fillings. */
+    for (int i = 1; i < f->nunits; i++)
+        for (int j = i; j > 0 && f->unit[j].kind < f->unit[j - 1].kind; j--) {
+            pack_unit u = f->unit[j];
+            f->unit[j] = f->unit[j - 1];
+            f->unit[j - 1] = u;
+        }
+    return best;
+}
+
 int llmem_pack_fillings(pack_run *r)
 {
     size_t cap = 0;
@@ -310,11 +640,12 @@ int llmem_pack_fillings(pack_run *r)
     int rc = LLMEM_OK;
     for (int t = 0; t < r->ntypes && rc == LLMEM_OK && r->fill_complete; t++)
         rc = type_fillings(r, t, demand, &cap);
-    if (!r->fill_complete || r->nfill > FILL_MAX_OUT) {
+    r->fill_max = r->nfill;
+    if (rc == LLMEM_OK && (!r->fill_complete || r->nfill > FILL_MAX_OUT)) {
         r->fill_complete = 0;
-        llmem__free(r->p->ctx, r->fill);
-        r->fill = NULL;
-        r->nfill = 0;
+        llmem_pack_fillings_free(r);
+        if (!columns_init(r))
+            rc = llmem__fail(r->p->ctx, LLMEM_ENOMEM, "pack: out of memory");
     }
     llmem__free(r->p->ctx, demand);
     return rc;

@@ -222,6 +222,295 @@ done:
     return solved;
 }
 
+/* Rounds of column generation at most: each prices every type once. */
+#define GENERATE_MAX_ROUNDS 300
+
+/*
+ * The configuration LP by column generation, for fleets whose fillings are
+ * too many to list (fill_complete 0): fill[] holds those generated so far
+ * (kept from one call to the next), and the LP over them (the restricted
+ * LP) is solved, its duals priced against every filling of every type
+ * (llmem_pack_price, exact), the fillings that would improve it added, until
+ * none would: the restricted LP's optimum is then the full LP's. The same
+ * rows as lp_limited (with room, one per limited type), the columns
+ * [0, q) its artificials, then fill[] in order, so x[] is indexed as fill[].
+ * Phase 1 (when the singletons exceed a count) generates as phase 2 does,
+ * with its own costs. Stops after GENERATE_MAX_ROUNDS rounds or when fill[]
+ * is full: x is then a solution of the restricted LP, not always optimal,
+ * and the bound (from the prices, priced exactly) still holds. Returns 1
+ * with price[class] (the class rows' duals clipped at 0, 0 for classes
+ * without demand) and x[nfill], 0 when not solved (or the counts leave no
+ * fractional layout).
+ */
+/* Phase 2's columns: the artificials (columns [0, q), one entry each)
+ * emptied, never to enter, and the fillings' cost -1. */
+static void drop_artificials(simplex *l, uint32_t q, double *val, double *cost)
+{
+    for (uint32_t v = 0; v < q; v++) {
+        val[l->start[v]] = 0;
+        cost[v] = 0;
+    }
+    for (size_t j = q; j < l->n; j++)
+        cost[j] = -1.0;
+}
+
+static int generate(pack_run *r, const uint64_t *demand, const uint64_t *room, double *price,
+                    double *x)
+{
+    llmem_ctx *ctx = r->p->ctx;
+    uint32_t nc = r->nclasses, k = 0, q = 0, lrow[PACK_MAX_TYPES];
+    int solved = 0;
+    for (uint32_t c = 0; c < nc; c++)
+        k += demand[c] > 0;
+    for (int t = 0; t < r->ntypes; t++)
+        lrow[t] = room != NULL && room[t] != PACK_NO_LIMIT ? k + q++ : UINT32_MAX;
+    uint32_t m = k + q;
+    size_t cols = q + r->fill_max;
+    size_t entries = q + r->fill_max * (PACK_MAX_UNITS + 1);
+    simplex l = { .m = m, .n = q, .logical = -1.0, .clamp = 1 };
+    uint32_t *row_of = llmem__alloc(ctx, (nc + 1) * sizeof *row_of);
+    double *one = llmem__calloc(ctx, (nc + 1) * sizeof *one);
+    size_t *start = llmem__alloc(ctx, (cols + 1) * sizeof *start);
+    uint32_t *row = llmem__alloc(ctx, entries * sizeof *row);
+    double *val = llmem__alloc(ctx, entries * sizeof *val);
+    double *cost = llmem__alloc(ctx, cols * sizeof *cost);
+    double *b = llmem__alloc(ctx, ((size_t)m + 1) * sizeof *b);
+    int ready = llmem_simplex_alloc(ctx, &l);
+    if (row_of == NULL || one == NULL || start == NULL || row == NULL || val == NULL ||
+        cost == NULL || b == NULL || !ready || k == 0)
+        goto done;
+    l.start = start;
+    l.row = row;
+    l.val = val;
+    l.cost = cost;
+    l.b = b;
+    for (uint32_t c = 0, i = 0; c < nc; c++) {
+        row_of[c] = demand[c] > 0 ? i++ : UINT32_MAX;
+        if (demand[c] > 0)
+            b[row_of[c]] = (double)demand[c];
+    }
+    /* The artificials: +1 in their limit row. */
+    size_t e = 0;
+    for (uint32_t v = 0; v < q; v++) {
+        start[v] = e;
+        row[e] = k + v;
+        val[e++] = 1.0;
+        cost[v] = -1.0;
+    }
+    start[q] = e;
+    for (int t = 0; t < r->ntypes; t++)
+        if (lrow[t] != UINT32_MAX)
+            b[lrow[t]] = -(double)room[t];
+    /* Start: each class's singleton (the most of its jobs one GPU holds), on
+     * a type without a limit where one holds it; the limit rows' surplus,
+     * or their artificial where the singletons exceed the count. */
+    double usage[PACK_MAX_TYPES] = { 0 };
+    for (uint32_t c = 0; c < nc; c++) {
+        if (demand[c] == 0)
+            continue;
+        pack_filling f, best_f;
+        double most = 0;
+        int best_free = 0;
+        one[c] = 1.0;
+        for (int t = 0; t < r->ntypes; t++) {
+            int is_free = lrow[t] == UINT32_MAX;
+            if ((best_free && !is_free) || (!is_free && room[t] == 0))
+                continue;
+            double v = llmem_pack_price(r, t, one, demand, 0, &f);
+            if (v > 0 && ((is_free && !best_free) || v > most)) {
+                most = v;
+                best_f = f;
+                best_free = is_free;
+            }
+        }
+        one[c] = 0;
+        size_t index;
+        if (most == 0 || llmem_pack_column_add(r, &best_f, &index) < 0 || index == SIZE_MAX)
+            goto done;
+        l.basis[row_of[c]] = q + index;
+        usage[best_f.type] += (double)demand[c] / most;
+    }
+    int artificial = 0, over[PACK_MAX_TYPES] = { 0 }, started = 0;
+    for (int t = 0; t < r->ntypes; t++)
+        if (lrow[t] != UINT32_MAX) {
+            over[t] = usage[t] > (double)room[t];
+            artificial |= over[t];
+        }
+    int phase = artificial ? 1 : 2;
+    size_t built = 0; /* fillings with columns */
+    if (phase == 2)
+        drop_artificials(&l, q, val, cost);
+    for (int round = 0;; round++) {
+        /* Columns for the fillings added since (cost by phase), the
+         * logicals renumbered after them. */
+        size_t old_n = l.n;
+        for (; built < r->nfill; built++) {
+            const pack_filling *f = &r->fill[built];
+            size_t j = q + built;
+            start[j] = e;
+            for (int u = 0; u < f->nunits; u++)
+                if (row_of[f->unit[u].cls] != UINT32_MAX) {
+                    row[e] = row_of[f->unit[u].cls];
+                    val[e++] = 1.0; /* repeated rows add up (simplex.c) */
+                }
+            if (lrow[f->type] != UINT32_MAX) {
+                row[e] = lrow[f->type];
+                val[e++] = -1.0;
+            }
+            start[j + 1] = e;
+            cost[j] = phase == 1 ? 0 : -1.0;
+        }
+        l.n = q + built;
+        if (!started) {
+            for (int t = 0; t < r->ntypes; t++)
+                if (lrow[t] != UINT32_MAX)
+                    l.basis[lrow[t]] = over[t] ? lrow[t] - k : l.n + lrow[t];
+            started = 1;
+        } else {
+            for (uint32_t p = 0; p < m; p++)
+                if (l.basis[p] >= old_n)
+                    l.basis[p] += l.n - old_n;
+        }
+        if (!llmem_simplex_invert(&l) || !llmem_simplex_run(&l))
+            goto done;
+        if (phase == 1) {
+            double left = 0, total = 0;
+            for (uint32_t i = 0; i < k; i++)
+                total += b[i];
+            for (uint32_t p = 0; p < m; p++)
+                if (l.basis[p] < q)
+                    left += l.xb[p];
+            if (left <= 1e-9 * (1 + total)) {
+                /* Feasible: each artificial left in the basis (at 0)
+                 * swapped for the logical of the row where its row of the
+                 * inverse is largest (lp_limited), then the artificials
+                 * emptied (never to enter again) and phase 2's costs. */
+                for (uint32_t p = 0; p < m; p++) {
+                    if (l.basis[p] >= q)
+                        continue;
+                    uint32_t pick = 0;
+                    for (uint32_t i = 1; i < m; i++)
+                        if (fabs(l.binv[p * m + i]) > fabs(l.binv[p * m + pick]))
+                            pick = i;
+                    l.basis[p] = l.n + pick;
+                    if (!llmem_simplex_invert(&l))
+                        goto done;
+                }
+                drop_artificials(&l, q, val, cost);
+                phase = 2;
+                round--; /* phase 2 solves before it prices */
+                continue;
+            }
+        }
+        for (uint32_t c = 0; c < nc; c++)
+            price[c] = row_of[c] != UINT32_MAX && -l.pi[row_of[c]] > 0 ? -l.pi[row_of[c]] : 0;
+        if (round >= GENERATE_MAX_ROUNDS || r->nfill >= r->fill_max) {
+            if (phase == 1)
+                goto done;
+            break;
+        }
+        /* Price every type: a filling F of type t improves the LP when
+         * cost + price . F + (its limit row's dual) > 0. */
+        int added = 0;
+        for (int t = 0; t < r->ntypes; t++) {
+            pack_filling f;
+            if (lrow[t] != UINT32_MAX && room[t] == 0)
+                continue;
+            double gain = (phase == 1 ? 0 : -1.0) + llmem_pack_price(r, t, price, demand, 1, &f) +
+                          (lrow[t] != UINT32_MAX ? l.pi[lrow[t]] : 0);
+            size_t index;
+            if (gain > 1e-9) {
+                int rc = llmem_pack_column_add(r, &f, &index);
+                if (rc < 0)
+                    goto done;
+                added += rc;
+            }
+        }
+        if (!added) {
+            if (phase == 1)
+                goto done; /* the counts leave no fractional layout */
+            break;
+        }
+    }
+    memset(x, 0, r->fill_max * sizeof *x); /* later fillings too: none is used */
+    for (uint32_t p = 0; p < m; p++)
+        if (l.basis[p] >= q && l.basis[p] < l.n && l.xb[p] > 0)
+            x[l.basis[p] - q] += l.xb[p];
+    solved = 1;
+done:
+    llmem__free(ctx, row_of);
+    llmem__free(ctx, one);
+    llmem__free(ctx, start);
+    llmem__free(ctx, row);
+    llmem__free(ctx, val);
+    llmem__free(ctx, cost);
+    llmem__free(ctx, b);
+    llmem_simplex_free(ctx, &l);
+    return solved;
+}
+
+/* The most a filling of each type is worth at prices y (exactly, over all of
+ * them), in cover[]; the largest. */
+static double priced_cover(pack_run *r, const uint64_t *demand, const double *y, double *cover)
+{
+    double worst = 0;
+    for (int t = 0; t < r->ntypes; t++) {
+        pack_filling f;
+        cover[t] = llmem_pack_price(r, t, y, demand, 0, &f);
+        worst = cover[t] > worst ? cover[t] : worst;
+    }
+    return worst;
+}
+
+/* The LP of fill_complete 0 (generate): first without the counts, then,
+ * should that use more GPUs of a limited type than it has, with them, as
+ * llmem_pack_lp does with all the fillings; the bound from the prices. */
+static int lp_generated(pack_run *r, const uint64_t *demand, const uint64_t *room,
+                        uint64_t *bound, double *x)
+{
+    llmem_ctx *ctx = r->p->ctx;
+    double cover[PACK_MAX_TYPES], value = 0;
+    int solved = 0;
+    double *y = llmem__alloc(ctx, (r->nclasses + 1) * sizeof *y);
+    if (y == NULL || r->columns == NULL)
+        goto done;
+    if (generate(r, demand, NULL, y, x)) {
+        double worst = priced_cover(r, demand, y, cover);
+        for (uint32_t c = 0; c < r->nclasses; c++)
+            value += (double)demand[c] * y[c];
+        if (worst > 0) {
+            value /= worst;
+            value -= 1e-9 * (value > 1 ? value : 1);
+            *bound = value > 0 ? (uint64_t)ceil(value) : 0;
+            solved = 1;
+        }
+    }
+    if (room != NULL) {
+        double used[PACK_MAX_TYPES] = { 0 };
+        int limited = 0, within = solved;
+        for (int t = 0; t < r->ntypes; t++)
+            limited |= room[t] != PACK_NO_LIMIT;
+        for (size_t j = 0; j < r->nfill && limited && within; j++)
+            used[r->fill[j].type] += x[j];
+        for (int t = 0; t < r->ntypes && limited && within; t++)
+            within = room[t] == PACK_NO_LIMIT || used[t] <= (double)room[t] + 1e-9;
+        uint64_t counted = 0;
+        if (limited && !within && generate(r, demand, room, y, x))
+            solved = 1;
+        if (limited && solved) {
+            value = 0;
+            priced_cover(r, demand, y, cover);
+            for (uint32_t c = 0; c < r->nclasses; c++)
+                value += (double)demand[c] * y[c];
+            counted = llmem_pack_cover(r, room, cover, value);
+        }
+        *bound = counted > *bound ? counted : *bound;
+    }
+done:
+    llmem__free(ctx, y);
+    return solved;
+}
+
 int llmem_pack_lp(pack_run *r, const uint64_t *demand, const uint64_t *room, uint64_t *bound,
                   double *x)
 {
@@ -232,7 +521,11 @@ int llmem_pack_lp(pack_run *r, const uint64_t *demand, const uint64_t *room, uin
     *bound = 0;
     for (uint32_t c = 0; c < r->nclasses; c++)
         k += demand[c] > 0;
-    if (k == 0 || m == 0)
+    if (k == 0)
+        return 0;
+    if (!r->fill_complete)
+        return lp_generated(r, demand, room, bound, x);
+    if (m == 0)
         return 0;
     /* F x - s = n, s >= 0: a surplus a row; the minimum of sum x as the
      * maximum of -sum x, so the duals come out negated. */

@@ -157,9 +157,11 @@ typedef struct pack_run {
     pack_class *classes;
     uint32_t nclasses;
     uint32_t *order;        /* job indices of placeable jobs, by class then input order */
-    pack_filling *fill;     /* maximal fillings, every type */
+    pack_filling *fill;     /* maximal fillings, every type; or the generated ones */
     size_t nfill;
-    int fill_complete;      /* 0: too many to enumerate; LP and exact search skipped */
+    int fill_complete;      /* 0: too many to enumerate; the LP generates them, no exact search */
+    size_t fill_max;        /* the most fill[] holds: x[] arrays of the LP are this long */
+    struct pack_columns *columns; /* without fill_complete: the generated fillings' index */
     const uint64_t *counts; /* room[] when some type has a count, else NULL */
     uint64_t room[PACK_MAX_TYPES]; /* llmem_pack_room() */
 } pack_run;
@@ -168,6 +170,21 @@ typedef struct pack_run {
 int llmem_pack_classify(pack_run *r);
 /* fillings.c: the maximal fillings of every type. */
 int llmem_pack_fillings(pack_run *r);
+/* fillings.c, without fill_complete: the filling of type t worth the most at
+ * prices p >= 0 (per class) with at most cap[c] units of class c, exactly
+ * (over the type's maximal states, each unit to a class by a transportation
+ * problem): its value, and the filling in *f. With fill, the units it leaves
+ * empty take classes of no price with room left (the largest first), for
+ * the rounding's sake; the value is the same. 0 and no units when nothing of
+ * positive price fits. */
+double llmem_pack_price(pack_run *r, int t, const double *p, const uint64_t *cap, int fill,
+                        pack_filling *f);
+/* fillings.c: add f to fill[] unless a filling of its type with the same
+ * class counts is there: 1 added, 0 there already (*index: where) or fill[]
+ * full (*index: SIZE_MAX), or LLMEM_ENOMEM. */
+int llmem_pack_column_add(pack_run *r, const pack_filling *f, size_t *index);
+/* fillings.c: free what llmem_pack_fillings() allocated. */
+void llmem_pack_fillings_free(pack_run *r);
 /* A solution under construction: GPUs in order. */
 typedef struct pack_plan {
     pack_gpu *gpu;

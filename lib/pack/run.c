@@ -90,7 +90,7 @@ static int rounded(pack_run *r, const double *x, const uint64_t *demand, const u
     llmem_ctx *ctx = r->p->ctx;
     uint32_t nc = r->nclasses;
     uint64_t *remain = llmem__alloc(ctx, 2 * (nc + 1) * sizeof *remain);
-    double *again = counts != NULL ? llmem__alloc(ctx, (r->nfill + 1) * sizeof *again) : NULL;
+    double *again = counts != NULL ? llmem__alloc(ctx, (r->fill_max + 1) * sizeof *again) : NULL;
     pack_plan best, trial;
     int rc, have_best = 0;
     memset(&best, 0, sizeof best);
@@ -314,7 +314,7 @@ static int limited(pack_run *r, const uint64_t *demand, pack_plan *best, uint64_
     memset(&w, 0, sizeof w);
     *proven = 0;
     uint64_t *cap = llmem__alloc(ctx, 4 * (nc + 1) * sizeof *cap);
-    double *x = llmem__alloc(ctx, 2 * (r->nfill + 1) * sizeof *x);
+    double *x = llmem__alloc(ctx, 2 * (r->fill_max + 1) * sizeof *x);
     if (cap == NULL || x == NULL) {
         rc = llmem__fail(ctx, LLMEM_ENOMEM, "pack: out of memory");
         goto done;
@@ -322,7 +322,7 @@ static int limited(pack_run *r, const uint64_t *demand, pack_plan *best, uint64_
     uint64_t *remain = cap + nc + 1;
     w.want = cap + 2 * (nc + 1);
     w.left = cap + 3 * (nc + 1);
-    w.cover = r->fill_complete ? x + r->nfill + 1 : NULL;
+    w.cover = r->fill_complete ? x + r->fill_max + 1 : NULL;
     cap_demand(r, demand, cap);
     *jobs_bound = llmem_pack_jobs_bound_simple(r, cap);
     int lp = llmem_pack_lp_jobs(r, cap, PACK_NO_LIMIT, &bound, x);
@@ -392,7 +392,7 @@ static void free_run(pack_run *r)
     llmem_ctx *ctx = r->p->ctx;
     llmem__free(ctx, r->classes);
     llmem__free(ctx, r->order);
-    llmem__free(ctx, r->fill);
+    llmem_pack_fillings_free(r);
 }
 
 int llmem_pack_run(llmem_pack *p)
@@ -426,7 +426,7 @@ int llmem_pack_run(llmem_pack *p)
         goto fail;
     demand = llmem__alloc(ctx, (r.nclasses + 1) * sizeof *demand);
     remain = llmem__alloc(ctx, (r.nclasses + 1) * sizeof *remain);
-    x = llmem__alloc(ctx, (r.nfill + 1) * sizeof *x);
+    x = llmem__alloc(ctx, (r.fill_max + 1) * sizeof *x);
     if (demand == NULL || remain == NULL || x == NULL) {
         rc = llmem__fail(ctx, LLMEM_ENOMEM, "pack: out of memory");
         goto fail;
@@ -438,7 +438,7 @@ int llmem_pack_run(llmem_pack *p)
     if ((rc = llmem_pack_first_fit(&r, &best, remain)) != LLMEM_OK)
         goto fail;
     uint64_t lp_bound = 0;
-    int lp_solved = r.fill_complete && llmem_pack_lp(&r, demand, r.counts, &lp_bound, x);
+    int lp_solved = llmem_pack_lp(&r, demand, r.counts, &lp_bound, x);
     if (lp_solved) {
         if ((rc = rounded(&r, x, demand, r.counts, &other)) != LLMEM_OK)
             goto fail;
@@ -476,7 +476,7 @@ int llmem_pack_run(llmem_pack *p)
     for (uint32_t c = 0; c < r.nclasses; c++)
         all_placed &= demand[c] == remain[c];
     if (!all_placed)
-        lp_solved = r.fill_complete && llmem_pack_lp(&r, demand, r.counts, &lp_bound, x);
+        lp_solved = llmem_pack_lp(&r, demand, r.counts, &lp_bound, x);
     uint64_t memory, compute, count;
     llmem_pack_bounds(&r, demand, &memory, &compute, &count);
     if (!lp_solved)

@@ -681,13 +681,13 @@ Test(pack, limited_fleet_rounds_the_rest_by_the_lp)
     }
 }
 
-/* Fleets of seven and eight types have too many fillings for the LP (its
- * bound is 0: not solved), so only greedy candidates run. First fit gave the
- * limited GPUs to whichever jobs came first: 1676 and 432 GPUs against lower
- * bounds of 1633 and 416 (2.6 % and 3.8 % above; with the fillings' limits
- * raised, the LP rounded reaches both bounds, so they are the optima). The
- * priced fit takes 1636 and 420; every layout must be valid. */
-Test(pack, limited_fleet_too_large_for_the_lp_gives_limited_gpus_where_they_save)
+/* Fleets of seven and eight types have too many fillings to list, so the
+ * LP generates them (column generation). Before, the LP did not run there
+ * (its bound 0) and only greedy candidates did: first fit gave the limited
+ * GPUs to whichever jobs came first, 1676 and 432 GPUs against lower bounds
+ * of 1633 and 416; the priced fit took 1636 and 420. The LP rounded meets
+ * both bounds: proven optimal. Every layout must be valid. */
+Test(pack, limited_fleet_too_large_to_list_fillings_meets_the_lp_bound)
 {
     enum { N = 5000 };
     static uint64_t bytes[N];
@@ -698,12 +698,12 @@ Test(pack, limited_fleet_too_large_for_the_lp_gives_limited_gpus_where_they_save
         size_t jobs;
         uint64_t seed, max_gib;
         int compute;
-        uint64_t permille; /* GPUs used at most this far above the bound */
+        uint64_t optimum;
     } cases[] = {
         { { "L4", "A100-80GB", "H20", "L40S", "H100-SXM", "RTX-PRO-6000", "A30", "B200" },
-          { 0, 1000, 100, 20, 0, 0, 0, 20 }, 5000, 577510, 40, 0, 5 },
+          { 0, 1000, 100, 20, 0, 0, 0, 20 }, 5000, 577510, 40, 0, 1633 },
         { { "H200", "B200", "A100-40GB", "L40S", "H20", "H100-NVL", "H100-SXM" },
-          { 1000, 0, 0, 0, 100, 1000, 50 }, 2000, 85322, 40, 1, 15 },
+          { 1000, 0, 0, 0, 100, 1000, 50 }, 2000, 85322, 40, 1, 416 },
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         llmem_pack_clear(pack);
@@ -721,12 +721,75 @@ Test(pack, limited_fleet_too_large_for_the_lp_gives_limited_gpus_where_they_save
         }
         cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
         uint64_t used = result(LLMEM_PACK_GPUS_USED), bound = result(LLMEM_PACK_LOWER_BOUND);
-        cr_expect_eq(result(LLMEM_PACK_BOUND_LP), 0, "case %zu: the LP ran", c);
         cr_expect_eq(check_valid(50, bytes, level, minc, cases[c].jobs), cases[c].jobs);
-        cr_expect_leq(bound, used);
-        cr_expect_leq(used * 1000, bound * (1000 + cases[c].permille),
-                      "case %zu: %llu GPUs, bound %llu", c, (unsigned long long)used,
-                      (unsigned long long)bound);
+        cr_expect_eq(result(LLMEM_PACK_BOUND_LP), bound, "case %zu: LP bound %llu, bound %llu", c,
+                     (unsigned long long)result(LLMEM_PACK_BOUND_LP), (unsigned long long)bound);
+        cr_expect_eq(used, cases[c].optimum, "case %zu: %llu GPUs, bound %llu", c,
+                     (unsigned long long)used, (unsigned long long)bound);
+        cr_expect_eq(bound, cases[c].optimum);
+        cr_expect_eq(result(LLMEM_PACK_OPTIMAL), 1);
+    }
+}
+
+/* The LP by column generation is the LP: B200's MIG layouts hold, slot for
+ * slot, every layout of the Hopper and Ampere types below with at least as
+ * much memory in each instance, so adding those types changes no LP value;
+ * but with them the fleet has too many fillings to list (before, the LP did
+ * not run on it: bound 0). The generated LP's bound must be the listed one's
+ * of B200 alone. */
+Test(pack, lp_by_column_generation_equals_the_listed_lp)
+{
+    static const char *const dominated[] = { "H200", "H100-SXM", "H100-NVL", "H100-PCIe",
+                                             "A100-80GB", "A100-40GB", "H20" };
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        uint64_t lp[2], gpus[2];
+        for (int fleet = 0; fleet < 2; fleet++) {
+            llmem_pack_clear(pack);
+            cr_assert_eq(llmem_pack_add_gpu(pack, gpu("B200"), 0), LLMEM_OK);
+            for (size_t t = 0; fleet == 1 && t < sizeof dominated / sizeof dominated[0]; t++)
+                cr_assert_eq(llmem_pack_add_gpu(pack, gpu(dominated[t]), 0), LLMEM_OK);
+            add_random_jobs(100 + 100 * seed, 7000 + seed, 80, 1);
+            cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+            lp[fleet] = result(LLMEM_PACK_BOUND_LP);
+            gpus[fleet] = result(LLMEM_PACK_GPUS_USED);
+            cr_expect_leq(result(LLMEM_PACK_LOWER_BOUND), gpus[fleet]);
+        }
+        cr_expect_gt(lp[0], 0);
+        cr_expect_eq(lp[1], lp[0], "seed %llu: generated %llu, listed %llu",
+                     (unsigned long long)seed, (unsigned long long)lp[1],
+                     (unsigned long long)lp[0]);
+        cr_expect_leq(lp[1], gpus[1]);
+    }
+}
+
+/* Unlimited fleets of eight types, too many fillings to list: first fit
+ * alone (the LP did not run) took 99 and 396 GPUs against bounds of 95 and
+ * 379. The generated LP, rounded, takes 95 (optimal) and 380. */
+Test(pack, fleet_too_large_to_list_fillings_rounds_the_generated_lp)
+{
+    static const struct {
+        const char *fleet[8];
+        size_t jobs;
+        uint64_t seed, max_gib;
+        uint64_t gpus, bound;
+    } cases[] = {
+        { { "A100-80GB", "A100-40GB", "H100-SXM", "H20", "RTX-PRO-6000", "A30", "H200", "T4" },
+          500, 32, 30, 95, 95 },
+        { { "H100-SXM", "B200", "H20", "L40S", "A100-40GB", "H100-NVL", "A30", "T4" },
+          2000, 32, 40, 380, 379 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        llmem_pack_clear(pack);
+        for (int t = 0; t < 8; t++)
+            cr_assert_eq(llmem_pack_add_gpu(pack, gpu(cases[c].fleet[t]), 0), LLMEM_OK);
+        add_random_jobs(cases[c].jobs, cases[c].seed, cases[c].max_gib, 0);
+        cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+        cr_expect_eq(result(LLMEM_PACK_GPUS_USED), cases[c].gpus, "case %zu: %llu GPUs", c,
+                     (unsigned long long)result(LLMEM_PACK_GPUS_USED));
+        cr_expect_eq(result(LLMEM_PACK_LOWER_BOUND), cases[c].bound, "case %zu: bound %llu", c,
+                     (unsigned long long)result(LLMEM_PACK_LOWER_BOUND));
+        cr_expect_eq(result(LLMEM_PACK_BOUND_LP), cases[c].bound, "case %zu: lp %llu", c,
+                     (unsigned long long)result(LLMEM_PACK_BOUND_LP));
     }
 }
 
