@@ -73,6 +73,22 @@ static int check_job_flags(const cli_request *req)
     return CLI_EXIT_OK;
 }
 
+/* --max batch|seq solves its field: a value given for it would be dropped. */
+static int check_max_solves(int argc, char **argv, const cli_request *req)
+{
+    cli_arg_iter it;
+    const cli_flag *f;
+    const char *v;
+    cli_args_begin(&it, argc, argv, 0);
+    while (cli_args_next(&it, &f, &v) > 0)
+        if (f->target == CLI_TARGET_TRAIN && f->key == req->max_key) {
+            cli_error("--%s: --max %s solves it (the report describes the answer): leave it "
+                      "out", f->name, f->name);
+            return CLI_EXIT_USAGE;
+        }
+    return CLI_EXIT_OK;
+}
+
 /* --weights: the report shows both counts and their difference; the exit
  * status tells a script whether they matched (a checkpoint with buffers or a
  * tied head saved twice differs too: the report says which way). */
@@ -292,6 +308,8 @@ int cli_cmd_estimate(int argc, char **argv)
     }
     if (status == CLI_EXIT_OK && !req.help)
         status = check_job_flags(&req);
+    if (status == CLI_EXIT_OK && !req.help && req.max_key != 0)
+        status = check_max_solves(argc, argv, &req);
     if (status == CLI_EXIT_OK && req.help)
         cli_usage(stdout);
     else if (status == CLI_EXIT_OK)

@@ -41,12 +41,25 @@ static int configure_plan(llmem_ctx *ctx, const cli_request *req, llmem_plan *pl
 }
 
 /* A planner's field that the run refuses given the others (gpus-per-node
- * that splits no whole nodes of --gpus): a usage error naming its flag, as
- * a value configure_plan refuses. 0: the error is not about such a field. */
+ * that splits no whole nodes of --gpus), or a training flag the planner
+ * decides itself (--batch, --grad-accum with --global-batch, the article's
+ * --formula over GPUs): a usage error naming its flag, as a value
+ * configure_plan refuses. 0: the error is not about such a field. */
 static int plan_input_error(llmem_ctx *ctx, const cli_request *req)
 {
     int object = 0, key = 0;
-    if (llmem_ctx_error_field(ctx, &object, &key) != LLMEM_OK || object != LLMEM_OBJECT_PLAN)
+    if (llmem_ctx_error_field(ctx, &object, &key) != LLMEM_OK)
+        return 0;
+    if (object == LLMEM_OBJECT_TRAIN && (key == LLMEM_TRAIN_BATCH ||
+                                         key == LLMEM_TRAIN_GRAD_ACCUM ||
+                                         key == LLMEM_TRAIN_FORMULA)) {
+        const cli_flag *t = cli_flag_for_field(LLMEM_OBJECT_TRAIN, key);
+        if (t == NULL)
+            return 0;
+        cli_error("--%s: %s", t->name, cli_message_body(t, llmem_ctx_error(ctx)));
+        return 1;
+    }
+    if (object != LLMEM_OBJECT_PLAN)
         return 0;
     const cli_flag *f = cli_flag_for_field(LLMEM_OBJECT_PLAN, key);
     if (f == NULL || !(req->plan_given & (1u << key)))

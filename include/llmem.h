@@ -982,15 +982,19 @@ LLMEM_API int llmem_plan_get_int(const llmem_plan *plan, int key, int64_t *out);
 /** Name and bounds of a field; any pointer may be NULL. @since 0.2.0 */
 LLMEM_API int llmem_plan_field_info(int key, const char **name, int64_t *min, int64_t *max);
 /**
- * Enumerate the layouts of @p model trained as @p train (its batch is
- * ignored: the planner solves the micro-batch; its grad-ckpt is one of the
- * choices where the formula reads it) over the planner's GPUs. Allocates the
- * results in the planner.
+ * Enumerate the layouts of @p model trained as @p train over the planner's
+ * GPUs. The planner solves the micro-batch (leave the batch at 1) and tries
+ * no checkpointing and the setup's (full, non-reentrant, when it has none;
+ * the setup's alone under the article's formula). Allocates the results in
+ * the planner.
  * @return #LLMEM_OK even when nothing fits (llmem_plan_result_count() is 0
- * and the rejections say why); #LLMEM_EINCONSISTENT naming
- * #LLMEM_PLAN_GPU_BYTES when no capacity is set, or #LLMEM_PLAN_GPUS_PER_NODE
- * when it neither divides #LLMEM_PLAN_GPUS nor is at least it (the planner
- * is then unchanged). @since 0.2.0
+ * and the rejections say why). #LLMEM_EINCONSISTENT naming
+ * #LLMEM_PLAN_GPU_BYTES when no capacity is set, #LLMEM_PLAN_GPUS_PER_NODE
+ * when it neither divides #LLMEM_PLAN_GPUS nor is at least it, or a training
+ * field: a batch other than 1, grad-accum with #LLMEM_PLAN_GLOBAL_BATCH (the
+ * micro-batches are the accumulation), the article's formula over more than
+ * one GPU. A setup no layout can estimate fails as an estimate does, naming
+ * its field. The planner is then unchanged. @since 0.2.0
  */
 LLMEM_API int llmem_plan_run(llmem_plan *plan, llmem_model *model, const llmem_train *train);
 /** Layouts that fit, best first. @since 0.2.0 */

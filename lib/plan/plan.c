@@ -96,6 +96,27 @@ int llmem_plan_run(llmem_plan *p, llmem_model *model, const llmem_train *train)
                                  "gpus-per-node: %lld does not divide gpus %lld (a job on more "
                                  "GPUs than a node holds takes whole nodes)",
                                  (long long)per_node, (long long)gpus);
+    /* Training fields the planner decides itself. */
+    if (train->i[LLMEM_TRAIN_BATCH] != 1)
+        return llmem__fail_field(p->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_BATCH, LLMEM_EINCONSISTENT,
+                                 "batch: %lld is not read: the planner solves the micro-batch "
+                                 "(global-batch sets what a step takes); leave batch at its "
+                                 "default (1)",
+                                 (long long)train->i[LLMEM_TRAIN_BATCH]);
+    if (p->i[LLMEM_PLAN_GLOBAL_BATCH] > 0 && train->i[LLMEM_TRAIN_GRAD_ACCUM] != 1)
+        return llmem__fail_field(p->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_GRAD_ACCUM,
+                                 LLMEM_EINCONSISTENT,
+                                 "grad-accum: %lld with global-batch %lld: the planner's "
+                                 "micro-batches are the accumulation; leave grad-accum at its "
+                                 "default (1)",
+                                 (long long)train->i[LLMEM_TRAIN_GRAD_ACCUM],
+                                 (long long)p->i[LLMEM_PLAN_GLOBAL_BATCH]);
+    if (train->i[LLMEM_TRAIN_FORMULA] == LLMEM_FORMULA_ARTICLE && gpus > 1)
+        return llmem__fail_field(p->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_FORMULA,
+                                 LLMEM_EINCONSISTENT,
+                                 "formula: the article's sum is for one GPU, not %lld; plan with "
+                                 "the phased formula (the default)",
+                                 (long long)gpus);
     p->nresults = 0;
     p->nreject = 0;
     int rc = llmem_plan_search(p, model, train);

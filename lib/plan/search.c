@@ -4,6 +4,7 @@
 #include "plan/plan.h"
 
 #include "core/ctx.h"
+#include "train/setup.h"
 #include "train/train.h"
 
 #include <stdio.h>
@@ -143,6 +144,20 @@ static int largest_batch(search *x, uint64_t dp, uint64_t pp, uint64_t *best)
     return LLMEM_OK;
 }
 
+/* "149.89 GiB (160948270848 bytes)": a unit a reader takes in, never 0,
+ * and the exact count. */
+static void size_text(uint64_t bytes, char *buf, size_t cap)
+{
+    if (bytes >= (UINT64_C(1) << 30))
+        snprintf(buf, cap, "%.2f GiB (%llu bytes)", (double)bytes / 1073741824.0,
+                 (unsigned long long)bytes);
+    else if (bytes >= (UINT64_C(1) << 20))
+        snprintf(buf, cap, "%.2f MiB (%llu bytes)", (double)bytes / 1048576.0,
+                 (unsigned long long)bytes);
+    else
+        snprintf(buf, cap, "%llu bytes", (unsigned long long)bytes);
+}
+
 /* Why micro-batch 1 of the layout being tried does not fit (the last
  * estimate largest_batch ran): the layout and its bytes, or the estimate's
  * message when the bytes are beyond what it counts. */
@@ -161,10 +176,13 @@ static void fit_example(const search *x, char *buf, size_t cap)
         return;
     if (x->last_peak == 0)
         snprintf(buf + n, cap - (size_t)n, "%s", llmem_ctx_error(x->p->ctx));
-    else
-        snprintf(buf + n, cap - (size_t)n, "micro-batch 1 needs %llu bytes at the device level, "
-                 "above the %llu usable (a GPU's bytes less the margin)",
-                 (unsigned long long)x->last_peak, (unsigned long long)x->capacity);
+    else {
+        char need[48], usable[48];
+        size_text(x->last_peak, need, sizeof need);
+        size_text(x->capacity, usable, sizeof usable);
+        snprintf(buf + n, cap - (size_t)n, "micro-batch 1 needs %s at the device level, above "
+                 "the %s usable (a GPU's bytes less the margin)", need, usable);
+    }
 }
 
 /* One layout: its largest micro-batch, or why it is rejected. */
@@ -246,17 +264,26 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
     int rc = llmem_model_resolve(model, &x.m, &x.params);
     if (rc != LLMEM_OK)
         return llmem__fail_from(p->ctx, model->ctx, rc); /* the model's message and field */
+    /* What no layout changes is the setup's fault, not a rejection of every
+     * layout: its message and field, as an estimate gives them. */
+    setup s;
+    if ((rc = llmem_setup_resolve(train, &x.m, p->ctx, &s)) != LLMEM_OK)
+        return rc;
     uint64_t gpus = (uint64_t)p->i[LLMEM_PLAN_GPUS], per_node = (uint64_t)p->i[LLMEM_PLAN_GPUS_PER_NODE];
     uint64_t margin = (uint64_t)p->i[LLMEM_PLAN_MARGIN_PERMILLE];
     x.capacity = llmem_plan_gpu_bytes(p, train) / 1000 * (1000 - margin);
     int fused = train->i[LLMEM_TRAIN_ATTENTION] != LLMEM_ATTENTION_EAGER;
     uint64_t seq = (uint64_t)train->i[LLMEM_TRAIN_SEQ];
     int64_t *L = p->layout->i;
-    /* Checkpointing is a choice only where the formula reads it (not the
-     * article's): else the setup's own, once. */
-    int ckpt_first = LLMEM_GRAD_CKPT_NONE, ckpt_last = LLMEM_GRAD_CKPT_FULL;
-    if (llmem_train_unread(train, LLMEM_TRAIN_GRAD_CKPT) != NULL)
-        ckpt_first = ckpt_last = (int)train->i[LLMEM_TRAIN_GRAD_CKPT];
+    /* Checkpointing: none, or the setup's variant (full, non-reentrant, when
+     * it has none); the setup's own alone where the formula does not read it
+     * (the article's). */
+    int own = (int)train->i[LLMEM_TRAIN_GRAD_CKPT], nckpt = 2;
+    int ckpts[2] = { LLMEM_GRAD_CKPT_NONE, own != LLMEM_GRAD_CKPT_NONE ? own : LLMEM_GRAD_CKPT_FULL };
+    if (llmem_train_unread(train, LLMEM_TRAIN_GRAD_CKPT) != NULL) {
+        ckpts[0] = own;
+        nckpt = 1;
+    }
     for (uint64_t tp = 1; tp <= gpus && tp <= per_node; tp *= 2) {
         /* A tensor-parallel group stays within a node: the job fits one, or
          * tp divides a node's GPUs (a node of 6 takes tp 1 and 2, of 3 only 1). */
@@ -279,7 +306,7 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
                             continue;
                         const sharding_desc *sd = llmem_sharding(shardings[k]);
                         for (int sp = 0; sp <= (tp > 1); sp++) {
-                            for (int ckpt = ckpt_first; ckpt <= ckpt_last; ckpt++) {
+                            for (int ci = 0; ci < nckpt; ci++) {
                                 int max_off = p->i[LLMEM_PLAN_OFFLOAD] ? LLMEM_OFFLOAD_PARAMETERS
                                                                        : LLMEM_OFFLOAD_NONE;
                                 for (int off = LLMEM_OFFLOAD_NONE; off <= max_off; off++) {
@@ -293,7 +320,7 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
                                     L[LLMEM_PARALLEL_SP] = sp;
                                     L[LLMEM_PARALLEL_SHARDING] = shardings[k];
                                     L[LLMEM_PARALLEL_OFFLOAD] = off;
-                                    x.t.i[LLMEM_TRAIN_GRAD_CKPT] = ckpt;
+                                    x.t.i[LLMEM_TRAIN_GRAD_CKPT] = ckpts[ci];
                                     if ((rc = try_layout(&x, dp, pp)) != LLMEM_OK)
                                         return rc;
                                 }

@@ -340,8 +340,9 @@ def check_plan_rejections(t, llmem):
     t.check(rc == 3 and fit and all(r["example"] for r in d["rejected"]),
             "every rejection has an example", d["rejected"])
     m = re.match(r"dp (\d+) tp (\d+) pp (\d+) cp (\d+) ep (\d+) sp (\d+), sharding (\S+), "
-                 r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (\d+) bytes at the device "
-                 r"level, above the (\d+) usable", fit[0]["example"] if fit else "")
+                 r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (?:[\d.]+ [GM]iB \()?(\d+) "
+                 r"bytes\)? at the device level, above the (?:[\d.]+ [GM]iB \()?(\d+) bytes\)? "
+                 r"usable", fit[0]["example"] if fit else "")
     t.check(m is not None, "the example names the layout and its bytes", fit)
     if m:
         dp, tp, pp, cp, ep, sp, sharding, offload, ckpt, need, usable = m.groups()

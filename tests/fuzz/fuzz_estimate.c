@@ -991,6 +991,15 @@ static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const in
     CHECK(llmem_plan_set_int(p, LLMEM_PLAN_GLOBAL_BATCH, global) == LLMEM_OK, "global");
     CHECK(llmem_plan_set_int(p, LLMEM_PLAN_OFFLOAD, (int64_t)(j->aux[3] >> 7)) == LLMEM_OK,
           "offload");
+    /* The planner solves the micro-batch: the setup's is 1 (another is
+     * refused, as grad-accum with a global batch is). */
+    int64_t saved_batch = 0, saved_ckpt = 0, saved_accum = 1;
+    llmem_train_get_int(in->t, LLMEM_TRAIN_BATCH, &saved_batch);
+    llmem_train_get_int(in->t, LLMEM_TRAIN_GRAD_CKPT, &saved_ckpt);
+    llmem_train_get_int(in->t, LLMEM_TRAIN_GRAD_ACCUM, &saved_accum);
+    llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, 1);
+    if (global > 0)
+        llmem_train_set_int(in->t, LLMEM_TRAIN_GRAD_ACCUM, 1);
     int rc = llmem_plan_run(p, in->m, in->t);
     check_status(ctx, rc, "plan");
     if (rc != LLMEM_OK)
@@ -1006,9 +1015,6 @@ static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const in
         /* Micro-batches the layout does not split are not tried. */
         CHECK(strstr(example, "do not split over tp") == NULL, "plan: rejected: %s", example);
     }
-    int64_t saved_batch = 0, saved_ckpt = 0;
-    llmem_train_get_int(in->t, LLMEM_TRAIN_BATCH, &saved_batch);
-    llmem_train_get_int(in->t, LLMEM_TRAIN_GRAD_CKPT, &saved_ckpt);
     for (size_t i = 0; i < llmem_plan_result_count(p); i++) {
         uint64_t b = 0, ckpt = 0, peak = 0, headroom = 0, device = 0;
         CHECK(llmem_plan_result_get_u64(p, i, LLMEM_PLAN_MICRO_BATCH, &b) == LLMEM_OK, "mb");
@@ -1047,9 +1053,10 @@ static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const in
             }
         }
     }
+done:
     llmem_train_set_int(in->t, LLMEM_TRAIN_BATCH, saved_batch);
     llmem_train_set_int(in->t, LLMEM_TRAIN_GRAD_CKPT, saved_ckpt);
-done:
+    llmem_train_set_int(in->t, LLMEM_TRAIN_GRAD_ACCUM, saved_accum);
     llmem_parallel_free(l);
     llmem_plan_free(p);
 }

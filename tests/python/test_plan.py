@@ -223,8 +223,9 @@ def test_every_rejection_has_an_example():
     assert result.rejected and all(r.example for r in result.rejected)
     fit = [r for r in result.rejected if r.reason == "does not fit at micro-batch 1"]
     m = re.match(r"dp (\d+) tp (\d+) pp (\d+) cp (\d+) ep (\d+) sp (\d+), sharding (\S+), "
-                 r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (\d+) bytes at the device "
-                 r"level, above the (\d+) usable", fit[0].example)
+                 r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (?:[\d.]+ [GM]iB \()?(\d+) "
+                 r"bytes\)? at the device level, above the (?:[\d.]+ [GM]iB \()?(\d+) bytes\)? "
+                 r"usable", fit[0].example)
     assert m is not None, fit
     dp, tp, pp, cp, ep, sp = (int(v) for v in m.groups()[:6])
     est = llmem.estimate(LLAMA_1B, batch=1, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=sp,
@@ -235,3 +236,22 @@ def test_every_rejection_has_an_example():
     examples = {r.reason: r.example for r in split.rejected}
     assert examples["the global batch does not split over dp"] == \
         "global-batch 6 is not a multiple of dp 4"
+
+
+def test_setup_errors_are_errors_not_rejections():
+    """What no layout changes raises as an estimate does; it is not 'no layout fits'."""
+    with pytest.raises(llmem.Inconsistent, match=r"^lora-rank: 16 is not read"):
+        llmem.plan(LLAMA_1B, gpus=8, gpu="H100", lora_rank=16)
+    with pytest.raises(llmem.Inconsistent, match=r"^precision: qlora needs"):
+        llmem.plan(LLAMA_1B, gpus=8, gpu="H100", method="qlora", precision="fp32")
+    with pytest.raises(llmem.Inconsistent, match=r"^batch: 4 is not read"):
+        llmem.plan(LLAMA_1B, gpus=8, gpu="H100", batch=4)
+
+
+def test_the_setups_checkpointing_is_the_one_tried():
+    """Reentrant checkpointing asked for: the planner tries none and it, not full."""
+    result = llmem.plan(LLAMA_1B, gpus=4, gpu="H100", grad_ckpt="reentrant")
+    tried = {r.grad_ckpt for r in result.layouts}
+    assert tried <= {"none", "reentrant"} and "reentrant" in tried, tried
+    result = llmem.plan(LLAMA_1B, gpus=4, gpu="H100")
+    assert {r.grad_ckpt for r in result.layouts} <= {"none", "full"}

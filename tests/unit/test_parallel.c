@@ -852,6 +852,10 @@ Test(parallel, planned_layouts_fit)
         cr_expect_eq(peak, planned, "result %zu", i);
         cr_expect_leq(peak, capacity, "result %zu", i);
     }
+    /* The setup's batch is the planner's to solve: another is refused. */
+    cr_expect_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_EINCONSISTENT);
+    llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 1);
+    llmem_train_set_int(f.t, LLMEM_TRAIN_GRAD_CKPT, LLMEM_GRAD_CKPT_NONE);
     /* Nothing fits 1 GiB: no result, and the reason. */
     llmem_plan_set_int(plan, LLMEM_PLAN_GPU_BYTES, INT64_C(1) << 30);
     cr_assert_eq(llmem_plan_run(plan, f.m, f.t), LLMEM_OK);
