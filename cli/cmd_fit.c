@@ -287,7 +287,7 @@ int cli_cmd_fit(int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
         if (!cli_parse_size(opts[OPT_BYTES].value, &job.rank[0].need)) {
-            cli_error("--bytes '%s': not a size (" CLI_SIZE_FORMS ")", opts[OPT_BYTES].value);
+            cli_error("--bytes '%s': expected " CLI_SIZE_FORMS, opts[OPT_BYTES].value);
             return CLI_EXIT_USAGE;
         }
         if (opts[OPT_LEVEL].value && !cli_parse_level(opts[OPT_LEVEL].value, &job.level)) {

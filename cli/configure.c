@@ -38,7 +38,7 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
     switch (f->target) {
     case CLI_TARGET_CAPACITY:
         if (!cli_parse_size(v, &req->capacity)) {
-            cli_error("--capacity '%s': not a size (" CLI_SIZE_FORMS ")", v);
+            cli_error("--capacity '%s': expected " CLI_SIZE_FORMS, v);
             return CLI_EXIT_USAGE;
         }
         break;

@@ -79,8 +79,11 @@ int llmem_train_set_str(llmem_train *t, int key, const char *value)
     if (key == LLMEM_TRAIN_LORA_TARGETS)
         t->lora_names = llmem_lora_modules_mask(value);
     t->given |= UINT32_C(1) << key;
-    /* A Trainer optim name ("adamw_torch") says which implementation it runs. */
-    if (key == LLMEM_TRAIN_OPTIMIZER && llmem_optimizer_implied_impl(value) != 0)
+    /* A Trainer optim name ("adamw_torch") says which implementation it
+     * runs, unless the caller chose one: the explicit setting wins, in any
+     * order, as on the command line. */
+    if (key == LLMEM_TRAIN_OPTIMIZER && llmem_optimizer_implied_impl(value) != 0 &&
+        !(t->given >> LLMEM_TRAIN_OPTIMIZER_IMPL & 1))
         t->i[LLMEM_TRAIN_OPTIMIZER_IMPL] = llmem_optimizer_implied_impl(value);
     llmem__ok(t->ctx);
     return LLMEM_OK;

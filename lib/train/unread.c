@@ -101,9 +101,19 @@ int llmem_train_check_unread(llmem_ctx *ctx, const llmem_train *t)
             snprintf(value, sizeof value, "%s", "the targets set");
         else
             snprintf(value, sizeof value, "%lld", (long long)t->i[key]);
+        char def[56] = "";
+        const char *def_name = f->kind == FIELD_ENUM ? llmem_fields_value_name(
+                                                           &llmem_train_fields, key, (int64_t)f->def)
+                                                     : NULL;
+        if (def_name != NULL)
+            snprintf(def, sizeof def, " (%s)", def_name);
+        else if (f->kind == FIELD_REAL)
+            snprintf(def, sizeof def, " (%g)", f->def);
+        else if (f->kind == FIELD_INT)
+            snprintf(def, sizeof def, " (%lld)", (long long)f->def);
         return llmem__fail_field(ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EINCONSISTENT,
-                                 "%s: %s is not read: it %s; leave %s at its default", f->name,
-                                 value, reason(t, key), f->name);
+                                 "%s: %s is not read: it %s; leave %s at its default%s", f->name,
+                                 value, reason(t, key), f->name, def);
     }
     return LLMEM_OK;
 }

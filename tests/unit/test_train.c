@@ -705,6 +705,10 @@ Test(train, trainer_names_imply_the_implementation, .init = setup_train, .fini =
                  LLMEM_ENOTFOUND);
     cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER), LLMEM_OPTIMIZER_ADAMW);
     cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FORLOOP);
+    /* an implementation the caller set wins over one a name implies, in any
+     * order, as on the command line */
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "adamw_torch_fused"), LLMEM_OK);
+    cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FORLOOP);
     /* the value's name stays ours */
     cr_expect_str_eq(llmem_train_value_name(LLMEM_TRAIN_OPTIMIZER, LLMEM_OPTIMIZER_LION_32BIT),
                      "lion-32bit");
@@ -870,6 +874,13 @@ Test(train, unread_fields_are_refused_when_set, .init = setup_train, .fini = tea
         cr_expect(strncmp(llmem_ctx_error(ctx), name, strlen(name)) == 0 &&
                       strstr(llmem_ctx_error(ctx), c->why) != NULL,
                   "case %zu: %s", i, llmem_ctx_error(ctx));
+        /* the message says what the default is, where it has a plain value */
+        if (c->key == LLMEM_TRAIN_LORA_RANK)
+            cr_expect(strstr(llmem_ctx_error(ctx), "leave lora-rank at its default (8)") != NULL,
+                      "%s", llmem_ctx_error(ctx));
+        if (c->key == LLMEM_TRAIN_ATTENTION)
+            cr_expect(strstr(llmem_ctx_error(ctx), "at its default (sdpa)") != NULL, "%s",
+                      llmem_ctx_error(ctx));
     }
 }
 
