@@ -238,7 +238,9 @@ static int add_job(job_env *env, const char *path, const jobs_file *file, size_t
             continue;
         if (field_flag(f->key) == NULL) {
             cli_error("unknown field '%s' (expected id, memory_bytes, memory_level, "
-                      "min_compute, or a flag of `llmem estimate` such as model or batch)",
+                      "min_compute, or a model or training flag of `llmem estimate` such as "
+                      "model or batch; a job runs on one GPU or slice: no layout flags, and "
+                      "--gpu is the fleet's)",
                       f->key);
             goto done;
         }

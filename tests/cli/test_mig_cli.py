@@ -408,6 +408,9 @@ def check_pack_errors(t, llmem):
         ('[{"id": "a\\u007f", "memory_bytes": 5}]', ["field 'id'", "U+007F"], "DEL in an id"),
         ('[{"id": "a", "model": "gpt2\\u001b[0m"}]', ["job #1", "field 'model'", "U+001B"], "an escape in a model name"),
         ('[{"id": "a", "x\\u001by": 5}]', ["job #1", "field name", "U+001B at byte 1"], "an escape in a field name"),
+        # A job runs on one GPU or slice: a layout flag is no field of it.
+        ('[{"id": "a", "model": "gpt2", "dp": 2}]',
+         ["job 'a' (#1)", "unknown field 'dp'", "no layout flags"], "a layout flag in a job"),
         # A LoRA setting without a LoRA method would be ignored.
         ('[{"id": "a", "model": "gpt2", "lora_rank": 8}]',
          ["job 'a' (#1)", "--lora-rank needs method lora or qlora"], "a LoRA rank without LoRA"),
