@@ -314,6 +314,24 @@ struct pack_columns {
     uint32_t *cand;                     /* [PACK_MAX_KINDS * PACK_MAX_UNITS]: the flow's classes */
 };
 
+uint32_t llmem_pack_maximal_states(const pack_type *ty, uint8_t *count)
+{
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < ty->states; s++) {
+        int maximal = ty->feasible[s] && s != 0;
+        for (int k = 0; k < ty->nkinds && maximal; k++)
+            maximal = llmem_pack_count(ty, s, k) >= ty->kind[k].max ||
+                      !ty->feasible[s + ty->step[k]];
+        if (!maximal)
+            continue;
+        if (count != NULL)
+            for (int k = 0; k < ty->nkinds; k++)
+                count[(size_t)n * ty->nkinds + k] = (uint8_t)llmem_pack_count(ty, s, k);
+        n++;
+    }
+    return n;
+}
+
 /* Set up the generated fillings: an empty fill[] of COLUMN_MAX, their index
  * and each type's maximal states (every layout is a part of one). */
 static int columns_init(pack_run *r)
@@ -333,27 +351,10 @@ static int columns_init(pack_run *r)
         return 0;
     for (int t = 0; t < r->ntypes; t++) {
         const pack_type *ty = &r->types[t];
-        uint32_t n = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            n = 0;
-            for (uint32_t s = 0; s < ty->states; s++) {
-                int maximal = ty->feasible[s] && s != 0;
-                for (int k = 0; k < ty->nkinds && maximal; k++)
-                    maximal = llmem_pack_count(ty, s, k) >= ty->kind[k].max ||
-                              !ty->feasible[s + ty->step[k]];
-                if (!maximal)
-                    continue;
-                if (pass == 1)
-                    for (int k = 0; k < ty->nkinds; k++)
-                        c->states[t][(size_t)n * ty->nkinds + k] =
-                            (uint8_t)llmem_pack_count(ty, s, k);
-                n++;
-            }
-            if (pass == 0 &&
-                (c->states[t] = llmem__alloc(ctx, (size_t)n * ty->nkinds + 1)) == NULL)
-                return 0;
-        }
-        c->nstates[t] = n;
+        uint32_t n = llmem_pack_maximal_states(ty, NULL);
+        if ((c->states[t] = llmem__alloc(ctx, (size_t)n * ty->nkinds + 1)) == NULL)
+            return 0;
+        c->nstates[t] = llmem_pack_maximal_states(ty, c->states[t]);
     }
     return 1;
 }

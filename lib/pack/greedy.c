@@ -220,32 +220,17 @@ static double best_filling(const pack_run *r, int t, const priced_type *pt, cons
     return best;
 }
 
-/* Type t's maximal states (two passes: count, then fill) and each kind's
- * classes by price; 0 when out of memory. */
+/* Type t's maximal states and each kind's classes by price; 0 when out of
+ * memory. */
 static int priced_setup(pack_run *r, int t, const double *price, priced_type *pt)
 {
     llmem_ctx *ctx = r->p->ctx;
     const pack_type *ty = &r->types[t];
-    uint32_t n = 0;
     memset(pt, 0, sizeof *pt);
-    for (int pass = 0; pass < 2; pass++) {
-        n = 0;
-        for (uint32_t s = 0; s < ty->states; s++) {
-            int maximal = ty->feasible[s] && s != 0;
-            for (int k = 0; k < ty->nkinds && maximal; k++)
-                maximal = llmem_pack_count(ty, s, k) >= ty->kind[k].max ||
-                          !ty->feasible[s + ty->step[k]];
-            if (!maximal)
-                continue;
-            if (pass == 1)
-                for (int k = 0; k < ty->nkinds; k++)
-                    pt->count[(size_t)n * ty->nkinds + k] = (uint8_t)llmem_pack_count(ty, s, k);
-            n++;
-        }
-        if (pass == 0 && (pt->count = llmem__alloc(ctx, ((size_t)n + 1) * ty->nkinds)) == NULL)
-            return 0;
-    }
-    pt->nstates = n;
+    uint32_t n = llmem_pack_maximal_states(ty, NULL);
+    if ((pt->count = llmem__alloc(ctx, ((size_t)n + 1) * ty->nkinds)) == NULL)
+        return 0;
+    pt->nstates = llmem_pack_maximal_states(ty, pt->count);
     for (int k = 0; k < ty->nkinds; k++) {
         pt->held[k] = llmem__alloc(ctx, (r->nclasses + 1) * sizeof *pt->held[k]);
         if (pt->held[k] == NULL)

@@ -54,6 +54,10 @@ int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limi
 void llmem_pack_type_free(llmem_ctx *ctx, pack_type *t);
 /* Count of kind k in state s. */
 unsigned llmem_pack_count(const pack_type *t, uint32_t s, int k);
+/* fillings.c: type t's maximal feasible states (every layout is a part of
+ * one; a unit may stay empty): their number, and with count, each one's
+ * units of each kind (nkinds a state). */
+uint32_t llmem_pack_maximal_states(const pack_type *t, uint8_t *count);
 /* A positional layout of state s: start[i] for the i-th instance, instances in
  * kind order (all of kind 0, then kind 1, ...). Returns 1, or 0 when none. */
 int llmem_pack_positions(const pack_type *t, uint32_t s, uint8_t *start);
