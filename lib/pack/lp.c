@@ -180,20 +180,9 @@ static int lp_limited(pack_run *r, const double *a, const double *n, uint32_t k,
         for (uint32_t p = 0; p < m; p++)
             if (l.basis[p] >= nf && l.basis[p] < cols && l.xb[p] > 1e-9 * (1 + total))
                 goto done; /* the counts leave no fractional layout */
-        /* Each artificial left in the basis (at 0) swapped for the logical of
-         * a row where its row of the inverse is largest (that logical is
-         * nonbasic: a basic one's inverse entry is 0 there). */
-        for (uint32_t p = 0; p < m; p++) {
-            if (l.basis[p] < nf || l.basis[p] >= cols)
-                continue;
-            uint32_t pick = 0;
-            for (uint32_t i = 1; i < m; i++)
-                if (fabs(l.binv[p * m + i]) > fabs(l.binv[p * m + pick]))
-                    pick = i;
-            l.basis[p] = cols + pick;
-            if (!llmem_simplex_invert(&l))
-                goto done;
-        }
+        /* Each artificial left in the basis (at 0) out, for a logical. */
+        if (!llmem_simplex_drive_out(&l, nf, cols))
+            goto done;
     }
     /* Phase 2 without the artificials: the logicals renumbered after the
      * fillings. */
@@ -381,21 +370,11 @@ static int generate(pack_run *r, const uint64_t *demand, const uint64_t *room, d
                 if (l.basis[p] < q)
                     left += l.xb[p];
             if (left <= 1e-9 * (1 + total)) {
-                /* Feasible: each artificial left in the basis (at 0)
-                 * swapped for the logical of the row where its row of the
-                 * inverse is largest (lp_limited), then the artificials
-                 * emptied (never to enter again) and phase 2's costs. */
-                for (uint32_t p = 0; p < m; p++) {
-                    if (l.basis[p] >= q)
-                        continue;
-                    uint32_t pick = 0;
-                    for (uint32_t i = 1; i < m; i++)
-                        if (fabs(l.binv[p * m + i]) > fabs(l.binv[p * m + pick]))
-                            pick = i;
-                    l.basis[p] = l.n + pick;
-                    if (!llmem_simplex_invert(&l))
-                        goto done;
-                }
+                /* Feasible: each artificial left in the basis (at 0) out,
+                 * for a logical, then the artificials emptied (never to
+                 * enter again) and phase 2's costs. */
+                if (!llmem_simplex_drive_out(&l, 0, q))
+                    goto done;
                 drop_artificials(&l, q, val, cost);
                 phase = 2;
                 round--; /* phase 2 solves before it prices */

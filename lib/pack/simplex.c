@@ -178,3 +178,20 @@ int llmem_simplex_run(simplex *s)
     }
     return 0;
 }
+
+int llmem_simplex_drive_out(simplex *s, size_t lo, size_t hi)
+{
+    uint32_t m = s->m;
+    for (uint32_t p = 0; p < m; p++) {
+        if (s->basis[p] < lo || s->basis[p] >= hi)
+            continue;
+        uint32_t pick = 0;
+        for (uint32_t i = 1; i < m; i++)
+            if (fabs(s->binv[p * m + i]) > fabs(s->binv[p * m + pick]))
+                pick = i;
+        s->basis[p] = s->n + pick;
+        if (!llmem_simplex_invert(s))
+            return 0;
+    }
+    return 1;
+}

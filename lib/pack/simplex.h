@@ -45,5 +45,10 @@ void llmem_simplex_duals(simplex *s);
  * it gave up (an iteration limit, a singular basis, unbounded). pi holds the
  * duals of the last basis priced. */
 int llmem_simplex_run(simplex *s);
+/* After phase 1: each basic column in [lo, hi) (an artificial, left at 0)
+ * swapped for the logical of the row where its row of the inverse is
+ * largest (that logical is nonbasic: a basic one's entry there is 0), the
+ * basis inverted again; 0 when singular. */
+int llmem_simplex_drive_out(simplex *s, size_t lo, size_t hi);
 
 #endif
