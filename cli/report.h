@@ -15,10 +15,12 @@
 #define CLI_TERMS 4
 #define CLI_PHASES 4
 
-/* One rank whose memory differs (a pipeline stage). */
-#define CLI_RANKS 3
+/* One rank class whose memory differs (pipeline stages alike). The library
+ * reports at most 10 (a first and a last stage, runs of middle stages). */
+#define CLI_RANKS 16
 typedef struct cli_rank {
-    uint64_t stage, layer_first, layers, gpus, host, in_flight_x1000;
+    uint64_t stage, stages, layer_first, layers, chunks, chunk_stride, gpus, host,
+        in_flight_x1000;
     uint64_t peak_allocated, peak_reserved, peak_device, peak_phase;
     uint64_t phase_bytes[CLI_PHASES];
     const llmem_term *term[CLI_TERMS]; /* owned by the estimate */

@@ -105,8 +105,11 @@ static void write_ranks(json_writer *w, const cli_report *r, int phased)
         const cli_rank *rk = &r->rank[k];
         json_object_begin(w, NULL);
         json_u64(w, "stage", rk->stage);
+        json_u64(w, "stages", rk->stages);
         json_u64(w, "layer_first", rk->layer_first);
         json_u64(w, "layers", rk->layers);
+        json_u64(w, "chunks", rk->chunks);
+        json_u64(w, "chunk_stride", rk->chunk_stride);
         json_u64(w, "gpus", rk->gpus);
         json_real(w, "micro_batches_in_flight", (double)rk->in_flight_x1000 / 1000.0);
         json_bool(w, "most_loaded", k == r->peak_rank);

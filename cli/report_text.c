@@ -323,6 +323,28 @@ static const char *plural(double n)
     return n == 1.0 ? "" : "s";
 }
 
+/* A rank's layers: its range, or its model chunks' ("0-3, 16-19"; past
+ * three, the first two and the last), a range of one layer as that layer. */
+static void rank_layers(const cli_rank *rk, char *buf, size_t cap)
+{
+    uint64_t chunks = rk->chunks ? rk->chunks : 1, per = rk->layers / chunks;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint64_t c = 0; c < chunks && used < cap; c++) {
+        const char *sep = c == 0 ? "" : ", ";
+        if (chunks > 3 && c == 2) {
+            sep = ", ..., ";
+            c = chunks - 1;
+        }
+        unsigned long long first = rk->layer_first + c * rk->chunk_stride, last = first + per - 1;
+        int n = per == 1 ? snprintf(buf + used, cap - used, "%s%llu", sep, first)
+                         : snprintf(buf + used, cap - used, "%s%llu-%llu", sep, first, last);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (chunks > 1 && used < cap)
+        snprintf(buf + used, cap - used, " (%llu chunks)", (unsigned long long)chunks);
+}
+
 /* The layout line, and the ranks whose memory differs, when there is more than one GPU. */
 static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
 {
@@ -358,11 +380,16 @@ static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
         char peak[CLI_NUMBER_CAP], host[CLI_NUMBER_CAP];
         cli_format_bytes(rk->peak_device, peak, sizeof peak);
         double in_flight = (double)rk->in_flight_x1000 / 1000.0;
-        fprintf(out, "%-*sstage %llu: layers %llu-%llu, %g micro-batch%s in flight, %llu GPU%s: "
+        char stages[48], layers[96];
+        if (rk->stages > 1)
+            snprintf(stages, sizeof stages, "stages %llu-%llu", (unsigned long long)rk->stage,
+                     (unsigned long long)(rk->stage + rk->stages - 1));
+        else
+            snprintf(stages, sizeof stages, "stage %llu", (unsigned long long)rk->stage);
+        rank_layers(rk, layers, sizeof layers);
+        fprintf(out, "%-*s%s: layers %s, %g micro-batch%s in flight, %llu GPU%s: "
                      "device peak %s%s",
-                LABEL_WIDTH, k == 0 ? "Ranks" : "", (unsigned long long)rk->stage,
-                (unsigned long long)rk->layer_first,
-                (unsigned long long)(rk->layer_first + rk->layers - 1), in_flight,
+                LABEL_WIDTH, k == 0 ? "Ranks" : "", stages, layers, in_flight,
                 in_flight == 1.0 ? "" : "es", (unsigned long long)rk->gpus,
                 plural((double)rk->gpus), peak, k == r->peak_rank ? " (the most loaded: below)" : "");
         if (rk->host > 0) {

@@ -751,12 +751,21 @@ enum llmem_estimate_key {
 /** Per-rank result keys for llmem_estimate_rank_get_u64(), besides every
  * #llmem_estimate_key. @since 0.2.0 */
 enum llmem_rank_key {
-    LLMEM_RANK_STAGE = 101,       /**< pipeline stage (0 = the first) */
+    LLMEM_RANK_STAGE = 101,       /**< pipeline stage (0 = the first); with
+                                       #LLMEM_RANK_STAGES > 1, the first of those it stands for */
     LLMEM_RANK_LAYER_FIRST = 102, /**< first decoder layer it runs */
     LLMEM_RANK_LAYERS = 103,      /**< decoder layers it runs (over all its model chunks) */
     LLMEM_RANK_GPUS = 104,        /**< GPUs of the layout that hold what this rank holds */
     LLMEM_RANK_HOST = 105,        /**< host (CPU) bytes it needs: offloaded states, pinned buffers */
-    LLMEM_RANK_IN_FLIGHT_X1000 = 106 /**< micro-batches whose forward state it holds at once, x 1000 */
+    LLMEM_RANK_IN_FLIGHT_X1000 = 106, /**< micro-batches whose forward state it holds at once, x 1000 */
+    LLMEM_RANK_STAGES = 107,      /**< consecutive stages holding the same kinds of layers that this
+                                       rank class stands for (the first: the most micro-batches in
+                                       flight, so the most memory) */
+    LLMEM_RANK_CHUNKS = 108,      /**< model chunks it runs: the interleaved schedule's virtual
+                                       stages, else 1; chunk c is the layers from
+                                       LAYER_FIRST + c x CHUNK_STRIDE, LAYERS / CHUNKS of them */
+    LLMEM_RANK_CHUNK_STRIDE = 109 /**< layers from one model chunk's first to the next's (0: one
+                                       chunk) */
 };
 
 /** Phases of a training step. @since 0.1.0 */

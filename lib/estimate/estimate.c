@@ -200,7 +200,13 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
     }
     const model_shape *m = &e->model;
     x->used = 0;
-    x->nranks = llmem_layout_ranks(l, m, x->classes);
+    uint64_t bounds[LAYER_RUNS_MAX];
+    int nbounds = llmem_walk_layer_bounds(m, &rc->run, bounds);
+    x->nranks = llmem_layout_ranks(l, m, bounds, nbounds, x->classes);
+    if (x->nranks < 0)
+        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                           "estimate: the layout's stages hold more kinds of layers than the "
+                           "estimator has rank classes for (RANKS_MAX); please report it");
     llmem_rank_shape(m, l, &x->shape);
     /* The tensor list depends on the rank's setup, which many layouts share
      * (a planner's): the last one is kept. */
@@ -271,6 +277,8 @@ static void rank_input(const model_shape *shape, const rank_recipe *rc, const la
     llmem_walk_single(in, shape, &rc->run, st);
     in->layer_first = c->layer_first;
     in->layer_count = c->layers;
+    in->chunks = c->chunks;
+    in->chunk_stride = c->chunk_stride;
     in->embedding = c->embedding;
     in->head = c->head;
     in->in_flight = c->in_flight_num;
@@ -772,6 +780,9 @@ int llmem_estimate_rank_get_u64(const llmem_estimate *e, size_t rank, int key, u
     case LLMEM_RANK_LAYERS: *out = c->layers; break;
     case LLMEM_RANK_GPUS: *out = c->gpus; break;
     case LLMEM_RANK_HOST: *out = e->rank_host[rank]; break;
+    case LLMEM_RANK_STAGES: *out = c->stages; break;
+    case LLMEM_RANK_CHUNKS: *out = c->chunks; break;
+    case LLMEM_RANK_CHUNK_STRIDE: *out = c->chunk_stride; break;
     case LLMEM_RANK_IN_FLIGHT_X1000:
         *out = c->in_flight_num * 1000 / (c->in_flight_den ? c->in_flight_den : 1);
         break;

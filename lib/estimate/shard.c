@@ -60,13 +60,6 @@ void llmem_rank_shape(const model_shape *m, const layout *l, model_shape *out)
     out->vocab = ceil_div(m->vocab, l->tp);
 }
 
-/* Layers of [a, a + n) inside [b, b + k). */
-static uint64_t overlap(uint64_t a, uint64_t n, uint64_t b, uint64_t k)
-{
-    uint64_t lo = a > b ? a : b, hi = a + n < b + k ? a + n : b + k;
-    return hi > lo ? hi - lo : 0;
-}
-
 /* The classes this rank holds, each divided by tensor and expert parallelism.
  * A tied embedding is also held by the last stage, which computes the logits
  * with it (Megatron's shared embedding, its gradients all-reduced between the
@@ -79,10 +72,12 @@ static int rank_classes(const tensor_list *all, const model_shape *m, const layo
     for (int i = 0; i < all->n; i++) {
         tensor_class x = all->c[i];
         if (x.segment == SEG_LAYER) {
-            uint64_t n = overlap(x.layer_first, x.layers, r->layer_first, r->layers);
+            uint64_t n = llmem_rank_overlap(r, x.layer_first, x.layers);
             if (n == 0)
                 continue;
             x.count = x.count / x.layers * n;
+            /* its classes' place (optimizer.c's order, segment_bytes): the same
+             * for every class of the model's place */
             x.layer_first = x.layer_first > r->layer_first ? x.layer_first : r->layer_first;
             x.layers = n;
         } else if (x.segment == SEG_EMBEDDING && !r->embedding) {

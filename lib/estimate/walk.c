@@ -9,12 +9,13 @@
 #include "estimate/walk.h"
 
 #include "model/families.h"
+#include "parallel/parallel.h"
 
 #include <string.h>
 
 /* Runs of identical layers: frozen, first trainable, the rest, plus one
  * split where dense layers give way to experts. */
-#define MAX_GROUPS 4
+#define MAX_GROUPS LAYER_RUNS_MAX
 
 /* One run of identical decoder layers, reduced to per-layer numbers. */
 typedef struct layer_group {
@@ -453,11 +454,19 @@ static int room_full(walk_trace *t)
     return 1;
 }
 
-/* Forward through a run of identical layers starting at layer `first`, from
+/* The i-th decoder layer the rank runs (the timeline's labels). */
+static int64_t layer_of(const walk_input *in, uint64_t i)
+{
+    uint64_t per = in->layer_count / in->chunks;
+    return (int64_t)(in->layer_first + i / per * in->chunk_stride + i % per);
+}
+
+/* Forward through a run of identical layers starting at the rank's layer `first`, from
  * `live` bytes (its input included): the last layer, which holds the run's
  * peak, op by op, the others by the live bytes after each. */
 static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
-                          const layer_group *g, uint64_t first, uint64_t live, uint64_t growth,
+                          const layer_group *g, const walk_input *in, uint64_t first,
+                          uint64_t live, uint64_t growth,
                           uint64_t x_bytes, uint64_t gathered, uint64_t grads, int ckpt)
 {
     trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, SIM_PLAIN);
@@ -467,10 +476,10 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
         uint64_t before = live + k * growth;
         if (t->expand || k + 1 == g->count)
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
-                               "layer", (int64_t)(first + k),
+                               "layer", layer_of(in, first + k),
                                before - x_bytes + gathered + g->cache, grads);
         else
-            llmem_trace_point(t, LLMEM_PHASE_FORWARD, "layer", (int64_t)(first + k),
+            llmem_trace_point(t, LLMEM_PHASE_FORWARD, "layer", layer_of(in, first + k),
                               before + growth, grads);
     }
 }
@@ -480,7 +489,8 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
  * recomputation first, under checkpointing: mode, as recompute_mode), the
  * others by the live bytes after each. */
 static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
-                           const layer_group *g, uint64_t first, uint64_t live, int64_t delta,
+                           const layer_group *g, const walk_input *in, uint64_t first,
+                           uint64_t live, int64_t delta,
                            uint64_t grads, uint64_t kept, uint64_t gathered, int mode)
 {
     uint64_t shown = delta >= 0 ? g->count - 1 : 0;
@@ -493,7 +503,7 @@ static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model
         if (room_full(t))
             break;
         uint64_t at = (uint64_t)((int64_t)live + (int64_t)k * delta), g_k = grads + k * kept;
-        int64_t layer = (int64_t)(first + g->count - 1 - k);
+        int64_t layer = layer_of(in, first + g->count - 1 - k);
         if (!t->expand && k != shown) {
             llmem_trace_point(t, LLMEM_PHASE_BACKWARD, "layer", layer,
                               (uint64_t)((int64_t)at + delta), g_k + kept);
@@ -508,22 +518,43 @@ static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model
     }
 }
 
-/* The groups of the layers [first, first + count), in order. */
-static int clip_groups(const layer_group *all, int n, uint64_t first, uint64_t count,
-                       layer_group *out)
+/* The groups of the layers a rank runs, in order: its chunks' in turn, a
+ * group running on from one chunk to the next being one. The layers ascend,
+ * so there are at most as many as the step's groups. */
+static int clip_groups(const layer_group *all, int n, const walk_input *in, layer_group *out)
 {
-    uint64_t begin = 0, end = first + count;
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t lo = begin > first ? begin : first;
-        uint64_t hi = begin + all[i].count < end ? begin + all[i].count : end;
-        if (lo < hi) {
+    uint64_t per = in->layer_count / in->chunks;
+    int k = 0, last = -1;
+    for (uint64_t c = 0; c < in->chunks; c++) {
+        uint64_t begin = 0, first = in->layer_first + c * in->chunk_stride, end = first + per;
+        for (int i = 0; i < n; i++) {
+            uint64_t lo = begin > first ? begin : first;
+            uint64_t hi = begin + all[i].count < end ? begin + all[i].count : end;
+            begin += all[i].count;
+            if (lo >= hi)
+                continue;
+            if (i == last) {
+                out[k - 1].count += hi - lo;
+                continue;
+            }
             out[k] = all[i];
             out[k++].count = hi - lo;
+            last = i;
         }
-        begin += all[i].count;
     }
     return k;
+}
+
+/* The bounds between the step's runs of identical layers: where each run
+ * after the first starts (llmem_layout_ranks). Returns how many. */
+int llmem_walk_layer_bounds(const model_shape *m, const setup *s, uint64_t *bounds)
+{
+    layer_group g[MAX_GROUPS];
+    int n = layer_groups(m, s, g);
+    uint64_t at = 0;
+    for (int i = 0; i + 1 < n; i++)
+        bounds[i] = at += g[i].count;
+    return n > 0 ? n - 1 : 0;
 }
 
 void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
@@ -535,6 +566,7 @@ void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
     in->statics = st;
     in->layer_first = 0;
     in->layer_count = m->layers;
+    in->chunks = 1;
     in->embedding = in->head = 1;
     in->in_flight = in->in_flight_den = 1;
     in->grads_persist = s->grad_accum > 1;
@@ -630,7 +662,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     uint64_t held = gather->layer_held;
 
     int nall = layer_groups(m, s, all);
-    int ngroups = clip_groups(all, nall, in->layer_first, in->layer_count, groups);
+    int ngroups = clip_groups(all, nall, in, groups);
     for (int i = 0; i < ngroups; i++)
         reduce_group(e, &b, m, s, x_bytes, &groups[i]);
     int embed_trains = full;
@@ -681,7 +713,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     } else {
         w.live += x_bytes + shared;
     }
-    uint64_t cache = 0, first = in->layer_first, held_all = 0;
+    uint64_t cache = 0, first = 0, held_all = 0; /* first: the rank's own count */
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
@@ -691,7 +723,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                   g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads,
                   held_all - held + gather->layer_fwd);
         if (t != NULL)
-            trace_forward(e, t, &b, m, g, first, w.live, growth, x_bytes, gather->layer_fwd,
+            trace_forward(e, t, &b, m, g, in, first, w.live, growth, x_bytes, gather->layer_fwd,
                           w.grads, ckpt);
         first += g->count;
         w.live += g->count * growth;
@@ -747,6 +779,11 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         first -= g->count;
         if (g->bwd_start == 0) { /* frozen layers outside the graph */
             unvisited += g->count * held;
+            /* Below a model chunk that took its input's gradient (the
+             * interleaved schedule: frozen chunks come first): that
+             * gradient goes to the previous stage, as a stage's first. */
+            if (i + 1 < ngroups && groups[i + 1].bwd_start > 0 && groups[i + 1].spec.input_rg)
+                w.live -= x_bytes;
             continue;
         }
         uint64_t kept = accumulating ? 0 : layer_kept(keep, g);
@@ -760,7 +797,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                        held_all - (g->count - 1) * held + gather->layer_bwd, ckpt);
         held_all -= g->count * held; /* resharded after each layer's backward */
         if (t != NULL)
-            trace_backward(e, t, &b, m, g, first, w.live, delta, w.grads, kept,
+            trace_backward(e, t, &b, m, g, in, first, w.live, delta, w.grads, kept,
                            gather->layer_bwd, recompute_mode(s));
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;

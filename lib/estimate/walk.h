@@ -43,7 +43,10 @@ typedef struct walk_input {
     const model_shape *model;
     const setup *setup;
     const step_static *statics;
-    uint64_t layer_first, layer_count; /* the decoder layers this rank runs */
+    /* The decoder layers this rank runs: `chunks` ranges of layer_count /
+     * chunks layers, the first at layer_first, each chunk_stride after the
+     * previous (the interleaved schedule's model chunks; otherwise one). */
+    uint64_t layer_first, layer_count, chunks, chunk_stride;
     int embedding, head;               /* whether it runs the embedding, the head and loss */
     uint64_t in_flight, in_flight_den; /* micro-batches whose forward state is live together */
     int grads_persist;      /* gradients live from the step's start (accumulation) */
@@ -98,6 +101,9 @@ void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
  * With a walk_key, a compiled walk of its key and regime answers instead
  * when there is one (walkform.h), and a walk logs its moments in ws->log. */
 int llmem_walk(walk_scratch *ws, const walk_input *in, walk_result *out);
+/* Where the step's runs of identical decoder layers after the first start
+ * (at most LAYER_RUNS_MAX - 1, ascending); returns how many. */
+int llmem_walk_layer_bounds(const model_shape *m, const setup *s, uint64_t *bounds);
 /* The walk of ws's walk_key at (batch, seq) when it is known without
  * walking (the last result at that point, or a compiled walk): 1 and r, or
  * 0. llmem_walk tries it first. */

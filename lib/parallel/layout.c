@@ -4,6 +4,7 @@
 
 #include "core/ctx.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define FAIL(ctx, key, ...) \
@@ -208,14 +209,66 @@ int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_sh
     return LLMEM_OK;
 }
 
-/* Layers of stage s: an even split, the remainder going one each to the
- * stages after the first (which already holds the embedding). */
-static void stage_layers(const layout *l, uint64_t layers, uint64_t s, uint64_t *first,
-                         uint64_t *count)
+/* Layers of stage s. 1F1B: an even split, the remainder going one each to
+ * the stages after the first (which already holds the embedding). The
+ * interleaved schedule: v model chunks of layers / (pp x v) layers, chunk c
+ * of stage s being the (c x pp + s)-th (Megatron's virtual pipeline,
+ * get_num_layers_to_build and the model chunks' offsets). */
+static void stage_layers(const layout *l, uint64_t layers, uint64_t s, rank_class *r)
 {
+    if (l->schedule == LLMEM_SCHEDULE_INTERLEAVED) {
+        uint64_t per = layers / (l->pp * l->virtual_stages);
+        r->layer_first = s * per;
+        r->layers = per * l->virtual_stages;
+        r->chunks = l->virtual_stages;
+        r->chunk_stride = per * l->pp;
+        return;
+    }
     uint64_t base = layers / l->pp, extra = layers % l->pp;
-    *count = base + (s >= 1 && s <= extra ? 1 : 0);
-    *first = s * base + (s >= 1 ? (s - 1 < extra ? s - 1 : extra) : 0);
+    r->layers = base + (s >= 1 && s <= extra ? 1 : 0);
+    r->layer_first = s * base + (s >= 1 ? (s - 1 < extra ? s - 1 : extra) : 0);
+    r->chunks = 1;
+    r->chunk_stride = 0;
+}
+
+/* Layers of rank class r below layer b: a row of the interleaved layout
+ * (chunk_stride layers) holds one chunk of r. */
+static uint64_t below(const rank_class *r, uint64_t b)
+{
+    uint64_t per = r->layers / r->chunks, full = 0;
+    if (r->chunks > 1) {
+        full = b / r->chunk_stride;
+        if (full >= r->chunks)
+            return r->layers;
+        b -= full * r->chunk_stride;
+    }
+    uint64_t part = b > r->layer_first ? b - r->layer_first : 0;
+    return full * per + (part < per ? part : per);
+}
+
+uint64_t llmem_rank_overlap(const rank_class *r, uint64_t first, uint64_t count)
+{
+    return below(r, first + count) - below(r, first);
+}
+
+/* The stage running layer b. */
+static uint64_t stage_of(const layout *l, uint64_t layers, uint64_t b)
+{
+    if (l->schedule == LLMEM_SCHEDULE_INTERLEAVED) {
+        uint64_t per = layers / (l->pp * l->virtual_stages);
+        return b % (per * l->pp) / per;
+    }
+    uint64_t lo = 0, hi = l->pp - 1; /* the last stage whose first layer is at most b */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        rank_class r;
+        stage_layers(l, layers, mid, &r);
+        if (r.layer_first <= b)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 /* Micro-batches whose forward state stage s holds at once: 1F1B warms up
@@ -236,25 +289,70 @@ static void in_flight(const layout *l, uint64_t s, uint64_t *num, uint64_t *den)
     *den = 1;
 }
 
-int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out)
+/* Whether stages a and b hold the same kinds of layers: as many, and as many
+ * below each bound. */
+static int alike(const rank_class *a, const rank_class *b, const uint64_t *bounds, int nbounds)
 {
-    uint64_t stages[RANKS_MAX], per_stage = l->dp * l->tp * l->cp;
-    int n = 0;
-    stages[n++] = 0;
-    if (l->pp >= 3)
-        stages[n++] = 1;
-    if (l->pp >= 2)
-        stages[n++] = l->pp - 1;
-    for (int i = 0; i < n; i++) {
-        rank_class *r = &out[i];
-        uint64_t s = stages[i];
-        memset(r, 0, sizeof *r);
-        r->stage = s;
-        stage_layers(l, m->layers, s, &r->layer_first, &r->layers);
-        r->embedding = s == 0;
-        r->head = s == l->pp - 1;
-        in_flight(l, s, &r->in_flight_num, &r->in_flight_den);
-        r->gpus = per_stage * (l->pp >= 3 && s == 1 ? l->pp - 2 : 1);
+    if (a->layers != b->layers)
+        return 0;
+    for (int k = 0; k < nbounds; k++)
+        if (below(a, bounds[k]) != below(b, bounds[k]))
+            return 0;
+    return 1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int llmem_layout_ranks(const layout *l, const model_shape *m, const uint64_t *bounds,
+                       int nbounds, rank_class *out)
+{
+    /* The stages where the kinds of layers a stage holds may change: the
+     * ends, each bound's stage and the next, and where the 1F1B split's
+     * remainder ends. Between two of them stages are alike. */
+    uint64_t at[4 + 2 * LAYER_RUNS_MAX], per_stage = l->dp * l->tp * l->cp;
+    int nat = 0, n = 0;
+    at[nat++] = 0;
+    at[nat++] = 1;
+    at[nat++] = l->pp - 1;
+    at[nat++] = m->layers % l->pp + 1;
+    for (int k = 0; k < nbounds && k < LAYER_RUNS_MAX; k++) {
+        uint64_t s = stage_of(l, m->layers, bounds[k]);
+        at[nat++] = s;
+        at[nat++] = s + 1;
+    }
+    qsort(at, (size_t)nat, sizeof at[0], cmp_u64);
+    for (int i = 0; i < nat; i++) {
+        uint64_t s = at[i];
+        if (s >= l->pp || (i > 0 && s == at[i - 1]))
+            continue;
+        uint64_t next = l->pp;
+        for (int j = i + 1; j < nat && next == l->pp; j++)
+            if (at[j] > s && at[j] < l->pp)
+                next = at[j];
+        rank_class r;
+        memset(&r, 0, sizeof r);
+        r.stage = s;
+        r.stages = next - s;
+        stage_layers(l, m->layers, s, &r);
+        r.embedding = s == 0;
+        r.head = s == l->pp - 1;
+        in_flight(l, s, &r.in_flight_num, &r.in_flight_den);
+        r.gpus = per_stage * r.stages;
+        /* A run of middle stages like the one before stands with it: the
+         * earlier holds more micro-batches in flight. */
+        rank_class *prev = n > 0 ? &out[n - 1] : NULL;
+        if (prev != NULL && !prev->embedding && !r.head && alike(prev, &r, bounds, nbounds)) {
+            prev->stages += r.stages;
+            prev->gpus += r.gpus;
+            continue;
+        }
+        if (n == RANKS_MAX) /* beyond the bound in parallel.h: a bug */
+            return -1;
+        out[n++] = r;
     }
     return n;
 }

@@ -15,8 +15,17 @@
 #include "train/setup.h"
 
 #define PARALLEL_KEY_END (LLMEM_PARALLEL_BUCKET_ELEMENTS + 1)
-/* Rank classes: the first pipeline stage, a middle one, the last. */
-#define RANKS_MAX 3
+/* Runs of identical decoder layers a step has at most (the walk's layer
+ * groups): frozen, the first trainable (its input needs no grad), the rest,
+ * plus one split where dense layers give way to experts. */
+#define LAYER_RUNS_MAX 4
+/* Rank classes: the first pipeline stage, the last, and the runs of middle
+ * stages that hold the same kinds of layers. A stage's count of layers
+ * below a run's start changes at most twice along the stages (at the stage
+ * holding that start, and the next), and the layers a stage holds once
+ * (the uneven split's remainder), so the middle stages form at most
+ * 2 + 2 x (LAYER_RUNS_MAX - 1) runs (llmem_layout_ranks). */
+#define RANKS_MAX (2 + 2 + 2 * (LAYER_RUNS_MAX - 1))
 
 struct llmem_parallel {
     llmem_ctx *ctx;
@@ -64,8 +73,14 @@ typedef struct layout {
 
 /* Ranks whose memory differs. */
 typedef struct rank_class {
-    uint64_t stage;               /* pipeline stage */
-    uint64_t layer_first, layers; /* its decoder layers (interleaved: as one range) */
+    uint64_t stage;               /* pipeline stage: the first of `stages` alike */
+    uint64_t stages;              /* consecutive stages holding the same kinds of layers;
+                                     the first, with the most micro-batches in flight,
+                                     stands for them */
+    /* Its decoder layers: `chunks` ranges of layers / chunks layers, the
+     * first at layer_first, each chunk_stride after the previous (the
+     * interleaved schedule's model chunks; otherwise one range). */
+    uint64_t layer_first, layers, chunks, chunk_stride;
     int embedding, head;          /* whether it holds the embedding, the head */
     uint64_t in_flight_num, in_flight_den; /* micro-batches whose forward state it holds */
     uint64_t gpus;                /* GPUs of the layout in this class */
@@ -77,8 +92,19 @@ int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_sh
 /* What those checks ask of s's batch and seq alone (a sweep checks it again
  * at each point): context and sequence parallelism's splits. */
 int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s);
-/* The rank classes of l over m; returns how many (1..RANKS_MAX). */
-int llmem_layout_ranks(const layout *l, const model_shape *m, rank_class *out);
+/* The rank classes of l over m, whose layers change kind at the nbounds
+ * layers bounds (ascending: where each run of identical layers after the
+ * first starts); returns how many (1..RANKS_MAX). */
+int llmem_layout_ranks(const layout *l, const model_shape *m, const uint64_t *bounds,
+                       int nbounds, rank_class *out);
+/* Layers of [first, first + count) that rank class r runs. */
+uint64_t llmem_rank_overlap(const rank_class *r, uint64_t first, uint64_t count);
+/* The i-th decoder layer rank class r runs (i < r->layers). */
+static inline uint64_t llmem_rank_layer(const rank_class *r, uint64_t i)
+{
+    uint64_t per = r->layers / r->chunks;
+    return r->layer_first + i / per * r->chunk_stride + i % per;
+}
 /* The greatest common divisor (of a split and a size: layouts, shard groups). */
 uint64_t llmem_gcd(uint64_t a, uint64_t b);
 

@@ -29,6 +29,9 @@ _RANK_LAYERS = 103
 _RANK_GPUS = 104
 _RANK_HOST = 105
 _RANK_IN_FLIGHT_X1000 = 106
+_RANK_STAGES = 107
+_RANK_CHUNKS = 108
+_RANK_CHUNK_STRIDE = 109
 # Peak levels of llmem_estimate_max (enum llmem_level; the library names them
 # nowhere else).
 LEVELS = {"allocated": 1, "reserved": 2, "device": 3}
@@ -119,12 +122,19 @@ class Timeline:
 @dataclass(frozen=True)
 class Rank:
     """One rank class of a layout (ranks whose memory is the same: a pipeline
-    stage of every data-parallel replica): what it runs and what it holds."""
+    stage of every data-parallel replica, or a run of ``stages`` alike middle
+    stages from ``stage`` on, the first of which, with the most micro-batches
+    in flight, it describes): what it runs and what it holds. Its layers are
+    ``chunks`` model chunks (the interleaved schedule's; else one) of
+    ``layers // chunks`` layers, ``chunk_stride`` apart: ``layer_ranges``."""
 
     index: int
     stage: int
+    stages: int
     layer_first: int
     layers: int
+    chunks: int
+    chunk_stride: int
     gpus: int
     micro_batches_in_flight: float
     host_bytes: int
@@ -135,6 +145,14 @@ class Rank:
     phase_bytes: Dict[str, int]
     terms: Dict[str, Term]
     timeline: Optional[Timeline] = None
+
+    @property
+    def layer_ranges(self) -> List[Tuple[int, int]]:
+        """Its decoder layers as (first, last) ranges, one a model chunk."""
+        per = self.layers // self.chunks
+        return [(self.layer_first + c * self.chunk_stride,
+                 self.layer_first + c * self.chunk_stride + per - 1)
+                for c in range(self.chunks)]
 
 
 @dataclass(frozen=True)
@@ -351,8 +369,12 @@ class Estimate(Handle):
     def _rank(self, rank: int) -> Rank:
         peaks = self._peaks(rank)
         return Rank(index=rank, stage=self._u64(_RANK_STAGE, rank),
+                    stages=self._u64(_RANK_STAGES, rank),
                     layer_first=self._u64(_RANK_LAYER_FIRST, rank),
-                    layers=self._u64(_RANK_LAYERS, rank), gpus=self._u64(_RANK_GPUS, rank),
+                    layers=self._u64(_RANK_LAYERS, rank),
+                    chunks=self._u64(_RANK_CHUNKS, rank),
+                    chunk_stride=self._u64(_RANK_CHUNK_STRIDE, rank),
+                    gpus=self._u64(_RANK_GPUS, rank),
                     micro_batches_in_flight=self._u64(_RANK_IN_FLIGHT_X1000, rank) / 1000,
                     host_bytes=self._u64(_RANK_HOST, rank),
                     timeline=self._timeline(rank, peaks["peak_allocated"]), **peaks)

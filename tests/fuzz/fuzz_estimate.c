@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define RECORDS_MAX 48
-#define RANKS_MAX 3 /* the first pipeline stage, a middle one, the last */
+#define RANKS_MAX 10 /* the first stage, the last, runs of alike middle stages */
 #define COMPONENTS_MAX 16
 
 /* ---- Reading the input ------------------------------------------------- */
@@ -525,7 +525,7 @@ typedef struct term_snap {
 
 typedef struct rank_snap {
     uint64_t est[7];  /* llmem_estimate_key 1..7 */
-    uint64_t rank[6]; /* llmem_rank_key 101..106 */
+    uint64_t rank[9]; /* llmem_rank_key 101..109 */
     uint64_t phase[4];
     term_snap term[4];
 } rank_snap;
@@ -569,7 +569,7 @@ static void take(const llmem_estimate *e, snap *s)
         rank_snap *rs = &s->rank[r];
         for (int k = 1; k <= 7; k++)
             CHECK(llmem_estimate_rank_get_u64(e, r, k, &rs->est[k - 1]) == LLMEM_OK, "rank get");
-        for (int k = 101; k <= 106; k++)
+        for (int k = 101; k <= 109; k++)
             CHECK(llmem_estimate_rank_get_u64(e, r, k, &rs->rank[k - 101]) == LLMEM_OK,
                   "rank get %d", k);
         for (int p = 1; p <= 4; p++)
@@ -669,6 +669,23 @@ static void check_rank(const rank_snap *r, int mode)
 
 static void check_result(const snap *s, int mode)
 {
+    /* The classes cover the stages in order, each once; a class's layers
+     * are whole model chunks. */
+    uint64_t next = 0;
+    for (size_t r = 0; r < s->nranks; r++) {
+        const uint64_t *k = s->rank[r].rank; /* index: key - 101 */
+        uint64_t stages = k[LLMEM_RANK_STAGES - 101], chunks = k[LLMEM_RANK_CHUNKS - 101];
+        CHECK(k[LLMEM_RANK_STAGE - 101] == next && stages >= 1,
+              "rank %zu: stage %llu (%llu stages) after %llu", r,
+              (unsigned long long)k[LLMEM_RANK_STAGE - 101], (unsigned long long)stages,
+              (unsigned long long)next);
+        CHECK(chunks >= 1 && k[LLMEM_RANK_LAYERS - 101] % chunks == 0,
+              "rank %zu: %llu layers in %llu chunks", r,
+              (unsigned long long)k[LLMEM_RANK_LAYERS - 101], (unsigned long long)chunks);
+        CHECK(k[LLMEM_RANK_GPUS - 101] % stages == 0, "rank %zu: %llu GPUs over %llu stages",
+              r, (unsigned long long)k[LLMEM_RANK_GPUS - 101], (unsigned long long)stages);
+        next += stages;
+    }
     for (size_t r = 0; r < s->nranks; r++) {
         check_rank(&s->rank[r], mode);
         CHECK(s->rank[r].est[LLMEM_EST_PEAK_DEVICE - 1] <=
@@ -697,6 +714,14 @@ static int run(llmem_ctx *ctx, llmem_estimate *e, const inputs *in, snap *s)
         return 0;
     take(e, s);
     check_result(s, mode_of(in));
+    int64_t pp = 1;
+    uint64_t stages = 0;
+    if (in->l != NULL)
+        llmem_parallel_get_int(in->l, LLMEM_PARALLEL_PP, &pp);
+    for (size_t r = 0; r < s->nranks; r++)
+        stages += s->rank[r].rank[LLMEM_RANK_STAGES - 101];
+    CHECK(stages == (uint64_t)pp, "rank classes stand for %llu stages of %lld",
+          (unsigned long long)stages, (long long)pp);
     return 1;
 }
 

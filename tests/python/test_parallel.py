@@ -23,14 +23,19 @@ LAYOUTS = [
           grad_ckpt="full"),
      ["--model", LLAMA_8B, "--pp", 4, "--micro-batches", 8, "--schedule", "interleaved",
       "--virtual-stages", 2, "--grad-ckpt", "full"]),
+    (dict(model=LLAMA_8B, pp=6, micro_batches=8, method="freeze", freeze_layers=12),
+     ["--model", LLAMA_8B, "--pp", 6, "--micro-batches", 8, "--method", "freeze",
+      "--freeze-layers", 12]),
 ]
 
 
 def assert_ranks_match_cli(result, js):
     assert len(result.ranks) == len(js["ranks"])
     for rank, jr in zip(result.ranks, js["ranks"]):
-        assert (rank.stage, rank.layer_first, rank.layers, rank.gpus) == \
-            (jr["stage"], jr["layer_first"], jr["layers"], jr["gpus"])
+        assert (rank.stage, rank.stages, rank.layer_first, rank.layers, rank.chunks,
+                rank.chunk_stride, rank.gpus) == \
+            (jr["stage"], jr["stages"], jr["layer_first"], jr["layers"], jr["chunks"],
+             jr["chunk_stride"], jr["gpus"])
         assert rank.micro_batches_in_flight == jr["micro_batches_in_flight"]
         assert (rank.peak_allocated, rank.peak_reserved, rank.peak_device, rank.host_bytes) == \
             (jr["peak_allocated_bytes"], jr["peak_reserved_bytes"], jr["peak_device_bytes"],
@@ -52,6 +57,15 @@ def test_layouts_equal_the_cli(cli, keywords, flags):
     assert_ranks_match_cli(result, js)
     peak = result.ranks[result.peak_rank]
     assert (result.peak_allocated, result.peak_device) == (peak.peak_allocated, peak.peak_device)
+
+
+def test_interleaved_ranks_run_their_model_chunks():
+    result = llmem.estimate(LLAMA_8B, pp=4, micro_batches=8, schedule="interleaved",
+                            virtual_stages=2)
+    middle = result.ranks[1]
+    assert (middle.stage, middle.stages, middle.gpus) == (1, 2, 2)
+    assert middle.layer_ranges == [(4, 7), (20, 23)]
+    assert sum(r.stages * r.layers for r in result.ranks) == 32
 
 
 def test_a_layout_object_equals_its_keywords():

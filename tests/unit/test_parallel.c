@@ -10,6 +10,7 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Llama-2-7B: P = 6,738,415,616 parameters, divisible by 8. */
@@ -264,6 +265,116 @@ Test(parallel, pipeline_stages_of_frozen_layers)
     run(&f);
     frozen_first = rank_u64(&f, 0, LLMEM_EST_PEAK_ALLOCATED);
     cr_expect_lt(frozen_first, trained_first);
+    close_fixture(&f);
+}
+
+/* The sum over a layout's rank classes (each standing for its stages) of a
+ * rank's term component. */
+static uint64_t stages_sum(fixture *f, int kind, const char *name)
+{
+    uint64_t sum = 0;
+    for (size_t k = 0; k < llmem_estimate_rank_count(f->e); k++)
+        sum += rank_u64(f, k, LLMEM_RANK_STAGES) * component(f, k, kind, name);
+    return sum;
+}
+
+/* Every stage in exactly one rank class, in order; the stages' layers are
+ * the model's; each class's GPUs are its stages'. */
+static void check_stage_cover(fixture *f, uint64_t pp, uint64_t layers)
+{
+    uint64_t next = 0, sum = 0;
+    for (size_t k = 0; k < llmem_estimate_rank_count(f->e); k++) {
+        uint64_t stages = rank_u64(f, k, LLMEM_RANK_STAGES);
+        cr_assert_eq(rank_u64(f, k, LLMEM_RANK_STAGE), next, "class %zu", k);
+        cr_assert_eq(rank_u64(f, k, LLMEM_RANK_GPUS), stages);
+        sum += stages * rank_u64(f, k, LLMEM_RANK_LAYERS);
+        next += stages;
+    }
+    cr_assert_eq(next, pp);
+    cr_assert_eq(sum, layers);
+}
+
+/* Middle stages that hold other kinds of layers are ranks of their own:
+ * with 12 of 32 layers frozen over 4 stages, stage 1 holds 4 frozen and 4
+ * trainable layers, stage 2 eight trainable ones, whose gradients and
+ * states make it the larger (stage 1 stood for both). Over every frozen
+ * count, 1F1B and interleaved, the stages together hold the single GPU's
+ * weights, states and gradients (each layer on one stage: an interleaved
+ * stage's model chunks too), and a stage of frozen chunks below trainable
+ * ones ends backward as it began (the estimate's own check). */
+Test(parallel, middle_stages_holding_other_layers_are_ranks_of_their_own)
+{
+    fixture f = open_fixture(PRESET);
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_METHOD, "freeze"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_FROZEN_LAYERS, 12), LLMEM_OK);
+    set(&f, LLMEM_PARALLEL_PP, "4");
+    set(&f, LLMEM_PARALLEL_MICRO_BATCHES, "8");
+    run(&f);
+    cr_assert_eq(llmem_estimate_rank_count(f.e), 4);
+    cr_expect_gt(rank_u64(&f, 2, LLMEM_EST_PEAK_ALLOCATED),
+                 rank_u64(&f, 1, LLMEM_EST_PEAK_ALLOCATED));
+    static const char *const parts[][2] = { { "parameters", "weights" },
+                                            { "optimizer", "states" },
+                                            { "optimizer", "gradients" } };
+    static const int kinds[] = { LLMEM_TERM_PARAMETERS, LLMEM_TERM_OPTIMIZER,
+                                 LLMEM_TERM_OPTIMIZER };
+    static const struct { const char *pp, *v; } layouts[] = {
+        { "2", "1" }, { "4", "1" }, { "4", "2" }, { "8", "2" }, { "8", "4" }, { "5", "1" } };
+    for (int frozen = 0; frozen <= 32; frozen += 3) {
+        uint64_t whole[3];
+        cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_FROZEN_LAYERS, frozen), LLMEM_OK);
+        set(&f, LLMEM_PARALLEL_PP, "1");
+        set(&f, LLMEM_PARALLEL_MICRO_BATCHES, "1");
+        set(&f, LLMEM_PARALLEL_SCHEDULE, "1f1b");
+        set(&f, LLMEM_PARALLEL_VIRTUAL_STAGES, "1");
+        run(&f);
+        for (int i = 0; i < 3; i++)
+            whole[i] = component(&f, 0, kinds[i], parts[i][1]);
+        for (size_t k = 0; k < sizeof layouts / sizeof layouts[0]; k++) {
+            set(&f, LLMEM_PARALLEL_PP, layouts[k].pp);
+            set(&f, LLMEM_PARALLEL_MICRO_BATCHES, "8");
+            int interleaved = strcmp(layouts[k].v, "1") != 0;
+            set(&f, LLMEM_PARALLEL_SCHEDULE, interleaved ? "interleaved" : "1f1b");
+            set(&f, LLMEM_PARALLEL_VIRTUAL_STAGES, layouts[k].v);
+            run(&f);
+            check_stage_cover(&f, strtoull(layouts[k].pp, NULL, 10), 32);
+            for (int i = 0; i < 3; i++)
+                cr_expect_eq(stages_sum(&f, kinds[i], parts[i][1]), whole[i],
+                             "%d frozen, pp %s v %s: %s %llu, one GPU %llu", frozen,
+                             layouts[k].pp, layouts[k].v, parts[i][1],
+                             (unsigned long long)stages_sum(&f, kinds[i], parts[i][1]),
+                             (unsigned long long)whole[i]);
+        }
+        set(&f, LLMEM_PARALLEL_SCHEDULE, "1f1b");
+        set(&f, LLMEM_PARALLEL_VIRTUAL_STAGES, "1");
+    }
+    close_fixture(&f);
+}
+
+/* The interleaved schedule's stage runs v model chunks of layers / (pp x v)
+ * layers, the (c x pp + s)-th for its chunk c (Megatron's virtual
+ * pipeline): stage 1 of 4 with 2 chunks of Llama-2-7B's 32 layers runs
+ * layers 4-7 and 20-23. Alike middle stages are one class. */
+Test(parallel, interleaved_stages_run_their_model_chunks)
+{
+    fixture f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_PP, "4");
+    set(&f, LLMEM_PARALLEL_MICRO_BATCHES, "8");
+    set(&f, LLMEM_PARALLEL_SCHEDULE, "interleaved");
+    set(&f, LLMEM_PARALLEL_VIRTUAL_STAGES, "2");
+    run(&f);
+    cr_assert_eq(llmem_estimate_rank_count(f.e), 3);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_LAYER_FIRST), 4);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_LAYERS), 8);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_CHUNKS), 2);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_CHUNK_STRIDE), 16);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_STAGES), 2);
+    cr_expect_eq(rank_u64(&f, 2, LLMEM_RANK_LAYER_FIRST), 12);
+    set(&f, LLMEM_PARALLEL_SCHEDULE, "1f1b");
+    set(&f, LLMEM_PARALLEL_VIRTUAL_STAGES, "1");
+    run(&f);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_CHUNKS), 1);
+    cr_expect_eq(rank_u64(&f, 1, LLMEM_RANK_CHUNK_STRIDE), 0);
     close_fixture(&f);
 }
 
