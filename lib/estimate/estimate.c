@@ -201,7 +201,7 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
     const model_shape *m = &e->model;
     x->used = 0;
     uint64_t bounds[LAYER_RUNS_MAX];
-    int nbounds = llmem_walk_layer_bounds(m, &rc->run, bounds);
+    int nbounds = l->pp > 1 ? llmem_walk_layer_bounds(m, &rc->run, bounds) : 0;
     x->nranks = llmem_layout_ranks(l, m, bounds, nbounds, x->classes);
     if (x->nranks < 0)
         return llmem__fail(e->ctx, LLMEM_ENOTSUP,

@@ -4,7 +4,6 @@
 
 #include "core/ctx.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #define FAIL(ctx, key, ...) \
@@ -301,10 +300,16 @@ static int alike(const rank_class *a, const rank_class *b, const uint64_t *bound
     return 1;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* Sort a few values (insertion: at most a dozen, on every new layout). */
+static void sort_few(uint64_t *v, int n)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    for (int i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        int j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
 }
 
 int llmem_layout_ranks(const layout *l, const model_shape *m, const uint64_t *bounds,
@@ -315,6 +320,14 @@ int llmem_layout_ranks(const layout *l, const model_shape *m, const uint64_t *bo
      * remainder ends. Between two of them stages are alike. */
     uint64_t at[4 + 2 * LAYER_RUNS_MAX], per_stage = l->dp * l->tp * l->cp;
     int nat = 0, n = 0;
+    if (l->pp == 1) { /* one GPU's worth of stage: the whole model */
+        memset(out, 0, sizeof *out);
+        stage_layers(l, m->layers, 0, out);
+        out->stages = out->embedding = out->head = 1;
+        in_flight(l, 0, &out->in_flight_num, &out->in_flight_den);
+        out->gpus = per_stage;
+        return 1;
+    }
     at[nat++] = 0;
     at[nat++] = 1;
     at[nat++] = l->pp - 1;
@@ -324,7 +337,7 @@ int llmem_layout_ranks(const layout *l, const model_shape *m, const uint64_t *bo
         at[nat++] = s;
         at[nat++] = s + 1;
     }
-    qsort(at, (size_t)nat, sizeof at[0], cmp_u64);
+    sort_few(at, nat);
     for (int i = 0; i < nat; i++) {
         uint64_t s = at[i];
         if (s >= l->pp || (i > 0 && s == at[i - 1]))
