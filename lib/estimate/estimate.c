@@ -448,7 +448,7 @@ static uint64_t reserved_of(uint64_t allocated, const rank_share *share)
 static void rank_results(est_results *r, const step_static *st, const walk_result *w,
                          const rank_share *share, const setup *run)
 {
-    llmem_terms_phased(r, st, w);
+    llmem_terms_phased(r, st, w, share->gather.backward);
     r->peak_reserved = reserved_of(w->peak, share);
     r->peak_device = llmem_allocator_device(run, r->peak_reserved, st->paged_states);
 }

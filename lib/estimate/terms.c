@@ -20,7 +20,8 @@ void llmem_term_add(struct llmem_term *t, const char *name, uint64_t bytes)
     }
 }
 
-void llmem_terms_phased(est_results *r, const step_static *st, const walk_result *w)
+void llmem_terms_phased(est_results *r, const step_static *st, const walk_result *w,
+                        uint64_t backward_bucket)
 {
     struct llmem_term *params = &r->term[LLMEM_TERM_PARAMETERS - 1];
     struct llmem_term *optimizer = &r->term[LLMEM_TERM_OPTIMIZER - 1];
@@ -53,13 +54,21 @@ void llmem_terms_phased(est_results *r, const step_static *st, const walk_result
     llmem_term_add(data, "batch", st->batch);
 
     /* Parameters gathered for compute (ZeRO-3, FSDP) are temporaries too,
-     * apart: more recomputation does not shrink them. */
+     * apart: more recomputation does not shrink them. So is ZeRO-1/2's
+     * gradient bucket, live through backward (both backward phases). */
     uint64_t temp = w->peak - w->fixed - w->peak_grads;
     uint64_t gathered = w->peak_gathered < temp ? w->peak_gathered : temp;
+    int in_backward = w->peak_phase == LLMEM_PHASE_LOSS_BACKWARD ||
+                      w->peak_phase == LLMEM_PHASE_BACKWARD;
+    uint64_t bucket = in_backward ? backward_bucket : 0;
+    if (bucket > temp - gathered)
+        bucket = temp - gathered;
     llmem_term_set(temporary, LLMEM_TERM_TEMPORARY, temp, w->temp_max);
     llmem_term_add(temporary, w->peak_phase == LLMEM_PHASE_OPTIMIZER ? "optimizer_step"
                                                                      : "activations",
-                   temp - gathered);
+                   temp - gathered - bucket);
     if (gathered)
         llmem_term_add(temporary, "gathered_parameters", gathered);
+    if (bucket)
+        llmem_term_add(temporary, "gradient_bucket", bucket);
 }

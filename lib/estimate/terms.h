@@ -7,7 +7,10 @@
 #include "estimate/results.h"
 #include "estimate/walk.h"
 
-/* Peaks, phases and the four terms of r from the walk w over statics st. */
-void llmem_terms_phased(est_results *r, const step_static *st, const walk_result *w);
+/* Peaks, phases and the four terms of r from the walk w over statics st;
+ * backward_bucket: bytes live through backward, apart from activations
+ * (ZeRO-1/2's contiguous-gradient bucket). */
+void llmem_terms_phased(est_results *r, const step_static *st, const walk_result *w,
+                        uint64_t backward_bucket);
 
 #endif

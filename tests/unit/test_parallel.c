@@ -717,6 +717,32 @@ Test(parallel, kept_gathered_parameters_are_not_stashed_per_micro_batch)
  * without parameter sharding nothing is gathered. A handle that has run other
  * points splits each as a fresh handle does (test_cache compares compiled
  * walks, every component included). */
+/* ZeRO-1/2's contiguous-gradient bucket (reduce_bucket_size elements, 500M
+ * by default: 1 GB of 16-bit values) lives through backward: at a peak there
+ * it is a temporary of its own, not activations; the peak is the same. */
+Test(parallel, zero2s_bucket_is_a_temporary_of_its_own)
+{
+    fixture f = open_fixture(PRESET);
+    cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_SEQ, 4096), LLMEM_OK);
+    set(&f, LLMEM_PARALLEL_DP, "8");
+    set(&f, LLMEM_PARALLEL_SHARDING, "zero2");
+    run(&f);
+    uint64_t ph = rank_u64(&f, 0, LLMEM_EST_PEAK_PHASE);
+    cr_assert(ph == LLMEM_PHASE_BACKWARD || ph == LLMEM_PHASE_LOSS_BACKWARD, "phase %llu",
+              (unsigned long long)ph);
+    uint64_t bucket = component(&f, 0, LLMEM_TERM_TEMPORARY, "gradient_bucket");
+    cr_expect_eq(bucket, UINT64_C(500000000) * 2);
+    const llmem_term *t;
+    cr_assert_eq(llmem_estimate_rank_term(f.e, 0, LLMEM_TERM_TEMPORARY, &t), LLMEM_OK);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_TEMPORARY, "activations") + bucket,
+                 llmem_term_bytes_at_peak(t));
+    /* ZeRO-3 holds its bucket from initialization: an optimizer component. */
+    set(&f, LLMEM_PARALLEL_SHARDING, "zero3");
+    run(&f);
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_TEMPORARY, "gradient_bucket"), 0);
+    close_fixture(&f);
+}
+
 Test(parallel, gathered_parameters_are_a_temporary_of_their_own)
 {
     static const struct {
@@ -743,9 +769,14 @@ Test(parallel, gathered_parameters_are_a_temporary_of_their_own)
             uint64_t act = component(&f, 0, LLMEM_TERM_TEMPORARY, "activations") +
                            component(&f, 0, LLMEM_TERM_TEMPORARY, "optimizer_step");
             uint64_t gathered = component(&f, 0, LLMEM_TERM_TEMPORARY, "gathered_parameters");
-            cr_expect_eq(act + gathered, llmem_term_bytes_at_peak(t), "%s: the split adds up",
-                         cases[i].sharding);
+            uint64_t bucket = component(&f, 0, LLMEM_TERM_TEMPORARY, "gradient_bucket");
+            cr_expect_eq(act + gathered + bucket, llmem_term_bytes_at_peak(t),
+                         "%s: the split adds up", cases[i].sharding);
             int in_step = rank_u64(&f, 0, LLMEM_EST_PEAK_PHASE) != LLMEM_PHASE_OPTIMIZER;
+            int in_backward = in_step && rank_u64(&f, 0, LLMEM_EST_PEAK_PHASE) !=
+                                             LLMEM_PHASE_FORWARD;
+            cr_expect_eq(bucket > 0, strcmp(cases[i].sharding, "zero2") == 0 && in_backward,
+                         "%s: bucket %llu", cases[i].sharding, (unsigned long long)bucket);
             steps += in_step;
             cr_expect_eq(gathered > 0, cases[i].gathers && in_step, "%s: gathered %llu",
                          cases[i].sharding, (unsigned long long)gathered);
