@@ -14,6 +14,8 @@
     { name, json, CLI_TARGET_MODEL, key, CLI_KIND_INT, metavar, help }
 #define MODEL_NAME(name, json, key, help) \
     { name, json, CLI_TARGET_MODEL, key, CLI_KIND_NAME, NULL, help }
+#define MODEL_REAL(name, json, key, metavar, help) \
+    { name, json, CLI_TARGET_MODEL, key, CLI_KIND_REAL, metavar, help }
 #define TRAIN(name, json, key, kind, metavar, help) \
     { name, json, CLI_TARGET_TRAIN, key, kind, metavar, help }
 #define LAYOUT(name, json, key, kind, metavar, help) \
@@ -87,6 +89,15 @@ static const cli_flag flags[] = {
     MODEL_NAME("activation", "activation", LLMEM_MODEL_ACTIVATION, "MLP activation"),
     MODEL_INT("post-norm", "post_norm", LLMEM_MODEL_POST_NORM, "0|1",
               "norms after the residual additions (OPT-350m)"),
+    MODEL_REAL("attention-dropout", "attention_dropout", LLMEM_MODEL_ATTENTION_DROPOUT, "P",
+               "the model's dropout on the attention probabilities (attn_pdrop, "
+               "attention_dropout); default: the config's (a family's: its config class's)"),
+    MODEL_REAL("hidden-dropout", "hidden_dropout", LLMEM_MODEL_HIDDEN_DROPOUT, "P",
+               "the model's dropout on the attention and MLP outputs (resid_pdrop, "
+               "hidden_dropout, OPT's dropout, residual_dropout); default: the config's"),
+    MODEL_REAL("embedding-dropout", "embedding_dropout", LLMEM_MODEL_EMBEDDING_DROPOUT, "P",
+               "the model's dropout on the embedding output (embd_pdrop, embedding_dropout); "
+               "default: the config's"),
 
     TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, "N",
           "micro-batch size; a list (1,2,4) makes a grid of peaks with --seq's"),
@@ -103,8 +114,10 @@ static const cli_flag flags[] = {
           "gradient checkpointing"),
     TRAIN("attention", "attention", LLMEM_TRAIN_ATTENTION, CLI_KIND_NAME, NULL,
           "attention kernel"),
-    TRAIN("dropout", "dropout", LLMEM_TRAIN_DROPOUT, CLI_KIND_REAL, "P",
-          "dropout probability in [0, 1)"),
+    TRAIN("dropout", "dropout", LLMEM_TRAIN_DROPOUT, CLI_KIND_REAL, "P|model",
+          "dropout probability in [0, 1) at every dropout site, or model: each site at the "
+          "model's own (its config's, or --attention-dropout, --hidden-dropout, "
+          "--embedding-dropout), as the Trainer's train mode runs it"),
     TRAIN("method", "method", LLMEM_TRAIN_METHOD, CLI_KIND_NAME, NULL,
           "fine-tuning method"),
     TRAIN("lora-rank", "lora_rank", LLMEM_TRAIN_LORA_RANK, CLI_KIND_INT, "R",

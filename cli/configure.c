@@ -225,6 +225,12 @@ static int set_field(cli_request *req, const cli_flag *f, const char *v, int *rc
     cli_number parsed = CLI_NUMBER_OK;
     int64_t n = 0;
     double d = 0;
+    /* --dropout model: the library takes the name ("the model's own
+     * probabilities"); another real field refuses it, naming itself. */
+    if (f->kind == CLI_KIND_REAL && f->target == CLI_TARGET_TRAIN && strcmp(v, "model") == 0) {
+        *rc = llmem_train_set_str(req->train, f->key, v);
+        return CLI_EXIT_OK;
+    }
     if (f->kind == CLI_KIND_INT)
         parsed = cli_parse_int(v, &n);
     else if (f->kind == CLI_KIND_REAL)
@@ -238,8 +244,9 @@ static int set_field(cli_request *req, const cli_flag *f, const char *v, int *rc
     }
     switch (f->target) {
     case CLI_TARGET_MODEL:
-        *rc = f->kind == CLI_KIND_INT ? llmem_model_set_int(req->model, f->key, n)
-                                      : llmem_model_set_str(req->model, f->key, v);
+        *rc = f->kind == CLI_KIND_INT    ? llmem_model_set_int(req->model, f->key, n)
+              : f->kind == CLI_KIND_REAL ? llmem_model_set_double(req->model, f->key, d)
+                                         : llmem_model_set_str(req->model, f->key, v);
         break;
     case CLI_TARGET_PARALLEL:
         *rc = f->kind == CLI_KIND_INT ? llmem_parallel_set_int(req->parallel, f->key, n)

@@ -22,7 +22,8 @@ typedef struct text_settings {
     cli_setting family, hidden, layers, heads, kv_heads, head_dim, intermediate, vocab,
         tie_embeddings, attn_bias, norm, mlp, experts, experts_per_token, expert_intermediate,
         shared_expert_intermediate, shared_expert_gate, dense_layers, router_bias, qk_norm,
-        rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block, activation, post_norm;
+        rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block, activation, post_norm,
+        attention_dropout, hidden_dropout, embedding_dropout;
     cli_setting batch, seq, precision, optimizer, optimizer_impl, grad_ckpt, attention, dropout,
         method, lora_rank, lora_targets, lora_dropout, freeze_layers, loss, grad_accum, formula,
         article_tmp_factor, article_param_bytes;
@@ -61,6 +62,9 @@ static int read_settings(const cli_request *req, text_settings *s)
         { "parallel-block", &s->parallel_block },
         { "activation", &s->activation },
         { "post-norm", &s->post_norm },
+        { "attention-dropout", &s->attention_dropout },
+        { "hidden-dropout", &s->hidden_dropout },
+        { "embedding-dropout", &s->embedding_dropout },
         { "batch", &s->batch },
         { "seq", &s->seq },
         { "precision", &s->precision },
@@ -194,6 +198,45 @@ static void print_values(FILE *out, const char *name, const int64_t *list, int n
         fprintf(out, ", %lld", (long long)list[i]);
 }
 
+/* ", dropout 0.1" when set; unset, each site at the model's own: ", dropout
+ * model (0.1)" when they agree, else the nonzero ones by site ("hidden 0.1");
+ * nothing where every probability is 0. */
+static void print_dropout(FILE *out, const text_settings *s)
+{
+    const struct {
+        const char *site;
+        double p;
+    } sites[] = { { "attention", s->attention_dropout.d },
+                  { "hidden", s->hidden_dropout.d },
+                  { "embedding", s->embedding_dropout.d } };
+    const size_t n = sizeof sites / sizeof sites[0];
+    if (s->dropout.d >= 0) {
+        if (s->dropout.d > 0)
+            fprintf(out, ", dropout %g", s->dropout.d);
+        return;
+    }
+    int any = 0, same = 1;
+    for (size_t i = 0; i < n; i++) {
+        any |= sites[i].p > 0;
+        same &= sites[i].p == sites[0].p;
+    }
+    if (!any)
+        return;
+    if (same) {
+        fprintf(out, ", dropout model (%g)", sites[0].p);
+        return;
+    }
+    const char *sep = "";
+    fputs(", dropout model (", out);
+    for (size_t i = 0; i < n; i++) {
+        if (sites[i].p > 0) {
+            fprintf(out, "%s%s %g", sep, sites[i].site, sites[i].p);
+            sep = ", ";
+        }
+    }
+    fputc(')', out);
+}
+
 static void print_setup(FILE *out, const cli_request *req, const text_settings *s, int article)
 {
     const char *defaults =
@@ -231,8 +274,7 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     fprintf(out, ", grad-ckpt %s%s, attention %s, loss %s", s->grad_ckpt.text,
             strcmp(s->grad_ckpt.text, "full") == 0 ? " (non-reentrant)" : "", s->attention.text,
             s->loss.text);
-    if (s->dropout.d > 0)
-        fprintf(out, ", dropout %g", s->dropout.d);
+    print_dropout(out, s);
     if (s->grad_accum.i > 1)
         fprintf(out, ", grad-accum %lld", (long long)s->grad_accum.i);
     fputc('\n', out);

@@ -37,7 +37,9 @@ int cli_setting_read(const cli_request *req, const cli_flag *flag,
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if (flag->target == CLI_TARGET_MODEL)
+    if (flag->target == CLI_TARGET_MODEL && flag->kind == CLI_KIND_REAL)
+        rc = llmem_model_get_double(req->model, flag->key, &out->d);
+    else if (flag->target == CLI_TARGET_MODEL)
         rc = llmem_model_get_int(req->model, flag->key, &out->i);
     else if (flag->target == CLI_TARGET_PARALLEL)
         rc = llmem_parallel_get_int(req->parallel, flag->key, &out->i);

@@ -53,6 +53,8 @@ static void default_of(llmem_ctx *ctx, const cli_request *req, const cli_flag *f
         snprintf(buf, cap, " (default: the model's modules in the roles of %s)", s.text);
     else if (f->kind == CLI_KIND_NAME || f->kind == CLI_KIND_TEXT)
         snprintf(buf, cap, " (default: %s)", s.text);
+    else if (f->kind == CLI_KIND_REAL && s.d < 0) /* dropout's "the model's own" */
+        snprintf(buf, cap, " (default: model)");
     else if (f->kind == CLI_KIND_REAL)
         snprintf(buf, cap, " (default: %g)", s.d);
     else

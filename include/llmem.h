@@ -229,7 +229,22 @@ enum llmem_model_key {
     LLMEM_MODEL_ACTIVATION = 38,
     /** 0/1: the layer norms come after the residual additions instead of before
      * attention and MLP (OPT do_layer_norm_before false, OPT-350m). @since 0.2.0 */
-    LLMEM_MODEL_POST_NORM = 39
+    LLMEM_MODEL_POST_NORM = 39,
+    /** Dropout probability in [0, 1) (a real field) on the attention probabilities:
+     * the config's attn_pdrop (GPT-2) or attention_dropout. Setting the family sets
+     * its configuration class's default. An estimate uses it unless the training
+     * setup's #LLMEM_TRAIN_DROPOUT is set. @since 0.2.0 */
+    LLMEM_MODEL_ATTENTION_DROPOUT = 40,
+    /** Dropout probability in [0, 1) (real) on the attention's and the MLP's outputs
+     * before the residual additions: resid_pdrop (GPT-2, Phi, Phi-3), hidden_dropout
+     * (BLOOM, GPT-NeoX, Falcon), dropout (OPT), residual_dropout (StarCoder2).
+     * @since 0.2.0 */
+    LLMEM_MODEL_HIDDEN_DROPOUT = 41,
+    /** Dropout probability in [0, 1) (real) on the embedding's output: embd_pdrop
+     * (GPT-2, Phi), hidden_dropout (GPT-NeoX's emb_dropout), embedding_dropout
+     * (StarCoder2). A family whose code has no such dropout site takes only 0 at it
+     * (llmem_model_validate() says which). @since 0.2.0 */
+    LLMEM_MODEL_EMBEDDING_DROPOUT = 42
 };
 
 /** Code-path families: which operations a layer runs. @since 0.1.0 */
@@ -293,15 +308,32 @@ LLMEM_API int llmem_model_new_preset(llmem_ctx *ctx, const char *name, llmem_mod
 LLMEM_API void llmem_model_free(llmem_model *model);
 /**
  * Set an integer field. Setting #LLMEM_MODEL_FAMILY resets the layout fields
- * (norm, MLP, positions, biases, tying, norm counts) to that family's defaults
- * and keeps the sizes: set the family first.
+ * (norm, MLP, positions, biases, tying, norm counts) and the dropout
+ * probabilities to that family's defaults and keeps the sizes: set the family
+ * first.
  * @return #LLMEM_ERANGE for a value out of bounds. @since 0.1.0
  */
 LLMEM_API int llmem_model_set_int(llmem_model *model, int key, int64_t value);
 /** Set an enumerated field by name ("llama", "rmsnorm", ...). @since 0.1.0 */
 LLMEM_API int llmem_model_set_str(llmem_model *model, int key, const char *value);
-/** Read a field (defaults resolved: kv-heads 0 reads as heads). @since 0.1.0 */
+/** Read a field (defaults resolved: kv-heads 0 reads as heads). A real field
+ * (llmem_model_field_is_real()) is refused: read it with llmem_model_get_double().
+ * @since 0.1.0 */
 LLMEM_API int llmem_model_get_int(const llmem_model *model, int key, int64_t *out);
+/**
+ * Set a real field (the dropout probabilities, #LLMEM_MODEL_ATTENTION_DROPOUT and
+ * after); NaN, infinities and values outside [0, 1) are refused (#LLMEM_ERANGE).
+ * llmem_model_set_int() sets a real field to an integer's value too. @since 0.2.0
+ */
+LLMEM_API int llmem_model_set_double(llmem_model *model, int key, double value);
+/** Read a real field; an integer field is refused (#LLMEM_EINVAL). @since 0.2.0 */
+LLMEM_API int llmem_model_get_double(const llmem_model *model, int key, double *out);
+/**
+ * Whether model field @p key is real (1: set and read as a double), or an
+ * integer or enumerated field (0). @return #LLMEM_EINVAL for an unknown key.
+ * @since 0.2.0
+ */
+LLMEM_API int llmem_model_field_is_real(int key);
 /**
  * Describe a model field: its name as the CLI and messages spell it
  * ("kv-heads"), and its bounds. Any pointer may be NULL.
@@ -426,10 +458,12 @@ LLMEM_API int llmem_weights_dtype(const llmem_weights *weights, size_t index, co
  * bf16-mixed, AdamW with the fused implementation (the Trainer's
  * `adamw_torch_fused`, its default with torch >= 2.8), full fine-tuning, no
  * checkpointing (non-reentrant when asked for: transformers' default since
- * 5.x), SDPA attention (the Trainer's `attn_implementation` default), dropout
- * 0, LoRA dropout 0 (PEFT's default), fp32-upcast loss, phased formula, no
+ * 5.x), SDPA attention (the Trainer's `attn_implementation` default), the
+ * model's own dropout probabilities (the Trainer trains in train mode),
+ * LoRA dropout 0 (PEFT's default), fp32-upcast loss, phased formula, no
  * GPU chosen (a Hopper GPU's CUDA context and cuBLAS workspace).
- * Before 0.2.0 the defaults were eager attention and the foreach AdamW step.
+ * Before 0.2.0 the defaults were eager attention, the foreach AdamW step and
+ * dropout 0.
  * @{
  */
 /** Opaque training setup. @since 0.1.0 */
@@ -443,7 +477,12 @@ enum llmem_train_key {
     LLMEM_TRAIN_OPTIMIZER = 4,      /**< #llmem_optimizer */
     LLMEM_TRAIN_GRAD_CKPT = 5,      /**< #llmem_grad_ckpt */
     LLMEM_TRAIN_ATTENTION = 6,      /**< #llmem_attention */
-    LLMEM_TRAIN_DROPOUT = 7,        /**< dropout probability in [0, 1) (double) */
+    /** Dropout probability in [0, 1) (double) at every dropout site of the model, or -1
+     * (the default; "model" as text): each site at the model's own probability
+     * (#LLMEM_MODEL_ATTENTION_DROPOUT, #LLMEM_MODEL_HIDDEN_DROPOUT,
+     * #LLMEM_MODEL_EMBEDDING_DROPOUT), as the Trainer runs the model. Until 0.2.0 the
+     * default was 0. */
+    LLMEM_TRAIN_DROPOUT = 7,
     LLMEM_TRAIN_METHOD = 8,         /**< #llmem_method */
     LLMEM_TRAIN_LORA_RANK = 9,      /**< LoRA rank r (int) */
     /** bitmask of #llmem_lora_target roles; or, as text, Hugging Face module names
@@ -485,7 +524,11 @@ enum llmem_precision {
     LLMEM_PRECISION_FP32 = 1,       /**< "fp32": everything fp32 */
     LLMEM_PRECISION_BF16_MIXED = 2, /**< "bf16-mixed": fp32 weights/master, bf16 autocast */
     LLMEM_PRECISION_FP16_MIXED = 3, /**< "fp16-mixed": fp32 weights/master, fp16 autocast */
-    LLMEM_PRECISION_BF16 = 4        /**< "bf16": weights, grads and states in bf16 */
+    LLMEM_PRECISION_BF16 = 4,       /**< "bf16": weights, grads and states in bf16 */
+    /** "bf16-autocast": bf16 weights, gradients and states under bf16
+     * autocast: what `from_pretrained` (dtype "auto", transformers 5.x) of a
+     * bf16 checkpoint gives with `TrainingArguments(bf16=True)`. @since 0.2.0 */
+    LLMEM_PRECISION_BF16_AUTOCAST = 5
 };
 /**
  * Optimizers. Each is also accepted by its Hugging Face Trainer `optim` name
@@ -593,7 +636,8 @@ LLMEM_API void llmem_train_free(llmem_train *train);
 /** Set an integer or enumerated field; a real field takes the integer as that real,
  * checked as llmem_train_set_double() checks it. @since 0.1.0 */
 LLMEM_API int llmem_train_set_int(llmem_train *train, int key, int64_t value);
-/** Set a real field (dropout, article factor); NaN and infinities are rejected. @since 0.1.0 */
+/** Set a real field (dropout, article factor); NaN and infinities are rejected; dropout
+ * also takes -1, the model's own. @since 0.1.0 */
 LLMEM_API int llmem_train_set_double(llmem_train *train, int key, double value);
 /** Set a field by name ("bf16-mixed", "adamw", "q_proj,v_proj") or by number as the
  * CLI spells one: an integer is an optional sign and decimal digits, a real a
@@ -607,8 +651,9 @@ LLMEM_API int llmem_train_get_double(const llmem_train *train, int key, double *
 /**
  * Describe a training field: its name ("lora-rank"), its bounds (for real
  * fields, the bounds rounded toward zero; dropout's upper bound is
- * exclusive) and whether it is real (1) or integer/enumerated (0). Any pointer
- * may be NULL. @return #LLMEM_EINVAL for an unknown key. @since 0.1.0
+ * exclusive, and it also takes -1, the model's own) and whether it is real
+ * (1) or integer/enumerated (0). Any pointer may be NULL.
+ * @return #LLMEM_EINVAL for an unknown key. @since 0.1.0
  */
 LLMEM_API int llmem_train_field_info(int key, const char **name, int64_t *min, int64_t *max,
                                      int *is_real);

@@ -187,9 +187,18 @@ public:
         detail::check(llmem_model_set_int(p_.get(), key, value), ctx_);
         return *this;
     }
-    /** A model has no real fields: a floating-point value does not compile. */
+    /** Set a real field (a dropout probability) from a floating-point value (set_real). */
     template <typename Real, detail::if_real<Real> = 0>
-    Model &set(int key, Real value) = delete;
+    Model &set(int key, Real value)
+    {
+        return set_real(key, static_cast<double>(value));
+    }
+    /** Set a real field: #LLMEM_MODEL_ATTENTION_DROPOUT and the other dropouts. */
+    Model &set_real(int key, double value)
+    {
+        detail::check(llmem_model_set_double(p_.get(), key, value), ctx_);
+        return *this;
+    }
     /** Set an enumerated field by name ("llama", "rmsnorm"). */
     Model &set(int key, const std::string &name)
     {
@@ -201,6 +210,13 @@ public:
     {
         std::int64_t v = 0;
         detail::check(llmem_model_get_int(p_.get(), key, &v), ctx_);
+        return v;
+    }
+    /** Read a real field. */
+    double get_real(int key) const
+    {
+        double v = 0;
+        detail::check(llmem_model_get_double(p_.get(), key, &v), ctx_);
         return v;
     }
     /** Check the fields together. */

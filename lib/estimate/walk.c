@@ -175,9 +175,10 @@ static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_
     sim_cached(e, b, &q, mode, c);
 }
 
-/* Autocast caches the low-precision copy of each trainable leaf weight until
- * it exits, even under no_grad: checkpointed layers keep theirs to the end of
- * the forward pass. */
+/* Autocast caches the low-precision copy of each trainable fp32 leaf weight
+ * until it exits, even under no_grad: checkpointed layers keep theirs to the
+ * end of the forward pass. Weights already in the compute dtype (bf16-autocast)
+ * are not cast, so not cached; LoRA's fp32 adapters are. */
 static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const seg_spec *spec,
                                      uint64_t ep)
 {
@@ -187,7 +188,7 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
         return 0;
     int n = llmem_model_layer_linears(m, lin);
     /* FalconLinear's weight.T is a view, not a leaf: cast at every use, never cached. */
-    int cached = !(m->traits & TRAIT_UNCACHED_CAST);
+    int cached = !(m->traits & TRAIT_UNCACHED_CAST) && s->param_dt != s->compute_dt;
     for (int i = 0; i < n; i++) {
         if (spec->moe && !(lin[i].lora_target & LORA_ATTENTION_ROLES))
             continue; /* the experts replace the dense MLP */
@@ -200,7 +201,7 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
         return bytes;
     uint64_t H = m->hidden, held = m->experts / ep, mats = m->mlp == LLMEM_MLP_GATED ? 3 : 2;
     uint64_t experts_inner = held * m->expert_intermediate + m->shared_intermediate;
-    if (spec->weights_trainable && !spec->nf4)
+    if (spec->weights_trainable && !spec->nf4 && s->param_dt != s->compute_dt)
         bytes += (mats * H * experts_inner + H * m->experts) * cdt;
     /* adapters on the experts' and the shared expert's projections */
     unsigned on = spec->lora_targets;
@@ -651,7 +652,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.autocast = s->autocast;
     b.compute = s->compute_dt;
     b.param_dt = s->param_dt;
-    b.dropout = s->dropout;
+    memcpy(b.dropout, s->dropout, sizeof b.dropout);
     b.lora_dropout = s->lora_dropout;
     b.attention = s->attention;
     b.sp = in->sp;

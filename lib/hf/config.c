@@ -31,12 +31,21 @@ typedef struct hf_field {
 
 typedef struct reader reader;
 
+/* The config keys of a model type's dropout probabilities, one a kind of site
+ * (model/dropout.h), and its configuration class's defaults when a key is
+ * absent or null. NULL: the type's code has no such site. */
+typedef struct hf_dropouts {
+    const char *names[DROPOUT_SITES];
+    double def[DROPOUT_SITES];
+} hf_dropouts;
+
 typedef struct hf_type {
     const char *model_type;
     int family;
     const hf_field *fields;
     size_t nfields;
     int (*layout)(reader *r); /* derivations the fields cannot express, or NULL */
+    const hf_dropouts *dropouts;
 } hf_type;
 
 struct reader {
@@ -46,6 +55,7 @@ struct reader {
     int64_t f[MODEL_KEY_END];
     int set[MODEL_KEY_END];
     const char *from[MODEL_KEY_END]; /* config name each value came from, for messages */
+    double dropout[DROPOUT_SITES];
 };
 
 /* ---- reading one config value ---------------------------------------- */
@@ -180,6 +190,27 @@ static int get_fraction(reader *r, const char *name, double dflt, double *out)
     if (!(*out > 0.0 && *out <= 1.0))
         return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' = %g is not in (0, 1]",
                            name, *out);
+    return LLMEM_OK;
+}
+
+/* The type's dropout probabilities, each in [0, 1) (nn.Dropout refuses more
+ * than 1, and p = 1 zeroes the activations). */
+static int read_dropouts(reader *r)
+{
+    const hf_dropouts *d = r->type->dropouts;
+    for (int site = 0; site < DROPOUT_SITES; site++) {
+        const char *name = d->names[site];
+        const hf_jv *v;
+        r->dropout[site] = d->def[site];
+        if (name == NULL || !llmem_hf_json_member(r->root, name, &v) || v == NULL)
+            continue;
+        if (llmem_hf_json_number(v, &r->dropout[site]) != 0)
+            return wrong_type(r, name, "a number", v);
+        if (!(r->dropout[site] >= 0.0 && r->dropout[site] < 1.0))
+            return llmem__fail(r->ctx, LLMEM_EPARSE,
+                               CONFIG_NAME ": field '%s' = %g is not a dropout probability in "
+                                           "[0, 1)", name, r->dropout[site]);
+    }
     return LLMEM_OK;
 }
 
@@ -691,27 +722,69 @@ static const hf_field deepseek_fields[] = {
     { LLMEM_MODEL_TIE_EMBEDDINGS, FLAG, 0, N("tie_word_embeddings") },
 };
 
+/* Dropout keys by kind of site: the attention probabilities, the attention
+ * and MLP outputs, the embedding output (model/dropout.h), as each
+ * modeling_<type>.py feeds them to its nn.Dropout and F.dropout calls, with
+ * the configuration_<type>.py defaults. */
+/* GPT2Config: attn_pdrop (attn_dropout), resid_pdrop (resid_dropout, the MLP's
+ * dropout), embd_pdrop (GPT2Model.drop); all 0.1. */
+static const hf_dropouts gpt2_dropouts = { { "attn_pdrop", "resid_pdrop", "embd_pdrop" },
+                                           { 0.1, 0.1, 0.1 } };
+/* LlamaConfig and the others of its code (and Gemma, DeepSeek): attention_dropout
+ * only, 0.0. */
+static const hf_dropouts attention_dropouts = { { "attention_dropout", NULL, NULL },
+                                                { 0.0, 0.0, 0.0 } };
+/* OPTConfig: attention_dropout (0.0) in OPTAttention, dropout (0.1) on the
+ * attention and MLP outputs in OPTDecoderLayer; no embedding dropout. Its
+ * activation_dropout feeds no layer; layerdrop (skipping whole layers, 0.0 in
+ * every published config) is not modelled. */
+static const hf_dropouts opt_dropouts = { { "attention_dropout", "dropout", NULL },
+                                          { 0.0, 0.1, 0.0 } };
+/* BloomConfig, FalconConfig: attention_dropout, hidden_dropout (dropout_add), 0.0. */
+static const hf_dropouts hidden_dropouts = { { "attention_dropout", "hidden_dropout", NULL },
+                                             { 0.0, 0.0, 0.0 } };
+/* GPTNeoXConfig: attention_dropout; hidden_dropout feeds emb_dropout as well as
+ * post_attention_dropout and post_mlp_dropout; 0.0. */
+static const hf_dropouts gpt_neox_dropouts = {
+    { "attention_dropout", "hidden_dropout", "hidden_dropout" }, { 0.0, 0.0, 0.0 } };
+/* PhiConfig: attention_dropout, resid_pdrop, embd_pdrop; 0.0. */
+static const hf_dropouts phi_dropouts = { { "attention_dropout", "resid_pdrop", "embd_pdrop" },
+                                          { 0.0, 0.0, 0.0 } };
+/* Phi3Config: attention_dropout, resid_pdrop (resid_attn_dropout and
+ * resid_mlp_dropout); its embd_pdrop feeds no layer of Phi3Model. 0.0. */
+static const hf_dropouts phi3_dropouts = { { "attention_dropout", "resid_pdrop", NULL },
+                                           { 0.0, 0.0, 0.0 } };
+/* Starcoder2Config: attention_dropout, residual_dropout, embedding_dropout; 0.0. */
+static const hf_dropouts starcoder2_dropouts = {
+    { "attention_dropout", "residual_dropout", "embedding_dropout" }, { 0.0, 0.0, 0.0 } };
+
 static const hf_type types[] = {
-    { "llama", LLMEM_FAMILY_LLAMA, ROWS(llama_fields), NULL },
-    { "mistral", LLMEM_FAMILY_LLAMA, ROWS(mistral_fields), NULL },
-    { "mixtral", LLMEM_FAMILY_LLAMA, ROWS(mixtral_fields), NULL },
-    { "qwen2", LLMEM_FAMILY_LLAMA, ROWS(qwen2_fields), NULL },
-    { "qwen2_moe", LLMEM_FAMILY_LLAMA, ROWS(qwen2_moe_fields), layout_qwen2_moe },
-    { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL },
-    { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL },
-    { "gemma2", LLMEM_FAMILY_GEMMA2, ROWS(gemma_fields), NULL },
-    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi1 },
-    { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi },
-    { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2 },
-    { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt },
-    { "bloom", LLMEM_FAMILY_BLOOM, ROWS(bloom_fields), layout_bloom },
-    { "gpt_neox", LLMEM_FAMILY_GPT_NEOX, ROWS(gpt_neox_fields), layout_gpt_neox },
-    { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
-    { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
-    { "RefinedWebModel", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon },
-    { "starcoder2", LLMEM_FAMILY_STARCODER2, ROWS(starcoder2_fields), layout_starcoder2 },
-    { "deepseek_v2", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek },
-    { "deepseek_v3", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek },
+    { "llama", LLMEM_FAMILY_LLAMA, ROWS(llama_fields), NULL, &attention_dropouts },
+    { "mistral", LLMEM_FAMILY_LLAMA, ROWS(mistral_fields), NULL, &attention_dropouts },
+    { "mixtral", LLMEM_FAMILY_LLAMA, ROWS(mixtral_fields), NULL, &attention_dropouts },
+    { "qwen2", LLMEM_FAMILY_LLAMA, ROWS(qwen2_fields), NULL, &attention_dropouts },
+    { "qwen2_moe", LLMEM_FAMILY_LLAMA, ROWS(qwen2_moe_fields), layout_qwen2_moe,
+      &attention_dropouts },
+    { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL, &attention_dropouts },
+    { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL, &attention_dropouts },
+    { "gemma2", LLMEM_FAMILY_GEMMA2, ROWS(gemma_fields), NULL, &attention_dropouts },
+    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi1, &phi_dropouts },
+    { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi, &phi3_dropouts },
+    { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2, &gpt2_dropouts },
+    { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt, &opt_dropouts },
+    { "bloom", LLMEM_FAMILY_BLOOM, ROWS(bloom_fields), layout_bloom, &hidden_dropouts },
+    { "gpt_neox", LLMEM_FAMILY_GPT_NEOX, ROWS(gpt_neox_fields), layout_gpt_neox,
+      &gpt_neox_dropouts },
+    { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts },
+    { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts },
+    { "RefinedWebModel", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon,
+      &hidden_dropouts },
+    { "starcoder2", LLMEM_FAMILY_STARCODER2, ROWS(starcoder2_fields), layout_starcoder2,
+      &starcoder2_dropouts },
+    { "deepseek_v2", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek,
+      &attention_dropouts },
+    { "deepseek_v3", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek,
+      &attention_dropouts },
 };
 
 /* torch_dtype (dtype since transformers 4.56) names and their element sizes. */
@@ -786,6 +859,8 @@ static int build_model(reader *r, llmem_model **out)
         }
         m->field[key] = r->f[key];
     }
+    for (int site = 0; site < DROPOUT_SITES; site++) /* read in [0, 1) */
+        llmem_model_put_real(m->field, MODEL_DROPOUT_KEY(site), r->dropout[site]);
     if ((rc = llmem_model_validate(m)) != LLMEM_OK) {
         char why[LLMEM_ERROR_CAP];
         snprintf(why, sizeof why, "%s", llmem_ctx_error(r->ctx));
@@ -824,6 +899,8 @@ static int from_root(llmem_ctx *ctx, const hf_jv *root, llmem_model **out)
         rc = r.type->layout(&r);
     if (rc == LLMEM_OK)
         rc = read_dtype(&r);
+    if (rc == LLMEM_OK)
+        rc = read_dropouts(&r);
     if (rc == LLMEM_OK)
         rc = build_model(&r, out);
     return rc;

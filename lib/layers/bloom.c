@@ -38,7 +38,7 @@ static tid bloom_attention(build *b, const model_shape *m, const seg_spec *s, ti
                                     SAVE_CROSS, 0, 0, 0, 0);
         tid w = op_add(b, scores, sh->mask);
         tid p = op_cast(b, op_softmax(b, w, FP32), op_dt(b, q)); /* .to(query_layer.dtype) */
-        p = op_dropout(b, p); /* attention_dropout */
+        p = op_dropout(b, p, DROPOUT_ATTENTION); /* attention_dropout */
         o = op_bmm(b, p, v, T * W);
         o = op_copy(b, o); /* _merge_heads: view, permute, reshape */
         held[0] = scores;
@@ -46,7 +46,7 @@ static tid bloom_attention(build *b, const model_shape *m, const seg_spec *s, ti
         held[2] = p;
     }
     o = llmem_seg_linear(b, s, o, W, H, m->out_bias, LLMEM_LORA_O);
-    o = op_add(b, residual, op_dropout(b, o)); /* dropout_add */
+    o = op_add(b, residual, op_dropout(b, o, DROPOUT_HIDDEN)); /* dropout_add */
     for (int i = 0; i < 3; i++)
         llmem_graph_hold(b->g, held[i]);
     llmem_graph_hold(b->g, qkv);
@@ -85,7 +85,7 @@ static tid bloom_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     tid f = llmem_seg_linear(b, s, h2, H, I, m->mlp_bias, LLMEM_LORA_UP);
     tid g = bloom_gelu(b, f);
     f = llmem_seg_linear(b, s, g, I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-    tid out = op_add(b, a, op_dropout(b, f));
+    tid out = op_add(b, a, op_dropout(b, f, DROPOUT_HIDDEN));
     llmem_graph_hold(b->g, g); /* BloomMLP's hidden_states local */
     llmem_graph_hold(b->g, h2);
     return out;

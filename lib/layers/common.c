@@ -247,7 +247,7 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dr
     tid p = llmem_graph_op(b->g, scores, FP32, &w, 1, SAVE_OUT, 0, 0,
                            scores * FP32 + scores + rows, 0);
     if (dropout)
-        p = op_dropout(b, p);
+        p = op_dropout(b, p, DROPOUT_ATTENTION);
     tid o = plain_bmm(b, p, fold ? op_copy(b, ve) : ve, b->tokens * m->heads * m->v_head_dim);
     llmem_graph_hold(b->g, qs);
     llmem_graph_hold(b->g, ke);
@@ -400,7 +400,7 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
     if (opts->cast_back)
         p = op_cast(b, p, b->g->t[causal_buffer ? v : q].dt);
     if (opts->dropout)
-        p = op_dropout(b, p);
+        p = op_dropout(b, p, DROPOUT_ATTENTION);
     /* transpose(1, 2).contiguous() */
     tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, vs), out_elems));
     llmem_graph_hold(b->g, ks);

@@ -64,7 +64,7 @@ static tid alibi_attention(build *b, const model_shape *m, tid q, tid k, tid v, 
     tid sf = op_cast(b, prod, FP32);
     tid logits = op_add(b, sf, sh->alibi);
     tid p = op_softmax(b, op_add(b, logits, sh->mask), op_dt(b, h));
-    p = op_dropout(b, p);
+    p = op_dropout(b, p, DROPOUT_ATTENTION);
     tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, v), out_elems)); /* _merge_heads */
     llmem_graph_hold(b->g, prod);
     llmem_graph_hold(b->g, sf);
@@ -164,7 +164,8 @@ static tid falcon_block(build *b, const model_shape *m, const seg_spec *s, tid x
     tid a = falcon_attention(b, m, s, attn_in, sh);
     if (!m->parallel_block) {
         llmem_region(b, "norm");
-        residual = op_add(b, x, op_dropout(b, a)); /* dropout_add(attention_output, residual) */
+        /* dropout_add(attention_output, residual) */
+        residual = op_add(b, x, op_dropout(b, a, DROPOUT_HIDDEN));
         mlp_in = llmem_seg_norm(b, m, s, residual); /* post_attention_layernorm */
     }
     llmem_region(b, "mlp");
@@ -172,7 +173,8 @@ static tid falcon_block(build *b, const model_shape *m, const seg_spec *s, tid x
     f = falcon_linear(b, s, llmem_seg_activation(b, m, f), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
     if (m->parallel_block)
         f = add_in_place(b, f, a);
-    tid out = op_add(b, residual, op_dropout(b, f)); /* dropout_add(mlp_output, residual) */
+    /* dropout_add(mlp_output, residual) */
+    tid out = op_add(b, residual, op_dropout(b, f, DROPOUT_HIDDEN));
     llmem_graph_hold(b->g, attn_in);
     llmem_graph_hold(b->g, mlp_in);
     llmem_graph_hold(b->g, a);

@@ -16,7 +16,7 @@ static tid gpt2_attention(build *b, const model_shape *m, const seg_spec *s, tid
     tid v = op_view_part(b, qkv, tokens_w);
     tid o = llmem_seg_attention(b, m, q, k, v, sh->mask);
     o = llmem_seg_linear(b, s, o, width, H, m->out_bias, LLMEM_LORA_O);
-    return op_dropout(b, o); /* resid_dropout */
+    return op_dropout(b, o, DROPOUT_HIDDEN); /* resid_dropout */
 }
 
 /* GPT2MLP: c_fc, NewGELUActivation written out in Python ops
@@ -27,7 +27,7 @@ static tid gpt2_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid x = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
     tid y = llmem_seg_activation(b, m, x); /* gelu_new */
     y = llmem_seg_linear(b, s, y, I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-    return op_dropout(b, y);
+    return op_dropout(b, y, DROPOUT_HIDDEN);
 }
 
 /* GPT2Block: ln_1, attention, residual, ln_2, MLP, residual. The block's

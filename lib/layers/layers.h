@@ -8,6 +8,9 @@
 #include "model/model.h"
 #include "sim/ops.h"
 
+/* The builders index build's dropouts by model/dropout.h's sites. */
+typedef char build_dropout_sites_match[BUILD_DROPOUT_SITES == DROPOUT_SITES ? 1 : -1];
+
 /* LoRA adapters' bytes per element: PEFT keeps adapters in fp32
  * (LoraModel's autocast_adapter_dtype=True, the default). */
 #define LORA_DT 4

@@ -32,7 +32,7 @@ static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, ti
     tid o = llmem_seg_attention(b, m, q, k, v, sh->mask);
     o = llmem_seg_linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
     if (m->traits & TRAIT_RESID_DROPOUT) /* Starcoder2Attention's residual_dropout */
-        o = op_dropout(b, o);
+        o = op_dropout(b, o, DROPOUT_HIDDEN);
     llmem_graph_hold(b->g, q);
     llmem_graph_hold(b->g, k);
     llmem_graph_hold(b->g, v);
@@ -121,7 +121,7 @@ static tid plain_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     uint64_t H = m->hidden, I = m->intermediate;
     tid x = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
     x = llmem_seg_linear(b, s, llmem_seg_activation(b, m, x), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-    return (m->traits & TRAIT_RESID_DROPOUT) ? op_dropout(b, x) : x;
+    return (m->traits & TRAIT_RESID_DROPOUT) ? op_dropout(b, x, DROPOUT_HIDDEN) : x;
 }
 
 static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
@@ -138,7 +138,8 @@ static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 }
 
 /* LlamaDecoderLayer (and Gemma2DecoderLayer's post-attention and
- * post-feedforward norms): norm, attention, residual, norm, MLP, residual. */
+ * post-feedforward norms, Phi3DecoderLayer's dropouts): norm, attention,
+ * residual, norm, MLP, residual. */
 static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                        const shared_tensors *sh)
 {
@@ -148,10 +149,18 @@ static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     llmem_region(b, "attention");
     tid a = llama_attention(b, m, s, h, sh);
     llmem_graph_hold(b->g, h);
+    /* Phi-3: residual + resid_attn_dropout(hidden_states), the attention's
+     * output referenced through the sum (and the MLP's below) */
+    int layer_dropout = (m->traits & TRAIT_LAYER_DROPOUT) != 0;
+    tid attn_out = a;
+    if (layer_dropout)
+        a = op_dropout(b, a, DROPOUT_HIDDEN);
     llmem_region(b, "norm");
     if (sandwich) /* post_attention_layernorm */
         a = llmem_seg_norm(b, m, s, a);
     tid mid = op_add(b, x, a);
+    if (layer_dropout)
+        llmem_graph_hold(b->g, attn_out);
     h = llmem_seg_norm(b, m, s, mid);
     llmem_region(b, "mlp");
     tid mlp_out = llama_mlp(b, m, s, h);
@@ -159,7 +168,11 @@ static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     if (sandwich) /* post_feedforward_layernorm */
         mlp_out = llmem_seg_norm(b, m, s, mlp_out);
     llmem_graph_hold(b->g, h);
-    return op_add(b, mid, mlp_out);
+    if (!layer_dropout)
+        return op_add(b, mid, mlp_out);
+    tid out = op_add(b, mid, op_dropout(b, mlp_out, DROPOUT_HIDDEN)); /* resid_mlp_dropout */
+    llmem_graph_hold(b->g, mlp_out);
+    return out;
 }
 
 /* Gated MLPs run one activation kernel (SiLU or GELU) that saves its input;

@@ -29,19 +29,19 @@ static tid megatron_block(build *b, const model_shape *m, const seg_spec *s, tid
     /* baddbmm on [b x np, sq, hn] views; FusedScaleMaskSoftmax scales, masks
      * and returns the probabilities in the input dtype; attention_dropout. */
     tid p = op_softmax(b, op_bmm(b, q, k, scores), b->g->t[q].dt);
-    p = op_dropout(b, p);
+    p = op_dropout(b, p, DROPOUT_ATTENTION);
     /* bmm with v, then permute(2, 0, 1, 3).contiguous() for linear_proj */
     tid ctx = op_copy(b, op_bmm(b, p, v, tokens_w));
     tid o = llmem_seg_linear(b, s, ctx, width, H, m->out_bias, LLMEM_LORA_O);
     /* bias_dropout_add into the residual */
-    tid mid = op_add(b, op_dropout(b, o), x);
+    tid mid = op_add(b, op_dropout(b, o, DROPOUT_HIDDEN), x);
     /* pre_mlp_layernorm, linear_fc1, bias_gelu (saves its input), linear_fc2 */
     llmem_region(b, "norm");
     h = llmem_seg_norm(b, m, s, mid);
     llmem_region(b, "mlp");
     tid up = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
     tid down = llmem_seg_linear(b, s, op_gelu(b, up), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-    return op_add(b, op_dropout(b, down), mid);
+    return op_add(b, op_dropout(b, down, DROPOUT_HIDDEN), mid);
 }
 
 /* The layer splits q, k and v alike: one head size, no grouped key/value heads. */

@@ -73,7 +73,7 @@ static tid neox_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     llmem_region(b, "attention");
     tid a = neox_attention(b, m, s, h, sh);
     llmem_graph_hold(b->g, h);
-    a = op_dropout(b, a); /* post_attention_dropout */
+    a = op_dropout(b, a, DROPOUT_HIDDEN); /* post_attention_dropout */
     llmem_region(b, "norm");
     if (!m->parallel_block)
         a = op_add(b, a, x);
@@ -81,7 +81,7 @@ static tid neox_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     llmem_region(b, "mlp");
     tid f = plain_mlp(b, m, s, h);
     llmem_graph_hold(b->g, h);
-    f = op_dropout(b, f); /* post_mlp_dropout */
+    f = op_dropout(b, f, DROPOUT_HIDDEN); /* post_mlp_dropout */
     tid out = op_add(b, f, a);
     return m->parallel_block ? op_add(b, out, x) : out;
 }
@@ -95,9 +95,9 @@ static tid phi_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     llmem_region(b, "norm");
     tid h = llmem_seg_norm(b, m, s, x);
     llmem_region(b, "attention");
-    tid a = op_dropout(b, phi_attention(b, m, s, h, sh)); /* resid_dropout */
+    tid a = op_dropout(b, phi_attention(b, m, s, h, sh), DROPOUT_HIDDEN); /* resid_dropout */
     llmem_region(b, "mlp");
-    tid f = op_dropout(b, plain_mlp(b, m, s, h));
+    tid f = op_dropout(b, plain_mlp(b, m, s, h), DROPOUT_HIDDEN);
     tid out = op_add(b, op_add(b, a, f), x);
     llmem_graph_hold(b->g, h);
     return out;

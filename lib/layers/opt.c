@@ -35,7 +35,7 @@ static tid opt_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     uint64_t H = m->hidden, I = m->intermediate;
     tid x = llmem_seg_linear(b, s, h, H, I, m->mlp_bias, LLMEM_LORA_UP);
     x = llmem_seg_linear(b, s, llmem_seg_activation(b, m, x), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
-    return op_dropout(b, x);
+    return op_dropout(b, x, DROPOUT_HIDDEN);
 }
 
 /* OPTDecoderLayer.forward. The pre-norm layer holds each norm's output in
@@ -46,7 +46,7 @@ static tid opt_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     llmem_region(b, "norm");
     tid h = m->post_norm ? x : llmem_seg_norm(b, m, s, x); /* self_attn_layer_norm */
     llmem_region(b, "attention");
-    tid a = op_dropout(b, opt_attention(b, m, s, h, sh));
+    tid a = op_dropout(b, opt_attention(b, m, s, h, sh), DROPOUT_HIDDEN);
     llmem_graph_hold(b->g, h);
     llmem_region(b, "norm");
     tid mid = op_add(b, x, a);

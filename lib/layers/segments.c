@@ -116,7 +116,7 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
          * keeps it alive through backward. */
         int consumed = m->positions == LLMEM_POSITIONS_LEARNED || m->embed_norm ||
                        (m->traits & TRAIT_SCALED_EMBED) ||
-                       ((m->traits & TRAIT_EMBED_DROPOUT) && b->dropout > 0.0);
+                       ((m->traits & TRAIT_EMBED_DROPOUT) && b->dropout[DROPOUT_EMBEDDING] > 0.0);
         if (consumed)
             llmem_graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
     }
@@ -143,7 +143,7 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
     if (m->embed_norm) /* BLOOM's word_embeddings_layernorm */
         x = op_layer_norm(b, x, m->hidden, s->norms_trainable, m->norm_bias);
     if (m->traits & TRAIT_EMBED_DROPOUT) /* emb_dropout, embed_dropout, embedding_dropout */
-        x = op_dropout(b, x);
+        x = op_dropout(b, x, DROPOUT_EMBEDDING);
     if (m->positions == LLMEM_POSITIONS_LEARNED) {
         /* The positions of the rank's tokens: under sequence parallelism a
          * chunk of seq / sp of them (broadcast over the batch), like the
@@ -154,7 +154,7 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
                                              s->weights_trainable) },
                            1, 0, 0, 0, 0, 0);
         x = op_add(b, x, pos);
-        x = op_dropout(b, x); /* embd_pdrop */
+        x = op_dropout(b, x, DROPOUT_EMBEDDING); /* embd_pdrop */
     }
     b->g->output = x;
 }

@@ -10,6 +10,7 @@
 #define LLMEM_MODEL_FAMILIES_H
 
 #include "core/names.h"
+#include "model/dropout.h"
 
 /* Code paths of the segment builders (lib/layers/paths.c maps each to its
  * functions). A family on PATH_NONE gets exact counts and the article formula. */
@@ -56,7 +57,10 @@ enum family_trait {
     /* ALiBi folded into the additive attention mask, [batch, heads, seq, seq] (Falcon) */
     TRAIT_ALIBI_MASK = 1u << 13,
     /* No SDPA attention in transformers: its default is eager (BLOOM) */
-    TRAIT_NO_SDPA = 1u << 14
+    TRAIT_NO_SDPA = 1u << 14,
+    /* dropout on the attention's and the MLP's outputs in the decoder layer,
+     * once they have returned (Phi-3 resid_attn_dropout, resid_mlp_dropout) */
+    TRAIT_LAYER_DROPOUT = 1u << 15
 };
 
 /* Optional fields a phased code path builds (beyond the family's defaults). */
@@ -75,6 +79,11 @@ typedef struct family_desc {
     unsigned traits;   /* family_trait bits */
     int path;          /* code_path; PATH_NONE: not on the phased model yet */
     unsigned phased;   /* phased_feature bits the path builds for this family */
+    /* The configuration class's default dropout probability at each kind of
+     * site, and the sites (DROPOUT_AT bits) its code has: a model takes 0
+     * at the others. */
+    double dropout[DROPOUT_SITES];
+    unsigned dropout_sites;
 } family_desc;
 
 /* Row of family, or NULL. */

@@ -29,6 +29,8 @@ void llmem_model_family_defaults(int64_t *f, int family)
     f[LLMEM_MODEL_PARALLEL_BLOCK] = d->parallel_block;
     f[LLMEM_MODEL_ACTIVATION] = d->activation;
     f[LLMEM_MODEL_POST_NORM] = 0;
+    for (int site = 0; site < DROPOUT_SITES; site++)
+        llmem_model_put_real(f, MODEL_DROPOUT_KEY(site), d->dropout[site]);
 }
 
 int llmem_model_new(llmem_ctx *ctx, int family, llmem_model **out)
@@ -70,9 +72,46 @@ int llmem_model_set_int(llmem_model *m, int key, int64_t value)
         return rc;
     if (key == LLMEM_MODEL_FAMILY) /* a new family brings its layout; the sizes stay */
         llmem_model_family_defaults(m->field, (int)value);
-    m->field[key] = value;
+    if (f->kind == FIELD_REAL)
+        llmem_model_put_real(m->field, key, (double)value);
+    else
+        m->field[key] = value;
     llmem__ok(m->ctx);
     return LLMEM_OK;
+}
+
+int llmem_model_set_double(llmem_model *m, int key, double value)
+{
+    const field_desc *f;
+    if (m == NULL)
+        return LLMEM_EINVAL;
+    int rc = llmem_fields_accept_real(m->ctx, &llmem_model_fields, key, value, &f);
+    if (rc != LLMEM_OK)
+        return rc;
+    llmem_model_put_real(m->field, key, value);
+    llmem__ok(m->ctx);
+    return LLMEM_OK;
+}
+
+int llmem_model_get_double(const llmem_model *m, int key, double *out)
+{
+    const field_desc *f;
+    if (m == NULL || out == NULL)
+        return LLMEM_EINVAL;
+    int rc = llmem_fields_row(m->ctx, &llmem_model_fields, key, &f);
+    if (rc != LLMEM_OK)
+        return rc;
+    if (f->kind != FIELD_REAL)
+        return llmem__fail_field(m->ctx, LLMEM_OBJECT_MODEL, key, LLMEM_EINVAL,
+                                 "%s: not a real field (read it as an integer)", f->name);
+    *out = llmem_model_real(m->field, key);
+    return LLMEM_OK;
+}
+
+int llmem_model_field_is_real(int key)
+{
+    const field_desc *f = llmem_fields_find(&llmem_model_fields, key);
+    return f == NULL ? LLMEM_EINVAL : f->kind == FIELD_REAL;
 }
 
 int llmem_model_set_str(llmem_model *m, int key, const char *value)
@@ -85,10 +124,11 @@ int llmem_model_set_str(llmem_model *m, int key, const char *value)
     int rc = llmem_fields_row(m->ctx, &llmem_model_fields, key, &f);
     if (rc != LLMEM_OK)
         return rc;
-    /* Documented for named fields; sizes are set as integers. */
+    /* Documented for named fields; sizes are set as integers, probabilities as reals. */
     if (f->values == NULL)
         return llmem__fail_field(m->ctx, LLMEM_OBJECT_MODEL, key, LLMEM_EINVAL,
-                                 "%s: not a named field (set it as an integer)", f->name);
+                                 "%s: not a named field (set it as %s)", f->name,
+                                 f->kind == FIELD_REAL ? "a real" : "an integer");
     rc = llmem_fields_accept_str(m->ctx, &llmem_model_fields, key, value, &v, &unused, &f);
     return rc != LLMEM_OK ? rc : llmem_model_set_int(m, key, v);
 }
@@ -101,6 +141,10 @@ int llmem_model_get_int(const llmem_model *m, int key, int64_t *out)
     int rc = llmem_fields_row(m->ctx, &llmem_model_fields, key, &f);
     if (rc != LLMEM_OK)
         return rc;
+    if (f->kind == FIELD_REAL) /* its slot holds a double's bits */
+        return llmem__fail_field(m->ctx, LLMEM_OBJECT_MODEL, key, LLMEM_EINVAL,
+                                 "%s: a real field (read it with llmem_model_get_double)",
+                                 f->name);
     int64_t v = m->field[key];
     if (key == LLMEM_MODEL_KV_HEADS && v == 0)
         v = m->field[LLMEM_MODEL_HEADS];

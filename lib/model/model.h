@@ -6,17 +6,36 @@
 
 #include "core/fields.h"
 #include "llmem.h"
+#include "model/dropout.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* One past the largest llmem_model_key (model_fields.c checks its table
  * against it at compile time). */
-#define MODEL_KEY_END (LLMEM_MODEL_POST_NORM + 1)
+#define MODEL_KEY_END (LLMEM_MODEL_EMBEDDING_DROPOUT + 1)
+
+/* The model key of a dropout site's probability (the keys follow the sites' order). */
+#define MODEL_DROPOUT_KEY(site) (LLMEM_MODEL_ATTENTION_DROPOUT + (site))
 
 struct llmem_model {
     llmem_ctx *ctx;
+    /* A real field keeps its double's bits here too (model_real): whatever
+     * is keyed on this array (an estimate's resolved model) sees it change. */
     int64_t field[MODEL_KEY_END];
 };
+
+static inline double llmem_model_real(const int64_t *field, int key)
+{
+    double v;
+    memcpy(&v, &field[key], sizeof v);
+    return v;
+}
+
+static inline void llmem_model_put_real(int64_t *field, int key, double v)
+{
+    memcpy(&field[key], &v, sizeof v);
+}
 
 extern const field_table llmem_model_fields;
 
@@ -41,6 +60,7 @@ typedef struct model_shape {
     uint64_t q_lora_rank;   /* MLA query compression; 0 = full q projection */
     uint64_t kv_lora_rank;  /* MLA key/value compression; 0 = no MLA */
     uint64_t dense_layers;  /* MoE models: layers with a dense MLP instead of experts */
+    double dropout[DROPOUT_SITES]; /* the config's probability at each kind of site */
 } model_shape;
 
 /* Parameter counts by part; everything the estimators need to split weights

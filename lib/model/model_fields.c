@@ -14,6 +14,8 @@
 #define FLAG(key, name) INT(key, name, 0, 1)
 #define NAMED(key, name, max, values) \
     { LLMEM_MODEL_##key, name, FIELD_ENUM, 1, max, 0, 0, values }
+/* p = 1 zeroes everything and divides by zero: the bound is open. */
+#define PROBABILITY(key, name) { LLMEM_MODEL_##key, name, FIELD_REAL, 0, 1, 1, 0, NULL }
 
 static const field_desc rows[] = {
     NAMED(FAMILY, "family", FAMILY_LAST, &llmem_names_family),
@@ -56,6 +58,9 @@ static const field_desc rows[] = {
     INT(DTYPE_BYTES, "dtype-bytes", 0, 8),
     NAMED(ACTIVATION, "activation", LLMEM_ACTIVATION_RELU, &llmem_names_activation),
     FLAG(POST_NORM, "post-norm"),
+    PROBABILITY(ATTENTION_DROPOUT, "attention-dropout"),
+    PROBABILITY(HIDDEN_DROPOUT, "hidden-dropout"),
+    PROBABILITY(EMBEDDING_DROPOUT, "embedding-dropout"),
 };
 
 /* The handle's array has one slot a key: a new key needs its row here. */

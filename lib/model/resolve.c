@@ -145,6 +145,27 @@ static int count_params(llmem_model *m, const model_shape *s, model_params *p)
     return LLMEM_OK;
 }
 
+/* The probability at each kind of dropout site; a family whose code has no
+ * site of a kind takes only 0 there (a probability nothing would apply is a
+ * mistake, not a default). */
+static int resolve_dropout(llmem_model *m, model_shape *s)
+{
+    static const char *const where[DROPOUT_SITES] = {
+        "on the attention probabilities", "on the attention and MLP outputs",
+        "on the embedding output" };
+    const family_desc *fam = llmem_family(s->family);
+    for (int site = 0; site < DROPOUT_SITES; site++) {
+        int key = MODEL_DROPOUT_KEY(site);
+        s->dropout[site] = llmem_model_real(m->field, key);
+        if (s->dropout[site] != 0.0 && !(fam->dropout_sites & DROPOUT_AT(site)))
+            return FAIL(m, key, LLMEM_EINCONSISTENT,
+                        "%s: %g, but %s models have no dropout %s (leave it 0)",
+                        llmem_fields_find(&llmem_model_fields, key)->name, s->dropout[site],
+                        fam->id.name, where[site]);
+    }
+    return LLMEM_OK;
+}
+
 int llmem_model_resolve(llmem_model *m, model_shape *s, model_params *p)
 {
     static const int required[] = { LLMEM_MODEL_HIDDEN, LLMEM_MODEL_LAYERS, LLMEM_MODEL_HEADS,
@@ -196,6 +217,8 @@ int llmem_model_resolve(llmem_model *m, model_shape *s, model_params *p)
     s->dense_layers = (uint64_t)f[LLMEM_MODEL_DENSE_LAYERS];
     s->activation = (int)f[LLMEM_MODEL_ACTIVATION];
     s->post_norm = (int)f[LLMEM_MODEL_POST_NORM];
+    if ((rc = resolve_dropout(m, s)) != LLMEM_OK)
+        return rc;
 
     if (f[LLMEM_MODEL_HEAD_DIM] > 0) {
         s->head_dim = (uint64_t)f[LLMEM_MODEL_HEAD_DIM];

@@ -12,13 +12,16 @@
 
 #include <stddef.h>
 
+/* Kinds of dropout site, in model/dropout.h's order (lib/layers checks the count). */
+#define BUILD_DROPOUT_SITES 3
+
 typedef struct build {
     graph *g;
     uint64_t batch, seq, tokens; /* tokens = batch x seq */
     int autocast;     /* mixed precision: matmuls cast to `compute` bytes */
     int compute;      /* bytes of the compute dtype */
     int param_dt;     /* bytes of the parameters' storage dtype */
-    double dropout;   /* dropout probability of the model's dropout layers */
+    double dropout[BUILD_DROPOUT_SITES]; /* the model's dropout layers' probability by site */
     double lora_dropout; /* PEFT's lora_dropout: each adapter's own nn.Dropout */
     int attention;    /* the llmem_attention value: the kernel lib/layers builds */
     int hold_input;   /* the segment's input stays referenced (checkpoint recompute) */
@@ -31,11 +34,12 @@ typedef struct build {
 
 #define LOSS_CHUNK_ALL UINT64_MAX
 
-/* Bytes per element of the residual stream: fp32 under autocast (fp32
- * embedding plus low-precision branches promote), else the parameters'. */
+/* Bytes per element of the residual stream: the embedding's, the
+ * parameters' dtype. Under autocast with fp32 weights the low-precision
+ * branches promote back to fp32; with bf16 weights they are bf16 already. */
 static inline int residual_dt(const build *b)
 {
-    return b->autocast ? 4 : b->param_dt;
+    return b->param_dt;
 }
 
 static inline uint64_t tensor_elems(const build *b, tid x)
@@ -71,12 +75,13 @@ static inline tid op_cast(build *b, tid x, int dt)
     return op_unary(b, x, tensor_elems(b, x), dt, 0, 0);
 }
 
-/* Autocast's lower_precision_fp list: cast a parameter for a matmul. */
+/* Autocast's lower_precision_fp list: cast a parameter for a matmul.
+ * cached_cast returns a weight already in the compute dtype as it is. */
 static inline tid op_cast_param(build *b, tid w)
 {
     if (!b->autocast)
         return w;
-    return op_unary(b, w, tensor_elems(b, w), b->compute, 0, 0);
+    return op_cast(b, w, b->compute);
 }
 
 /* x @ W^T (+ bias) on the last dimension: nn.Linear and GPT-2's Conv1D.
@@ -224,10 +229,10 @@ static inline tid op_dropout_p(build *b, tid x, double p)
     return llmem_graph_op(b->g, elems, op_dt(b, x), &x, 1, SAVE_AUX, 0, elems, 0, 0);
 }
 
-/* The model's dropout layers. */
-static inline tid op_dropout(build *b, tid x)
+/* A dropout layer of the model at a kind of site (model/dropout.h's enum dropout_site). */
+static inline tid op_dropout(build *b, tid x, int site)
 {
-    return op_dropout_p(b, x, b->dropout);
+    return op_dropout_p(b, x, b->dropout[site]);
 }
 
 /* Batched matmul of two activations (attention). */
@@ -250,11 +255,16 @@ static inline tid op_layer_norm(build *b, tid x, uint64_t dim, int trainable, in
     tid xf = b->autocast ? op_cast(b, x, FP32) : x;
     tid w = op_param(b, dim, trainable);
     tid bp = bias ? op_param(b, dim, trainable) : -1;
-    tid in[3] = { xf, w, bp };
+    /* The fp32 list casts 16-bit weights too: fresh fp32 copies (autocast
+     * caches only casts down from fp32), which the op saves. */
+    tid wf = b->autocast ? op_cast(b, w, FP32) : w;
+    tid bf = bias && b->autocast ? op_cast(b, bp, FP32) : bp;
+    tid in[3] = { xf, wf, bf };
+    unsigned save = BIT(0) | (wf != w ? BIT(1) : 0) | (bias && bf != bp ? BIT(2) : 0);
     uint64_t rows = tensor_elems(b, xf) / dim;
     /* native_layer_norm saves input, weight, bias, mean and rstd (fp32 on CUDA). */
     return llmem_graph_op(b->g, tensor_elems(b, xf), op_dt(b, xf), in, bias ? 3 : 2,
-                    BIT(0) | SAVE_AUX, 0, 2 * rows * FP32, 0, 0);
+                    save | SAVE_AUX, 0, 2 * rows * FP32, 0, 0);
 }
 
 static inline tid op_embedding(build *b, uint64_t rows, uint64_t dim, int trainable, tid *weight)

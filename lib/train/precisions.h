@@ -10,7 +10,7 @@ typedef struct precision_desc {
     name_value id;   /* first member: the name table steps over rows */
     int param_dt;    /* bytes per element of weights, gradients and torch's states */
     int compute_dt;  /* bytes per element of the matmuls */
-    int autocast;    /* torch.autocast: fp32 weights, low-precision matmuls */
+    int autocast;    /* torch.autocast: low-precision matmuls, the fp32 list in fp32 */
 } precision_desc;
 
 /* Row of an llmem_precision value, or NULL. */

@@ -56,7 +56,12 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
         s->attention = LLMEM_ATTENTION_EAGER;
     s->loss = (int)t->i[LLMEM_TRAIN_LOSS];
     s->formula = (int)t->i[LLMEM_TRAIN_FORMULA];
-    s->dropout = t->d[LLMEM_TRAIN_DROPOUT];
+    /* Unset, each site runs at the model's probability, as the Trainer's
+     * train mode does; set, the one value replaces them all. */
+    for (int site = 0; site < DROPOUT_SITES; site++)
+        s->dropout[site] = t->d[LLMEM_TRAIN_DROPOUT] == TRAIN_DROPOUT_MODEL
+                               ? m->dropout[site]
+                               : t->d[LLMEM_TRAIN_DROPOUT];
     s->lora_rank = (uint64_t)t->i[LLMEM_TRAIN_LORA_RANK];
     /* Names select the modules of this family that bear them; bits, roles. */
     s->lora_targets = t->lora_names != 0 ? llmem_lora_modules_roles(m, t->lora_names)

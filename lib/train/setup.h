@@ -14,7 +14,10 @@ typedef struct setup {
     int grad_ckpt;      /* NONE, REENTRANT or NON_REENTRANT: "full" resolved to what
                          * transformers does by default (non-reentrant) */
     int optimizer_impl; /* llmem_optimizer_impl */
-    double dropout, lora_dropout;
+    /* The probability at each kind of dropout site: the setup's dropout when
+     * set, else the model's (model/dropout.h). */
+    double dropout[DROPOUT_SITES];
+    double lora_dropout;
     uint64_t lora_rank, frozen_layers, grad_accum;
     unsigned lora_targets;
     int param_dt, compute_dt, autocast; /* from the precision's row */

@@ -6,6 +6,8 @@
 #include "model/modules.h"
 #include "train/optimizers.h"
 
+#include <string.h>
+
 int llmem_train_new(llmem_ctx *ctx, llmem_train **out)
 {
     if (out == NULL)
@@ -29,11 +31,25 @@ void llmem_train_free(llmem_train *t)
         llmem__free(t->ctx, t);
 }
 
+/* The dropout field's TRAIN_DROPOUT_MODEL, outside the bounds the engine
+ * checks: set here. Returns 1 when value was it. */
+static int set_model_dropout(llmem_train *t, int key, double value)
+{
+    if (key != LLMEM_TRAIN_DROPOUT || value != TRAIN_DROPOUT_MODEL)
+        return 0;
+    t->d[key] = TRAIN_DROPOUT_MODEL;
+    t->given |= UINT32_C(1) << key;
+    llmem__ok(t->ctx);
+    return 1;
+}
+
 int llmem_train_set_int(llmem_train *t, int key, int64_t value)
 {
     const field_desc *f;
     if (t == NULL)
         return LLMEM_EINVAL;
+    if (set_model_dropout(t, key, (double)value))
+        return LLMEM_OK;
     int rc = llmem_fields_accept_int(t->ctx, &llmem_train_fields, key, value, &f);
     if (rc != LLMEM_OK)
         return rc;
@@ -53,6 +69,8 @@ int llmem_train_set_double(llmem_train *t, int key, double value)
     const field_desc *f;
     if (t == NULL)
         return LLMEM_EINVAL;
+    if (set_model_dropout(t, key, value))
+        return LLMEM_OK;
     int rc = llmem_fields_accept_real(t->ctx, &llmem_train_fields, key, value, &f);
     if (rc != LLMEM_OK)
         return rc;
@@ -69,7 +87,13 @@ int llmem_train_set_str(llmem_train *t, int key, const char *value)
     double d = 0;
     if (t == NULL)
         return LLMEM_EINVAL;
+    if (key == LLMEM_TRAIN_DROPOUT && value != NULL &&
+        strcmp(value, TRAIN_DROPOUT_MODEL_NAME) == 0)
+        return llmem_train_set_double(t, key, TRAIN_DROPOUT_MODEL);
     int rc = llmem_fields_accept_str(t->ctx, &llmem_train_fields, key, value, &i, &d, &f);
+    /* "-1" is read before the bounds refuse it: as set_double, it is the model's. */
+    if (rc == LLMEM_ERANGE && set_model_dropout(t, key, d))
+        return LLMEM_OK;
     if (rc != LLMEM_OK)
         return rc;
     if (f->kind == FIELD_REAL)

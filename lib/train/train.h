@@ -12,6 +12,12 @@
  * against it at compile time). */
 #define TRAIN_KEY_END (LLMEM_TRAIN_GPU + 1)
 
+/* The dropout field's value for "the model's own probabilities" (its default;
+ * "model" as text): outside the field's [0, 1), so the setters take it
+ * before the field engine checks the bounds. */
+#define TRAIN_DROPOUT_MODEL (-1.0)
+#define TRAIN_DROPOUT_MODEL_NAME "model"
+
 struct llmem_train {
     llmem_ctx *ctx;
     int64_t i[TRAIN_KEY_END]; /* integer and enumerated fields */

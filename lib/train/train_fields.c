@@ -15,7 +15,7 @@
 static const field_desc rows[] = {
     INT(BATCH, "batch", 1, 1 << 24, 1),
     INT(SEQ, "seq", 1, 1 << 28, 512),
-    NAMED(PRECISION, "precision", LLMEM_PRECISION_BF16, LLMEM_PRECISION_BF16_MIXED,
+    NAMED(PRECISION, "precision", LLMEM_PRECISION_BF16_AUTOCAST, LLMEM_PRECISION_BF16_MIXED,
           &llmem_names_precision),
     NAMED(OPTIMIZER, "optimizer", LLMEM_OPTIMIZER_PAGED_LION, LLMEM_OPTIMIZER_ADAMW,
           &llmem_names_optimizer),
@@ -25,8 +25,10 @@ static const field_desc rows[] = {
     /* transformers 5.x loads models with attn_implementation "sdpa" by default. */
     NAMED(ATTENTION, "attention", LLMEM_ATTENTION_SDPA, LLMEM_ATTENTION_SDPA,
           &llmem_names_attention),
-    /* p = 1 zeroes everything and divides by zero: the bound is open. */
-    { LLMEM_TRAIN_DROPOUT, "dropout", FIELD_REAL, 0, 1, 1, 0, NULL },
+    /* p = 1 zeroes everything and divides by zero: the bound is open. The
+     * default, TRAIN_DROPOUT_MODEL, is each site at the model's own
+     * probability: the Trainer trains the model in train mode. */
+    { LLMEM_TRAIN_DROPOUT, "dropout", FIELD_REAL, 0, 1, 1, TRAIN_DROPOUT_MODEL, NULL },
     NAMED(METHOD, "method", 4, LLMEM_METHOD_FULL, &llmem_names_method),
     /* PEFT's default LoraConfig: r = 8, target modules q_proj and v_proj for Llama. */
     INT(LORA_RANK, "lora-rank", 1, 1 << 20, 8),

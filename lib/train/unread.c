@@ -107,6 +107,8 @@ int llmem_train_check_unread(llmem_ctx *ctx, const llmem_train *t)
                                                      : NULL;
         if (def_name != NULL)
             snprintf(def, sizeof def, " (%s)", def_name);
+        else if (f->kind == FIELD_REAL && f->def == TRAIN_DROPOUT_MODEL)
+            snprintf(def, sizeof def, " (%s: the model's own)", TRAIN_DROPOUT_MODEL_NAME);
         else if (f->kind == FIELD_REAL)
             snprintf(def, sizeof def, " (%g)", f->def);
         else if (f->kind == FIELD_INT)

@@ -116,13 +116,15 @@ def _describe(object: str, key: int) -> Optional[Field]:
     lo, hi = ctypes.c_int64(), ctypes.c_int64()
     is_real = ctypes.c_int(0)
     info = _FUNCTIONS[object]["field_info"]
-    if object == TRAIN:  # the one kind with real fields
+    if object == TRAIN:  # its describer says which fields are real
         rc = info(key, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi),
                   ctypes.byref(is_real))
     else:
         rc = info(key, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi))
     if rc != 0:
         return None
+    if object == MODEL:  # the dropout probabilities are real
+        is_real.value = LIB.llmem_model_field_is_real(key) == 1
     choices = _choices(object, key)
     value_name = _FUNCTIONS[object]["value_name"]
     # An enumeration from 0 (no value chosen, as the GPU) names its values from 1.

@@ -25,7 +25,9 @@ class Model(Configurable):
     :meth:`from_hf_json` start from a known one. Keywords are the fields of
     :data:`llmem.MODEL_FIELDS` (``kv_heads``, ``tie_embeddings``, ...), also
     readable and writable as attributes (``model.hidden``). Enumerated fields
-    (family, norm, mlp, positions) take and return names.
+    (family, norm, mlp, positions) take and return names; the dropout
+    probabilities (``attention_dropout``, ``hidden_dropout``,
+    ``embedding_dropout``: the config's, or the family's defaults) are floats.
     """
 
     _free = LIB.llmem_model_free
@@ -34,6 +36,8 @@ class Model(Configurable):
     _set_int = staticmethod(LIB.llmem_model_set_int)
     _set_str = staticmethod(LIB.llmem_model_set_str)
     _get_int = staticmethod(LIB.llmem_model_get_int)
+    _set_double = staticmethod(LIB.llmem_model_set_double)  # type: ignore[assignment]
+    _get_double = staticmethod(LIB.llmem_model_get_double)  # type: ignore[assignment]
 
     def __init__(self, family: Union[str, int], *, context: Optional[Context] = None,
                  **fields: Any) -> None:

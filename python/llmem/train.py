@@ -21,6 +21,9 @@ class Train(Configurable):
     defaults (batch 1, seq 512, bf16-mixed, AdamW, full fine-tuning, ...).
     ``gpu="A100-80GB"`` (any name ``llmem gpus`` accepts) estimates with that
     GPU's CUDA context and cuBLAS workspace; unset, it reads ``None``.
+    ``dropout`` unset reads ``-1.0`` (set it so, or to ``"model"``, to go back):
+    each dropout site runs at the model's own probability, as the Trainer
+    runs the model; a probability replaces them all.
     """
 
     _free = LIB.llmem_train_free

@@ -211,6 +211,28 @@ def check_defaults(t, llmem):
             (spelled["peak_allocated_bytes"], lora["peak_allocated_bytes"]))
     rc, out, err = llmem.run("estimate", "--batch", "2")
     t.check("the defaults:" not in out, "with a training flag the note is gone", out)
+    # Dropout: each site at the model's own probability (the Trainer's train mode).
+    t.check(d["dropout"] == -1, "--json alone: dropout -1, the model's own", d["dropout"])
+    gpt2 = llmem.json("--model", "gpt2")
+    t.check((gpt2["architecture"]["attention_dropout"], gpt2["architecture"]["hidden_dropout"],
+             gpt2["architecture"]["embedding_dropout"]) == (0.1, 0.1, 0.1),
+            "GPT-2's attn_pdrop, resid_pdrop and embd_pdrop are echoed", gpt2["architecture"])
+    for args in (["--dropout", "0.1"], ["--dropout", "model"], ["--dropout", "-1"]):
+        e = llmem.json("--model", "gpt2", *args)
+        t.check(e["peak_allocated_bytes"] == gpt2["peak_allocated_bytes"],
+                "GPT-2's default dropout is %s's" % " ".join(args),
+                (e["peak_allocated_bytes"], gpt2["peak_allocated_bytes"]))
+    off = llmem.json("--model", "gpt2", "--dropout", "0")
+    t.check(off["dropout"] == 0 and off["peak_allocated_bytes"] < gpt2["peak_allocated_bytes"],
+            "--dropout 0 turns GPT-2's dropouts off", off["peak_allocated_bytes"])
+    for model, text in (("gpt2", ", dropout model (0.1)\n"),
+                        ("opt-125m", ", dropout model (hidden 0.1)\n")):
+        rc, out, err = llmem.run("estimate", "--model", model)
+        t.check(rc == 0 and text in out, "the Setup line of %s says %r" % (model, text), out)
+    rc, out, err = llmem.run("estimate")
+    t.check("dropout" not in out, "Llama's attention_dropout 0: no dropout on the Setup line", out)
+    rc, out, err = llmem.run("estimate", "--model", "gpt2", "--dropout", "0.2")
+    t.check(", dropout 0.2\n" in out, "a set dropout is shown as set", out)
 
 
 def check_text(t, llmem):
@@ -494,7 +516,7 @@ def check_equals(t, llmem):
 
 # Every value the usage lists is accepted by the library and echoed back.
 CHOICES = {
-    "precision": ["fp32", "bf16-mixed", "fp16-mixed", "bf16"],
+    "precision": ["fp32", "bf16-mixed", "fp16-mixed", "bf16", "bf16-autocast"],
     "optimizer": ["adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit", "lion",
                   "paged-adamw-8bit", "paged-adamw", "lion-8bit", "lion-32bit",
                   "paged-lion-8bit", "paged-lion"],

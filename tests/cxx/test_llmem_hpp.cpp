@@ -116,6 +116,36 @@ void same_numbers_as_the_c_api()
           "a term knows its name");
 }
 
+/* The model's dropout probabilities: real fields, read and set as the C API
+ * does; GPT-2's default estimate is the one with every site at 0.1. */
+void model_dropouts_as_the_c_api()
+{
+    llmem::Context ctx;
+    auto gpt2 = llmem::Model::preset(ctx, "openai-community/gpt2");
+    check(gpt2.get_real(LLMEM_MODEL_HIDDEN_DROPOUT) == 0.1, "GPT-2's resid_pdrop reads 0.1");
+    llmem::Train train(ctx);
+    check(train.get_real(LLMEM_TRAIN_DROPOUT) == -1.0, "dropout unset reads -1: the model's");
+    llmem::Estimate est(ctx);
+    est.run(gpt2, train);
+    const uint64_t model_own = est.peak_allocated();
+    train.set(LLMEM_TRAIN_DROPOUT, 0.1);
+    est.run(gpt2, train);
+    check(est.peak_allocated() == model_own, "GPT-2's own dropouts are dropout 0.1 everywhere");
+    train.set(LLMEM_TRAIN_DROPOUT, std::string("model"));
+    gpt2.set(LLMEM_MODEL_ATTENTION_DROPOUT, 0.0)
+        .set(LLMEM_MODEL_HIDDEN_DROPOUT, 0.0)
+        .set(LLMEM_MODEL_EMBEDDING_DROPOUT, 0.0);
+    est.run(gpt2, train);
+    check(est.peak_allocated() < model_own, "the model's dropouts at 0 lower the peak");
+    bool refused = false;
+    try {
+        gpt2.get(LLMEM_MODEL_HIDDEN_DROPOUT);
+    } catch (const llmem::error &e) {
+        refused = e.status() == LLMEM_EINVAL;
+    }
+    check(refused, "a real model field is not read as an integer");
+}
+
 void exceptions_carry_status_and_message()
 {
     llmem::Context ctx;
@@ -426,7 +456,7 @@ void timeline_as_the_c_api()
 void handles_move_and_do_not_copy()
 {
     static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
-    static_assert(!settable_with<llmem::Model, double>::value, "a model takes no real value");
+    static_assert(settable_with<llmem::Model, double>::value, "a model takes a real (its dropouts)");
     static_assert(!settable_with<llmem::Parallel, float>::value, "a layout takes no real value");
     static_assert(!settable_with<llmem::Plan, double>::value, "a planner takes no real value");
     static_assert(settable_with<llmem::Train, double>::value, "a setup takes a real value");
@@ -460,6 +490,7 @@ int main()
 {
     try {
         same_numbers_as_the_c_api();
+        model_dropouts_as_the_c_api();
         exceptions_carry_status_and_message();
         layouts_as_the_c_api();
         planning_as_the_c_api();

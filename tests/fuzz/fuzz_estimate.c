@@ -190,7 +190,10 @@ static void decode_record(reader *r, record *rec)
     rec->key = 1 + (int)((sel / OBJ_COUNT) % (unsigned)key_count(rec->object));
     rec->is_real = 0;
     switch (rec->object) {
-    case OBJ_MODEL: llmem_model_field_info(rec->key, NULL, &min, &max); break;
+    case OBJ_MODEL:
+        llmem_model_field_info(rec->key, NULL, &min, &max);
+        rec->is_real = llmem_model_field_is_real(rec->key) == 1; /* the dropouts */
+        break;
     case OBJ_TRAIN: llmem_train_field_info(rec->key, NULL, &min, &max, &rec->is_real); break;
     default: llmem_parallel_field_info(rec->key, NULL, &min, &max); break;
     }
@@ -283,7 +286,9 @@ static void free_inputs(inputs *in)
 static int apply(inputs *in, const record *rec)
 {
     switch (rec->object) {
-    case OBJ_MODEL: return llmem_model_set_int(in->m, rec->key, rec->value);
+    case OBJ_MODEL:
+        return rec->is_real ? llmem_model_set_double(in->m, rec->key, rec->real)
+                            : llmem_model_set_int(in->m, rec->key, rec->value);
     case OBJ_TRAIN:
         return rec->is_real ? llmem_train_set_double(in->t, rec->key, rec->real)
                             : llmem_train_set_int(in->t, rec->key, rec->value);
@@ -496,9 +501,12 @@ static void describe(const inputs *in)
     double d;
     int is_real;
     fprintf(stderr, "model:");
-    for (int k = 1; llmem_model_field_info(k, &name, NULL, NULL) == LLMEM_OK; k++)
-        if (llmem_model_get_int(in->m, k, &v) == LLMEM_OK)
+    for (int k = 1; llmem_model_field_info(k, &name, NULL, NULL) == LLMEM_OK; k++) {
+        if (llmem_model_field_is_real(k) == 1 && llmem_model_get_double(in->m, k, &d) == LLMEM_OK)
+            fprintf(stderr, " --%s %g", name, d);
+        else if (llmem_model_get_int(in->m, k, &v) == LLMEM_OK)
             fprintf(stderr, " --%s %lld", name, (long long)v);
+    }
     fprintf(stderr, "\ntrain:");
     for (int k = 1; llmem_train_field_info(k, &name, NULL, NULL, &is_real) == LLMEM_OK; k++) {
         if (is_real && llmem_train_get_double(in->t, k, &d) == LLMEM_OK)

@@ -356,6 +356,17 @@ static const error_case error_cases[] = {
     { "rotary_pct out of range",
       "{\"model_type\": \"gpt_neox\", " LLAMA_BODY ", \"rotary_pct\": 1.5}", LLMEM_EPARSE,
       "field 'rotary_pct' = 1.5 is not in (0, 1]" },
+    { "a dropout of 1",
+      "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, "
+      "\"vocab_size\": 100, \"n_positions\": 64, \"resid_pdrop\": 1.0}",
+      LLMEM_EPARSE, "field 'resid_pdrop' = 1 is not a dropout probability in [0, 1)" },
+    { "a negative dropout",
+      "{\"model_type\": \"starcoder2\", " LLAMA_BODY ", \"attention_dropout\": -0.1}",
+      LLMEM_EPARSE, "field 'attention_dropout' = -0.1 is not a dropout probability in [0, 1)" },
+    { "a dropout as text",
+      "{\"model_type\": \"falcon\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"vocab_size\": 100, \"hidden_dropout\": \"0.1\"}",
+      LLMEM_EPARSE, "field 'hidden_dropout' must be a number, not a string" },
     { "aliases disagree",
       "{\"model_type\": \"bloom\", \"hidden_size\": 64, \"n_embed\": 128, \"n_layer\": 2, "
       "\"n_head\": 4, \"vocab_size\": 100}",
@@ -454,6 +465,142 @@ Test(hf_config, null_optional_sizes, .init = setup_ctx, .fini = teardown_ctx)
                  "\"num_key_value_heads\": 2}", types[i]);
         cr_expect_eq(params_of(null), params_of(absent), "%s: null is the default", types[i]);
         cr_expect_neq(params_of(given), params_of(absent), "%s: the fields are read", types[i]);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Dropout probabilities: each model type's keys, by kind of site
+ * (attention probabilities, attention and MLP outputs, embedding output),
+ * the configuration class's default when a key is absent or null. */
+
+typedef struct dropout_case {
+    char name[NAME_CAP];
+    char source[512]; /* a tests/hf/configs name, or JSON text ('{' first) */
+    double attention, hidden, embedding;
+} dropout_case;
+
+#define NEOX_BODY LLAMA_BODY ", \"max_position_embeddings\": 64"
+#define FALCON_BODY \
+    "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 100"
+
+static const dropout_case dropout_cases[] = {
+    /* published configs */
+    { "gpt2: attn_pdrop, resid_pdrop, embd_pdrop", "gpt2", 0.1, 0.1, 0.1 },
+    { "gpt2-xl", "gpt2-xl", 0.1, 0.1, 0.1 },
+    { "opt-350m: attention_dropout, dropout", "opt-350m", 0.0, 0.1, 0.0 },
+    { "opt-1.3b", "opt-1.3b", 0.0, 0.1, 0.0 },
+    { "phi-2: resid_pdrop", "phi-2", 0.0, 0.1, 0.0 },
+    { "starcoder2-3b: all three", "starcoder2-3b", 0.1, 0.1, 0.1 },
+    { "bloom-560m", "bloom-560m", 0.0, 0.0, 0.0 },
+    { "falcon-7b", "falcon-7b", 0.0, 0.0, 0.0 },
+    { "pythia-160m: no keys, GPTNeoXConfig's 0.0", "pythia-160m", 0.0, 0.0, 0.0 },
+    { "Phi-3-mini", "Phi-3-mini-4k-instruct", 0.0, 0.0, 0.0 },
+    { "Llama-2-7b: no keys", "Llama-2-7b-hf", 0.0, 0.0, 0.0 },
+    /* each type's keys at values no published config has */
+    { "gpt2 absent: GPT2Config's 0.1",
+      "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, "
+      "\"vocab_size\": 100, \"n_positions\": 64}", 0.1, 0.1, 0.1 },
+    { "gpt2 null and 0",
+      "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, "
+      "\"vocab_size\": 100, \"n_positions\": 64, \"attn_pdrop\": null, \"resid_pdrop\": 0, "
+      "\"embd_pdrop\": 0.25}", 0.1, 0.0, 0.25 },
+    { "opt absent: OPTConfig's dropout 0.1",
+      "{\"model_type\": \"opt\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"ffn_dim\": 128, \"vocab_size\": 100, "
+      "\"max_position_embeddings\": 64}", 0.0, 0.1, 0.0 },
+    { "opt: activation_dropout feeds no dropout layer",
+      "{\"model_type\": \"opt\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"ffn_dim\": 128, \"vocab_size\": 100, "
+      "\"max_position_embeddings\": 64, \"dropout\": 0.2, \"attention_dropout\": 0.3, "
+      "\"activation_dropout\": 0.4}", 0.3, 0.2, 0.0 },
+    { "bloom: hidden_dropout",
+      "{\"model_type\": \"bloom\", \"hidden_size\": 64, \"n_layer\": 2, \"n_head\": 4, "
+      "\"vocab_size\": 100, \"hidden_dropout\": 0.2, \"attention_dropout\": 0.3}",
+      0.3, 0.2, 0.0 },
+    { "falcon: hidden_dropout",
+      "{\"model_type\": \"falcon\", " FALCON_BODY ", \"hidden_dropout\": 0.2, "
+      "\"attention_dropout\": 0.3}", 0.3, 0.2, 0.0 },
+    { "RefinedWeb as falcon",
+      "{\"model_type\": \"RefinedWeb\", " FALCON_BODY ", \"hidden_dropout\": 0.2}",
+      0.0, 0.2, 0.0 },
+    { "gpt_neox: hidden_dropout feeds emb_dropout too",
+      "{\"model_type\": \"gpt_neox\", " NEOX_BODY ", \"hidden_dropout\": 0.2, "
+      "\"attention_dropout\": 0.3}", 0.3, 0.2, 0.2 },
+    { "phi: resid_pdrop, embd_pdrop",
+      "{\"model_type\": \"phi\", " NEOX_BODY ", \"resid_pdrop\": 0.2, \"embd_pdrop\": 0.05, "
+      "\"attention_dropout\": 0.3}", 0.3, 0.2, 0.05 },
+    { "phi3: its embd_pdrop feeds no layer",
+      "{\"model_type\": \"phi3\", " NEOX_BODY ", \"resid_pdrop\": 0.2, \"embd_pdrop\": 0.05, "
+      "\"attention_dropout\": 0.3}", 0.3, 0.2, 0.0 },
+    { "starcoder2: residual_dropout, embedding_dropout",
+      "{\"model_type\": \"starcoder2\", " NEOX_BODY ", \"residual_dropout\": 0.2, "
+      "\"embedding_dropout\": 0.05, \"attention_dropout\": 0.3}", 0.3, 0.2, 0.05 },
+    { "llama: attention_dropout only",
+      "{\"model_type\": \"llama\", " LLAMA_BODY ", \"attention_dropout\": 0.3, "
+      "\"hidden_dropout\": 0.2, \"resid_pdrop\": 0.2}", 0.3, 0.0, 0.0 },
+    { "qwen2",
+      "{\"model_type\": \"qwen2\", " LLAMA_BODY ", \"attention_dropout\": 0.3}", 0.3, 0.0,
+      0.0 },
+    { "gemma2",
+      "{\"model_type\": \"gemma2\", " LLAMA_BODY ", \"attention_dropout\": 0.3}", 0.3, 0.0,
+      0.0 },
+};
+
+ParameterizedTestParameters(hf_config, dropouts)
+{
+    return cr_make_param_array(dropout_case, dropout_cases,
+                               sizeof dropout_cases / sizeof dropout_cases[0]);
+}
+
+ParameterizedTest(const dropout_case *c, hf_config, dropouts, .init = setup_ctx,
+                  .fini = teardown_ctx)
+{
+    llmem_model *m = NULL;
+    int rc;
+    if (c->source[0] == '{') {
+        rc = llmem_model_new_hf_config_json(ctx, c->source, strlen(c->source), &m);
+    } else {
+        char path[PATH_CAP];
+        snprintf(path, sizeof path, HF_TEST_DIR "/configs/%.63s.json", c->source);
+        rc = llmem_model_new_hf_config(ctx, path, &m);
+    }
+    cr_assert_eq(rc, LLMEM_OK, "%s: %s", c->name, llmem_ctx_error(ctx));
+    const double want[3] = { c->attention, c->hidden, c->embedding };
+    for (int i = 0; i < 3; i++) {
+        double p = -1;
+        cr_assert_eq(llmem_model_get_double(m, LLMEM_MODEL_ATTENTION_DROPOUT + i, &p), LLMEM_OK);
+        cr_expect(p == want[i], "%s: site %d reads %g, want %g", c->name, i, p, want[i]);
+    }
+    llmem_model_free(m);
+}
+
+/* The presets carry their published configs' dropouts. */
+Test(hf_config, presets_have_their_configs_dropouts, .init = setup_ctx, .fini = teardown_ctx)
+{
+    static const struct {
+        const char *preset, *config;
+    } pairs[] = {
+        { "openai-community/gpt2", "gpt2" },        { "openai-community/gpt2-xl", "gpt2-xl" },
+        { "facebook/opt-125m", "opt-125m" },        { "facebook/opt-350m", "opt-350m" },
+        { "facebook/opt-1.3b", "opt-1.3b" },        { "bigscience/bloom-560m", "bloom-560m" },
+        { "meta-llama/Llama-2-7b-hf", "Llama-2-7b-hf" }, { "google/gemma-2-9b", "gemma-2-9b" },
+        { "microsoft/Phi-3-mini-4k-instruct", "Phi-3-mini-4k-instruct" },
+        { "Qwen/Qwen2.5-7B", "Qwen2.5-7B" },        { "mistralai/Mistral-7B-v0.1", "Mistral-7B-v0.1" },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        char path[PATH_CAP];
+        llmem_model *p = NULL, *c = NULL;
+        snprintf(path, sizeof path, HF_TEST_DIR "/configs/%s.json", pairs[i].config);
+        cr_assert_eq(llmem_model_new_preset(ctx, pairs[i].preset, &p), LLMEM_OK);
+        cr_assert_eq(llmem_model_new_hf_config(ctx, path, &c), LLMEM_OK, "%s", path);
+        for (int key = LLMEM_MODEL_ATTENTION_DROPOUT; key <= LLMEM_MODEL_EMBEDDING_DROPOUT; key++) {
+            double a = -1, b = -2;
+            llmem_model_get_double(p, key, &a);
+            llmem_model_get_double(c, key, &b);
+            cr_expect(a == b, "%s key %d: preset %g, config %g", pairs[i].preset, key, a, b);
+        }
+        llmem_model_free(c);
+        llmem_model_free(p);
     }
 }
 

@@ -71,7 +71,7 @@ def test_non_finite_reals_are_refused():
             with pytest.raises(llmem.Error) as info:
                 train.dropout = value
             assert info.value.field == "dropout"
-        assert train.dropout == 0.0
+        assert train.dropout == -1.0  # unchanged: the model's own
 
 
 def test_an_int64_overflow_is_out_of_range_before_the_call():

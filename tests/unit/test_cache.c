@@ -442,6 +442,67 @@ Test(cache, layouts_equal_fresh_handles)
     llmem_ctx_free(ctx);
 }
 
+/* The peak at one point, from a handle that may have cached another model's. */
+static uint64_t peak_at(llmem_estimate *e, llmem_model *m, llmem_train *t)
+{
+    uint64_t peak = 0;
+    cr_assert_eq(llmem_estimate_run(e, m, t), LLMEM_OK, "%s", llmem_ctx_error(e->ctx));
+    llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, &peak);
+    return peak;
+}
+
+/* A model that differs from another only in its dropout probabilities (its
+ * config's) never gets the other's cached result: they are model fields, in
+ * the resolved model's key, and the probabilities a step runs are in the
+ * setup's. Two GPT-2 handles, one with resid_pdrop 0, alternate on one
+ * estimate, over points and grids (compiled walks), under eager attention
+ * and SDPA; then one handle changed in place. Set, the setup's dropout
+ * replaces both models' and they agree. */
+Test(cache, dropouts_differing_models_do_not_share_results)
+{
+    static const char *const kernels[] = { "eager", "sdpa" };
+    llmem_ctx *ctx;
+    llmem_estimate *e;
+    llmem_model *own, *off;
+    llmem_train *t;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(ctx, "openai-community/gpt2", &own), LLMEM_OK);
+    cr_assert_eq(llmem_model_new_preset(ctx, "openai-community/gpt2", &off), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_double(off, LLMEM_MODEL_HIDDEN_DROPOUT, 0.0), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    for (size_t k = 0; k < N(kernels); k++) {
+        char label[64];
+        llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, kernels[k]);
+        set_point(t, 2, 256);
+        uint64_t a = peak_at(e, own, t), b = peak_at(e, off, t);
+        cr_expect_gt(a, b, "%s: resid_pdrop 0.1 holds its masks", kernels[k]);
+        cr_expect_eq(peak_at(e, own, t), a, "%s: the first model again", kernels[k]);
+        snprintf(label, sizeof label, "gpt2 %s, its own dropouts", kernels[k]);
+        walk_grid(ctx, e, own, t, NULL, label);
+        snprintf(label, sizeof label, "gpt2 %s, resid_pdrop 0", kernels[k]);
+        walk_grid(ctx, e, off, t, NULL, label);
+        /* set, the setup's dropout is every site's: the two models agree */
+        llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, 0.1);
+        set_point(t, 2, 256);
+        cr_expect_eq(peak_at(e, off, t), a, "%s: dropout 0.1 set", kernels[k]);
+        cr_expect_eq(peak_at(e, own, t), a, "%s: dropout 0.1 set", kernels[k]);
+        llmem_train_set_str(t, LLMEM_TRAIN_DROPOUT, "model");
+    }
+    /* The first handle changed in place reads as the second. */
+    set_point(t, 2, 256);
+    uint64_t before = peak_at(e, own, t);
+    cr_assert_eq(llmem_model_set_double(own, LLMEM_MODEL_HIDDEN_DROPOUT, 0.0), LLMEM_OK);
+    cr_expect_lt(peak_at(e, own, t), before);
+    cr_expect_eq(peak_at(e, own, t), peak_at(e, off, t));
+    llmem_train_free(t);
+    llmem_model_free(off);
+    llmem_model_free(own);
+    llmem_estimate_free(e);
+    reference_done();
+    llmem_ctx_free(ctx);
+}
+
 /* One handle through more setups, layouts and models than it keeps (its
  * configurations, contexts and segments are evicted and its arena starts
  * over): every answer still a fresh handle's. */

@@ -53,7 +53,8 @@ static seg_cost simulate_layer(const shape_case *c, int grad_enabled)
     m.kv_heads /= c->t;
     m.intermediate /= c->t;
     build b = { .g = &g, .batch = c->b, .seq = c->s, .tokens = c->b * c->s, .autocast = 0,
-                .compute = 2, .param_dt = 2, .dropout = 0.1, .sp = c->sp ? c->t : 1, .ep = 1 };
+                .compute = 2, .param_dt = 2, .dropout = { 0.1, 0.1, 0.1 },
+                .sp = c->sp ? c->t : 1, .ep = 1 };
     seg_spec spec = { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 };
     llmem_graph_reset(&g, grad_enabled);
     llmem_layers_decoder(&b, &m, &spec);

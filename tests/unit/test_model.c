@@ -949,3 +949,82 @@ Test(model, field_info_and_value_names)
     llmem_model_free(m);
     llmem_ctx_free(c);
 }
+
+/* The dropout probabilities: real fields, set and read as doubles, within
+ * [0, 1); a family sets its configuration class's defaults; a site the
+ * family's code lacks takes only 0 (validate names the field). */
+Test(model, dropout_fields, .init = setup_ctx, .fini = teardown_ctx)
+{
+    static const int keys[] = { LLMEM_MODEL_ATTENTION_DROPOUT, LLMEM_MODEL_HIDDEN_DROPOUT,
+                                LLMEM_MODEL_EMBEDDING_DROPOUT };
+    static const char *const names[] = { "attention-dropout", "hidden-dropout",
+                                         "embedding-dropout" };
+    llmem_model *m = NULL;
+    double p = -1;
+    int64_t i = -1;
+    int object = 0, key = 0;
+    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_GPT2, &m), LLMEM_OK);
+    for (int k = 0; k < 3; k++) {
+        const char *name = NULL;
+        cr_expect_eq(llmem_model_field_is_real(keys[k]), 1);
+        cr_assert_eq(llmem_model_field_info(keys[k], &name, NULL, NULL), LLMEM_OK);
+        cr_expect_str_eq(name, names[k]);
+        /* GPT2Config's attn_pdrop, resid_pdrop, embd_pdrop */
+        cr_assert_eq(llmem_model_get_double(m, keys[k], &p), LLMEM_OK);
+        cr_expect(p == 0.1, "%s: %g", names[k], p);
+    }
+    cr_expect_eq(llmem_model_field_is_real(LLMEM_MODEL_HIDDEN), 0);
+    cr_expect_eq(llmem_model_field_is_real(0), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_field_is_real(LLMEM_MODEL_EMBEDDING_DROPOUT + 1), LLMEM_EINVAL);
+    /* set and read back; an integer is its real */
+    cr_expect_eq(llmem_model_set_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, 0.25), LLMEM_OK);
+    cr_expect_eq(llmem_model_get_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, &p), LLMEM_OK);
+    cr_expect(p == 0.25);
+    cr_expect_eq(llmem_model_set_int(m, LLMEM_MODEL_HIDDEN_DROPOUT, 0), LLMEM_OK);
+    cr_expect_eq(llmem_model_get_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, &p), LLMEM_OK);
+    cr_expect(p == 0.0);
+    /* bounds: [0, 1), finite; refused values leave the field */
+    cr_expect_eq(llmem_model_set_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, 1.0), LLMEM_ERANGE);
+    cr_expect_str_eq(llmem_ctx_error(ctx), "hidden-dropout: value 1 out of range [0, 1)");
+    cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+    cr_expect(object == LLMEM_OBJECT_MODEL && key == LLMEM_MODEL_HIDDEN_DROPOUT);
+    cr_expect_eq(llmem_model_set_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, -0.1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_model_set_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, 0.0 / 0.0), LLMEM_ERANGE);
+    cr_expect_eq(llmem_model_set_int(m, LLMEM_MODEL_HIDDEN_DROPOUT, 1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_model_get_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, &p), LLMEM_OK);
+    cr_expect(p == 0.0);
+    /* a real field is not an integer, nor a named field, and the reverse */
+    cr_expect_eq(llmem_model_get_int(m, LLMEM_MODEL_HIDDEN_DROPOUT, &i), LLMEM_EINVAL);
+    cr_expect_str_eq(llmem_ctx_error(ctx),
+                     "hidden-dropout: a real field (read it with llmem_model_get_double)");
+    cr_expect_eq(llmem_model_set_str(m, LLMEM_MODEL_HIDDEN_DROPOUT, "0.1"), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_get_double(m, LLMEM_MODEL_HIDDEN, &p), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_set_double(m, LLMEM_MODEL_HIDDEN, 64.0), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_get_double(m, 9999, &p), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_get_double(NULL, LLMEM_MODEL_HIDDEN_DROPOUT, &p), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_get_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, NULL), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_set_double(NULL, LLMEM_MODEL_HIDDEN_DROPOUT, 0.1), LLMEM_EINVAL);
+    /* a new family brings its defaults: OPTConfig's dropout 0.1, attention_dropout 0 */
+    cr_assert_eq(llmem_model_set_str(m, LLMEM_MODEL_FAMILY, "opt"), LLMEM_OK);
+    llmem_model_get_double(m, LLMEM_MODEL_ATTENTION_DROPOUT, &p);
+    cr_expect(p == 0.0);
+    llmem_model_get_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, &p);
+    cr_expect(p == 0.1);
+    /* OPT has no embedding dropout: 0.1 there is refused when the fields meet */
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, 64), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_LAYERS, 2), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HEADS, 4), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_INTERMEDIATE, 128), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_VOCAB, 100), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_MAX_POSITIONS, 64), LLMEM_OK);
+    cr_expect_eq(llmem_model_validate(m), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_model_set_double(m, LLMEM_MODEL_EMBEDDING_DROPOUT, 0.1), LLMEM_OK);
+    cr_expect_eq(llmem_model_validate(m), LLMEM_EINCONSISTENT);
+    cr_expect_str_eq(llmem_ctx_error(ctx), "embedding-dropout: 0.1, but opt models have no "
+                                           "dropout on the embedding output (leave it 0)");
+    cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
+    cr_expect(object == LLMEM_OBJECT_MODEL && key == LLMEM_MODEL_EMBEDDING_DROPOUT);
+    cr_assert_eq(llmem_model_set_double(m, LLMEM_MODEL_EMBEDDING_DROPOUT, 0.0), LLMEM_OK);
+    cr_expect_eq(llmem_model_validate(m), LLMEM_OK);
+    llmem_model_free(m);
+}

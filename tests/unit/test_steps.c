@@ -314,3 +314,93 @@ Test(steps, sdpa_backends, .init = setup_est, .fini = teardown_est)
                   probs - lse, "the math path saves each layer's fp32 probabilities");
     llmem_model_free(gqa);
 }
+
+/* ---- the model's own dropouts ------------------------------------------- */
+
+static void set_model_dropouts(llmem_model *m, double attention, double hidden, double embedding)
+{
+    cr_assert_eq(llmem_model_set_double(m, LLMEM_MODEL_ATTENTION_DROPOUT, attention), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, hidden), LLMEM_OK);
+    cr_assert_eq(llmem_model_set_double(m, LLMEM_MODEL_EMBEDDING_DROPOUT, embedding), LLMEM_OK);
+}
+
+/* The Trainer runs the model in train mode: unset, each dropout site runs at
+ * the model's own probability. GPT-2's are all 0.1 (attn_pdrop, resid_pdrop,
+ * embd_pdrop): its default estimate is dropout 0.1's, on every kernel and
+ * precision, and above dropout 0's. */
+Test(steps, dropout_is_the_models_own, .init = setup_est, .fini = teardown_est)
+{
+    static const char *const presets[] = { "openai-community/gpt2", "gpt2-medium" };
+    static const char *const kernels[] = { "eager", "sdpa" };
+    static const char *const precisions[] = { "fp32", "bf16-mixed" };
+    for (size_t p = 0; p < 2; p++) {
+        llmem_model *m = preset(presets[p]);
+        for (size_t k = 0; k < 4; k++) {
+            const char *kernel = kernels[k / 2], *precision = precisions[k % 2];
+            result own, all, none;
+            RUN(m, &own, S(ATTENTION, kernel), S(PRECISION, precision), S(BATCH, "2"));
+            RUN(m, &all, S(ATTENTION, kernel), S(PRECISION, precision), S(BATCH, "2"),
+                R(DROPOUT, 0.1));
+            RUN(m, &none, S(ATTENTION, kernel), S(PRECISION, precision), S(BATCH, "2"),
+                R(DROPOUT, 0.0));
+            cr_expect_eq(own.allocated, all.allocated, "%s %s %s", presets[p], kernel, precision);
+            cr_expect_eq(own.reserved, all.reserved, "%s %s %s", presets[p], kernel, precision);
+            cr_expect_gt(own.allocated, none.allocated, "%s %s %s", presets[p], kernel,
+                         precision);
+        }
+        llmem_model_free(m);
+    }
+}
+
+/* OPT's sites differ: dropout 0.1 on the attention and MLP outputs, none on
+ * the attention probabilities (attention_dropout 0). Under eager attention,
+ * where the probabilities' dropout keeps a mask, its default is neither
+ * dropout 0's nor 0.1's; with the model's attention dropout at 0.1 it is
+ * 0.1's, with its hidden dropout at 0 it is 0's: each site reads its own. */
+Test(steps, dropout_sites_read_their_own, .init = setup_est, .fini = teardown_est)
+{
+    llmem_model *m = preset("facebook/opt-125m");
+    result own, all, none, attention_too, hidden_off;
+    RUN(m, &own, S(ATTENTION, "eager"), S(BATCH, "2"));
+    RUN(m, &all, S(ATTENTION, "eager"), S(BATCH, "2"), R(DROPOUT, 0.1));
+    RUN(m, &none, S(ATTENTION, "eager"), S(BATCH, "2"), R(DROPOUT, 0.0));
+    cr_expect_lt(none.allocated, own.allocated);
+    cr_expect_lt(own.allocated, all.allocated);
+    set_model_dropouts(m, 0.1, 0.1, 0.0);
+    RUN(m, &attention_too, S(ATTENTION, "eager"), S(BATCH, "2"));
+    cr_expect_eq(attention_too.allocated, all.allocated);
+    set_model_dropouts(m, 0.0, 0.0, 0.0);
+    RUN(m, &hidden_off, S(ATTENTION, "eager"), S(BATCH, "2"));
+    cr_expect_eq(hidden_off.allocated, none.allocated);
+    /* Set, the setup's dropout replaces every site's: 0.1 runs 0.1 at all three. */
+    RUN(m, &attention_too, S(ATTENTION, "eager"), S(BATCH, "2"), R(DROPOUT, 0.1));
+    cr_expect_eq(attention_too.allocated, all.allocated);
+    llmem_model_free(m);
+}
+
+/* dropout 0 set turns every site off, whatever the model's: GPT-2 with
+ * dropout 0 is GPT-2 with its three probabilities at 0. */
+Test(steps, dropout_zero_turns_every_site_off, .init = setup_est, .fini = teardown_est)
+{
+    llmem_model *m = preset("openai-community/gpt2");
+    result zero, zeroed;
+    RUN(m, &zero, S(ATTENTION, "eager"), S(BATCH, "2"), R(DROPOUT, 0.0));
+    set_model_dropouts(m, 0.0, 0.0, 0.0);
+    RUN(m, &zeroed, S(ATTENTION, "eager"), S(BATCH, "2"));
+    cr_expect_eq(zero.allocated, zeroed.allocated);
+    cr_expect_eq(zero.reserved, zeroed.reserved);
+    llmem_model_free(m);
+}
+
+/* Phi-3's decoder layer drops out the attention's and the MLP's outputs
+ * (resid_attn_dropout, resid_mlp_dropout): with SDPA's fused kernel, whose
+ * attention dropout keeps no mask, dropout 0.1 still holds more than 0. */
+Test(steps, phi3_residual_dropouts, .init = setup_est, .fini = teardown_est)
+{
+    llmem_model *m = preset("microsoft/Phi-3-mini-4k-instruct");
+    result with, without;
+    RUN(m, &with, S(ATTENTION, "sdpa"), S(PRECISION, "bf16-mixed"), R(DROPOUT, 0.1));
+    RUN(m, &without, S(ATTENTION, "sdpa"), S(PRECISION, "bf16-mixed"), R(DROPOUT, 0.0));
+    cr_expect_gt(with.phase[LLMEM_PHASE_FORWARD], without.phase[LLMEM_PHASE_FORWARD]);
+    llmem_model_free(m);
+}

@@ -28,7 +28,10 @@ static void check_dense(const field_table *t, int key_end, int defaults)
         cr_expect_leq(f->min, f->max, "%s: bounds", f->name);
         cr_expect((f->kind == FIELD_ENUM || f->kind == FIELD_MASK) == (f->values != NULL),
                   "%s: named values exactly for enumerated and mask fields", f->name);
-        if (defaults && f->kind != FIELD_MASK)
+        /* The training setup's dropout defaults to the model's own, outside its bounds. */
+        int model_dropout = t == &llmem_train_fields && f->key == LLMEM_TRAIN_DROPOUT &&
+                            f->def == TRAIN_DROPOUT_MODEL;
+        if (defaults && f->kind != FIELD_MASK && !model_dropout)
             cr_expect(f->def >= f->min && f->def <= f->max, "%s: default within bounds", f->name);
         for (size_t j = 0; j < i; j++)
             cr_expect_str_neq(t->rows[j].name, f->name, "%s: two fields named alike", f->name);
@@ -58,6 +61,14 @@ Test(tables, every_family_has_a_row)
                                f->path);
         cr_expect(f->phased == 0 || f->path != PATH_NONE,
                   "%s: phased features without a code path", f->id.name);
+        /* Dropout defaults are probabilities, 0 at a site the code lacks (a
+         * family's own model must validate); every family has attention. */
+        cr_expect(f->dropout_sites & DROPOUT_AT(DROPOUT_ATTENTION), "%s: attention dropout",
+                  f->id.name);
+        for (int site = 0; site < DROPOUT_SITES; site++)
+            cr_expect(f->dropout[site] >= 0.0 && f->dropout[site] < 1.0 &&
+                          (f->dropout[site] == 0.0 || (f->dropout_sites & DROPOUT_AT(site))),
+                      "%s: dropout default %g at site %d", f->id.name, f->dropout[site], site);
     }
     cr_expect_null(llmem_family(0));
     cr_expect_null(llmem_family(FAMILY_LAST + 1));
@@ -97,12 +108,22 @@ Test(tables, every_optimizer_and_precision_has_a_row)
     cr_expect_eq(llmem_optimizer_implied_impl("adamw_torch_fused"), LLMEM_OPTIMIZER_IMPL_FUSED);
     cr_expect_eq(llmem_optimizer_implied_impl("adamw"), 0);
     cr_expect_eq(llmem_optimizer_implied_impl(NULL), 0);
-    for (int v = 1; v <= LLMEM_PRECISION_BF16; v++) {
+    for (int v = 1; v <= LLMEM_PRECISION_BF16_AUTOCAST; v++) {
         const precision_desc *p = llmem_precision(v);
         cr_assert_not_null(p, "precision %d has no row", v);
         cr_expect_eq(p->id.value, v);
         cr_expect(p->param_dt == 2 || p->param_dt == 4, "%s", p->id.name);
         cr_expect(p->compute_dt == 2 || p->compute_dt == 4, "%s", p->id.name);
-        cr_expect_eq(p->autocast, p->param_dt != p->compute_dt, "%s: autocast iff mixed", p->id.name);
+        /* Weights wider than the matmuls need autocast; bf16-autocast has it
+         * over bf16 weights (from_pretrained's dtype "auto" with bf16=True). */
+        cr_expect(p->param_dt == p->compute_dt || p->autocast, "%s: mixed needs autocast",
+                  p->id.name);
+        cr_expect_eq(p->autocast, p->param_dt != p->compute_dt ||
+                                      v == LLMEM_PRECISION_BF16_AUTOCAST,
+                     "%s: autocast", p->id.name);
     }
+    cr_expect_null(llmem_precision(LLMEM_PRECISION_BF16_AUTOCAST + 1));
+    const precision_desc *ba = llmem_precision(LLMEM_PRECISION_BF16_AUTOCAST);
+    cr_expect_str_eq(ba->id.name, "bf16-autocast");
+    cr_expect(ba->param_dt == 2 && ba->compute_dt == 2 && ba->autocast);
 }

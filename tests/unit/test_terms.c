@@ -184,7 +184,8 @@ static const char *const invariant_presets[] = {
 static const int methods[] = { LLMEM_METHOD_FULL, LLMEM_METHOD_LORA, LLMEM_METHOD_QLORA,
                                LLMEM_METHOD_FREEZE };
 static const int precisions[] = { LLMEM_PRECISION_FP32, LLMEM_PRECISION_BF16_MIXED,
-                                  LLMEM_PRECISION_FP16_MIXED, LLMEM_PRECISION_BF16 };
+                                  LLMEM_PRECISION_FP16_MIXED, LLMEM_PRECISION_BF16,
+                                  LLMEM_PRECISION_BF16_AUTOCAST };
 static const int optimizers[] = { LLMEM_OPTIMIZER_ADAMW,        LLMEM_OPTIMIZER_ADAM,
                                   LLMEM_OPTIMIZER_SGD,          LLMEM_OPTIMIZER_SGD_MOMENTUM,
                                   LLMEM_OPTIMIZER_ADAFACTOR,    LLMEM_OPTIMIZER_ADAMW_8BIT,
@@ -414,7 +415,7 @@ static const char *const exact_presets[] = { "gpt2", "gpt2-medium", "Llama-3.2-1
 
 /* Full fine-tuning keeps every weight in the recipe's parameter dtype:
  * fp32 for fp32 and the mixed recipes (fp32 master weights), bf16 for pure
- * bf16. Buffers (GPT-2's causal masks, rotary inv_freq) come on top. */
+ * bf16 and for bf16 weights under autocast (no master copy). Buffers (GPT-2's causal masks, rotary inv_freq) come on top. */
 Test(terms, parameters_term_bytes_per_parameter, .init = setup_est, .fini = teardown_est)
 {
     static const struct {
@@ -425,6 +426,7 @@ Test(terms, parameters_term_bytes_per_parameter, .init = setup_est, .fini = tear
         { LLMEM_PRECISION_BF16_MIXED, 4 },
         { LLMEM_PRECISION_FP16_MIXED, 4 },
         { LLMEM_PRECISION_BF16, 2 },
+        { LLMEM_PRECISION_BF16_AUTOCAST, 2 },
     };
     for (size_t i = 0; i < N_OF(exact_presets); i++) {
         llmem_model *m = preset(exact_presets[i]);
@@ -478,7 +480,8 @@ Test(terms, buffers_follow_hf_modules, .init = setup_est, .fini = teardown_est)
 
 /* Gradients plus states, per parameter, for full fine-tuning:
  * AdamW/Adam: grad 4 + exp_avg 4 + exp_avg_sq 4; SGD: grad 4;
- * SGD with momentum and Lion: grad 4 + one state 4; pure bf16 halves each. */
+ * SGD with momentum and Lion: grad 4 + one state 4; bf16 weights (pure or
+ * under autocast) halve each. */
 Test(terms, optimizer_term_bytes_per_parameter, .init = setup_est, .fini = teardown_est)
 {
     static const struct {
@@ -496,6 +499,9 @@ Test(terms, optimizer_term_bytes_per_parameter, .init = setup_est, .fini = teard
         { LLMEM_PRECISION_BF16, LLMEM_OPTIMIZER_ADAMW, 6 },
         { LLMEM_PRECISION_BF16, LLMEM_OPTIMIZER_SGD, 2 },
         { LLMEM_PRECISION_BF16, LLMEM_OPTIMIZER_LION, 4 },
+        /* bf16 weights under autocast: torch's states follow the weights */
+        { LLMEM_PRECISION_BF16_AUTOCAST, LLMEM_OPTIMIZER_ADAMW, 6 },
+        { LLMEM_PRECISION_BF16_AUTOCAST, LLMEM_OPTIMIZER_SGD, 2 },
     };
     for (size_t i = 0; i < N_OF(exact_presets); i++) {
         llmem_model *m = preset(exact_presets[i]);
@@ -514,13 +520,62 @@ Test(terms, optimizer_term_bytes_per_parameter, .init = setup_est, .fini = teard
                          (double)r.max[LLMEM_TERM_OPTIMIZER] / (double)P, expect[j].bytes);
             /* The gradients are one parameter-sized tensor in the weights' dtype;
              * the rest is states. */
-            uint64_t grad_bytes = expect[j].precision == LLMEM_PRECISION_BF16 ? 2 : 4;
+            uint64_t grad_bytes = expect[j].precision == LLMEM_PRECISION_BF16 ||
+                                          expect[j].precision == LLMEM_PRECISION_BF16_AUTOCAST
+                                      ? 2
+                                      : 4;
             cr_expect_eq(component(&r, LLMEM_TERM_OPTIMIZER, "states"),
                          P * (expect[j].bytes - grad_bytes), "%s precision %d optimizer %d: states",
                          exact_presets[i], expect[j].precision, expect[j].optimizer);
         }
         llmem_model_free(m);
     }
+}
+
+/* bf16 weights under autocast (from_pretrained's dtype "auto" with
+ * bf16=True): cached_cast returns a weight already in bf16 as it is (no cast
+ * copies, nothing cached), the embedding and so the residual stream are bf16,
+ * and a Llama's fp32-list ops (RMSNorm's pow and rsqrt) already take fp32. So
+ * a Llama step holds, op for op, what pure bf16 holds; a LayerNorm model does
+ * not: layer_norm's outputs (and its weights' copies) are fp32, and each
+ * linear after one casts its input back. */
+Test(terms, bf16_autocast_llama_is_pure_bf16, .init = setup_est, .fini = teardown_est)
+{
+    static const int attention[] = { LLMEM_ATTENTION_EAGER, LLMEM_ATTENTION_SDPA };
+    static const char *const llamas[] = { "meta-llama/Llama-3.2-1B", "Qwen/Qwen2.5-0.5B" };
+    for (size_t i = 0; i < N_OF(llamas); i++) {
+        llmem_model *m = preset(llamas[i]);
+        for (size_t a = 0; a < N_OF(attention); a++) {
+            config c = default_config();
+            result pure, autocast;
+            c.attention = attention[a];
+            c.precision = LLMEM_PRECISION_BF16;
+            run(m, &c, &pure);
+            c.precision = LLMEM_PRECISION_BF16_AUTOCAST;
+            run(m, &c, &autocast);
+            cr_expect_eq(autocast.allocated, pure.allocated,
+                         "%s attention %d: bf16-autocast %" PRIu64 " != bf16 %" PRIu64, llamas[i],
+                         attention[a], autocast.allocated, pure.allocated);
+            for (int p = LLMEM_PHASE_FORWARD; p <= LLMEM_PHASE_OPTIMIZER; p++)
+                cr_expect_eq(autocast.phase_bytes[p], pure.phase_bytes[p], "%s phase %d",
+                             llamas[i], p);
+        }
+        llmem_model_free(m);
+    }
+    /* GPT-2: more than pure bf16 (fp32 LayerNorm outputs and the casts after
+     * them), less than bf16-mixed (bf16 weights, states and residual stream). */
+    llmem_model *m = preset("gpt2");
+    config c = default_config();
+    result pure, autocast, mixed;
+    c.precision = LLMEM_PRECISION_BF16;
+    run(m, &c, &pure);
+    c.precision = LLMEM_PRECISION_BF16_AUTOCAST;
+    run(m, &c, &autocast);
+    c.precision = LLMEM_PRECISION_BF16_MIXED;
+    run(m, &c, &mixed);
+    cr_expect_gt(autocast.phase_bytes[LLMEM_PHASE_FORWARD], pure.phase_bytes[LLMEM_PHASE_FORWARD]);
+    cr_expect_lt(autocast.allocated, mixed.allocated);
+    llmem_model_free(m);
 }
 
 Test(terms, data_term, .init = setup_est, .fini = teardown_est)

@@ -76,7 +76,10 @@ Test(train, defaults, .init = setup_train, .fini = teardown_train)
      * adamw_torch_fused. */
     cr_expect_eq(get_int(LLMEM_TRAIN_ATTENTION), LLMEM_ATTENTION_SDPA);
     cr_expect_eq(get_int(LLMEM_TRAIN_OPTIMIZER_IMPL), LLMEM_OPTIMIZER_IMPL_FUSED);
-    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.0, "dropout %g", get_double(LLMEM_TRAIN_DROPOUT));
+    /* The Trainer trains in train mode: each dropout site at the model's own
+     * probability, -1 (since 0.2.0; 0 before). */
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == -1.0, "dropout %g",
+              get_double(LLMEM_TRAIN_DROPOUT));
     /* PEFT's LoraConfig.lora_dropout. */
     cr_expect(get_double(LLMEM_TRAIN_LORA_DROPOUT) == 0.0, "lora dropout %g",
               get_double(LLMEM_TRAIN_LORA_DROPOUT));
@@ -128,6 +131,7 @@ static const named_value named[] = {
     { LLMEM_TRAIN_PRECISION, "bf16-mixed", LLMEM_PRECISION_BF16_MIXED },
     { LLMEM_TRAIN_PRECISION, "fp16-mixed", LLMEM_PRECISION_FP16_MIXED },
     { LLMEM_TRAIN_PRECISION, "bf16", LLMEM_PRECISION_BF16 },
+    { LLMEM_TRAIN_PRECISION, "bf16-autocast", LLMEM_PRECISION_BF16_AUTOCAST },
     { LLMEM_TRAIN_OPTIMIZER, "adamw", LLMEM_OPTIMIZER_ADAMW },
     { LLMEM_TRAIN_OPTIMIZER, "adam", LLMEM_OPTIMIZER_ADAM },
     { LLMEM_TRAIN_OPTIMIZER, "sgd", LLMEM_OPTIMIZER_SGD },
@@ -524,10 +528,34 @@ Test(train, dropout_bounds, .init = setup_train, .fini = teardown_train)
     cr_expect_str_eq(llmem_ctx_error(ctx), "dropout: value 1 out of range [0, 1)");
     cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
     cr_expect(object == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_DROPOUT);
-    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, -1), LLMEM_ERANGE);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, -2), LLMEM_ERANGE);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
+    cr_expect_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, -0.5), LLMEM_ERANGE);
     cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == below_one);
     cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, 0), LLMEM_OK);
     cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == 0.0);
+}
+
+/* -1, or "model" as text, is the default back: each site at the model's own
+ * probability. Only the dropout field takes it, and only spelled so. */
+Test(train, dropout_model_own, .init = setup_train, .fini = teardown_train)
+{
+    static const char *const ways[] = { "int", "double", "text -1", "text model" };
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.2), LLMEM_OK);
+        int rc = i == 0   ? llmem_train_set_int(train, LLMEM_TRAIN_DROPOUT, -1)
+                 : i == 1 ? llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, -1.0)
+                 : i == 2 ? llmem_train_set_str(train, LLMEM_TRAIN_DROPOUT, "-1")
+                          : llmem_train_set_str(train, LLMEM_TRAIN_DROPOUT, "model");
+        cr_expect_eq(rc, LLMEM_OK, "%s: %s", ways[i], llmem_ctx_error(ctx));
+        cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == -1.0, "%s", ways[i]);
+    }
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_DROPOUT, "Model"), LLMEM_EINVAL);
+    cr_expect_str_eq(llmem_ctx_error(ctx), "dropout: 'Model' is not a decimal number");
+    cr_expect_eq(llmem_train_set_str(train, LLMEM_TRAIN_LORA_DROPOUT, "model"), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_set_double(train, LLMEM_TRAIN_LORA_DROPOUT, -1.0), LLMEM_ERANGE);
+    cr_expect_eq(llmem_train_set_int(train, LLMEM_TRAIN_ARTICLE_TMP_FACTOR, -1), LLMEM_ERANGE);
+    cr_expect(get_double(LLMEM_TRAIN_DROPOUT) == -1.0);
 }
 
 typedef struct bad_int {
@@ -544,7 +572,7 @@ static const bad_int bad_ints[] = {
     { LLMEM_TRAIN_SEQ, 0, "seq" },
     { LLMEM_TRAIN_SEQ, -512, "seq" },
     { LLMEM_TRAIN_PRECISION, 0, "precision" },
-    { LLMEM_TRAIN_PRECISION, 5, "precision" },
+    { LLMEM_TRAIN_PRECISION, LLMEM_PRECISION_BF16_AUTOCAST + 1, "precision" },
     { LLMEM_TRAIN_OPTIMIZER, 0, "optimizer" },
     { LLMEM_TRAIN_OPTIMIZER, 14, "optimizer" },
     { LLMEM_TRAIN_OPTIMIZER_IMPL, 0, "optimizer-impl" },
@@ -893,10 +921,18 @@ Test(train, unread_at_default_and_implied_are_accepted, .init = setup_train,
     cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_OPTIMIZER, "adamw_torch"), LLMEM_OK);
     cr_expect_not_null(llmem_train_unread(train, LLMEM_TRAIN_OPTIMIZER_IMPL));
     cr_expect_eq(run_default_model(), LLMEM_OK, "%s", llmem_ctx_error(ctx));
-    /* set back to its default: nothing is ignored */
+    /* set back to its default, the model's own: nothing is ignored; a
+     * probability, 0 included, would be */
     cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.1), LLMEM_OK);
     cr_expect_eq(run_default_model(), LLMEM_EINCONSISTENT);
     cr_assert_eq(llmem_train_set_double(train, LLMEM_TRAIN_DROPOUT, 0.0), LLMEM_OK);
+    cr_expect_eq(run_default_model(), LLMEM_EINCONSISTENT);
+    cr_expect_str_eq(llmem_ctx_error(ctx),
+                     "dropout: 0 is not read: it needs formula phased (the default): the "
+                     "article's sum reads only the model's parameter count, batch, seq, "
+                     "optimizer, gpu and the article-* fields; leave dropout at its default "
+                     "(model: the model's own)");
+    cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_DROPOUT, "model"), LLMEM_OK);
     cr_expect_eq(run_default_model(), LLMEM_OK, "%s", llmem_ctx_error(ctx));
     /* what the setup reads; unknown keys and NULL read as NULL */
     cr_expect_null(llmem_train_unread(train, LLMEM_TRAIN_SEQ));

@@ -342,7 +342,7 @@ static void check_segments(const char *name, llmem_model *mm)
                 continue; /* setup runs eager there (llmem_setup_resolve) */
             build b = { .g = &g, .batch = 2, .seq = 128, .tokens = 256, .autocast = 1, .sp = 1,
                         .attention = kernels[run / 2], .ep = 1, .compute = 2, .param_dt = 4,
-                        .dropout = 0.1, .hold_input = hold };
+                        .dropout = { 0.1, 0.1, 0.1 }, .hold_input = hold };
             seg_cost c;
             llmem_graph_reset(&g, 1);
             llmem_layers_decoder(&b, &m, &specs[k]);
@@ -470,8 +470,9 @@ static void check_one_recording(const char *name, llmem_model *mm)
                 continue;
             build b = { .g = &g, .batch = 3, .seq = 96, .tokens = 288, .autocast = mixed,
                         .sp = 1, .attention = kernel, .ep = 1, .compute = 2,
-                        .param_dt = mixed ? 4 : 2, .dropout = dropout ? 0.1 : 0.0,
-                        .lora_dropout = dropout ? 0.05 : 0.0 };
+                        .param_dt = mixed ? 4 : 2, .lora_dropout = dropout ? 0.05 : 0.0 };
+            for (int site = 0; site < DROPOUT_SITES; site++)
+                b.dropout[site] = dropout ? 0.1 : 0.0;
             int mode = modes[run & 1];
             /* The input's hold keeps it to the end of forward, when its last
              * use comes before (no_grad: nothing else keeps it). */

@@ -11,14 +11,20 @@ For every CSV row the CLI is run as
         --tie-embeddings 0|1 --attn-bias 0|1 --batch B --seq S
         --precision PREC --optimizer OPT --optimizer-impl IMPL
         --grad-ckpt none|reentrant|non-reentrant
-        --attention eager|sdpa --dropout P --method M
+        --attention eager|sdpa [--dropout P] --method M
         [--lora-rank R --lora-targets a,b [--lora-dropout P]] [--freeze-layers N]
         [--qk-norm Q --experts E --experts-per-token K --expert-intermediate N
          --shared-expert-intermediate N --shared-expert-gate G] --json
 
 (the bracketed architecture flags only for optional CSV columns that are
 present and nonzero, as in grid_more.csv; every training field is passed
-explicitly, so a row means what was measured whatever llmem's defaults are)
+explicitly, so a row means what was measured whatever llmem's defaults are,
+but one: a ``dropout`` of ``model`` passes no ``--dropout``, so each dropout
+site runs at the model's own probability, llmem's default, as
+grid_dropouts.csv measured it; with ``dropout_source`` ``config`` the row's
+``attention_dropout``, ``hidden_dropout`` and ``embedding_dropout`` are the
+model's, passed as --attention-dropout, --hidden-dropout and
+--embedding-dropout; with ``family`` llmem's --family must supply them)
 
 and its JSON ``peak_allocated_bytes`` and ``peak_phase`` are compared with
 ``measured_peak_bytes`` and ``measured_peak_phase``.  Prints the relative
@@ -82,6 +88,13 @@ LAYOUT_FLAGS = (
     ("mlp_bias", "--mlp-bias"),
 )
 
+# a model's own dropout probabilities by kind of site (grid_dropouts.csv)
+MODEL_DROPOUT_FLAGS = (
+    ("attention_dropout", "--attention-dropout"),
+    ("hidden_dropout", "--hidden-dropout"),
+    ("embedding_dropout", "--embedding-dropout"),
+)
+
 # the harness's hidden_act names -> llmem activation names
 ACTIVATIONS = {"silu": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu-tanh",
                "gelu_tanh": "gelu-tanh", "gelu_new": "gelu-new", "gelu_fast": "gelu-fast",
@@ -111,8 +124,13 @@ def build_command(llmem, row):
            "--optimizer", row["optimizer"],
            "--grad-ckpt", row["grad_ckpt"],
            "--attention", row["attention"],
-           "--dropout", row["dropout"],
            "--method", row["method"]]
+    # "model": the model's own dropouts, llmem's default (grid_dropouts.csv)
+    if row["dropout"].strip() != "model":
+        cmd += ["--dropout", row["dropout"]]
+    if (row.get("dropout_source") or "").strip() == "config":
+        for col, flag in MODEL_DROPOUT_FLAGS:
+            cmd += [flag, row[col]]
     # torch.optim's optimizers take an implementation; the harness logs one
     # for every row, the others' included (llmem refuses a flag it ignores).
     if row["optimizer"] in TORCH_OPTIMIZERS:

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+from typing import Optional
 
 import torch
 
@@ -53,6 +54,11 @@ class RunConfig:
     grad_ckpt: str = "none"          # none | reentrant | non-reentrant
     attention: str = "eager"         # eager | sdpa (sdpa.py)
     dropout: float = 0.0
+    # the model config's own probabilities by kind of site (models.ArchConfig);
+    # None: dropout
+    attention_dropout: Optional[float] = None
+    hidden_dropout: Optional[float] = None
+    embedding_dropout: Optional[float] = None
     method: str = "full"
     lora_rank: int = 0
     lora_targets: str = ""
@@ -105,7 +111,8 @@ class RunConfig:
             vocab=self.vocab, max_positions=self.max_positions,
             tie_embeddings=bool(self.tie_embeddings), attn_bias=bool(self.attn_bias),
             dropout=self.dropout, eps=1e-5 if self.family == "gpt2" else 1e-6,
-            attention=self.attention)
+            attention=self.attention, attention_dropout=self.attention_dropout,
+            hidden_dropout=self.hidden_dropout, embedding_dropout=self.embedding_dropout)
 
 
 # ---------------------------------------------------------------------------

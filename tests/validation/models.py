@@ -59,7 +59,10 @@ class CudaAutocastEmu:
     * all other ops follow ordinary type promotion.
 
     When ``dtype`` is None (fp32 or pure bf16 training) every method is the
-    identity.
+    identity.  Over bf16 parameters (bf16-autocast) ``lp`` returns them as
+    they are (cached_cast casts only a dtype other than the target, and
+    caches only casts of fp32 tensors), while ``fp32`` still casts them
+    (layer_norm's weight and bias: a fresh fp32 copy at every use).
     """
 
     def __init__(self, dtype: Optional[torch.dtype] = None):
@@ -180,6 +183,23 @@ class ArchConfig:
     attention: str = "eager"    # "eager" | "sdpa" (sdpa.py)
     rope_theta: float = 10000.0
     init_std: float = 0.02
+    # A model config's own probability at each kind of dropout site, as
+    # transformers feeds its keys to the nn.Dropout / F.dropout calls (the
+    # attention probabilities; the attention and MLP outputs; the embedding
+    # output): None takes ``dropout``, what every site of a row with one
+    # probability runs.
+    attention_dropout: Optional[float] = None
+    hidden_dropout: Optional[float] = None
+    embedding_dropout: Optional[float] = None
+
+    def p_attention(self) -> float:
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
+
+    def p_hidden(self) -> float:
+        return self.dropout if self.hidden_dropout is None else self.hidden_dropout
+
+    def p_embedding(self) -> float:
+        return self.dropout if self.embedding_dropout is None else self.embedding_dropout
 
 
 # ---------------------------------------------------------------------------
@@ -329,7 +349,8 @@ class GPT2Attention(nn.Module):
         self.c_attn = Conv1D(3 * cfg.hidden, cfg.hidden, amp)
         self.c_proj = Conv1D(cfg.hidden, cfg.hidden, amp,
                              std=cfg.init_std / math.sqrt(2 * cfg.layers))
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()          # attn_pdrop
+        self.p_resid = cfg.p_hidden()       # resid_pdrop
         self.attention = cfg.attention
         self._amp = [amp]
 
@@ -377,7 +398,7 @@ class GPT2Attention(nn.Module):
                                                     attention_mask)
         attn_output = attn_output.reshape(*attn_output.shape[:-2], -1).contiguous()
         attn_output = self.c_proj(attn_output)
-        attn_output = dropout(attn_output, self.p, self.training)
+        attn_output = dropout(attn_output, self.p_resid, self.training)
         return attn_output, attn_weights
 
 
@@ -387,7 +408,7 @@ class GPT2MLP(nn.Module):
         self.c_fc = Conv1D(cfg.intermediate, cfg.hidden, amp)
         self.c_proj = Conv1D(cfg.hidden, cfg.intermediate, amp,
                              std=cfg.init_std / math.sqrt(2 * cfg.layers))
-        self.p = cfg.dropout
+        self.p = cfg.p_hidden()  # resid_pdrop
         self._amp = [amp]
 
     def forward(self, hidden_states):
@@ -482,7 +503,7 @@ class GPT2LMHeadModel(CausalLMBase):
             attention_mask = attention_mask[:, None, None, :]
             attention_mask = attention_mask.to(dtype=self.dtype)
             attention_mask = (1.0 - attention_mask) * torch.finfo(self.dtype).min
-        hidden_states = dropout(hidden_states, cfg.dropout, self.training)
+        hidden_states = dropout(hidden_states, cfg.p_embedding(), self.training)  # embd_pdrop
         output_shape = (-1,) + input_shape[1:] + (hidden_states.size(-1),)
         for block in self.h:
             if self.gradient_checkpointing and self.training:
@@ -585,7 +606,7 @@ class LlamaAttention(nn.Module):
         self.head_dim = cfg.head_dim
         self.num_key_value_groups = cfg.heads // cfg.kv_heads
         self.scaling = self.head_dim ** -0.5
-        self.attention_dropout = cfg.dropout
+        self.attention_dropout = cfg.p_attention()
         self.q_proj = Linear(cfg.hidden, cfg.heads * cfg.head_dim, cfg.attn_bias, amp)
         self.k_proj = Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, cfg.attn_bias, amp)
         self.v_proj = Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, cfg.attn_bias, amp)
@@ -791,12 +812,18 @@ def build_model(cfg: ArchConfig, seed=0):
 def set_precision(model, precision):
     """fp32 / bf16-mixed / fp16-mixed: fp32 parameters (autocast emulated for
     mixed); bf16: parameters converted (buffers keep their dtype, as
-    HF ``from_pretrained(torch_dtype=...)`` computes inv_freq in fp32)."""
+    HF ``from_pretrained(torch_dtype=...)`` computes inv_freq in fp32);
+    bf16-autocast: bf16 parameters as bf16 and bf16 autocast on top, what
+    ``from_pretrained`` (dtype "auto", transformers 5.x) of a bf16 checkpoint
+    trained with ``TrainingArguments(bf16=True)`` runs (accelerate wraps the
+    forward in autocast whatever the parameters' dtype)."""
     if precision in ("bf16-mixed", "fp16-mixed"):
         model.amp.dtype = torch.bfloat16 if precision == "bf16-mixed" else torch.float16
-    elif precision == "bf16":
+    elif precision in ("bf16", "bf16-autocast"):
         for p in model.parameters():
             p.data = p.data.to(torch.bfloat16)
+        if precision == "bf16-autocast":
+            model.amp.dtype = torch.bfloat16
     elif precision == "fp16":
         # CUDA's softmax(fp16, dtype=float32) runs the fused half_to_float
         # kernel (no fp32 copy of its input); CPU has no such kernel, so a

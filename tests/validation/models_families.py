@@ -16,7 +16,9 @@ autocast emulation, CUDA dropout and reentrant checkpointing):
   hidden_states)``) keeps the same tensors as passing them positionally.
 
 Every dropout site of a family (hidden, residual, attention, embedding)
-takes the row's ``dropout``.  Names of modules follow transformers, so PEFT
+takes the row's ``dropout``, or, where the row gives them, the config's own
+probability by kind of site (``attention_dropout``, ``hidden_dropout``,
+``embedding_dropout``: models.ArchConfig).  Names of modules follow transformers, so PEFT
 target names (``query_key_value``, ``dense``, ``fc1``, ...) select the same
 linears.  ``install()`` routes models.build_model through this module.
 """
@@ -202,7 +204,7 @@ class OPTAttention(nn.Module):
         self.v_proj = M.Linear(H, H, cfg.attn_bias, amp)
         self.q_proj = M.Linear(H, H, cfg.attn_bias, amp)
         self.out_proj = M.Linear(H, H, cfg.attn_bias, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()  # attention_dropout
         self._amp = [amp]
 
     def forward(self, hidden_states, attention_mask):
@@ -233,7 +235,7 @@ class OPTDecoderLayer(nn.Module):
         H = cfg.hidden
         self.self_attn = OPTAttention(cfg, amp)
         self.do_layer_norm_before = not cfg.post_norm
-        self.p = cfg.dropout
+        self.p = cfg.p_hidden()
         self.activation_fn = activation(cfg.activation or "relu", amp)
         self.self_attn_layer_norm = LayerNorm(H, cfg.eps, amp)
         self.fc1 = M.Linear(H, cfg.intermediate, cfg.attn_bias, amp)
@@ -377,7 +379,8 @@ class BloomAttention(nn.Module):
         self.beta = 1.0
         self.query_key_value = M.Linear(H, 3 * H, True, amp)
         self.dense = M.Linear(H, H, True, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()  # attention_dropout
+        self.p_hidden = cfg.p_hidden()  # hidden_dropout (dropout_add)
         self._amp = [amp]
 
     def _reshape(self, fused_qkv):
@@ -416,7 +419,7 @@ class BloomAttention(nn.Module):
         context_layer = torch.bmm(amp.lp(attention_probs_reshaped), amp.lp(value_layer))
         context_layer = self._merge_heads(context_layer)
         output_tensor = self.dense(context_layer)
-        output_tensor = dropout_add(output_tensor, residual, self.p, self.training)
+        output_tensor = dropout_add(output_tensor, residual, self.p_hidden, self.training)
         return output_tensor
 
 
@@ -426,7 +429,7 @@ class BloomMLP(nn.Module):
         H = cfg.hidden
         self.dense_h_to_4h = M.Linear(H, 4 * H, True, amp)
         self.dense_4h_to_h = M.Linear(4 * H, H, True, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_hidden()
 
     def forward(self, hidden_states, residual):
         hidden_states = self.dense_h_to_4h(hidden_states)
@@ -523,7 +526,7 @@ class GPTNeoXAttention(nn.Module):
         self.scaling = self.head_size ** -0.5
         self.query_key_value = M.Linear(H, 3 * H, cfg.attn_bias, amp)
         self.dense = M.Linear(H, H, cfg.attn_bias, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()  # attention_dropout
         self._amp = [amp]
 
     def forward(self, hidden_states, attention_mask, position_embeddings):
@@ -560,7 +563,7 @@ class GPTNeoXLayer(nn.Module):
         self.post_attention_layernorm = LayerNorm(cfg.hidden, cfg.eps, amp)
         self.attention = GPTNeoXAttention(cfg, amp)
         self.mlp = GPTNeoXMLP(cfg, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_hidden()
 
     def forward(self, hidden_states, attention_mask=None, position_ids=None, head_mask=None,
                 use_cache=False, layer_past=None, output_attentions=False, cache_position=None,
@@ -603,7 +606,8 @@ class GPTNeoXForCausalLM(FamilyLM):
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
         causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
-        hidden_states = M.dropout(inputs_embeds, self.cfg.dropout, self.training)  # emb_dropout
+        # emb_dropout (hidden_dropout)
+        hidden_states = M.dropout(inputs_embeds, self.cfg.p_embedding(), self.training)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for layer in self.layers:
             hidden_states = self.run_layer(layer, hidden_states, causal_mask, position_ids, None,
@@ -648,7 +652,7 @@ class FalconAttention(nn.Module):
         self.num_kv_heads = cfg.kv_heads if (self.new_decoder_architecture or not self.multi_query) \
             else 1
         self.inv_norm_factor = 1.0 / math.sqrt(self.head_dim)
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()  # attention_dropout
 
     def _split_heads(self, fused_qkv):
         if self.new_decoder_architecture:
@@ -742,7 +746,7 @@ class FalconDecoderLayer(nn.Module):
         self.new_arch = bool(cfg.new_arch)
         self.parallel_attn = bool(cfg.parallel_block)
         self.two_ln = self.parallel_attn and cfg.norms_per_layer == 2
-        self.p = cfg.dropout
+        self.p = cfg.p_hidden()
         if not self.parallel_attn:
             self.post_attention_layernorm = LayerNorm(H, cfg.eps, amp)
             self.input_layernorm = LayerNorm(H, cfg.eps, amp)
@@ -866,7 +870,7 @@ class PhiAttention(nn.Module):
         if self.qk_layernorm:
             self.q_layernorm = LayerNorm(H // cfg.heads, cfg.eps, amp)
             self.k_layernorm = LayerNorm(H // cfg.heads, cfg.eps, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()  # attention_dropout
         self._amp = [amp]
 
     def forward(self, hidden_states, position_embeddings, attention_mask):
@@ -911,7 +915,7 @@ class PhiDecoderLayer(nn.Module):
         self.self_attn = PhiAttention(cfg, amp)
         self.mlp = PhiMLP(cfg, amp)
         self.input_layernorm = LayerNorm(cfg.hidden, cfg.eps, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_hidden()
 
     def forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_value=None,
                 output_attentions=False, use_cache=False, cache_position=None,
@@ -944,7 +948,7 @@ class PhiForCausalLM(FamilyLM):
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
         causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
-        inputs_embeds = M.dropout(inputs_embeds, self.cfg.dropout, self.training)  # embed_dropout
+        inputs_embeds = M.dropout(inputs_embeds, self.cfg.p_embedding(), self.training)  # embed_dropout
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for layer in self.layers:
@@ -969,7 +973,8 @@ class Starcoder2Attention(nn.Module):
         self.k_proj = M.Linear(H, cfg.kv_heads * self.head_dim, b, amp)
         self.v_proj = M.Linear(H, cfg.kv_heads * self.head_dim, b, amp)
         self.o_proj = M.Linear(cfg.heads * self.head_dim, H, b, amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()  # attention_dropout
+        self.p_resid = cfg.p_hidden()  # residual_dropout
         self._amp = [amp]
 
     def forward(self, hidden_states, position_embeddings, attention_mask):
@@ -986,7 +991,7 @@ class Starcoder2Attention(nn.Module):
                                                     self.num_key_value_groups)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         attn_output = self.o_proj(attn_output)
-        return M.dropout(attn_output, self.p, self.training)  # residual_dropout
+        return M.dropout(attn_output, self.p_resid, self.training)  # residual_dropout
 
 
 class Starcoder2MLP(nn.Module):
@@ -996,7 +1001,7 @@ class Starcoder2MLP(nn.Module):
         self.c_fc = M.Linear(cfg.hidden, cfg.intermediate, b, amp)
         self.c_proj = M.Linear(cfg.intermediate, cfg.hidden, b, amp)
         self.act = activation(cfg.activation or "gelu_pytorch_tanh", amp)
-        self.p = cfg.dropout
+        self.p = cfg.p_hidden()
 
     def forward(self, hidden_states):
         hidden_states = self.c_proj(self.act(self.c_fc(hidden_states)))
@@ -1045,7 +1050,8 @@ class Starcoder2ForCausalLM(FamilyLM):
         position_ids = cache_position.unsqueeze(0)
         causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
         hidden_states = inputs_embeds
-        hidden_states = M.dropout(hidden_states, self.cfg.dropout, self.training)  # embedding_dropout
+        # embedding_dropout
+        hidden_states = M.dropout(hidden_states, self.cfg.p_embedding(), self.training)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for layer in self.layers:
             hidden_states = self.run_layer(layer, hidden_states, causal_mask, position_ids, None,
@@ -1142,7 +1148,7 @@ class DeepseekAttention(nn.Module):
                                   cfg.heads * (self.qk_nope_head_dim + self.v_head_dim), False, amp)
         self.o_proj = M.Linear(cfg.heads * self.v_head_dim, H, b, amp)
         self.scaling = self.qk_head_dim ** (-0.5)
-        self.p = cfg.dropout
+        self.p = cfg.p_attention()  # attention_dropout
         self._amp = [amp]
 
     def forward(self, hidden_states, position_embeddings, attention_mask):

@@ -107,7 +107,7 @@ class Phi3Attention(M.LlamaAttention):
         self.num_key_value_heads = cfg.kv_heads
         self.num_key_value_groups = cfg.heads // cfg.kv_heads
         self.scaling = self.head_dim ** -0.5
-        self.attention_dropout = cfg.dropout
+        self.attention_dropout = cfg.p_attention()
         op_size = cfg.heads * cfg.head_dim + 2 * (cfg.kv_heads * cfg.head_dim)
         self.qkv_proj = M.Linear(cfg.hidden, op_size, False, amp)
         self.o_proj = M.Linear(cfg.heads * cfg.head_dim, cfg.hidden, False, amp)
@@ -273,13 +273,16 @@ class SparseMoeBlock(nn.Module):
 
 class MoreDecoderLayer(nn.Module):
     """Llama / Qwen3 / Mixtral / Qwen2-MoE / Phi-3 decoder layer (pre-norm,
-    two residuals; Phi-3's resid dropouts are p = 0 -> identity)."""
+    two residuals; Phi3DecoderLayer adds resid_attn_dropout and
+    resid_mlp_dropout (resid_pdrop) to the residual sums)."""
 
     def __init__(self, cfg, layer_idx, amp):
         super().__init__()
+        self.p_resid = None  # no dropout layer
         if cfg.family == "phi3":
             self.self_attn = Phi3Attention(cfg, layer_idx, amp)
             self.mlp = Phi3MLP(cfg, amp)
+            self.p_resid = cfg.p_hidden()
         else:
             self.self_attn = (Qwen3Attention if cfg.qk_norm else M.LlamaAttention)(
                 cfg, layer_idx, amp)
@@ -298,7 +301,10 @@ class MoreDecoderLayer(nn.Module):
         hidden_states, self_attn_weights = self.self_attn(
             hidden_states=hidden_states, position_embeddings=position_embeddings,
             attention_mask=attention_mask)
-        hidden_states = residual + hidden_states
+        if self.p_resid is not None:  # residual + self.resid_attn_dropout(hidden_states)
+            hidden_states = residual + M.dropout(hidden_states, self.p_resid, self.training)
+        else:
+            hidden_states = residual + hidden_states
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
         if hasattr(self, "block_sparse_moe"):
@@ -306,7 +312,10 @@ class MoreDecoderLayer(nn.Module):
             del router_logits  # output_router_logits=False: not collected
         else:
             hidden_states = self.mlp(hidden_states)
-        hidden_states = residual + hidden_states
+        if self.p_resid is not None:  # residual + self.resid_mlp_dropout(hidden_states)
+            hidden_states = residual + M.dropout(hidden_states, self.p_resid, self.training)
+        else:
+            hidden_states = residual + hidden_states
         return (hidden_states,)
 
 

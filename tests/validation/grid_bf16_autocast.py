@@ -1,0 +1,163 @@
+"""Measure the bf16-autocast rows and write grid_bf16_autocast.csv.
+
+    /usr/bin/python3 tests/validation/grid_bf16_autocast.py
+    /usr/bin/python3 tests/validation/grid_bf16_autocast.py --only a01,a09
+    /usr/bin/python3 tests/validation/grid_bf16_autocast.py --breakdown a05
+    /usr/bin/python3 tests/validation/grid_bf16_autocast.py --list
+
+bf16 parameters under bf16 autocast: what transformers 5.x runs when
+``from_pretrained`` loads a bf16 checkpoint with its default dtype "auto" and
+``TrainingArguments(bf16=True)`` makes accelerate wrap the forward in
+autocast.  The harness converts the parameters to bf16 and switches its CUDA
+autocast emulation on (models.set_precision): weights already in bf16 are not
+cast (nor cached), layer_norm and the other fp32-list ops still run in fp32
+(their weights cast up at every use), LoRA adapters stay fp32 (PEFT's
+autocast_adapter_dtype) and are cast down and cached as under bf16-mixed.
+Same method as grid.py (CPU, LiveTracker, one warm-up step).  Llama and GPT-2
+rows take grid_defaults.py's columns, the other families' grid_families.py's;
+columns a row does not use are left empty, so compare.py passes nothing for
+them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import grid as G  # noqa: E402
+import grid_defaults as GD  # noqa: E402
+import grid_families as GF  # noqa: E402
+import measure as ms  # noqa: E402
+
+COLUMNS = GF.COLUMNS + ["lora_dropout"]
+
+P = "bf16-autocast"
+DEFAULTS = {"optimizer_impl": "fused", "attention": "sdpa"}
+EAGER = {"optimizer_impl": "fused", "attention": "eager"}
+LORA = {"lora_rank": 8}
+
+# id, size, batch, seq, precision, optimizer, grad_ckpt, dropout, method, extra
+# Sizes: grid.py's (l*, g*) and grid_families.py's (n*).
+ROWS = [
+    # Llama, grouped kv heads: the transformers 5.x defaults, then eager
+    ("a01", "l2", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a02", "l2", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a03", "l2", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
+    ("a04", "l2", 2, 256, P, "adamw", "none", 0.0, "lora", dict(DEFAULTS, **LORA)),
+    ("a05", "l2", 2, 256, P, "adamw", "non-reentrant", 0.0, "lora", dict(EAGER, **LORA)),
+    ("a06", "l4", 1, 512, P, "adamw", "reentrant", 0.0, "full", dict(EAGER)),
+    # GPT-2: layer_norm's fp32 outputs, gelu_new's fp32 pow, the eager fp32 softmax
+    ("a07", "g4", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a08", "g4", 2, 256, P, "adamw", "none", 0.1, "full", dict(EAGER)),
+    ("a09", "g4", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
+    ("a10", "g2", 2, 256, P, "adamw", "none", 0.0, "lora", dict(DEFAULTS, **LORA)),
+    ("a11", "g1", 2, 256, P, "adamw", "reentrant", 0.1, "lora", dict(EAGER, **LORA)),
+    # GPT-NeoX (Pythia: parallel residual, partial rotary; and sequential),
+    # eager: models_families.py runs eager attention whatever the row's
+    # attention field
+    ("a12", "n1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a13", "n1", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(EAGER)),
+    ("a14", "n2", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(EAGER, lora_rank=8, lora_targets=GF.QKV_T)),
+    ("a15", "n1", 2, 256, P, "adamw", "reentrant", 0.0, "lora",
+     dict(EAGER, lora_rank=8, lora_targets=GF.QKV_T)),
+    # one full fine-tuning row of each other family but BLOOM, whose residual
+    # stream autocast makes fp32 at the embedding LayerNorm (llmem: 0.18 % high)
+    ("a16", "o1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a17", "o2", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a18", "f1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a19", "h1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a20", "s1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a21", "d1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+]
+
+
+def run_config(row):
+    size = row[1]
+    if size in GF.SIZES:
+        return GF.run_config(row)
+    return GD.run_config(row)
+
+
+def csv_row(rid, rc, res):
+    if rc.family in GF.DEFAULTS:
+        r = GF.csv_row(rid, rc, res)
+    else:
+        r = G.csv_row(rid, rc, res)
+    r["lora_dropout"] = rc.lora_dropout
+    return r
+
+
+def write_csv(path, rows):
+    """Rows in ROWS' order; columns a row lacks are left empty (compare.py
+    passes no flag for an empty column)."""
+    order = {r[0]: i for i, r in enumerate(ROWS)}
+    rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n", restval="")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in COLUMNS})
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__),
+                                                  "grid_bf16_autocast.csv"))
+    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--breakdown", default=None, metavar="ID",
+                    help="measure one row and print what is live at its peak(s)")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    byid = {r[0]: r for r in ROWS}
+    if a.list:
+        for row in ROWS:
+            print(*run_config(row))
+        return 0
+    if a.breakdown:
+        rid, rc = run_config(byid[a.breakdown])
+        res = ms.measure(rc, snapshot=True)
+        for k in ("measured_peak_bytes", "measured_peak_phase", "baseline_bytes",
+                  "baseline_by_category", "grads_bytes", "peak_op", "phase_peak_op",
+                  "quiet_bytes"):
+            print("%-28s %s" % (k, res[k]))
+        print(ms.breakdown(res))
+        for ph in ("forward", "backward", "optimizer"):
+            if ph != res["measured_peak_phase"]:
+                print(ms.breakdown(res, ph))
+        return 0
+    only = {x for v in a.only for x in v.split(",") if x}
+    bad = only - set(byid)
+    if bad:
+        print("unknown row id(s): %s" % ", ".join(sorted(bad)), file=sys.stderr)
+        return 2
+    existing = {r["id"]: r for r in G.read_csv(a.out)} if only else {}
+    todo = [r for r in ROWS if not only or r[0] in only]
+    t_all = time.time()
+    for i, row in enumerate(todo):
+        rid, rc = run_config(row)
+        t = time.time()
+        res = ms.measure(rc)
+        existing[rid] = csv_row(rid, rc, res)
+        write_csv(a.out, list(existing.values()))
+        print("[%2d/%d] %s %-8s %-3s b%d s%-4d gc=%-13s %-5s %-4s p=%.1f peak %11d %-9s"
+              " (%.1f s)" % (i + 1, len(todo), rid, rc.family, row[1], rc.batch, rc.seq,
+                             rc.grad_ckpt, rc.attention, rc.method, rc.dropout,
+                             res["measured_peak_bytes"], res["measured_peak_phase"],
+                             time.time() - t), flush=True)
+    print("grid_bf16_autocast: %d rows in %.0f s -> %s" % (len(todo), time.time() - t_all, a.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
