@@ -225,7 +225,8 @@ static tid plain_bmm(build *b, tid x, tid y, uint64_t out_elems)
  * output, the bool test and the row flags live until the where returns, whose
  * result is saved); dropout; the product with v; cast back.
  */
-static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dropout)
+static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dropout,
+                     int enable_gqa)
 {
     uint64_t n_rep = m->heads / m->kv_heads, ss = b->seq * b->seq;
     uint64_t scores = b->batch * m->heads * ss, rows = b->batch * m->heads * b->seq;
@@ -238,17 +239,32 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dr
     tid ones = llmem_graph_op(b->g, ss, 1, NULL, 0, 0, 0, 0, 0, 0);
     tid tril = llmem_graph_op(b->g, ss, 1, &ones, 1, 0, 0, 0, 0, 0);
     tid mask = llmem_graph_op(b->g, ss, FP32, &tril, 1, 0, 0, 0, 0, 0);
-    tid ke = op_expand_copy(b, k, n_rep), ve = op_expand_copy(b, v, n_rep);
-    tid kts = op_scale(b, ke);
-    /* Without repeat_interleave's contiguous copies, k and v keep the
-     * projection's memory order too. */
-    int fold = b->batch > 1 && n_rep == 1;
-    tid w = plain_bmm(b, qf, fold ? op_copy(b, kts) : kts, scores);
+    tid ke, ve, kf, vf;
+    if (n_rep > 1 && !enable_gqa) {
+        /* Without enable_gqa (Falcon's own call) no repeat_interleave: matmul
+         * broadcasts the kv heads, its expand + reshape a stride-0 view at
+         * batch 1 and a copy at the query heads' count (the one bmm saves)
+         * otherwise; the scaled keys stay at the kv heads' count. */
+        ke = op_scale(b, k);
+        ve = v;
+        kf = b->batch > 1 ? op_expand_copy(b, ke, n_rep) : ke;
+        vf = b->batch > 1 ? op_expand_copy(b, v, n_rep) : v;
+    } else {
+        ke = op_expand_copy(b, k, n_rep);
+        ve = op_expand_copy(b, v, n_rep);
+        tid kts = op_scale(b, ke);
+        /* Without repeat_interleave's contiguous copies, k and v keep the
+         * projection's memory order too. */
+        int fold = b->batch > 1 && n_rep == 1;
+        kf = fold ? op_copy(b, kts) : kts;
+        vf = fold ? op_copy(b, ve) : ve;
+    }
+    tid w = plain_bmm(b, qf, kf, scores);
     tid p = llmem_graph_op(b->g, scores, FP32, &w, 1, SAVE_OUT, 0, 0,
                            scores * FP32 + scores + rows, 0);
     if (dropout)
         p = op_dropout(b, p, DROPOUT_ATTENTION);
-    tid o = plain_bmm(b, p, fold ? op_copy(b, ve) : ve, b->tokens * m->heads * m->v_head_dim);
+    tid o = plain_bmm(b, p, vf, b->tokens * m->heads * m->v_head_dim);
     llmem_graph_hold(b->g, qs);
     llmem_graph_hold(b->g, ke);
     llmem_graph_hold(b->g, mask);
@@ -340,7 +356,7 @@ static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v,
     switch (sdpa_backend(m, op_dt(b, q), !opts->own_sdpa_call)) {
     case SDPA_FUSED: return fused_kernel(b, m, q, k, v);
     case SDPA_EFFICIENT: return efficient_kernel(b, m, q, k, v);
-    default: return sdpa_math(b, m, q, k, v, opts->dropout);
+    default: return sdpa_math(b, m, q, k, v, opts->dropout, !opts->own_sdpa_call);
     }
 }
 

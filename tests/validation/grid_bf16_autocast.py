@@ -60,8 +60,7 @@ ROWS = [
     ("a10", "g2", 2, 256, P, "adamw", "none", 0.0, "lora", dict(DEFAULTS, **LORA)),
     ("a11", "g1", 2, 256, P, "adamw", "reentrant", 0.1, "lora", dict(EAGER, **LORA)),
     # GPT-NeoX (Pythia: parallel residual, partial rotary; and sequential),
-    # eager: models_families.py runs eager attention whatever the row's
-    # attention field
+    # eager (the families' SDPA is measured in grid_families_sdpa.py)
     ("a12", "n1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
     ("a13", "n1", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(EAGER)),
     ("a14", "n2", 2, 256, P, "adamw", "none", 0.0, "lora",

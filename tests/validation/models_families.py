@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 import models as M
 import models_more as MM
+from sdpa import scaled_dot_product_attention, sdpa_attention_forward
 
 _prev_build_model = None
 
@@ -112,10 +113,16 @@ def activation(name, amp):
     raise ValueError("activation %r not modelled" % name)
 
 
-def causal_mask_4d(attention_mask, inputs_embeds, cache_position):
+def causal_mask_4d(attention_mask, inputs_embeds, cache_position, sdpa=False):
     """``_update_causal_mask`` for eager attention without a cache (the code
     OPT, BLOOM, GPT-NeoX, Falcon, Phi and StarCoder2 copy from Llama in 4.50):
-    ``[B, 1, S, S]`` additive mask in the embedding dtype."""
+    ``[B, 1, S, S]`` additive mask in the embedding dtype.  ``sdpa``: no mask
+    without padding (5.x's create_causal_mask -> sdpa_mask skips a causal mask
+    when every token is attended; 4.50's _ignore_causal_mask_sdpa too)."""
+    if sdpa:
+        if bool(attention_mask.bool().all()):
+            return None
+        raise ValueError("padded batches are not measured with sdpa")
     return M.LlamaForCausalLM._prepare_4d_causal_attention_mask_with_cache_position(
         attention_mask, sequence_length=inputs_embeds.shape[1],
         target_length=attention_mask.shape[-1], dtype=inputs_embeds.dtype,
@@ -134,6 +141,18 @@ def rotary(dim, amp, theta=10000.0):
     (GPTNeoXRotaryEmbedding / PhiRotaryEmbedding with partial_rotary_factor:
     default rope init over head_dim * factor): LlamaRotaryEmbedding's code."""
     return M.LlamaRotaryEmbedding(_RopeCfg(dim, theta), amp)
+
+
+def attention_interface(module, amp, query, key, value, attention_mask, scaling, p, n_rep=1):
+    """The attention function the module was built with (OPT, GPT-NeoX, Phi,
+    StarCoder2 and DeepSeek call ``ALL_ATTENTION_FUNCTIONS[...]``):
+    transformers' ``sdpa_attention_forward`` (sdpa.py; ``enable_gqa`` where the
+    module has ``num_key_value_groups``: Phi, StarCoder2, DeepSeek), or
+    ``eager_attention_forward``.  Returns [B, S, H, D] and the weights."""
+    if module.attention == "sdpa":
+        gqa_module = hasattr(module, "num_key_value_groups")
+        return sdpa_attention_forward(amp, query, key, value, p, scaling, gqa_module), None
+    return eager_attention(module, amp, query, key, value, attention_mask, scaling, p, n_rep)
 
 
 def eager_attention(module, amp, query, key, value, attention_mask, scaling, p, n_rep=1):
@@ -205,6 +224,7 @@ class OPTAttention(nn.Module):
         self.q_proj = M.Linear(H, H, cfg.attn_bias, amp)
         self.out_proj = M.Linear(H, H, cfg.attn_bias, amp)
         self.p = cfg.p_attention()  # attention_dropout
+        self.attention = cfg.attention
         self._amp = [amp]
 
     def forward(self, hidden_states, attention_mask):
@@ -216,6 +236,12 @@ class OPTAttention(nn.Module):
         value_states = self.v_proj(hidden_states)
         key_states = key_states.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
         value_states = value_states.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        if self.attention == "sdpa":
+            # the attention interface with scaling=1.0: the query is scaled already
+            attn_output = sdpa_attention_forward(amp, query_states, key_states, value_states,
+                                                 self.p if self.training else 0.0, 1.0, False)
+            attn_output = attn_output.reshape(bsz, tgt_len, -1).contiguous()
+            return self.out_proj(attn_output), None
         attn_weights = M.matmul(amp, query_states, key_states.transpose(3, 2))
         if attention_mask is not None:
             causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
@@ -298,7 +324,8 @@ class OPTForCausalLM(FamilyLM):
         """OPTDecoder.forward (no cache)."""
         inputs_embeds = self.embed_tokens(input_ids)
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
-        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
+        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position,
+                                     self.cfg.attention == "sdpa")
         position_ids = torch.cumsum(attention_mask, dim=1)
         position_ids = (position_ids * attention_mask - 1).long()
         position_ids = position_ids[:, 0:]
@@ -527,6 +554,7 @@ class GPTNeoXAttention(nn.Module):
         self.query_key_value = M.Linear(H, 3 * H, cfg.attn_bias, amp)
         self.dense = M.Linear(H, H, cfg.attn_bias, amp)
         self.p = cfg.p_attention()  # attention_dropout
+        self.attention = cfg.attention
         self._amp = [amp]
 
     def forward(self, hidden_states, attention_mask, position_embeddings):
@@ -536,9 +564,9 @@ class GPTNeoXAttention(nn.Module):
         query_states, key_states, value_states = qkv.chunk(3, dim=-1)
         cos, sin = position_embeddings
         query_states, key_states = apply_partial_rotary(query_states, key_states, cos, sin)
-        attn_output, attn_weights = eager_attention(self, self._amp[0], query_states, key_states,
-                                                    value_states, attention_mask, self.scaling,
-                                                    self.p if self.training else 0.0)
+        attn_output, attn_weights = attention_interface(
+            self, self._amp[0], query_states, key_states, value_states,
+            attention_mask, self.scaling, self.p if self.training else 0.0)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         attn_output = self.dense(attn_output)
         return attn_output
@@ -605,7 +633,8 @@ class GPTNeoXForCausalLM(FamilyLM):
         inputs_embeds = self.embed_in(input_ids)
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
-        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
+        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position,
+                                     self.cfg.attention == "sdpa")
         # emb_dropout (hidden_dropout)
         hidden_states = M.dropout(inputs_embeds, self.cfg.p_embedding(), self.training)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
@@ -653,6 +682,7 @@ class FalconAttention(nn.Module):
             else 1
         self.inv_norm_factor = 1.0 / math.sqrt(self.head_dim)
         self.p = cfg.p_attention()  # attention_dropout
+        self.attention = cfg.attention
 
     def _split_heads(self, fused_qkv):
         if self.new_decoder_architecture:
@@ -690,7 +720,21 @@ class FalconAttention(nn.Module):
             cos, sin = position_embeddings
             query_layer, key_layer = M.apply_rotary_pos_emb(query_layer, key_layer, cos, sin)
         kv_length = key_layer.shape[-2]
-        attention_mask = attention_mask[:, :, :, : key_layer.shape[-2]]
+        if attention_mask is not None:
+            attention_mask = attention_mask[:, :, :, : key_layer.shape[-2]]
+        if alibi is None and self.attention == "sdpa":
+            # FalconAttention's own F.scaled_dot_product_attention call: no mask
+            # (is_causal), dropout_p 0, no enable_gqa
+            attn_output = scaled_dot_product_attention(amp, query_layer, key_layer, value_layer,
+                                                       0.0, None, enable_gqa=False)
+            attn_output = attn_output.view(batch_size, self.num_heads, query_length,
+                                           self.head_dim)
+            attn_output = attn_output.permute(0, 2, 1, 3)
+            attn_output = attn_output.reshape(batch_size, query_length,
+                                              self.num_heads * self.head_dim)
+            return self.dense(attn_output)
+        if alibi is not None and self.attention == "sdpa":
+            raise ValueError("Falcon's ALiBi under sdpa (a float mask) is not measured")
         if alibi is not None:
             # the eager ALiBi branch (FalconAttention.forward, alibi is not None)
             matmul_result = M.matmul(amp, query_layer, key_layer.transpose(-1, -2))
@@ -835,7 +879,8 @@ class FalconForCausalLM(FamilyLM):
             alibi = falcon_alibi(attention_mask, self.cfg.heads, inputs_embeds.dtype)
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
-        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
+        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position,
+                                     self.cfg.attention == "sdpa" and not self.cfg.alibi)
         if alibi is not None:
             min_dtype = torch.finfo(inputs_embeds.dtype).min
             a = alibi.reshape(batch_size, -1, *alibi.shape[1:])
@@ -871,6 +916,7 @@ class PhiAttention(nn.Module):
             self.q_layernorm = LayerNorm(H // cfg.heads, cfg.eps, amp)
             self.k_layernorm = LayerNorm(H // cfg.heads, cfg.eps, amp)
         self.p = cfg.p_attention()  # attention_dropout
+        self.attention = cfg.attention
         self._amp = [amp]
 
     def forward(self, hidden_states, position_embeddings, attention_mask):
@@ -890,10 +936,10 @@ class PhiAttention(nn.Module):
         query_rot, key_rot = M.apply_rotary_pos_emb(query_rot, key_rot, cos, sin)
         query_states = torch.cat((query_rot, query_pass), dim=-1)
         key_states = torch.cat((key_rot, key_pass), dim=-1)
-        attn_output, attn_weights = eager_attention(self, self._amp[0], query_states, key_states,
-                                                    value_states, attention_mask, self.scaling,
-                                                    self.p if self.training else 0.0,
-                                                    self.num_key_value_groups)
+        attn_output, attn_weights = attention_interface(
+            self, self._amp[0], query_states, key_states, value_states,
+            attention_mask, self.scaling, self.p if self.training else 0.0,
+            self.num_key_value_groups)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         return self.dense(attn_output)
 
@@ -947,7 +993,8 @@ class PhiForCausalLM(FamilyLM):
         inputs_embeds = self.embed_tokens(input_ids)
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
-        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
+        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position,
+                                     self.cfg.attention == "sdpa")
         inputs_embeds = M.dropout(inputs_embeds, self.cfg.p_embedding(), self.training)  # embed_dropout
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
@@ -974,6 +1021,7 @@ class Starcoder2Attention(nn.Module):
         self.v_proj = M.Linear(H, cfg.kv_heads * self.head_dim, b, amp)
         self.o_proj = M.Linear(cfg.heads * self.head_dim, H, b, amp)
         self.p = cfg.p_attention()  # attention_dropout
+        self.attention = cfg.attention
         self.p_resid = cfg.p_hidden()  # residual_dropout
         self._amp = [amp]
 
@@ -985,10 +1033,10 @@ class Starcoder2Attention(nn.Module):
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = M.apply_rotary_pos_emb(query_states, key_states, cos, sin)
-        attn_output, attn_weights = eager_attention(self, self._amp[0], query_states, key_states,
-                                                    value_states, attention_mask, self.scaling,
-                                                    self.p if self.training else 0.0,
-                                                    self.num_key_value_groups)
+        attn_output, attn_weights = attention_interface(
+            self, self._amp[0], query_states, key_states, value_states,
+            attention_mask, self.scaling, self.p if self.training else 0.0,
+            self.num_key_value_groups)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         attn_output = self.o_proj(attn_output)
         return M.dropout(attn_output, self.p_resid, self.training)  # residual_dropout
@@ -1048,7 +1096,8 @@ class Starcoder2ForCausalLM(FamilyLM):
         inputs_embeds = self.embed_tokens(input_ids)
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
-        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
+        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position,
+                                     self.cfg.attention == "sdpa")
         hidden_states = inputs_embeds
         # embedding_dropout
         hidden_states = M.dropout(hidden_states, self.cfg.p_embedding(), self.training)
@@ -1149,6 +1198,7 @@ class DeepseekAttention(nn.Module):
         self.o_proj = M.Linear(cfg.heads * self.v_head_dim, H, b, amp)
         self.scaling = self.qk_head_dim ** (-0.5)
         self.p = cfg.p_attention()  # attention_dropout
+        self.attention = cfg.attention
         self._amp = [amp]
 
     def forward(self, hidden_states, position_embeddings, attention_mask):
@@ -1176,9 +1226,9 @@ class DeepseekAttention(nn.Module):
         k_rot = k_rot.expand(*k_pass.shape[:-1], -1)
         query_states = torch.cat((q_pass, q_rot), dim=-1)
         key_states = torch.cat((k_pass, k_rot), dim=-1)
-        attn_output, attn_weights = eager_attention(self, self._amp[0], query_states, key_states,
-                                                    value_states, attention_mask, self.scaling,
-                                                    self.p if self.training else 0.0)
+        attn_output, attn_weights = attention_interface(
+            self, self._amp[0], query_states, key_states, value_states,
+            attention_mask, self.scaling, self.p if self.training else 0.0)
         attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
         attn_output = self.o_proj(attn_output)
         return attn_output, attn_weights
@@ -1384,7 +1434,8 @@ class DeepseekForCausalLM(FamilyLM):
         inputs_embeds = self.embed_tokens(input_ids)
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
-        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position)
+        causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position,
+                                     self.cfg.attention == "sdpa")
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for layer in self.layers:

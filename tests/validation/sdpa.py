@@ -13,12 +13,16 @@ This module therefore writes each backend out:
   ``attn_output.transpose(1, 2).contiguous()``.  Under CUDA autocast,
   ``scaled_dot_product_attention`` is on the lower_precision_fp list: q, k and
   v are cast (``CudaAutocastEmu.lp``).
+* ``scaled_dot_product_attention`` is the call itself, for a family that
+  makes it without transformers' wrapper (Falcon: no ``enable_gqa``, so
+  grouped kv heads go to the math path, whose ``matmul`` broadcasts them).
 * ``backend`` is PyTorch 2.11's ``select_sdp_backend`` (sdp_utils.cpp) for an
   sm80+ GPU: fp16/bf16 with one head size up to 256 run a fused kernel
   (cuDNN on sm90/sm100 with the cuDNN torch 2.11 bundles, flash otherwise;
-  both save the same tensors); fp32 without grouped kv heads runs the
-  memory-efficient kernel (it takes GQA only from torch 2.12); anything else
-  the math fallback.
+  both save the same tensors; they take no value narrower than the keys, as
+  DeepSeek's); otherwise fp32 or 16-bit without grouped kv heads runs the
+  memory-efficient kernel (it takes GQA only from torch 2.12, and a narrower
+  value); anything else the math fallback.
 * ``_FusedKernel`` stands for ``_scaled_dot_product_cudnn_attention`` /
   ``_scaled_dot_product_flash_attention`` / ``..._efficient_attention``: its
   outputs (the attention output in the [B, S, H, D] memory order the kernels
@@ -58,11 +62,20 @@ from live_tracker import kernel_internal
 _LOW = (torch.bfloat16, torch.float16)
 
 
-def backend(dtype, head_dim, gqa):
-    """PyTorch 2.11's choice for transformers' call (no mask, is_causal)."""
-    if dtype in _LOW and head_dim <= 256:
+def backend(dtype, head_dim, gqa, v_head_dim=None, enable_gqa=True):
+    """PyTorch 2.11's choice for a call with no mask and is_causal.
+
+    ``enable_gqa`` False (Falcon's own call) leaves grouped kv heads to the
+    math path, the only one that broadcasts them; the fused kernels take one
+    head size for q, k and v, the memory-efficient kernel a narrower value
+    (DeepSeek's latent attention)."""
+    v_head_dim = head_dim if v_head_dim is None else v_head_dim
+    if gqa and not enable_gqa:
+        return "math"
+    if dtype in _LOW and head_dim <= 256 and v_head_dim == head_dim:
         return "fused"
-    if not gqa and head_dim % (8 if dtype in _LOW else 4) == 0:
+    align = 8 if dtype in _LOW else 4
+    if not gqa and head_dim % align == 0 and v_head_dim % align == 0:
         return "efficient"
     return "math"
 
@@ -86,7 +99,8 @@ class _FusedKernel(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, scale, efficient):
         b, h, s, d = q.shape
-        out = torch.empty((b, s, h, d), dtype=q.dtype, device=q.device).transpose(1, 2)
+        dv = v.shape[-1]
+        out = torch.empty((b, s, h, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
         lse_len = -(-s // 32) * 32 if efficient else s
         lse = torch.empty((b, h, lse_len), dtype=torch.float32, device=q.device)
         with kernel_internal():
@@ -106,7 +120,8 @@ class _FusedKernel(torch.autograd.Function):
         hk = k.shape[1]
         dq = torch.empty((b, s, h, d), dtype=q.dtype, device=q.device).transpose(1, 2)
         dk = torch.empty((b, s, hk, d), dtype=k.dtype, device=k.device).transpose(1, 2)
-        dv = torch.empty((b, s, hk, d), dtype=v.dtype, device=v.device).transpose(1, 2)
+        dv = torch.empty((b, s, hk, v.shape[-1]), dtype=v.dtype,
+                         device=v.device).transpose(1, 2)
         f32 = dict(dtype=torch.float32, device=q.device)
         if ctx.efficient:
             d64 = -(-d // 64) * 64
@@ -184,16 +199,24 @@ def sdpa_math(query_, key, value, dropout_p, scale, enable_gqa):
     return torch.matmul(attn, value_expanded).to(origin)
 
 
+def scaled_dot_product_attention(amp, query, key, value, dropout, scaling, enable_gqa):
+    """F.scaled_dot_product_attention(q, k, v, dropout_p, scale, is_causal=True,
+    enable_gqa) under CUDA autocast; returns [B, H, S, Dv] (the fused kernels'
+    memory is [B, S, H, Dv]).  ``scaling`` None: 1 / sqrt(head_dim)."""
+    query, key, value = amp.lp(query), amp.lp(key), amp.lp(value)
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    gqa = query.shape[1] != key.shape[1]
+    kind = backend(query.dtype, query.shape[-1], gqa, value.shape[-1], enable_gqa)
+    if kind == "math":
+        return sdpa_math(query, key, value, dropout, scaling, enable_gqa)
+    return _FusedKernel.apply(query, key, value, scaling, kind == "efficient")
+
+
 def sdpa_attention_forward(amp, query, key, value, dropout, scaling, gqa_module):
     """transformers' sdpa_attention_forward with no mask; returns [B, S, H, D].
 
     ``gqa_module``: the module has ``num_key_value_groups`` (Llama: True,
     GPT-2: False), so transformers passes enable_gqa."""
-    query, key, value = amp.lp(query), amp.lp(key), amp.lp(value)
-    gqa = query.shape[1] != key.shape[1]
-    kind = backend(query.dtype, query.shape[-1], gqa)
-    if kind == "math":
-        out = sdpa_math(query, key, value, dropout, scaling, gqa_module)
-    else:
-        out = _FusedKernel.apply(query, key, value, scaling, kind == "efficient")
+    out = scaled_dot_product_attention(amp, query, key, value, dropout, scaling, gqa_module)
     return out.transpose(1, 2).contiguous()
