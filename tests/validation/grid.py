@@ -196,6 +196,62 @@ def write_csv(path, rows, columns=COLUMNS, order_rows=ROWS):
     os.replace(tmp, path)
 
 
+BREAKDOWN_KEYS = ("measured_peak_bytes", "measured_peak_phase", "baseline_bytes",
+                  "baseline_by_category", "grads_bytes", "peak_op", "phase_peak_op",
+                  "quiet_bytes", "trainable_params", "total_params")
+
+
+def grid_main(argv, doc, name, rows, run_config, csv_row, write, describe):
+    """The command line of the grids built on this one's machinery: measure
+    the rows (or --only some, into the CSV as it stands), writing the CSV
+    after each; --list their configurations; --breakdown ID, what is live at
+    a row's peaks. csv_row(rid, rc, res, row) makes a CSV row, write(path,
+    rows) writes the CSV, describe(row, rc) is the middle of a progress line."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), name + ".csv"))
+    ap.add_argument("--only", action="append", default=[],
+                    help="row id(s) to (re)measure, comma-separated; repeatable")
+    ap.add_argument("--list", action="store_true", help="print the rows' configurations")
+    ap.add_argument("--breakdown", default=None, metavar="ID",
+                    help="measure one row and print what is live at its peak(s)")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    byid = {r[0]: r for r in rows}
+    if a.list:
+        for row in rows:
+            print(*run_config(row))
+        return 0
+    only = {x for v in a.only for x in v.split(",") if x} | ({a.breakdown} if a.breakdown else set())
+    bad = only - set(byid)
+    if bad:
+        print("unknown row id(s): %s" % ", ".join(sorted(bad)), file=sys.stderr)
+        return 2
+    if a.breakdown:
+        rid, rc = run_config(byid[a.breakdown])
+        res = ms.measure(rc, snapshot=True)
+        for k in BREAKDOWN_KEYS:
+            print("%-28s %s" % (k, res[k]))
+        print(ms.breakdown(res))
+        for ph in ("forward", "backward", "optimizer"):
+            if ph != res["measured_peak_phase"]:
+                print(ms.breakdown(res, ph))
+        return 0
+    existing = {r["id"]: r for r in read_csv(a.out)} if only else {}
+    todo = [r for r in rows if not only or r[0] in only]
+    t_all = time.time()
+    for i, row in enumerate(todo):
+        rid, rc = run_config(row)
+        t = time.time()
+        res = ms.measure(rc)
+        existing[rid] = csv_row(rid, rc, res, row)
+        write(a.out, list(existing.values()))
+        print("[%2d/%d] %s %s peak %11d %-9s (%.1f s)" % (
+            i + 1, len(todo), rid, describe(row, rc), res["measured_peak_bytes"],
+            res["measured_peak_phase"], time.time() - t), flush=True)
+    print("%s: %d rows in %.0f s -> %s" % (name, len(todo), time.time() - t_all, a.out))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "grid.csv"))

@@ -267,50 +267,11 @@ def write_csv(path, rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__),
-                                                  "grid_families.csv"))
-    ap.add_argument("--only", action="append", default=[])
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--breakdown", default=None, metavar="ID",
-                    help="measure one row and print what is live at its peak(s)")
-    a = ap.parse_args(argv)
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    byid = {r[0]: r for r in ROWS}
-    if a.list:
-        for row in ROWS:
-            print(*run_config(row))
-        return 0
-    if a.breakdown:
-        rid, rc = run_config(byid[a.breakdown])
-        res = ms.measure(rc, snapshot=True)
-        for k in ("measured_peak_bytes", "measured_peak_phase", "baseline_bytes",
-                  "baseline_by_category", "grads_bytes", "peak_op", "phase_peak_op",
-                  "quiet_bytes", "trainable_params", "total_params"):
-            print("%-28s %s" % (k, res[k]))
-        print(ms.breakdown(res))
-        for ph in ("forward", "backward", "optimizer"):
-            if ph != res["measured_peak_phase"]:
-                print(ms.breakdown(res, ph))
-        return 0
-    only = {x for v in a.only for x in v.split(",") if x}
-    bad = only - set(byid)
-    if bad:
-        print("unknown row id(s): %s" % ", ".join(sorted(bad)), file=sys.stderr)
-        return 2
-    existing = {r["id"]: r for r in G.read_csv(a.out)} if only else {}
-    todo = [r for r in ROWS if not only or r[0] in only]
-    for i, row in enumerate(todo):
-        rid, rc = run_config(row)
-        t = time.time()
-        res = ms.measure(rc)
-        existing[rid] = csv_row(rid, rc, res)
-        write_csv(a.out, list(existing.values()))
-        print("[%2d/%d] %s %-10s %-3s b%d s%-4d %-10s gc=%-4s %-6s peak %11d %-9s (%.1f s)" % (
-            i + 1, len(todo), rid, rc.family, row[1], rc.batch, rc.seq, rc.precision,
-            rc.grad_ckpt, rc.method, res["measured_peak_bytes"], res["measured_peak_phase"],
-            time.time() - t), flush=True)
-    return 0
+    return G.grid_main(argv, __doc__, "grid_families", ROWS, run_config,
+                       lambda rid, rc, res, row: csv_row(rid, rc, res),
+                       write_csv,
+                       lambda row, rc: "%-10s %-3s b%d s%-4d %-10s gc=%-4s %-6s" % (
+            rc.family, row[1], rc.batch, rc.seq, rc.precision, rc.grad_ckpt, rc.method))
 
 
 if __name__ == "__main__":
