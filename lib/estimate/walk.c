@@ -659,7 +659,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.ep = in->ep;
     b.loss_chunk = e->loss_chunk;
     /* The residual stream between layers (split over sp ranks under sequence parallelism). */
-    uint64_t x_bytes = (b.sp == 1 ? b.tokens : b.tokens / b.sp) * m->hidden * (uint64_t)residual_dt(&b);
+    uint64_t x_bytes = (b.sp == 1 ? b.tokens : b.tokens / b.sp) * m->hidden * (uint64_t)residual_dt(&b, m);
     uint64_t held = gather->layer_held;
 
     int nall = layer_groups(m, s, all);

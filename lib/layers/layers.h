@@ -8,6 +8,17 @@
 #include "model/model.h"
 #include "sim/ops.h"
 
+/* Bytes per element of the residual stream: the embedding's output, in the
+ * parameters' dtype. Under autocast with fp32 weights the low-precision
+ * branches promote back to fp32; with bf16 weights they are bf16 already,
+ * unless a LayerNorm on the embedding (BLOOM's word_embeddings_layernorm,
+ * on autocast's fp32 list) makes the stream fp32, which every residual sum
+ * keeps. */
+static inline int residual_dt(const build *b, const model_shape *m)
+{
+    return b->autocast && m->embed_norm ? FP32 : b->param_dt;
+}
+
 /* The builders index build's dropouts by model/dropout.h's sites. */
 typedef char build_dropout_sites_match[BUILD_DROPOUT_SITES == DROPOUT_SITES ? 1 : -1];
 

@@ -58,7 +58,7 @@ static int complex_rope(const model_shape *m)
 static shared_tensors shared_inputs(build *b, const model_shape *m)
 {
     shared_tensors sh = { -1, -1, -1, -1 };
-    int dt = residual_dt(b);
+    int dt = residual_dt(b, m);
     if (rope_elems(b, m) > 0 && complex_rope(m)) {
         sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), FP32, ROLE_EXTERNAL, 0);
     } else if (rope_elems(b, m) > 0) {
@@ -74,7 +74,7 @@ static shared_tensors shared_inputs(build *b, const model_shape *m)
 
 shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
 {
-    uint64_t dt = (uint64_t)residual_dt(b);
+    uint64_t dt = (uint64_t)residual_dt(b, m);
     shared_bytes sb;
     sb.rope = complex_rope(m) ? rope_elems(b, m) * FP32 : 2 * rope_elems(b, m) * dt;
     /* position ids (cache_position): int64 [seq] */
@@ -89,7 +89,7 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 {
     shared_tensors sh = shared_inputs(b, m);
-    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b), ROLE_INPUT,
+    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b, m), ROLE_INPUT,
                                s->input_rg);
     b->g->output = llmem_layer_path(m->path)->block(b, m, s, x, &sh);
     if (b->hold_input)
@@ -205,7 +205,7 @@ static void chunked_head_loss(build *b, const model_shape *m, const seg_spec *s,
  * and shifted, cross_entropy = log_softmax + nll_loss. */
 void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
 {
-    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b), ROLE_INPUT,
+    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b, m), ROLE_INPUT,
                                s->input_rg);
     llmem_region(b, "norm");
     if (m->final_norm)

@@ -34,14 +34,6 @@ typedef struct build {
 
 #define LOSS_CHUNK_ALL UINT64_MAX
 
-/* Bytes per element of the residual stream: the embedding's, the
- * parameters' dtype. Under autocast with fp32 weights the low-precision
- * branches promote back to fp32; with bf16 weights they are bf16 already. */
-static inline int residual_dt(const build *b)
-{
-    return b->param_dt;
-}
-
 static inline uint64_t tensor_elems(const build *b, tid x)
 {
     return b->g->t[x].bytes / b->g->t[x].dt;
