@@ -65,8 +65,8 @@ static shared_tensors shared_inputs(build *b, const model_shape *m)
         sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
         sh.sin = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
     }
-    if (mask_elems(b, m) > 0)
-        sh.mask = llmem_graph_tensor(b->g, mask_elems(b, m), dt, ROLE_EXTERNAL, 0);
+    if (mask_elems(b, m) > 0) /* in inputs_embeds' dtype, before any embedding norm */
+        sh.mask = llmem_graph_tensor(b->g, mask_elems(b, m), b->param_dt, ROLE_EXTERNAL, 0);
     if (alibi_elems(b, m) > 0)
         sh.alibi = llmem_graph_tensor(b->g, alibi_elems(b, m), dt, ROLE_EXTERNAL, 0);
     return sh;
@@ -78,7 +78,7 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
     shared_bytes sb;
     sb.rope = complex_rope(m) ? rope_elems(b, m) * FP32 : 2 * rope_elems(b, m) * dt;
     /* position ids (cache_position): int64 [seq] */
-    sb.locals = b->seq * INT64 + mask_elems(b, m) * dt;
+    sb.locals = b->seq * INT64 + mask_elems(b, m) * (uint64_t)b->param_dt;
     sb.locals += alibi_elems(b, m) * dt + position_id_elems(b, m) * INT64;
     /* FalconModel computes its rotary tables with ALiBi too, for no layer to use */
     if ((m->traits & TRAIT_ROTARY_TABLES) && m->positions != LLMEM_POSITIONS_ROTARY)

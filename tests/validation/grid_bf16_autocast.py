@@ -75,12 +75,15 @@ ROWS = [
     ("a20", "s1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
     ("a21", "d1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
     # BLOOM: autocast's fp32 word_embeddings_layernorm makes the residual
-    # stream fp32, which every residual sum keeps (under non-reentrant
-    # checkpointing llmem is one [tokens, hidden] bf16 tensor high: not gated)
+    # stream fp32, which every residual sum keeps; the causal mask stays in the
+    # embeddings' bf16 (held through backward under checkpointing)
     ("a22", "b1", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
     ("a23", "b1", 2, 256, P, "adamw", "none", 0.0, "lora",
      dict(EAGER, lora_rank=8, lora_targets=GF.QKV_T)),
     ("a24", "b1", 2, 256, P, "adamw", "none", 0.1, "full", dict(EAGER)),
+    ("a25", "b1", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(EAGER)),
+    ("a26", "b1", 2, 256, P, "adamw", "reentrant", 0.1, "lora",
+     dict(EAGER, lora_rank=8, lora_targets=GF.QKV_T)),
 ]
 
 
