@@ -14,13 +14,15 @@
 #include <string.h>
 
 /* Runs of identical layers: frozen, first trainable, the rest, plus one
- * split where dense layers give way to experts. */
+ * split where dense layers give way to experts or, in a model without
+ * experts (OPT's post-norm), after a first layer fed in another dtype. */
 #define MAX_GROUPS LAYER_RUNS_MAX
 
 /* One run of identical decoder layers, reduced to per-layer numbers. */
 typedef struct layer_group {
     uint64_t count;
     seg_spec spec;
+    uint64_t x_bytes;                       /* a layer's input (layer_input_dt) */
     uint64_t fwd_growth;                    /* forward: what each layer adds */
     uint64_t bwd_start, bwd_end;            /* backward: from its saved set + output grad */
     uint64_t param_grads, param_grads_wide;
@@ -335,8 +337,9 @@ static int recompute_mode(const setup *s)
 }
 
 static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const setup *s,
-                         uint64_t x_bytes, layer_group *grp)
+                         layer_group *grp)
 {
+    uint64_t x_bytes = grp->x_bytes;
     seg_cost c;
     if (s->grad_ckpt != LLMEM_GRAD_CKPT_NONE) {
         /* torch.utils.checkpoint: the layer keeps only its input (reentrant: run
@@ -376,17 +379,38 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
 
 /* In a mixture-of-experts model the first dense_layers layers have a dense
  * MLP: split the run that crosses that boundary, and mark the MoE runs. */
-static int split_at_experts(const model_shape *m, layer_group *g, int n)
+static int split_at(layer_group *g, int n, uint64_t boundary)
 {
-    uint64_t boundary = m->experts > 0 ? m->dense_layers : m->layers, first = 0;
-    for (int i = 0; i < n; i++) {
+    uint64_t first = 0;
+    for (int i = 0; i < n; first += g[i].count, i++) {
         if (first < boundary && boundary < first + g[i].count) {
             memmove(&g[i + 1], &g[i], (size_t)(n - i) * sizeof *g);
             g[i].count = boundary - first;
             g[i + 1].count -= g[i].count;
             g[i + 1].spec.input_rg = output_rg(&g[i].spec);
-            n++;
+            return n + 1;
         }
+    }
+    return n;
+}
+
+/* Where the layer runs of a method split further: in a mixture-of-experts
+ * model the first dense_layers layers have a dense MLP (the runs that cross
+ * that boundary split, and the MoE runs are marked); a first layer fed in
+ * the embedding's dtype, not the stream's, runs alone. A model has one
+ * reason at most (post-norm is OPT's alone, which has no experts), so with
+ * the method's three runs at most LAYER_RUNS_MAX. */
+static int split_runs(const model_shape *m, const setup *s, layer_group *g, int n)
+{
+    build b = { .autocast = s->autocast, .param_dt = s->param_dt };
+    if (embedding_dt(&b, m) != residual_dt(&b, m)) {
+        n = split_at(g, n, 1);
+        g[0].spec.embedded_input = 1;
+        return n;
+    }
+    uint64_t boundary = m->experts > 0 ? m->dense_layers : m->layers, first = 0;
+    n = split_at(g, n, boundary);
+    for (int i = 0; i < n; i++) {
         g[i].spec.moe = first >= boundary;
         first += g[i].count;
     }
@@ -425,7 +449,7 @@ static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
     } else {
         g[n++] = (layer_group){ .count = m->layers, .spec = trainable };
     }
-    return split_at_experts(m, g, n);
+    return split_runs(m, s, g, n);
 }
 
 /* Simulate a segment again with its events logged, for the timeline. */
@@ -468,7 +492,7 @@ static int64_t layer_of(const walk_input *in, uint64_t i)
 static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
                           const layer_group *g, const walk_input *in, uint64_t first,
                           uint64_t live, uint64_t growth,
-                          uint64_t x_bytes, uint64_t gathered, uint64_t grads, int ckpt)
+                          uint64_t gathered, uint64_t grads, int ckpt)
 {
     trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, SIM_PLAIN);
     for (uint64_t k = 0; k < g->count; k++) {
@@ -478,7 +502,7 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
         if (t->expand || k + 1 == g->count)
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "layer", layer_of(in, first + k),
-                               before - x_bytes + gathered + g->cache, grads);
+                               before - g->x_bytes + gathered + g->cache, grads);
         else
             llmem_trace_point(t, LLMEM_PHASE_FORWARD, "layer", layer_of(in, first + k),
                               before + growth, grads);
@@ -659,13 +683,16 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.ep = in->ep;
     b.loss_chunk = e->loss_chunk;
     /* The residual stream between layers (split over sp ranks under sequence parallelism). */
-    uint64_t x_bytes = (b.sp == 1 ? b.tokens : b.tokens / b.sp) * m->hidden * (uint64_t)residual_dt(&b, m);
+    uint64_t rank_tokens = b.sp == 1 ? b.tokens : b.tokens / b.sp;
+    uint64_t x_bytes = rank_tokens * m->hidden * (uint64_t)residual_dt(&b, m);
     uint64_t held = gather->layer_held;
 
     int nall = layer_groups(m, s, all);
     int ngroups = clip_groups(all, nall, in, groups);
-    for (int i = 0; i < ngroups; i++)
-        reduce_group(e, &b, m, s, x_bytes, &groups[i]);
+    for (int i = 0; i < ngroups; i++) {
+        groups[i].x_bytes = rank_tokens * m->hidden * (uint64_t)layer_input_dt(&b, m, &groups[i].spec);
+        reduce_group(e, &b, m, s, &groups[i]);
+    }
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
     seg_spec emb_spec = { .input_rg = all[0].spec.input_rg && !embed_trains,
@@ -720,11 +747,11 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         uint64_t growth = g->fwd_growth + held;
         held_all += g->count * held;
         moment_at(&w, LLMEM_PHASE_FORWARD,
-                  w.live + (g->count - 1) * growth - x_bytes + g->fwd_extra + gather->layer_fwd,
+                  w.live + (g->count - 1) * growth - g->x_bytes + g->fwd_extra + gather->layer_fwd,
                   g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads,
                   held_all - held + gather->layer_fwd);
         if (t != NULL)
-            trace_forward(e, t, &b, m, g, in, first, w.live, growth, x_bytes, gather->layer_fwd,
+            trace_forward(e, t, &b, m, g, in, first, w.live, growth, gather->layer_fwd,
                           w.grads, ckpt);
         first += g->count;
         w.live += g->count * growth;

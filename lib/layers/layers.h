@@ -8,15 +8,23 @@
 #include "model/model.h"
 #include "sim/ops.h"
 
-/* Bytes per element of the residual stream: the embedding's output, in the
- * parameters' dtype. Under autocast with fp32 weights the low-precision
- * branches promote back to fp32; with bf16 weights they are bf16 already,
- * unless a LayerNorm on the embedding (BLOOM's word_embeddings_layernorm,
- * on autocast's fp32 list) makes the stream fp32, which every residual sum
- * keeps. */
-static inline int residual_dt(const build *b, const model_shape *m)
+/* Bytes per element of the embedding segment's output, in the parameters'
+ * dtype. Under autocast with fp32 weights the low-precision branches
+ * promote back to fp32; with bf16 weights they are bf16 already, unless a
+ * LayerNorm on the embedding (BLOOM's word_embeddings_layernorm, on
+ * autocast's fp32 list) makes it fp32. */
+static inline int embedding_dt(const build *b, const model_shape *m)
 {
     return b->autocast && m->embed_norm ? FP32 : b->param_dt;
+}
+
+/* Bytes per element of the residual stream between layers and into the
+ * head: the embedding's, unless a post-norm layer (OPT-350m's
+ * do_layer_norm_before false) ends in a LayerNorm, whose fp32 output under
+ * autocast every later residual sum keeps. */
+static inline int residual_dt(const build *b, const model_shape *m)
+{
+    return b->autocast && m->post_norm ? FP32 : embedding_dt(b, m);
 }
 
 /* The builders index build's dropouts by model/dropout.h's sites. */
@@ -37,7 +45,15 @@ typedef struct seg_spec {
     int chunked_loss;
     int moe;               /* the layer's MLP is routed experts (not one of the dense layers) */
     int projections_trainable; /* OPT's project_in / project_out (they train with the embedding) */
+    int embedded_input;    /* a decoder layer fed by the embedding, in embedding_dt (layer_input_dt) */
 } seg_spec;
+
+/* Bytes per element of a decoder layer's input: the residual stream's,
+ * or the embedding's for the first layer where they differ. */
+static inline int layer_input_dt(const build *b, const model_shape *m, const seg_spec *s)
+{
+    return s->embedded_input ? embedding_dt(b, m) : residual_dt(b, m);
+}
 
 void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s);
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s);

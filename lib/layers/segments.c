@@ -58,7 +58,7 @@ static int complex_rope(const model_shape *m)
 static shared_tensors shared_inputs(build *b, const model_shape *m)
 {
     shared_tensors sh = { -1, -1, -1, -1 };
-    int dt = residual_dt(b, m);
+    int dt = embedding_dt(b, m);
     if (rope_elems(b, m) > 0 && complex_rope(m)) {
         sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), FP32, ROLE_EXTERNAL, 0);
     } else if (rope_elems(b, m) > 0) {
@@ -74,7 +74,7 @@ static shared_tensors shared_inputs(build *b, const model_shape *m)
 
 shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
 {
-    uint64_t dt = (uint64_t)residual_dt(b, m);
+    uint64_t dt = (uint64_t)embedding_dt(b, m);
     shared_bytes sb;
     sb.rope = complex_rope(m) ? rope_elems(b, m) * FP32 : 2 * rope_elems(b, m) * dt;
     /* position ids (cache_position): int64 [seq] */
@@ -89,8 +89,8 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 {
     shared_tensors sh = shared_inputs(b, m);
-    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b, m), ROLE_INPUT,
-                               s->input_rg);
+    tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, layer_input_dt(b, m, s),
+                               ROLE_INPUT, s->input_rg);
     b->g->output = llmem_layer_path(m->path)->block(b, m, s, x, &sh);
     if (b->hold_input)
         llmem_layers_hold_input(b->g);

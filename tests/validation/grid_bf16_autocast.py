@@ -84,6 +84,17 @@ ROWS = [
     ("a25", "b1", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(EAGER)),
     ("a26", "b1", 2, 256, P, "adamw", "reentrant", 0.1, "lora",
      dict(EAGER, lora_rank=8, lora_targets=GF.QKV_T)),
+    # OPT-350m's post-norm: its layers end in an fp32 LayerNorm, so every
+    # layer but the first (fed the bf16 embedding) takes an fp32 input
+    ("a27", "o3", 2, 256, P, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("a28", "o3", 2, 256, P, "adamw", "none", 0.0, "freeze", dict(EAGER, freeze_layers=1)),
+    ("a29", "o3", 2, 256, P, "adamw", "non-reentrant", 0.0, "freeze",
+     dict(EAGER, freeze_layers=2)),
+    ("a30", "o3", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(EAGER, lora_rank=8, lora_targets=GF.OPT_T)),
+    ("a31", "o3", 2, 256, P, "adamw", "reentrant", 0.1, "lora",
+     dict(EAGER, lora_rank=8, lora_targets=GF.OPT_T)),
+    ("a32", "o3", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
 ]
 
 

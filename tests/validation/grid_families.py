@@ -120,6 +120,10 @@ SIZES = {
     # OPT-350m-like: post-norm (no final norm), word_embed_proj_dim 128 (project_in/out)
     "o2": dict(family="opt", hidden=256, layers=2, heads=4, kv_heads=4, intermediate=1024,
                vocab=8192, max_positions=512, post_norm=1, embed_dim=128),
+    # the same with 3 layers: under bf16 autocast the first layer's input is
+    # bf16, the others' the fp32 output of a post-norm LayerNorm
+    "o3": dict(family="opt", hidden=256, layers=3, heads=4, kv_heads=4, intermediate=1024,
+               vocab=8192, max_positions=512, post_norm=1, embed_dim=128),
     # BLOOM: ALiBi, fused query_key_value, embedding LayerNorm, tied
     "b1": dict(family="bloom", hidden=256, layers=2, heads=4, kv_heads=4, intermediate=1024,
                vocab=16000, max_positions=2048),
