@@ -278,6 +278,12 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     if (s->grad_accum.i > 1)
         fprintf(out, ", grad-accum %lld", (long long)s->grad_accum.i);
     fputc('\n', out);
+    /* bf16-mixed is fp32 weights; transformers 5.x loads a checkpoint in its
+     * own dtype (from_pretrained's dtype "auto"), so a bf16 one trains with
+     * bf16 weights under the same autocast: another precision. */
+    if (strcmp(s->precision.text, "bf16-mixed") == 0)
+        fprintf(out, "%-*sbf16-mixed: fp32 weights; a bf16 checkpoint in its own dtype "
+                     "(transformers 5.x) is --precision bf16-autocast\n", LABEL_WIDTH, "");
     fprintf(out, "%-*sphased: the peak over the phases of one training step\n", LABEL_WIDTH,
             "Formula");
 }

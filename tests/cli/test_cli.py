@@ -187,6 +187,12 @@ def check_defaults(t, llmem):
     t.check("default" in out, "it says the model is the default", out)
     t.check("the defaults: what transformers 5.x with PyTorch 2.11 does" in out,
             "the Setup line says whose defaults these are", out)
+    t.check("bf16-mixed: fp32 weights; a bf16 checkpoint in its own dtype (transformers 5.x) "
+            "is --precision bf16-autocast" in out,
+            "it says what bf16-mixed means and what a bf16 checkpoint trains as", out)
+    rc, out, err = llmem.run("estimate", "--precision", "bf16")
+    t.check(rc == 0 and "a bf16 checkpoint in its own dtype" not in out,
+            "no such line under another precision", out)
     t.check("adamw (fused step)" in out and "attention sdpa" in out,
             "the table shows the fused step and SDPA", out)
     d = llmem.json()
