@@ -238,8 +238,13 @@ static int set_field(cli_request *req, const cli_flag *f, const char *v, int *rc
     if (parsed == CLI_NUMBER_RANGE)
         return out_of_range(f, v);
     if (parsed == CLI_NUMBER_INVALID) {
-        cli_error("--%s '%s': not %s", f->name, v,
-                  f->kind == CLI_KIND_INT ? "an integer" : "a decimal number");
+        /* whether the field takes "model" too, as the library says (the
+         * command fails here, so the probe's setting goes unused) */
+        int model_ok = f->kind == CLI_KIND_REAL && f->target == CLI_TARGET_TRAIN &&
+                       llmem_train_set_str(req->train, f->key, "model") == LLMEM_OK;
+        cli_error("--%s '%s': not %s%s", f->name, v,
+                  f->kind == CLI_KIND_INT ? "an integer" : "a decimal number",
+                  model_ok ? " or 'model' (the model's own)" : "");
         return CLI_EXIT_USAGE;
     }
     switch (f->target) {
@@ -445,7 +450,7 @@ static const struct {
 };
 
 /* A layout flag given without the setting that reads it (exit 2), or 0. */
-static int check_layout_needs(const cli_flag *f, const cli_request *req)
+static int check_layout_needs(const cli_flag *f, const char *given, const cli_request *req)
 {
     for (size_t i = 0; i < sizeof layout_needs / sizeof layout_needs[0]; i++) {
         int64_t v = 0;
@@ -454,7 +459,7 @@ static int check_layout_needs(const cli_flag *f, const cli_request *req)
         llmem_parallel_get_int(req->parallel, layout_needs[i].needs_key, &v);
         if (v == layout_needs[i].needs_value)
             return CLI_EXIT_OK;
-        cli_error("--%s needs %s", f->name, layout_needs[i].needs);
+        cli_error("--%s %s needs %s", f->name, given, layout_needs[i].needs);
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
@@ -476,25 +481,27 @@ static int check_unread(int argc, char **argv, const cli_request *req)
     while (cli_args_next(&it, &f, &v) > 0) {
         const char *why = f->target == CLI_TARGET_TRAIN ? llmem_train_unread(req->train, f->key)
                                                         : NULL;
+        /* "--lora-rank 16": the flag as given */
+        const char *sep = v != NULL ? " " : "", *given = v != NULL ? v : "";
         if (why != NULL) {
-            cli_error("--%s %s", f->name, why);
+            cli_error("--%s%s%s %s", f->name, sep, given, why);
             return CLI_EXIT_USAGE;
         }
         if (formula == LLMEM_FORMULA_ARTICLE && !article_reads_target(f->target)) {
             int drawn = f->target == CLI_TARGET_SVG || f->target == CLI_TARGET_TIMELINE;
-            cli_error("--%s needs formula phased (the default): the article's sum %s", f->name,
-                      drawn ? "has no timeline" : "is for one GPU");
+            cli_error("--%s%s%s needs formula phased (the default): the article's sum %s", f->name,
+                      sep, given, drawn ? "has no timeline" : "is for one GPU");
             return CLI_EXIT_USAGE;
         }
         /* Only DeepSpeed's engine has a reduce bucket (lib/estimate/shard.c). */
         if (f->target == CLI_TARGET_PARALLEL && f->key == LLMEM_PARALLEL_BUCKET_ELEMENTS &&
             !zero) {
-            cli_error("--bucket-elements needs --zero 1|2|3 (DeepSpeed ZeRO's reduce bucket; "
+            cli_error("--bucket-elements %s needs --zero 1|2|3 (DeepSpeed ZeRO's reduce bucket; "
                       "the sharding is %s)",
-                      llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, sharding));
+                      given, llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, sharding));
             return CLI_EXIT_USAGE;
         }
-        int status = check_layout_needs(f, req);
+        int status = check_layout_needs(f, given, req);
         if (status != CLI_EXIT_OK)
             return status;
     }

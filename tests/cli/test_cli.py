@@ -354,8 +354,9 @@ def check_article_flags(t, llmem):
         for order in (base + args + ["--json"], ["estimate", "--model", "gpt2"] + args +
                       ["--formula", "article", "--json"]):
             rc, out, err = llmem.run(*order)
-            t.check(rc == 2 and out == "" and err.startswith("llmem: --%s needs formula phased "
-                                                             "(the default)" % flag),
+            given = " ".join(args)  # the flag as given, with its value
+            t.check(rc == 2 and out == "" and err.startswith("llmem: %s needs formula phased "
+                                                             "(the default)" % given),
                     "%s: a usage error naming it" % " ".join(order[2:]), (rc, err))
     t.check(not os.path.exists(svg), "no picture written")
     shutil.rmtree(work)
@@ -369,12 +370,12 @@ def check_article_flags(t, llmem):
     # The article's check comes first: --lora-rank needs formula phased
     # before it needs a LoRA method.
     rc, out, err = llmem.run(*(base + ["--lora-rank", "4"]))
-    t.check(rc == 2 and "--lora-rank needs formula phased" in err, "--lora-rank: the formula first",
+    t.check(rc == 2 and "--lora-rank 4 needs formula phased" in err, "--lora-rank: the formula first",
             err)
     # fit takes the estimate's flags, and the same check.
     rc, out, err = llmem.run("fit", "--gpu", "H100", "--model", "gpt2", "--formula", "article",
                              "--attention", "flash")
-    t.check(rc == 2 and out == "" and "--attention needs formula phased" in err,
+    t.check(rc == 2 and out == "" and "--attention flash needs formula phased" in err,
             "fit --formula article --attention: refused", err)
 
 
@@ -447,7 +448,7 @@ ERRORS = [
     (["--model", "Llama-3.2-1B", "--kv-heads", "3"], 1, "--kv-heads"),
     (["--family", "llama", "--hidden", "64", "--heads", "4", "--layers", "2", "--vocab", "100"],
      1, "--intermediate"),
-    (["--freeze-layers", "3"], 2, "--freeze-layers needs method freeze"),
+    (["--freeze-layers", "3"], 2, "--freeze-layers 3 needs method freeze"),
     (["--method", "freeze", "--freeze-layers", "99"], 1, "--freeze-layers"),
     (["--method", "qlora", "--precision", "fp32"], 1, "--precision"),
     (["--model", "gpt2", "--experts", "4"], 1, "--experts-per-token"),

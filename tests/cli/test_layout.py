@@ -90,7 +90,7 @@ def check_svg(t, llmem):
     none = os.path.join(work, "none.svg")
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--formula", "article", "--svg",
                              none)
-    t.check(rc == 2 and out == "" and "--svg needs formula phased" in err and
+    t.check(rc == 2 and out == "" and "--svg %s needs formula phased" % none in err and
             "no timeline" in err and not os.path.exists(none),
             "the article's formula has no picture: a usage error", err)
 

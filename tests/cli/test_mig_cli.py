@@ -413,7 +413,7 @@ def check_pack_errors(t, llmem):
          ["job 'a' (#1)", "unknown field 'dp'", "no layout flags"], "a layout flag in a job"),
         # A LoRA setting without a LoRA method would be ignored.
         ('[{"id": "a", "model": "gpt2", "lora_rank": 8}]',
-         ["job 'a' (#1)", "--lora-rank needs method lora or qlora"], "a LoRA rank without LoRA"),
+         ["job 'a' (#1)", "--lora-rank 8 needs method lora or qlora"], "a LoRA rank without LoRA"),
         ('[{"id": "a", "memory_bytes": 5', ["end of file"], "a truncated file"),
     ]
     with tempfile.TemporaryDirectory() as tmp:
