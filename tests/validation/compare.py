@@ -2,7 +2,8 @@
 """Compare ``llmem estimate`` with the measured grid (stdlib only, no torch).
 
     python3 tests/validation/compare.py --llmem build/cli/llmem \
-        [--csv tests/validation/grid.csv] [--max-median PCT] [--max-error PCT]
+        [--csv tests/validation/grid.csv] [--max-median PCT] [--max-error PCT] \
+        [--max-phase-error [PHASE=]PCT[,...]] [--no-phase-allowances]
 
 For every CSV row the CLI is run as
 
@@ -33,10 +34,21 @@ and how many rows agree on the phase (an estimator phase name is folded onto
 forward / backward / optimizer, e.g. ``loss-backward`` -> backward; a row
 whose phase differs is marked ``*``).  If the JSON also has a ``phases``
 object (name -> bytes), the per-phase peaks are compared with the measured
-ones for information (not gated).
+``measured_forward_peak_bytes``, ``measured_backward_peak_bytes`` and
+``measured_optimizer_peak_bytes``, with the same folding: ``loss-backward``
+and ``backward`` (and any recomputation) against the measured backward phase,
+which is the whole ``loss.backward()`` (measure.py); ``forward`` (the loss
+included) against the measured forward phase; ``optimizer`` (step and
+zero_grad) against the measured optimizer phase.  ``--max-phase-error``
+gates each of them per row; without it they are printed for information.
+A few rows miss one phase for a documented reason: PHASE_ALLOWANCES below
+gives each such row and phase its own limit, just above its current error,
+instead of widening the gate for every row (``--no-phase-allowances`` turns
+them off).
 
-Exit status: 0 ok; 1 a threshold (--max-median, --max-error, in percent) is
-exceeded; 2 llmem failed on a row (or the CSV is unusable).
+Exit status: 0 ok; 1 a threshold (--max-median, --max-error,
+--max-phase-error, in percent) is exceeded; 2 llmem failed on a row, the
+CSV is unusable, or an option is malformed.
 """
 
 import argparse
@@ -99,6 +111,25 @@ MODEL_DROPOUT_FLAGS = (
 ACTIVATIONS = {"silu": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu-tanh",
                "gelu_tanh": "gelu-tanh", "gelu_new": "gelu-new", "gelu_fast": "gelu-fast",
                "relu": "relu"}
+
+
+# Per-row, per-phase limits (percent) that widen --max-phase-error for one
+# (CSV file name, row id, phase): only for a miss whose cause is known and
+# documented (docs/validation.md), each set just above the row's current error
+# so that any further drift still fails.  An entry whose row is gone from its
+# CSV is an error (exit 2).
+PHASE_ALLOWANCES = {
+    # GPT-2 with a 512-token vocabulary, whose forward peaks inside the first
+    # layer: GPT2Model.forward keeps inputs_embeds and position_embeds alive
+    # while the layers run, the estimator frees them after their sum
+    # (5 MiB: measured 343,560,204, estimated 338,317,312, 1.526 %).
+    ("grid_defaults.csv", "d26", "forward"): 1.55,
+    # bf16-mixed freeze: autocast keeps the cast copy of the first trainable
+    # layer's weights until it exits though nothing saves it; the estimate
+    # frees it at its last use (measured 71,588,376, estimated 71,190,548,
+    # 0.556 %).
+    ("grid_families.csv", "o05", "forward"): 0.57,
+}
 
 
 class LlmemError(Exception):
@@ -258,6 +289,31 @@ def load_rows(path, only):
     return rows
 
 
+def parse_phase_limits(specs):
+    """--max-phase-error values -> {phase: percent}.  Each value is a
+    comma-separated list of ``PCT`` (every phase) or ``PHASE=PCT`` (one of
+    forward, backward, optimizer); later items override earlier ones."""
+    limits = {}
+    for spec in specs:
+        for item in spec.split(","):
+            item = item.strip()
+            name, sep, val = item.rpartition("=")
+            name = name.strip().lower()
+            if sep and name not in COARSE:
+                raise ValueError("--max-phase-error: unknown phase %r in %r (expected %s)"
+                                 % (name, item, ", ".join(COARSE)))
+            try:
+                pct = float(val)
+            except ValueError:
+                pct = float("nan")
+            if not math.isfinite(pct) or pct < 0:
+                raise ValueError("--max-phase-error: %r is not a non-negative percentage"
+                                 % item)
+            for ph in ((name,) if sep else COARSE):
+                limits[ph] = pct
+    return limits
+
+
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="Compare llmem estimates with the measured grid.")
@@ -267,6 +323,13 @@ def main(argv=None):
                     help="fail (exit 1) if the median relative error exceeds PCT percent")
     ap.add_argument("--max-error", type=float, default=None, metavar="PCT",
                     help="fail (exit 1) if any row's relative error exceeds PCT percent")
+    ap.add_argument("--max-phase-error", action="append", default=[],
+                    metavar="[PHASE=]PCT[,...]",
+                    help="fail (exit 1) if any row's forward, backward or optimizer phase "
+                         "peak is off by more than PCT percent (PHASE=PCT for one phase; "
+                         "repeatable); rows in PHASE_ALLOWANCES use their own limit")
+    ap.add_argument("--no-phase-allowances", action="store_true",
+                    help="apply --max-phase-error to every row, PHASE_ALLOWANCES included")
     ap.add_argument("--only", action="append", default=[],
                     help="row id(s), comma-separated; repeatable")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per llmem call")
@@ -275,13 +338,19 @@ def main(argv=None):
 
     only = {x for v in a.only for x in v.split(",") if x}
     try:
+        phase_limits = parse_phase_limits(a.max_phase_error)
         rows = load_rows(a.csv, only)
     except (OSError, ValueError) as e:
         print("compare.py: %s" % e, file=sys.stderr)
         return 2
 
+    csv_name = os.path.basename(a.csv)
+    allowances = {} if a.no_phase_allowances else {
+        (rid, ph): pct for (f, rid, ph), pct in PHASE_ALLOWANCES.items() if f == csv_name}
     errors = []
     phase_errors = {}
+    phase_failed = []   # (row, phase, measured, estimated, error %, limit %)
+    allowance_used = []
     agree = 0
     with_phase = 0
     worst = None
@@ -308,10 +377,22 @@ def main(argv=None):
         for ph in COARSE:
             col = "measured_%s_peak_bytes" % ph
             if ph in est_phases and r.get(col, "").strip():
-                m = int(r[col])
+                try:
+                    m = int(r[col])
+                except ValueError:
+                    print("compare.py: row %s: bad %s %r" % (r["id"], col, r[col]),
+                          file=sys.stderr)
+                    return 2
                 if m > 0:
-                    phase_errors.setdefault(ph, []).append(
-                        (abs(est_phases[ph] - m) / m * 100.0, r["id"]))
+                    perr = abs(est_phases[ph] - m) / m * 100.0
+                    phase_errors.setdefault(ph, []).append((perr, r["id"]))
+                    limit = phase_limits.get(ph)
+                    if (r["id"], ph) in allowances and limit is not None:
+                        # widens the gate for this row and phase, never narrows it
+                        limit = max(limit, allowances[(r["id"], ph)])
+                        allowance_used.append((r["id"], ph, perr, limit, phase_limits[ph]))
+                    if limit is not None and perr > limit:
+                        phase_failed.append((r["id"], ph, m, est_phases[ph], perr, limit))
         agree += same
         if not a.quiet:
             print("%-5s %-6s %-11s %-6s %-5s %-12s %14d %14.0f %8.2f  %-9s %-9s%s" % (
@@ -327,16 +408,40 @@ def main(argv=None):
               "" if with_phase == len(rows) else " (%d rows without peak_phase)"
               % (len(rows) - with_phase)))
     if phase_errors:
-        print("per-phase peaks (informational, from the JSON 'phases'): " + "; ".join(
-            "%s median %.2f%% max %.2f%% (row %s)" % (
+        print("per-phase peaks (%s, from the JSON 'phases'): " % (
+            "gated" if phase_limits else "informational") + "; ".join(
+            "%s median %.4f%% max %.4f%% (row %s)" % (
                 ph, statistics.median(e for e, _ in phase_errors[ph]),
                 max(phase_errors[ph])[0], max(phase_errors[ph])[1])
             for ph in COARSE if ph in phase_errors))
+    for rid, ph, perr, limit, gate in allowance_used:
+        note = "" if perr > gate else "; now within the gate, remove the allowance"
+        print("phase allowance: row %s %s error %.4f%% (allowed %.4f%%, gate %.4f%%)%s" % (
+            rid, ph, perr, limit, gate, note))
+    if phase_limits and not only:
+        seen = {(rid, ph) for rid, ph, _, _, _ in allowance_used}
+        stale = sorted(k for k in allowances if k[1] in phase_limits and k not in seen)
+        if stale:
+            print("compare.py: PHASE_ALLOWANCES names row/phase(s) that %s does not gate: %s"
+                  % (csv_name, ", ".join("%s %s" % k for k in stale)), file=sys.stderr)
+            return 2
+    gated = sum(1 for ph in phase_limits for _ in phase_errors.get(ph, ()))
+    if phase_limits and not gated:
+        # a gate that compared nothing must not pass silently
+        print("compare.py: --max-phase-error given but no row has both a measured "
+              "phase peak (measured_<phase>_peak_bytes) and the JSON phase for %s"
+              % ", ".join(sorted(phase_limits)), file=sys.stderr)
+        return 2
     failed = []
     if a.max_median is not None and med > a.max_median:
         failed.append("median %.2f%% > %.2f%%" % (med, a.max_median))
     if a.max_error is not None and mx > a.max_error:
         failed.append("max %.2f%% > %.2f%% (row %s)" % (mx, a.max_error, worst[0]))
+    for rid, ph, m, e, perr, limit in phase_failed:
+        print("compare.py: phase FAIL: row %s %s: measured %d, estimated %.0f, "
+              "error %.4f%% > %.4f%%" % (rid, ph, m, e, perr, limit), file=sys.stderr)
+    if phase_failed:
+        failed.append("%d row phase(s) over --max-phase-error" % len(phase_failed))
     if failed:
         print("compare.py: FAIL: " + "; ".join(failed), file=sys.stderr)
         return 1

@@ -44,7 +44,7 @@ EAGER = {"optimizer_impl": "fused", "attention": "eager"}
 LORA = {"lora_rank": 8}
 
 # id, size, batch, seq, precision, optimizer, grad_ckpt, dropout, method, extra
-# Sizes: grid.py's (l*, g*) and grid_families.py's (n*).
+# Sizes: grid.py's (l*, g*) and grid_families.py's (the others).
 ROWS = [
     # Llama, grouped kv heads: the transformers 5.x defaults, then eager
     ("a01", "l2", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
@@ -95,6 +95,52 @@ ROWS = [
     ("a31", "o3", 2, 256, P, "adamw", "reentrant", 0.1, "lora",
      dict(EAGER, lora_rank=8, lora_targets=GF.OPT_T)),
     ("a32", "o3", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
+    # The LayerNorm, latent-attention and expert families under SDPA (the
+    # default attention), LoRA on their own target names, freeze and
+    # checkpointing: where the fp32 LayerNorm outputs and casts meet each path
+    # GPT-NeoX: parallel residual with partial rotary, and sequential
+    ("a33", "n1", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a34", "n2", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
+    ("a35", "n1", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(DEFAULTS, lora_rank=8, lora_targets=GF.QKV_T)),
+    ("a36", "n2", 2, 256, P, "adamw", "none", 0.0, "freeze", dict(EAGER, freeze_layers=1)),
+    # Falcon: multi-query (SDPA's math path) and new_decoder_architecture
+    ("a37", "f1", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a38", "f2", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a39", "f1", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(DEFAULTS, lora_rank=8, lora_targets=GF.QKV_T)),
+    ("a40", "f2", 2, 256, P, "adamw", "none", 0.0, "freeze", dict(EAGER, freeze_layers=1)),
+    ("a41", "f2", 2, 256, P, "adamw", "reentrant", 0.0, "lora",
+     dict(EAGER, lora_rank=8, lora_targets=GF.QKV_T)),
+    # Phi: partial rotary; grouped kv heads with qk_layernorm
+    ("a42", "h1", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a43", "h2", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a44", "h1", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(DEFAULTS, lora_rank=8, lora_targets=GF.PHI_T)),
+    ("a45", "h2", 2, 256, P, "adamw", "none", 0.0, "freeze", dict(EAGER, freeze_layers=1)),
+    ("a46", "h1", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
+    # StarCoder2: grouped kv heads, LayerNorm, biases
+    ("a47", "s1", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a48", "s1", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(DEFAULTS, lora_rank=8, lora_targets=GF.SC2_T)),
+    ("a49", "s1", 2, 256, P, "adamw", "none", 0.0, "freeze", dict(EAGER, freeze_layers=1)),
+    ("a50", "s1", 2, 256, P, "adamw", "reentrant", 0.0, "full", dict(DEFAULTS)),
+    # DeepSeek: latent attention (values narrower than keys), experts; V2 and V3
+    ("a51", "d1", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a52", "d1", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(DEFAULTS, lora_rank=8, lora_targets=GF.DS2_T)),
+    ("a53", "d1", 2, 256, P, "adamw", "none", 0.0, "freeze", dict(EAGER, freeze_layers=1)),
+    ("a54", "d2", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
+    # OPT-125m's pre-norm: the query scaled before SDPA
+    ("a55", "o1", 2, 256, P, "adamw", "none", 0.0, "full", dict(DEFAULTS)),
+    ("a56", "o1", 2, 256, P, "adamw", "none", 0.0, "lora",
+     dict(DEFAULTS, lora_rank=8, lora_targets=GF.OPT_T)),
+    ("a57", "o1", 2, 256, P, "adamw", "none", 0.0, "freeze", dict(EAGER, freeze_layers=1)),
+    ("a58", "o1", 2, 256, P, "adamw", "reentrant", 0.0, "full", dict(DEFAULTS)),
+    # Phi's fp32 q/k LayerNorm outputs cast down for SDPA, with dropout;
+    # Falcon's multi-query math path recomputed
+    ("a59", "h2", 2, 256, P, "adamw", "reentrant", 0.1, "full", dict(DEFAULTS)),
+    ("a60", "f1", 2, 256, P, "adamw", "non-reentrant", 0.0, "full", dict(DEFAULTS)),
 ]
 
 
