@@ -437,34 +437,6 @@ static int article_reads_target(int target)
            target != CLI_TARGET_TIMELINE;
 }
 
-/* Layout flags that one value of another layout field gives a meaning:
- * without it the library refuses the layout; the command line is wrong. */
-static const struct {
-    int key, needs_key, needs_value;
-    const char *needs;
-} layout_needs[] = {
-    { LLMEM_PARALLEL_SHARD_GROUP, LLMEM_PARALLEL_SHARDING, LLMEM_SHARDING_FSDP_HYBRID,
-      "--fsdp hybrid (--sharding fsdp-hybrid)" },
-    { LLMEM_PARALLEL_VIRTUAL_STAGES, LLMEM_PARALLEL_SCHEDULE, LLMEM_SCHEDULE_INTERLEAVED,
-      "--schedule interleaved" },
-};
-
-/* A layout flag given without the setting that reads it (exit 2), or 0. */
-static int check_layout_needs(const cli_flag *f, const char *given, const cli_request *req)
-{
-    for (size_t i = 0; i < sizeof layout_needs / sizeof layout_needs[0]; i++) {
-        int64_t v = 0;
-        if (f->target != CLI_TARGET_PARALLEL || layout_needs[i].key != f->key)
-            continue;
-        llmem_parallel_get_int(req->parallel, layout_needs[i].needs_key, &v);
-        if (v == layout_needs[i].needs_value)
-            return CLI_EXIT_OK;
-        cli_error("--%s %s needs %s", f->name, given, layout_needs[i].needs);
-        return CLI_EXIT_USAGE;
-    }
-    return CLI_EXIT_OK;
-}
-
 /* Flags whose field only one method, formula or engine reads: given without
  * it they would be accepted and ignored, so they are refused, even at their
  * default (the library refuses only a value set away from it). */
@@ -473,37 +445,28 @@ static int check_unread(int argc, char **argv, const cli_request *req)
     cli_arg_iter it;
     const cli_flag *f;
     const char *v;
-    int64_t formula = 0, sharding = 0;
+    int64_t formula = 0;
     llmem_train_get_int(req->train, LLMEM_TRAIN_FORMULA, &formula);
-    llmem_parallel_get_int(req->parallel, LLMEM_PARALLEL_SHARDING, &sharding);
-    int zero = sharding >= LLMEM_SHARDING_ZERO1 && sharding <= LLMEM_SHARDING_ZERO3;
     cli_args_begin(&it, argc, argv, 0);
     while (cli_args_next(&it, &f, &v) > 0) {
-        const char *why = f->target == CLI_TARGET_TRAIN ? llmem_train_unread(req->train, f->key)
-                                                        : NULL;
         /* "--lora-rank 16": the flag as given */
         const char *sep = v != NULL ? " " : "", *given = v != NULL ? v : "";
-        if (why != NULL) {
-            cli_error("--%s%s%s %s", f->name, sep, given, why);
-            return CLI_EXIT_USAGE;
-        }
         if (formula == LLMEM_FORMULA_ARTICLE && !article_reads_target(f->target)) {
             int drawn = f->target == CLI_TARGET_SVG || f->target == CLI_TARGET_TIMELINE;
             cli_error("--%s%s%s needs formula phased (the default): the article's sum %s", f->name,
                       sep, given, drawn ? "has no timeline" : "is for one GPU");
             return CLI_EXIT_USAGE;
         }
-        /* Only DeepSpeed's engine has a reduce bucket (lib/estimate/shard.c). */
-        if (f->target == CLI_TARGET_PARALLEL && f->key == LLMEM_PARALLEL_BUCKET_ELEMENTS &&
-            !zero) {
-            cli_error("--bucket-elements %s needs --zero 1|2|3 (DeepSpeed ZeRO's reduce bucket; "
-                      "the sharding is %s)",
-                      given, llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, sharding));
+        /* the library says which fields a setting leaves unread */
+        const char *why = f->target == CLI_TARGET_TRAIN
+                              ? llmem_train_unread(req->train, f->key)
+                          : f->target == CLI_TARGET_PARALLEL
+                              ? llmem_parallel_unread(req->parallel, f->key)
+                              : NULL;
+        if (why != NULL) {
+            cli_error("--%s%s%s %s", f->name, sep, given, why);
             return CLI_EXIT_USAGE;
         }
-        int status = check_layout_needs(f, given, req);
-        if (status != CLI_EXIT_OK)
-            return status;
     }
     return CLI_EXIT_OK;
 }

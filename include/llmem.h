@@ -754,6 +754,15 @@ LLMEM_API int llmem_parallel_get_int(const llmem_parallel *layout, int key, int6
 LLMEM_API int llmem_parallel_field_info(int key, const char **name, int64_t *min, int64_t *max);
 /** Name of a value of an enumerated field, or NULL. @since 0.2.0 */
 LLMEM_API const char *llmem_parallel_value_name(int key, int64_t value);
+/**
+ * Why the layout as it stands does not read field @p key, or NULL when it
+ * does (or @p layout is NULL or the key unknown): shard-group needs sharding
+ * fsdp-hybrid, virtual-stages schedule interleaved, bucket-elements sharding
+ * zero1, zero2 or zero3. An estimate refuses such a field set away from its
+ * default (#LLMEM_EINCONSISTENT, naming the field); a front end can call this
+ * to refuse it even at its default. @since 0.2.0
+ */
+LLMEM_API const char *llmem_parallel_unread(const llmem_parallel *layout, int key);
 /** The @p index-th name an enumerated field accepts, with its value; NULL past the end.
  * @since 0.2.0 */
 LLMEM_API const char *llmem_parallel_choice(int key, size_t index, int64_t *value);

@@ -332,6 +332,13 @@ public:
         detail::check(llmem_parallel_get_int(p_.get(), key, &v), ctx_);
         return v;
     }
+    /** Why the layout does not read field @p key ("needs sharding fsdp-hybrid ..."),
+     * or empty when it does (llmem_parallel_unread). */
+    std::string unread(int key) const
+    {
+        const char *why = llmem_parallel_unread(p_.get(), key);
+        return why != nullptr ? why : "";
+    }
     /** GPUs the layout spans: dp x tp x pp x cp. */
     std::uint64_t gpus() const noexcept { return llmem_parallel_gpus(p_.get()); }
     /** The multiples of batch or seq (@p key) the layout splits (llmem_parallel_step). */

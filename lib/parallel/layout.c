@@ -45,9 +45,6 @@ static int check_pipeline(llmem_ctx *ctx, const layout *l, const model_shape *m)
             return FAIL(ctx, VIRTUAL_STAGES,
                         "virtual-stages: %llu layers do not split into pp %llu x %llu chunks",
                         U(m->layers), U(l->pp), U(l->virtual_stages));
-    } else if (l->virtual_stages != 1) {
-        return FAIL(ctx, VIRTUAL_STAGES, "virtual-stages: %llu needs --schedule interleaved",
-                    U(l->virtual_stages));
     }
     return LLMEM_OK;
 }
@@ -63,8 +60,6 @@ static int check_sharding(llmem_ctx *ctx, const llmem_parallel *p, layout *l)
         if (l->dp % group != 0)
             return FAIL(ctx, SHARD_GROUP, "shard-group: %llu does not divide dp %llu", U(group),
                         U(l->dp));
-    } else if (group != 0) {
-        return FAIL(ctx, SHARD_GROUP, "shard-group: %llu needs --sharding fsdp-hybrid", U(group));
     }
     /* Context-parallel ranks hold the same parameters as data-parallel
      * replicas, and the engines shard over both: torchtitan flattens
@@ -198,8 +193,9 @@ int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_sh
     l->schedule = (int)p->i[LLMEM_PARALLEL_SCHEDULE];
     l->virtual_stages = (uint64_t)p->i[LLMEM_PARALLEL_VIRTUAL_STAGES];
     l->bucket_elements = (uint64_t)p->i[LLMEM_PARALLEL_BUCKET_ELEMENTS];
-    int rc;
-    if ((rc = check_tp(ctx, l, m)) != LLMEM_OK || (rc = check_pipeline(ctx, l, m)) != LLMEM_OK ||
+    int rc = llmem_parallel_check_unread(ctx, p);
+    if (rc != LLMEM_OK ||
+        (rc = check_tp(ctx, l, m)) != LLMEM_OK || (rc = check_pipeline(ctx, l, m)) != LLMEM_OK ||
         (rc = check_sharding(ctx, p, l)) != LLMEM_OK || (rc = check_other(ctx, l, m, s)) != LLMEM_OK)
         return rc;
     if (l->dp * l->tp * l->pp * l->cp > (UINT64_C(1) << 24))

@@ -74,6 +74,7 @@ _PROTOTYPES = {
     "llmem_train_value_name": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]),
     "llmem_train_choice": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_size_t, _i64_p]),
     "llmem_train_unread": (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_int]),
+    "llmem_parallel_unread": (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_int]),
     "llmem_parallel_new": (ctypes.c_int, [ctypes.c_void_p, _vp_p]),
     "llmem_parallel_free": (None, [ctypes.c_void_p]),
     "llmem_parallel_set_int": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64]),

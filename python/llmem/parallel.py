@@ -36,6 +36,16 @@ class Parallel(Configurable):
             super().__init__(ptr, ctx)
         self.set(**fields)
 
+    def unread(self, keyword: str) -> Optional[str]:
+        """Why the layout as it stands does not read field ``keyword``
+        ("needs sharding fsdp-hybrid ..."), or None when it does. An estimate
+        refuses such a field set away from its default (``llmem.Error``
+        naming it): ``Parallel(dp=4, shard_group=2)`` does not run."""
+        field = self._field(keyword, "unread()")
+        with self._context._lock:
+            why = LIB.llmem_parallel_unread(self._handle, field.key)
+        return None if why is None else why.decode()
+
     @property
     def gpus(self) -> int:
         """GPUs the layout spans: dp x tp x pp x cp."""

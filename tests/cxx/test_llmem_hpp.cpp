@@ -250,6 +250,9 @@ void layouts_as_the_c_api()
     check(train.unread(LLMEM_TRAIN_LORA_RANK).find("method lora or qlora") != std::string::npos &&
               train.unread(LLMEM_TRAIN_SEQ).empty(),
           "why a field is not read");
+    check(layout.unread(LLMEM_PARALLEL_SHARD_GROUP).find("fsdp-hybrid") != std::string::npos &&
+              layout.unread(LLMEM_PARALLEL_DP).empty(),
+          "why a layout field is not read");
     llmem::Estimate est(ctx);
     est.run(model, train, layout);
 

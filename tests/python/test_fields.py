@@ -205,3 +205,12 @@ def test_a_field_the_setup_does_not_read_is_refused():
         assert t.unread("lora_rank") is None
         with pytest.raises(TypeError, match="no_such_field"):
             t.unread("no_such_field")
+    # a layout's fields: the same question, and the same refusal
+    with llmem.Parallel(dp=4, sharding="fsdp-full") as p:
+        assert "zero1, zero2 or zero3" in p.unread("bucket_elements")
+        assert p.unread("dp") is None
+        p.sharding = "zero2"
+        assert p.unread("bucket_elements") is None
+    with pytest.raises(llmem.Inconsistent, match=r"^bucket-elements: 1000 is not read"):
+        llmem.estimate("meta-llama/Llama-3.2-1B", dp=4, sharding="fsdp-full",
+                       bucket_elements=1000)

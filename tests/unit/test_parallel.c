@@ -888,6 +888,9 @@ Test(parallel, bad_layouts_name_their_field)
         { LLMEM_PARALLEL_SHARD_GROUP, "3", LLMEM_PARALLEL_DP, "8" },
         { LLMEM_PARALLEL_VIRTUAL_STAGES, "2", 0, NULL },
         { LLMEM_PARALLEL_CP, "2", 0, NULL },
+        /* a reduce bucket under an engine that has none: it was ignored */
+        { LLMEM_PARALLEL_BUCKET_ELEMENTS, "1000", LLMEM_PARALLEL_SHARDING, "fsdp-full" },
+        { LLMEM_PARALLEL_BUCKET_ELEMENTS, "1000", LLMEM_PARALLEL_DP, "2" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fixture f = open_fixture(PRESET);
@@ -907,6 +910,49 @@ Test(parallel, bad_layouts_name_their_field)
     cr_expect_eq(llmem_parallel_set_str(f.l, LLMEM_PARALLEL_SHARDING, "zero4"), LLMEM_ENOTFOUND);
     cr_expect_str_eq(llmem_parallel_value_name(LLMEM_PARALLEL_SHARDING, LLMEM_SHARDING_FSDP_FULL),
                      "fsdp-full");
+    close_fixture(&f);
+}
+
+/* Which layout fields a setting leaves unread, as the estimate refuses them. */
+Test(parallel, unread_layout_fields_say_why)
+{
+    fixture f = open_fixture(PRESET);
+    cr_expect_null(llmem_parallel_unread(f.l, LLMEM_PARALLEL_DP));
+    cr_expect_null(llmem_parallel_unread(NULL, LLMEM_PARALLEL_SHARD_GROUP));
+    cr_expect_null(llmem_parallel_unread(f.l, 0));
+    cr_expect_null(llmem_parallel_unread(f.l, 1000));
+    static const struct {
+        int key, setting;
+        const char *reads, *other, *says;
+    } rules[] = {
+        { LLMEM_PARALLEL_SHARD_GROUP, LLMEM_PARALLEL_SHARDING, "fsdp-hybrid", "fsdp-full",
+          "needs sharding fsdp-hybrid" },
+        { LLMEM_PARALLEL_VIRTUAL_STAGES, LLMEM_PARALLEL_SCHEDULE, "interleaved", "1f1b",
+          "needs schedule interleaved" },
+        { LLMEM_PARALLEL_BUCKET_ELEMENTS, LLMEM_PARALLEL_SHARDING, "zero3", "none",
+          "needs sharding zero1, zero2 or zero3" },
+        { LLMEM_PARALLEL_BUCKET_ELEMENTS, LLMEM_PARALLEL_SHARDING, "zero1", "fsdp-grad-op",
+          "needs sharding zero1, zero2 or zero3" },
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        set(&f, rules[i].setting, rules[i].other);
+        const char *why = llmem_parallel_unread(f.l, rules[i].key);
+        cr_expect(why != NULL && strstr(why, rules[i].says) != NULL, "rule %zu: %s", i,
+                  why ? why : "(read)");
+        set(&f, rules[i].setting, rules[i].reads);
+        cr_expect_null(llmem_parallel_unread(f.l, rules[i].key), "rule %zu", i);
+    }
+    close_fixture(&f);
+    /* Set away from its default while unread: refused, naming it and the setting. */
+    f = open_fixture(PRESET);
+    set(&f, LLMEM_PARALLEL_DP, "2");
+    set(&f, LLMEM_PARALLEL_BUCKET_ELEMENTS, "1000");
+    cr_expect_eq(llmem_estimate_run_parallel(f.e, f.m, f.t, f.l), LLMEM_EINCONSISTENT);
+    cr_expect(strstr(llmem_ctx_error(f.ctx), "bucket-elements: 1000 is not read") != NULL &&
+                  strstr(llmem_ctx_error(f.ctx), "the sharding is none") != NULL,
+              "%s", llmem_ctx_error(f.ctx));
+    set(&f, LLMEM_PARALLEL_SHARDING, "zero2");
+    run(&f);
     close_fixture(&f);
 }
 
