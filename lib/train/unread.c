@@ -53,12 +53,19 @@ static int rule_holds(const llmem_train *t, const struct unread_rule *r)
     return v >= 0 && v < 32 && (r->values >> v & 1);
 }
 
-static const char *reason(const llmem_train *t, int key)
+/* The first rule that leaves the field unread, or NULL. */
+static const struct unread_rule *broken(const llmem_train *t, int key)
 {
     for (size_t i = 0; i < RULE_COUNT; i++)
         if ((rules[i].fields >> key & 1) && !rule_holds(t, &rules[i]))
-            return rules[i].reason;
+            return &rules[i];
     return NULL;
+}
+
+static const char *reason(const llmem_train *t, int key)
+{
+    const struct unread_rule *r = broken(t, key);
+    return r != NULL ? r->reason : NULL;
 }
 
 const char *llmem_train_unread(const llmem_train *t, int key)
@@ -113,9 +120,15 @@ int llmem_train_check_unread(llmem_ctx *ctx, const llmem_train *t)
             snprintf(def, sizeof def, " (%g)", f->def);
         else if (f->kind == FIELD_INT)
             snprintf(def, sizeof def, " (%lld)", (long long)f->def);
+        /* and what the setting that would read it is now ("the method is full") */
+        const struct unread_rule *r = broken(t, key);
+        const char *now = llmem_fields_value_name(&llmem_train_fields, r->key, t->i[r->key]);
         return llmem__fail_field(ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EINCONSISTENT,
-                                 "%s: %s is not read: it %s; leave %s at its default%s", f->name,
-                                 value, reason(t, key), f->name, def);
+                                 "%s: %s is not read: it %s, and the %s is %s; leave %s at its "
+                                 "default%s",
+                                 f->name, value, r->reason,
+                                 llmem_fields_find(&llmem_train_fields, r->key)->name,
+                                 now != NULL ? now : "?", f->name, def);
     }
     return LLMEM_OK;
 }

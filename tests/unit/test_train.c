@@ -930,8 +930,8 @@ Test(train, unread_at_default_and_implied_are_accepted, .init = setup_train,
     cr_expect_str_eq(llmem_ctx_error(ctx),
                      "dropout: 0 is not read: it needs formula phased (the default): the "
                      "article's sum reads only the model's parameter count, batch, seq, "
-                     "optimizer, gpu and the article-* fields; leave dropout at its default "
-                     "(model: the model's own)");
+                     "optimizer, gpu and the article-* fields, and the formula is article; "
+                     "leave dropout at its default (model: the model's own)");
     cr_assert_eq(llmem_train_set_str(train, LLMEM_TRAIN_DROPOUT, "model"), LLMEM_OK);
     cr_expect_eq(run_default_model(), LLMEM_OK, "%s", llmem_ctx_error(ctx));
     /* what the setup reads; unknown keys and NULL read as NULL */
