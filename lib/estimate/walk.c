@@ -408,7 +408,9 @@ static int split_runs(const model_shape *m, const setup *s, layer_group *g, int 
         g[0].spec.embedded_input = 1;
         return n;
     }
-    uint64_t boundary = m->experts > 0 ? m->dense_layers : m->layers, first = 0;
+    if (m->experts == 0)
+        return n; /* every run dense, as layer_groups made it */
+    uint64_t boundary = m->dense_layers, first = 0;
     n = split_at(g, n, boundary);
     for (int i = 0; i < n; i++) {
         g[i].spec.moe = first >= boundary;
