@@ -727,12 +727,7 @@ class FalconAttention(nn.Module):
             # (is_causal), dropout_p 0, no enable_gqa
             attn_output = scaled_dot_product_attention(amp, query_layer, key_layer, value_layer,
                                                        0.0, None, enable_gqa=False)
-            attn_output = attn_output.view(batch_size, self.num_heads, query_length,
-                                           self.head_dim)
-            attn_output = attn_output.permute(0, 2, 1, 3)
-            attn_output = attn_output.reshape(batch_size, query_length,
-                                              self.num_heads * self.head_dim)
-            return self.dense(attn_output)
+            return self._merge_heads(attn_output, batch_size, query_length)
         if alibi is not None and self.attention == "sdpa":
             raise ValueError("Falcon's ALiBi under sdpa (a float mask) is not measured")
         if alibi is not None:
@@ -751,18 +746,17 @@ class FalconAttention(nn.Module):
             attention_probs_reshaped = attention_probs.view(batch_size, self.num_heads,
                                                             query_length, kv_length)
             attn_output = M.matmul(amp, attention_probs_reshaped, value_layer).flatten(0, 1)
-            attn_output = attn_output.view(batch_size, self.num_heads, query_length,
-                                           self.head_dim)
-            attn_output = attn_output.permute(0, 2, 1, 3)
-            attn_output = attn_output.reshape(batch_size, query_length,
-                                              self.num_heads * self.head_dim)
-            return self.dense(attn_output)
+            return self._merge_heads(attn_output, batch_size, query_length)
         attention_scores = M.matmul(amp, query_layer, key_layer.transpose(-1, -2))
         attention_scores /= math.sqrt(self.head_dim)
         # softmax(..., dtype=hidden_states.dtype): the layer norm's output dtype
         attention_scores = F.softmax(attention_scores + attention_mask, dim=-1,
                                      dtype=hidden_states.dtype)
         attn_output = M.matmul(amp, attention_scores, value_layer)
+        return self._merge_heads(attn_output, batch_size, query_length)
+
+    def _merge_heads(self, attn_output, batch_size, query_length):
+        """Every branch's end: the heads back into the hidden size, then dense."""
         attn_output = attn_output.view(batch_size, self.num_heads, query_length, self.head_dim)
         attn_output = attn_output.permute(0, 2, 1, 3)
         attn_output = attn_output.reshape(batch_size, query_length, self.num_heads * self.head_dim)
