@@ -9,6 +9,7 @@
 #include "estimate/terms.h"
 #include "layers/layers.h"
 #include "model/families.h"
+#include "train/train.h"
 
 #include <string.h>
 
@@ -97,18 +98,35 @@ static void step_bound_model(const model_shape *m, step_bound *sb)
     sb->overflow = c.overflow;
 }
 
-static int step_overflows(const step_bound *sb, const setup *s, int scores_formed)
+/* The bound on the step's byte counts for each token (checked in c). */
+static uint64_t step_per_token(const step_bound *sb, const setup *s, int scores_formed, checked *c)
 {
-    checked c = { 0 };
     uint64_t per_token = sb->per_token;
     /* LoRA's A projects each adapted input to rank values a token */
     if (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA)
-        per_token = ck_add(&c, per_token, s->lora_rank);
+        per_token = ck_add(c, per_token, s->lora_rank);
     if (scores_formed)
-        per_token = ck_add(&c, per_token, ck_mul(&c, sb->heads, s->seq));
-    uint64_t tokens = ck_mul(&c, s->batch, s->seq);
-    uint64_t bound = ck_mul(&c, ck_mul(&c, tokens, per_token), sb->per_layer);
+        per_token = ck_add(c, per_token, ck_mul(c, sb->heads, s->seq));
+    return ck_mul(c, per_token, sb->per_layer);
+}
+
+static int step_overflows(const step_bound *sb, const setup *s, int scores_formed)
+{
+    checked c = { 0 };
+    uint64_t per = step_per_token(sb, s, scores_formed, &c);
+    uint64_t bound = ck_mul(&c, ck_mul(&c, s->batch, s->seq), per);
     return sb->overflow || c.overflow || bound > (UINT64_C(1) << 62);
+}
+
+/* The most tokens (batch x seq) a step of this setup may have within the
+ * bound (step_overflows); 0 when none may. */
+static uint64_t step_token_limit(const step_bound *sb, const setup *s, int scores_formed)
+{
+    checked c = { 0 };
+    uint64_t per = step_per_token(sb, s, scores_formed, &c);
+    if (sb->overflow || c.overflow)
+        return 0;
+    return per == 0 ? UINT64_MAX : (UINT64_C(1) << 62) / per;
 }
 
 static int step_overflow_error(llmem_ctx *ctx, const setup *s)
@@ -388,15 +406,27 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
  * rounded per segment: a byte a layer at most (two where experts shard
  * apart). The bytes off, or 0 (st's
  * statics, but the batch's bytes: given). */
-static uint64_t unaccounted(const step_static *st, uint64_t batch, uint64_t end,
+/* What the walk must end backward holding: the statics, the batch's data
+ * (data) aside. */
+static uint64_t statics_held(const step_static *st)
+{
+    return st->weights + st->quant_constants + st->adapters + st->buffers + st->states +
+           st->master + st->comm + st->grads;
+}
+
+/* How far the end of backward may be off: the sharded classes' rounding. */
+static uint64_t end_rounding(const rank_share *share, const rank_class *c, const layout *l)
+{
+    int apart = share->keep.expert > 0 && share->keep.expert_den != share->keep.den;
+    return share->keep.den > 2 ? (c->layers + 2 + l->shard) * (apart ? 2 : 1) : 0;
+}
+
+static uint64_t unaccounted(const step_static *st, uint64_t data, uint64_t end,
                             const rank_share *share, const rank_class *c, const layout *l)
 {
-    uint64_t expected = st->weights + st->quant_constants + st->adapters + st->buffers +
-                        st->states + st->master + st->comm + batch + st->grads;
+    uint64_t expected = statics_held(st) + data;
     uint64_t off = end > expected ? end - expected : expected - end;
-    int apart = share->keep.expert > 0 && share->keep.expert_den != share->keep.den;
-    uint64_t rounding = share->keep.den > 2 ? (c->layers + 2 + l->shard) * (apart ? 2 : 1) : 0;
-    return off > rounding ? off : 0;
+    return off > end_rounding(share, c, l) ? off : 0;
 }
 
 /* One rank's walk (checked), into w. */
@@ -657,6 +687,97 @@ int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64
         step_overflows(&e->bound, s, job->scores))
         return 0;
     *peak = llmem_level_bytes(&best, level);
+    return 1;
+}
+
+/* A line's two values, at the ends of a row's range. */
+typedef struct row_ends {
+    uint64_t lo, hi;
+    int k;
+} row_ends;
+
+int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *row)
+{
+    const est_config *cf = job->cf;
+    setup *s = &job->s;
+    setup *run = &job->rc.run;
+    const field_desc *seq_field, *batch_field;
+    if (s->formula != LLMEM_FORMULA_PHASED || e->trace != NULL || cf != e->last_config ||
+        cf->serial != e->last_serial || cf->nranks != 1 || s->loss == LLMEM_LOSS_CHUNKED)
+        return 0;
+    const rank_share *share = &cf->share[0];
+    const rank_class *c = &cf->classes[0];
+    if (c->in_flight_num > (c->in_flight_den ? c->in_flight_den : 1))
+        return 0; /* a pipeline's stash: its extra is not a line */
+    /* The checks of a point that read the seq alone, as the sweep and the run make them. */
+    if (llmem_fields_accept_int(e->ctx, &llmem_train_fields, LLMEM_TRAIN_SEQ, (int64_t)seq,
+                                &seq_field) != LLMEM_OK ||
+        llmem_fields_row(e->ctx, &llmem_train_fields, LLMEM_TRAIN_BATCH, &batch_field) !=
+            LLMEM_OK ||
+        batch_field->kind != FIELD_INT || batch_field->min > 2 || batch_field->max > 0x1p53)
+        return 0;
+    s->batch = 2;
+    s->seq = seq;
+    llmem_rank_point(&job->l, 2, seq, run);
+    if (llmem_setup_check_point(e->ctx, &e->model, s) != LLMEM_OK ||
+        llmem_layout_check_point(e->ctx, &job->l, s) != LLMEM_OK)
+        return 0;
+    /* Batches 2..hi: within the field's range and the step's bound, one
+     * regime (batch >= 2 at this seq) and so one compiled walk. */
+    uint64_t hi = step_token_limit(&e->bound, s, job->scores) / seq;
+    if (hi > (uint64_t)batch_field->max)
+        hi = (uint64_t)batch_field->max;
+    e->walk.walk_key = walk_key(cf, 0, run);
+    const walk_form *f = llmem_walk_form(&e->walk, 2, run->seq);
+    if (hi < 2 || f == NULL || f->state != 1 || f->key != e->walk.walk_key)
+        return 0;
+    /* A row's or a full form's polynomials are lines in the batch at a seq. */
+    if (f->kind != FORM_ROW && f->kind != FORM_FULL)
+        return 0;
+    row_ends ends[WALK_TERMS];
+    for (int k = 0; k < f->n; k++) {
+        llmem_form_line(f->kind, f->total[k], run->seq, &row->a[k], &row->b[k]);
+        /* Within the step's bound a moment's value fits (the forms' premise):
+         * the ends are the true values, and a line below another at both
+         * ends is below it between (a line is the largest nowhere else). */
+        ends[k] = (row_ends){ row->a[k] + row->b[k] * 2, row->a[k] + row->b[k] * hi, k };
+        if (ends[k].lo > UINT64_C(1) << 62 || ends[k].hi > UINT64_C(1) << 62)
+            return 0;
+    }
+    /* Keep the lines no other is above at both ends: by the value at 2,
+     * largest first (then at hi), each kept if it passes all before it at hi. */
+    for (int i = 1; i < f->n; i++)
+        for (int j = i; j > 0 && (ends[j].lo > ends[j - 1].lo ||
+                                  (ends[j].lo == ends[j - 1].lo && ends[j].hi > ends[j - 1].hi));
+             j--) {
+            row_ends x = ends[j];
+            ends[j] = ends[j - 1];
+            ends[j - 1] = x;
+        }
+    uint64_t a[WALK_TERMS], b[WALK_TERMS], top_hi = 0;
+    int n = 0;
+    for (int i = 0; i < f->n; i++)
+        if (i == 0 || ends[i].hi > top_hi) {
+            a[n] = row->a[ends[i].k];
+            b[n++] = row->b[ends[i].k];
+            top_hi = ends[i].hi;
+        }
+    memcpy(row->a, a, (size_t)n * sizeof a[0]);
+    memcpy(row->b, b, (size_t)n * sizeof b[0]);
+    row->n = n;
+    /* The end of backward less what the statics and the batch's data
+     * (llmem_statics_data: 24 bytes a token) make it. */
+    uint64_t end_a, end_b;
+    llmem_form_line(f->kind, f->end_of_backward, run->seq, &end_a, &end_b);
+    row->off_a = end_a - statics_held(&share->st);
+    row->off_b = end_b - 24 * run->seq;
+    row->rounding = end_rounding(share, c, &job->l);
+    row->add[LLMEM_LEVEL_ALLOCATED - 1] = 0;
+    row->add[LLMEM_LEVEL_RESERVED - 1] = reserved_of(0, share);
+    row->add[LLMEM_LEVEL_DEVICE - 1] = llmem_allocator_device(run, reserved_of(0, share),
+                                                              share->st.paged_states);
+    row->seq = seq;
+    row->hi = hi;
     return 1;
 }
 

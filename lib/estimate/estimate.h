@@ -89,6 +89,43 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
 int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64_t seq,
                          int level, uint64_t *peak);
 
+/* A sweep's row: a one-rank job's peak at one seq for every batch from 2 to
+ * hi, as lines in the batch (its compiled walk's moments at that seq, those
+ * below another at both ends of the range dropped), with every check a run
+ * makes that depends on the seq alone done. A point of the row is then a few
+ * lines evaluated, exactly its run's peak (llmem_row_peak). */
+typedef struct est_row {
+    uint64_t seq, hi;                    /* the batches it answers: 2..hi at seq */
+    int n;                               /* lines that can hold the peak */
+    uint64_t a[WALK_TERMS], b[WALK_TERMS]; /* at batch B: a + b B (wrapping, like the forms) */
+    uint64_t off_a, off_b, rounding;     /* end of backward less what it must be, within rounding */
+    uint64_t add[3];                     /* added to the peak at each level (llmem_level - 1) */
+} est_row;
+
+/* The row of job at seq (job as for llmem_estimate_point): 1, or 0 when its
+ * points must each be answered by llmem_estimate_point (several ranks, a
+ * pipeline's stash, a fused loss's chunks, a walk not compiled, a seq that
+ * fails a check or no batch within the step's bound). */
+int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *row);
+
+/* The point at batch of row r: 1 and *peak at level, exactly its run's; 0
+ * when the row does not answer it. */
+static inline int llmem_row_peak(const est_row *r, uint64_t batch, int level, uint64_t *peak)
+{
+    if (batch < 2 || batch > r->hi)
+        return 0;
+    uint64_t off = r->off_a + r->off_b * batch; /* wraps below zero */
+    if (off > r->rounding && 0 - off > r->rounding)
+        return 0; /* the walk's white-box check: left to the run */
+    uint64_t top = 0;
+    for (int k = 0; k < r->n; k++) {
+        uint64_t v = r->a[k] + r->b[k] * batch;
+        top = v > top ? v : top;
+    }
+    *peak = top + r->add[level - LLMEM_LEVEL_ALLOCATED];
+    return 1;
+}
+
 /* Back to what a new handle is (no results, nothing cached; the timeline's
  * room stays): llmem_estimate_new's initialization, and the white-box tests'
  * fresh handle without a new allocation. */

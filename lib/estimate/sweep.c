@@ -44,6 +44,20 @@ static int run_point(llmem_estimate *e, llmem_model *model, llmem_train *t,
     return llmem_estimate_run_job(e, model, t, parallel, job);
 }
 
+/* Points in a row worth making one (llmem_estimate_row) for. */
+#define ROW_POINTS 3
+
+/* How many points from i on share point i's seq (up to ROW_POINTS). */
+static int same_seq_ahead(const int64_t *seq, size_t i, size_t n)
+{
+    if (seq == NULL)
+        return ROW_POINTS;
+    int k = 1;
+    while (k < ROW_POINTS && i + (size_t)k < n && seq[i + (size_t)k] == seq[i])
+        k++;
+    return k;
+}
+
 int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_train *train,
                          const llmem_parallel *parallel, const int64_t *batch, const int64_t *seq,
                          size_t n, int level, uint64_t *peak)
@@ -62,18 +76,27 @@ int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_trai
      * succeeded: when that point was answered alone, it runs again. */
     llmem_train t = *train; /* a private copy whose batch and seq move */
     est_job job;
+    est_row row;
     int have_job = 0, unwritten = 0; /* unwritten: the last point was answered alone, */
     int64_t last_b = 0, last_s = 0;  /* at (last_b, last_s) */
+    int64_t row_seq = 0, tried = 0;  /* the seq of row (0: none), the last seq a row was tried at */
     for (size_t i = 0; i < n; i++) {
         int64_t b = batch != NULL ? batch[i] : train->i[LLMEM_TRAIN_BATCH];
         int64_t s = seq != NULL ? seq[i] : train->i[LLMEM_TRAIN_SEQ];
-        if (have_job && accept_point(e->ctx, b, s) == LLMEM_OK &&
-            llmem_estimate_point(e, &job, (uint64_t)b, (uint64_t)s, level, &peak[i])) {
+        /* A row pays for itself over a few points of one seq. */
+        if (have_job && s != tried && s > 0 && same_seq_ahead(seq, i, n) >= ROW_POINTS) {
+            tried = s;
+            row_seq = llmem_estimate_row(e, &job, (uint64_t)s, &row) ? s : 0;
+        }
+        if ((s == row_seq && llmem_row_peak(&row, (uint64_t)b, level, &peak[i])) ||
+            (have_job && accept_point(e->ctx, b, s) == LLMEM_OK &&
+             llmem_estimate_point(e, &job, (uint64_t)b, (uint64_t)s, level, &peak[i]))) {
             unwritten = 1;
             last_b = b;
             last_s = s;
             continue;
         }
+        row_seq = tried = 0; /* a run may compile or evict the walks a row was made of */
         int rc = run_point(e, model, &t, parallel, b, s, &job);
         if (rc != LLMEM_OK && unwritten) {
             run_point(e, model, &t, parallel, last_b, last_s, &job);

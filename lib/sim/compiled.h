@@ -121,6 +121,21 @@ static inline uint64_t llmem_form_value6(const int64_t *c, const uint64_t *m)
            (uint64_t)c[3] * m[3] + (uint64_t)c[4] * m[4] + (uint64_t)c[5] * m[5];
 }
 
+/* A value of a row or a full form at one seq, as a line in the batch:
+ * a + b B (wrapping, as the values). */
+static inline void llmem_form_line(int kind, const int64_t *c, uint64_t seq, uint64_t *a,
+                                   uint64_t *b)
+{
+    if (kind == FORM_ROW) {
+        *a = (uint64_t)c[0];
+        *b = (uint64_t)c[1];
+        return;
+    }
+    uint64_t ss = seq * seq;
+    *a = (uint64_t)c[0] + (uint64_t)c[1] * seq + (uint64_t)c[5] * ss;
+    *b = (uint64_t)c[2] + (uint64_t)c[3] * seq + (uint64_t)c[4] * ss;
+}
+
 /* A polynomial of a form kind written around the corner of its domain
  * (rows: B = 2 + x; columns: S = 4 + y; full: both), as coefficients of
  * 1, y, x, xy, y^2, xy^2 (x, y >= 0 there): where all but the first are
