@@ -27,6 +27,8 @@ typedef struct layer_group {
     uint64_t bwd_start, bwd_end;            /* backward: from its saved set + output grad */
     uint64_t param_grads, param_grads_wide;
     uint64_t cache;                         /* checkpointing: autocast's cached casts */
+    uint64_t cached;                        /* autocast's cached casts held past a layer
+                                               until it exits (checkpointing: cache) */
     uint64_t grad_out, held_input;          /* checkpointing: the recomputation's footing */
     /* The peaks as their segments give them (a moment is a base plus one
      * segment's peak: walkform.h): forward, the run's segment's forward
@@ -356,7 +358,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         grp->fwd_growth = c.out_bytes + cache;
         uint64_t grad_out = again.out_bytes;
         uint64_t held_input = again.input_saved ? 0 : x_bytes;
-        grp->cache = cache;
+        grp->cache = grp->cached = cache;
         grp->grad_out = grad_out;
         grp->held_input = held_input;
         grp->bwd_start = x_bytes + grad_out;
@@ -370,7 +372,8 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
     grp->seg_fwd_peak = c.fwd_peak;
     grp->fwd_extra = 0;
     grp->seg_bwd_peak = c.bwd_peak;
-    grp->fwd_growth = c.persist + c.out_bytes - x_bytes;
+    grp->fwd_growth = c.persist + c.out_bytes + c.cached - x_bytes;
+    grp->cached = c.cached;
     grp->bwd_start = c.bwd_start;
     grp->bwd_end = c.param_grads + c.input_grad;
     grp->param_grads = c.param_grads;
@@ -678,6 +681,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.autocast = s->autocast;
     b.compute = s->compute_dt;
     b.param_dt = s->param_dt;
+    b.uncached_casts = (m->traits & TRAIT_UNCACHED_CAST) != 0;
     memcpy(b.dropout, s->dropout, sizeof b.dropout);
     b.lora_dropout = s->lora_dropout;
     b.attention = s->attention;
@@ -731,6 +735,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     uint64_t start = w.live;
 
     /* Forward: the embedding, or the activation received from the previous stage. */
+    uint64_t cache = 0; /* autocast's cached casts, held until it exits */
     if (in->embedding) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live + gather->embedding, emb.fwd_peak,
                   FWD_OF(pos_emb), w.grads, gather->embedding);
@@ -739,11 +744,12 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "embedding", -1, w.live + gather->embedding, w.grads);
         }
-        w.live += emb.persist + emb.out_bytes + shared;
+        w.live += emb.persist + emb.out_bytes + emb.cached + shared;
+        cache += emb.cached;
     } else {
         w.live += x_bytes + shared;
     }
-    uint64_t cache = 0, first = 0, held_all = 0; /* first: the rank's own count */
+    uint64_t first = 0, held_all = 0; /* first: the rank's own count */
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
@@ -757,8 +763,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                           w.grads, ckpt);
         first += g->count;
         w.live += g->count * growth;
-        if (ckpt)
-            cache += g->count * autocast_cache_bytes(m, s, &g->spec, b.ep);
+        cache += g->count * g->cached;
     }
     if (!ckpt) /* the model's forward returns before the head: its mask goes */
         w.live -= mask;
@@ -770,7 +775,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "head", -1, w.live - x_bytes + gather->head, w.grads);
         }
-        w.live += head.persist + head.out_bytes - x_bytes;
+        w.live += head.persist + head.out_bytes + head.cached - x_bytes;
+        cache += head.cached;
     } else {
         w.live -= x_bytes; /* sent to the next stage, then freed (deallocate_output_tensor) */
     }

@@ -447,7 +447,7 @@ static tid expert_matmul(build *b, tid x, uint64_t in_f, uint64_t out_f, uint64_
     }
     tid w = op_param(b, experts * in_f * out_f, trainable);
     tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
-    tid wc = b->autocast ? op_cast(b, w, b->compute) : w;
+    tid wc = op_cast_param(b, w);
     tid in[2] = { xc, wc };
     return llmem_graph_op(b->g, rows * out_f, b->g->t[xc].dt, in, 2, SAVE_CROSS, 0, 0, 0, 0);
 }

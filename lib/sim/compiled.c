@@ -545,6 +545,7 @@ void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_c
     out->bwd_end = v[5];
     out->input_saved = (int)v[6];
     out->param_grads_wide = v[7];
+    out->cached = v[8];
     out->fwd_peak = fwd;
     out->bwd_peak = bwd;
 }
@@ -572,5 +573,6 @@ void llmem_sample_pack(const seg_cost *c, const uint64_t *events, int nevents, u
     y[5] = c->bwd_end;
     y[6] = (uint64_t)c->input_saved;
     y[7] = c->param_grads_wide;
+    y[8] = c->cached;
     memcpy(y + COST_FIELDS, events, (size_t)nevents * sizeof *events);
 }

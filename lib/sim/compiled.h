@@ -30,8 +30,8 @@
 
 #include "sim/graph.h"
 
-#define COST_FIELDS 8   /* persist, out, bwd_start, param_grads, input_grad, bwd_end,
-                           input_saved, param_grads_wide */
+#define COST_FIELDS 9   /* persist, out, bwd_start, param_grads, input_grad, bwd_end,
+                           input_saved, param_grads_wide, cached */
 #define FORM_FRONTIER 48 /* steps a form may keep per phase */
 
 /* Regimes: where the tape's structure is fixed (see above). */

@@ -70,6 +70,7 @@ static inline void activation(g_tensor *x, tid id, uint64_t bytes, int index, in
     x->role = ROLE_ACT;
     x->rg = (uint8_t)rg;
     x->dt = (uint8_t)dt;
+    x->cached = 0;
 }
 
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
@@ -110,6 +111,11 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     graph_apply_rule(t, op, any_rg);
     count_saves(t, op, index);
     return out;
+}
+
+void llmem_graph_cached(graph *g, tid c)
+{
+    g->t[c].cached = 1;
 }
 
 void llmem_graph_view(graph *g, tid v, tid x)
@@ -185,7 +191,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int early_stop, int no_gra
 {
     /* freed[i]: bytes whose last reference goes after op i. */
     uint64_t freed[GRAPH_MAX_OPS];
-    uint64_t live = 0, peak = 0, persist = 0;
+    uint64_t live = 0, peak = 0, persist = 0, cached = 0;
     int stop = early_stop ? last_save(g) : -1;
     event_log log = log_open(g);
     memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
@@ -198,6 +204,8 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int early_stop, int no_gra
         if (x->saved > 0 && !no_grad) {
             persist += x->bytes;
             release[x->first_save] += x->bytes;
+        } else if (x->cached && x->rg && !no_grad) {
+            cached += x->bytes; /* autocast holds it past the segment */
         } else if (t != g->output && x->last_use >= 0)
             freed[x->last_use] += x->bytes;
     }
@@ -238,6 +246,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int early_stop, int no_gra
     g->nevents = log.n;
     c->fwd_peak = peak;
     c->persist = persist;
+    c->cached = cached;
     c->out_bytes = g->output >= 0 && (g->t[g->output].saved == 0 || no_grad)
                        ? g->t[g->output].bytes
                        : 0;

@@ -45,6 +45,8 @@ typedef struct g_tensor {
     uint8_t role;
     uint8_t rg;          /* requires grad */
     uint8_t dt;          /* bytes per element (dtype) */
+    uint8_t cached;      /* autocast's cast of a parameter, which it caches while the
+                            parameter requires grad (llmem_graph_cached) */
 } g_tensor;
 
 typedef struct g_op {
@@ -113,6 +115,8 @@ typedef struct seg_cost {
     uint64_t param_grads;  /* gradients of parameters produced (they persist) */
     uint64_t param_grads_wide; /* the part of them of 4-byte or wider parameters */
     uint64_t input_grad;   /* gradient of the input left for the previous segment */
+    uint64_t cached;       /* autocast's cached casts no op saved: live after forward
+                              until autocast exits (not under no_grad: the caller's) */
     uint64_t bwd_end;      /* live at backward end: param_grads + input_grad (+ held output) */
     int input_saved;
 } seg_cost;
@@ -136,6 +140,10 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
 /* The output v of the op just recorded is a view of x (or x written in
  * place): it shares x's storage and allocates none. */
 void llmem_graph_view(graph *g, tid v, tid x);
+/* c, the op just recorded, casts a parameter in autocast: autocast caches
+ * the copy until it exits whenever the parameter requires grad (a leaf;
+ * torch's cached_cast), even when no op saves it. */
+void llmem_graph_cached(graph *g, tid c);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 void llmem_graph_hold(graph *g, tid t);
 

@@ -21,6 +21,7 @@ typedef struct build {
     int autocast;     /* mixed precision: matmuls cast to `compute` bytes */
     int compute;      /* bytes of the compute dtype */
     int param_dt;     /* bytes of the parameters' storage dtype */
+    int uncached_casts; /* autocast casts the parameters at every use (TRAIT_UNCACHED_CAST) */
     double dropout[BUILD_DROPOUT_SITES]; /* the model's dropout layers' probability by site */
     double lora_dropout; /* PEFT's lora_dropout: each adapter's own nn.Dropout */
     int attention;    /* the llmem_attention value: the kernel lib/layers builds */
@@ -68,12 +69,17 @@ static inline tid op_cast(build *b, tid x, int dt)
 }
 
 /* Autocast's lower_precision_fp list: cast a parameter for a matmul.
- * cached_cast returns a weight already in the compute dtype as it is. */
+ * cached_cast returns a weight already in the compute dtype as it is, and
+ * caches the copy of one that requires grad (a leaf: not FalconLinear's
+ * transposed view). */
 static inline tid op_cast_param(build *b, tid w)
 {
     if (!b->autocast)
         return w;
-    return op_cast(b, w, b->compute);
+    tid c = op_cast(b, w, b->compute);
+    if (c != w && b->g->t[w].role == ROLE_PARAM && !b->uncached_casts)
+        llmem_graph_cached(b->g, c);
+    return c;
 }
 
 /* x @ W^T (+ bias) on the last dimension: nn.Linear and GPT-2's Conv1D.

@@ -793,3 +793,39 @@ Test(walk, pipeline_stages_split_the_step)
                  w.end_of_backward - w.fixed);
     fixture_close(&f);
 }
+
+/* Autocast caches its copy of a parameter that requires grad until it
+ * exits (torch's cached_cast), saved or not: the copies no op saves are the
+ * segment's `cached` bytes, held past it (a linear never saves its bias; its
+ * weight's copy only when its input needs a gradient). */
+static seg_cost cast_linear(graph *g, int param_dt, int input_rg, int uncached, int mode)
+{
+    build b = { .g = g, .batch = 2, .seq = 4, .tokens = 8, .autocast = 1, .compute = 2,
+                .param_dt = param_dt, .uncached_casts = uncached, .sp = 1, .ep = 1 };
+    seg_cost c;
+    llmem_graph_reset(g, 1);
+    tid x = llmem_graph_tensor(g, 8 * 16, param_dt, ROLE_INPUT, input_rg);
+    g->output = op_linear(&b, x, 16, 32, 1, 1);
+    llmem_graph_simulate(g, mode, &c);
+    return c;
+}
+
+Test(walk, autocast_holds_the_casts_no_op_saves)
+{
+    static graph g;
+    uint64_t weight = 16 * 32 * 2, bias = 32 * 2, x = 8 * 16 * 4, xc = 8 * 16 * 2;
+    seg_cost c = cast_linear(&g, 4, 0, 0, SIM_PLAIN);
+    cr_expect_eq(c.cached, weight + bias, "input without grad: %llu", (unsigned long long)c.cached);
+    cr_expect_eq(c.persist, xc, "the input's copy saved for the weight's gradient");
+    /* at the matmul: the copies (x itself gone after its own) and the output */
+    cr_expect_eq(c.fwd_peak, xc + weight + bias + 8 * 32 * 2);
+    cr_expect_gt(c.fwd_peak, x + xc);
+    c = cast_linear(&g, 4, 1, 0, SIM_PLAIN);
+    cr_expect_eq(c.cached, bias, "input with grad: the weight's copy is saved");
+    c = cast_linear(&g, 4, 0, 0, SIM_NO_GRAD);
+    cr_expect_eq(c.cached, 0, "no_grad: the caller's (checkpointing's cache)");
+    c = cast_linear(&g, 4, 0, 1, SIM_PLAIN);
+    cr_expect_eq(c.cached, 0, "a parameter cast at every use (FalconLinear's view)");
+    c = cast_linear(&g, 2, 0, 0, SIM_PLAIN);
+    cr_expect_eq(c.cached, 0, "weights in the compute dtype are not cast");
+}

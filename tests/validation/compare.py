@@ -124,11 +124,6 @@ PHASE_ALLOWANCES = {
     # while the layers run, the estimator frees them after their sum
     # (5 MiB: measured 343,560,204, estimated 338,317,312, 1.526 %).
     ("grid_defaults.csv", "d26", "forward"): 1.55,
-    # bf16-mixed freeze: autocast keeps the cast copy of the first trainable
-    # layer's weights until it exits though nothing saves it; the estimate
-    # frees it at its last use (measured 71,588,376, estimated 71,190,548,
-    # 0.556 %).
-    ("grid_families.csv", "o05", "forward"): 0.57,
 }
 
 
