@@ -88,7 +88,8 @@ int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_trai
             tried = s;
             row_seq = llmem_estimate_row(e, &job, (uint64_t)s, &row) ? s : 0;
         }
-        if ((s == row_seq && llmem_row_peak(&row, (uint64_t)b, level, &peak[i])) ||
+        if ((row_seq > 0 && s == row_seq &&
+             llmem_row_peak(&row, (uint64_t)b, level, &peak[i])) ||
             (have_job && accept_point(e->ctx, b, s) == LLMEM_OK &&
              llmem_estimate_point(e, &job, (uint64_t)b, (uint64_t)s, level, &peak[i]))) {
             unwritten = 1;

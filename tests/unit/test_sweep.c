@@ -280,6 +280,10 @@ Test(sweep, a_bad_point_is_named)
     const int64_t batch2[] = { 2, 4 }, seq2[] = { 64, -5 };
     expect_point_fails(&f, NULL, batch2, seq2, 2, 1, LLMEM_ERANGE, LLMEM_OBJECT_TRAIN,
                        LLMEM_TRAIN_SEQ);
+    /* seq 0 where no row has been made (a row is kept for a seq > 0 only) */
+    const int64_t batch5[] = { 2, 3, 4 }, seq5[] = { 64, 128, 0 };
+    expect_point_fails(&f, NULL, batch5, seq5, 3, 2, LLMEM_ERANGE, LLMEM_OBJECT_TRAIN,
+                       LLMEM_TRAIN_SEQ);
     /* Context parallelism splits a sequence into 2 x cp chunks: 777 does not split. */
     cr_assert_eq(llmem_parallel_set_int(f.l, LLMEM_PARALLEL_CP, 2), LLMEM_OK);
     const int64_t batch3[] = { 1, 1, 1 }, seq3[] = { 512, 777, 1024 };
