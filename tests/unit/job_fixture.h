@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <llmem.h>
+#include <string.h>
 
 typedef struct fixture {
     llmem_ctx *ctx;
@@ -32,6 +33,18 @@ static fixture open_job_handles(const char *preset)
     fixture f = open_handles();
     cr_assert_eq(llmem_model_new_preset(f.ctx, preset, &f.m), LLMEM_OK, "%s", preset);
     return f;
+}
+
+/* A training method (freeze: one frozen layer), checkpointing, attention and loss. */
+static inline void set_train_kind(llmem_train *t, const char *method, const char *ckpt,
+                                  const char *attention, const char *loss)
+{
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, method), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS, strcmp(method, "freeze") == 0),
+                 LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, ckpt), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, attention), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_LOSS, loss), LLMEM_OK);
 }
 
 static void close_fixture(fixture *f)

@@ -56,13 +56,7 @@ static fixture open_job(const char *name)
 
 static void set_job(llmem_train *t, llmem_parallel *l, size_t j)
 {
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, jobs[j].method), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS,
-                                     strcmp(jobs[j].method, "freeze") == 0),
-                 LLMEM_OK);
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, jobs[j].ckpt), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, jobs[j].attention), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_LOSS, jobs[j].loss), LLMEM_OK);
+    set_train_kind(t, jobs[j].method, jobs[j].ckpt, jobs[j].attention, jobs[j].loss);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, jobs[j].dp), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_TP, jobs[j].tp), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_PP, jobs[j].pp), LLMEM_OK);

@@ -35,13 +35,7 @@ static const struct {
 static void set_job(llmem_train *t, size_t j)
 {
     cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, "bf16-mixed"), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, jobs[j].method), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS,
-                                     strcmp(jobs[j].method, "freeze") == 0),
-                 LLMEM_OK);
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, jobs[j].ckpt), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, jobs[j].attention), LLMEM_OK);
-    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_LOSS, jobs[j].loss), LLMEM_OK);
+    set_train_kind(t, jobs[j].method, jobs[j].ckpt, jobs[j].attention, jobs[j].loss);
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, 6), LLMEM_OK);
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 128), LLMEM_OK);
 }
