@@ -196,8 +196,8 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     for (int i = 0; i < n; i++) {
         if (spec->moe && !(lin[i].lora_target & LORA_ATTENTION_ROLES))
             continue; /* the experts replace the dense MLP */
-        if (spec->weights_trainable && !spec->nf4 && cached)
-            bytes += lin[i].in * lin[i].out * cdt;
+        if (spec->weights_trainable && !spec->nf4 && cached) /* weight and bias: both leaves */
+            bytes += (lin[i].in * lin[i].out + (lin[i].bias ? lin[i].out : 0)) * cdt;
         if (spec->lora_targets & lin[i].lora_target)
             bytes += spec->lora_rank * (lin[i].in + lin[i].out) * cdt;
     }
