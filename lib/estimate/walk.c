@@ -184,15 +184,17 @@ static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_
  * end of the forward pass. Weights already in the compute dtype (bf16-autocast)
  * are not cast, so not cached; LoRA's fp32 adapters are. */
 static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const seg_spec *spec,
-                                     uint64_t ep)
+                                     const build *b)
 {
     model_linear lin[MODEL_MAX_LINEARS];
     uint64_t bytes = 0, cdt = (uint64_t)s->compute_dt;
     if (!s->autocast)
         return 0;
     int n = llmem_model_layer_linears(m, lin);
-    /* FalconLinear's weight.T is a view, not a leaf: cast at every use, never cached. */
-    int cached = !(m->traits & TRAIT_UNCACHED_CAST) && s->param_dt != s->compute_dt;
+    /* FalconLinear's weight.T is a view, not a leaf: cast at every use, never cached
+     * (sequence parallelism builds Megatron's linears instead: lib/layers/falcon.c). */
+    int falcon_linear = (m->traits & TRAIT_UNCACHED_CAST) && b->sp == 1;
+    int cached = !falcon_linear && s->param_dt != s->compute_dt;
     for (int i = 0; i < n; i++) {
         if (spec->moe && !(lin[i].lora_target & LORA_ATTENTION_ROLES))
             continue; /* the experts replace the dense MLP */
@@ -203,7 +205,7 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     }
     if (!spec->moe)
         return bytes;
-    uint64_t H = m->hidden, held = m->experts / ep, mats = m->mlp == LLMEM_MLP_GATED ? 3 : 2;
+    uint64_t H = m->hidden, held = m->experts / b->ep, mats = m->mlp == LLMEM_MLP_GATED ? 3 : 2;
     uint64_t experts_inner = held * m->expert_intermediate + m->shared_intermediate;
     if (spec->weights_trainable && !spec->nf4 && s->param_dt != s->compute_dt)
         bytes += (mats * H * experts_inner + H * m->experts) * cdt;
@@ -349,7 +351,7 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
          * is recomputed in backward, whole and holding its output and incoming
          * gradient (reentrant), or up to its last saved tensor (non-reentrant). */
         seg_cost again;
-        uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b->ep);
+        uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b);
         simulate_checkpointed(e, b, m, grp, recompute_mode(s), &c, &again);
         grp->seg_fwd_peak = c.fwd_peak;
         grp->fwd_extra = cache;
@@ -681,7 +683,6 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.autocast = s->autocast;
     b.compute = s->compute_dt;
     b.param_dt = s->param_dt;
-    b.uncached_casts = (m->traits & TRAIT_UNCACHED_CAST) != 0;
     memcpy(b.dropout, s->dropout, sizeof b.dropout);
     b.lora_dropout = s->lora_dropout;
     b.attention = s->attention;

@@ -71,14 +71,11 @@ tid llmem_seg_lora(build *b, const seg_spec *s, tid x, tid base, uint64_t in_f, 
     if (!(s->lora_targets & target))
         return base;
     int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
-    int saved_uncached = b->uncached_casts;
     b->param_dt = LORA_DT;
-    b->uncached_casts = 0; /* the adapters are plain nn.Linear leaves, even on FalconLinear */
     tid xl = op_dropout_p(b, op_cast(b, x, LORA_DT), b->lora_dropout);
     tid a = op_linear(b, xl, in_f, s->lora_rank, 1, 0);
     tid up = op_linear(b, a, s->lora_rank, out_f, 1, 0);
     b->param_dt = saved_param_dt;
-    b->uncached_casts = saved_uncached;
     tid sum = op_add(b, base, op_scale(b, up));
     tid out = op_cast(b, sum, result_dt);
     llmem_graph_hold(b->g, x); /* the argument of LoraLayer.forward lives until it returns */

@@ -16,8 +16,10 @@ static tid falcon_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint
 {
     if (b->sp > 1) /* sequence parallelism: Megatron's parallel linears instead */
         return llmem_seg_linear(b, s, x, in_f, out_f, bias, target);
+    b->uncached_casts = 1; /* its weight.T is a view, not a leaf: autocast caches no copy */
     tid y = s->nf4 ? llmem_seg_nf4_linear(b, x, in_f, out_f)
                    : op_linear(b, x, in_f, out_f, s->weights_trainable, 0);
+    b->uncached_casts = 0; /* PEFT's adapters on it are plain nn.Linear leaves */
     if (bias)
         y = op_add(b, y, op_param(b, out_f, s->weights_trainable));
     return llmem_seg_lora(b, s, x, y, in_f, out_f, target);

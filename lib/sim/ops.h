@@ -21,7 +21,8 @@ typedef struct build {
     int autocast;     /* mixed precision: matmuls cast to `compute` bytes */
     int compute;      /* bytes of the compute dtype */
     int param_dt;     /* bytes of the parameters' storage dtype */
-    int uncached_casts; /* autocast casts the parameters at every use (TRAIT_UNCACHED_CAST) */
+    int uncached_casts; /* autocast casts the parameters at every use: set around a
+                           FalconLinear, whose weight.T is a view (TRAIT_UNCACHED_CAST) */
     double dropout[BUILD_DROPOUT_SITES]; /* the model's dropout layers' probability by site */
     double lora_dropout; /* PEFT's lora_dropout: each adapter's own nn.Dropout */
     int attention;    /* the llmem_attention value: the kernel lib/layers builds */
