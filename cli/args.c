@@ -89,6 +89,9 @@ static const cli_flag flags[] = {
     MODEL_NAME("activation", "activation", LLMEM_MODEL_ACTIVATION, "MLP activation"),
     MODEL_INT("post-norm", "post_norm", LLMEM_MODEL_POST_NORM, "0|1",
               "norms after the residual additions (OPT-350m)"),
+    MODEL_INT("sliding-window", "sliding_window", LLMEM_MODEL_SLIDING_WINDOW, "N",
+              "sliding-window attention span (sliding_window); 0 = none; under sdpa a "
+              "[batch, 1, seq, seq] mask from seq >= N on"),
     MODEL_REAL("attention-dropout", "attention_dropout", LLMEM_MODEL_ATTENTION_DROPOUT, "P",
                "the model's dropout on the attention probabilities (attn_pdrop, "
                "attention_dropout); default: the config's (a family's: its config class's)"),

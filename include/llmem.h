@@ -244,7 +244,15 @@ enum llmem_model_key {
      * (GPT-2, Phi), hidden_dropout (GPT-NeoX's emb_dropout), embedding_dropout
      * (StarCoder2). A family whose code has no such dropout site takes only 0 at it
      * (llmem_model_validate() says which). @since 0.2.0 */
-    LLMEM_MODEL_EMBEDDING_DROPOUT = 42
+    LLMEM_MODEL_EMBEDDING_DROPOUT = 42,
+    /** Sliding-window attention span in tokens: the config's sliding_window (0 or
+     * null: none; Qwen2's use_sliding_window false: none). Under SDPA, transformers
+     * 5.x hands every layer a full [batch, 1, seq, seq] boolean mask once seq >=
+     * the window, which the kernel turns into a saved additive bias per layer
+     * (Mistral-7B-v0.1: 4096, Phi-3-mini-4k: 2047). Only families whose code has
+     * such a window take a non-zero value (Llama's path for Mistral/Qwen2,
+     * Phi-3, StarCoder2, Gemma-2, whose layers alternate). @since 0.2.0 */
+    LLMEM_MODEL_SLIDING_WINDOW = 43
 };
 
 /** Code-path families: which operations a layer runs. @since 0.1.0 */
@@ -907,7 +915,9 @@ enum llmem_level {
  * When the next value is beyond what the estimate can count for the model
  * (#LLMEM_EOVERFLOW from a run) rather than over @p capacity, the call fails
  * with #LLMEM_EOVERFLOW, @p out holds that last countable value (a floor of
- * the answer, not the answer) and the estimate its result.
+ * the answer, not the answer) and the estimate its result; likewise with
+ * #LLMEM_ENOTSUP when the next value is one the estimate does not model
+ * (a run refusing the field itself: Gemma-2 under sdpa from its sliding window on).
  * @since 0.2.0
  */
 LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const llmem_train *train,

@@ -525,10 +525,14 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
 /* A configuration's rank names its walk: the same segments asked for at
  * every run. A fused loss's segment changes with its chunk (a power of two
  * of the tokens): each chunk names a walk of its own, coded in the low five
- * bits (0: no fused loss, 1: all the tokens, 2 + log2 of the chunk). */
+ * bits (0: no fused loss, 1: all the tokens, 2 + log2 of the chunk). From a
+ * sliding window on the layers take a mask: bit 5 (such walks are never
+ * compiled, and a walk compiled below the window must not answer them). */
 static uint64_t walk_key(const est_config *cf, int rank, const setup *run)
 {
-    uint64_t key = (cf->serial * RANKS_MAX + (uint64_t)rank + 1) * 32;
+    uint64_t key = (cf->serial * RANKS_MAX + (uint64_t)rank + 1) * 64;
+    if (llmem_model_window_reached(&cf->shape, run->attention, run->seq))
+        key += 32;
     if (run->loss != LLMEM_LOSS_CHUNKED)
         return key;
     uint64_t piece = loss_piece(&cf->shape, run), code = 1; /* all the tokens */

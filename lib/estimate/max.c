@@ -6,24 +6,43 @@
 #include "parallel/parallel.h"
 #include "train/train.h"
 
+#include <stdio.h>
+
+/* The smallest value tried past what the estimate counts (EOVERFLOW) or
+ * models for the searched field (ENOTSUP naming it: Gemma-2 under sdpa from
+ * its sliding window on), with that run's status and message. */
+typedef struct beyond_range {
+    int64_t value;
+    int rc;
+    char why[LLMEM_ERROR_CAP];
+} beyond_range;
+
+static int names_field(llmem_estimate *e, int key)
+{
+    int object = 0, field = 0;
+    return llmem_ctx_error_field(e->ctx, &object, &field) == LLMEM_OK &&
+           object == LLMEM_OBJECT_TRAIN && field == key;
+}
+
 /* 1: value fits; 0: it does not; < 0: an error other than "too large". A
- * value beyond the estimate's range (the smallest such is kept in *beyond), or
- * beyond what the model
- * takes for the searched field itself (a sequence longer than learned
+ * value beyond the estimate's range (kept in *beyond), or beyond what the
+ * model takes for the searched field itself (a sequence longer than learned
  * positions), fits no capacity. */
 static int fits(llmem_estimate *e, llmem_model *model, llmem_train *t,
                 const llmem_parallel *parallel, int key, int64_t value, int level, uint64_t capacity,
-                int64_t *beyond)
+                beyond_range *beyond)
 {
-    int object = 0, field = 0;
     t->i[key] = value;
     int rc = llmem_estimate_run_parallel(e, model, t, parallel);
-    if (rc == LLMEM_EOVERFLOW) {
-        *beyond = value < *beyond ? value : *beyond;
+    if (rc == LLMEM_EOVERFLOW || (rc == LLMEM_ENOTSUP && names_field(e, key))) {
+        if (value < beyond->value) {
+            beyond->value = value;
+            beyond->rc = rc;
+            snprintf(beyond->why, sizeof beyond->why, "%s", llmem_ctx_error(e->ctx));
+        }
         return 0;
     }
-    if (rc == LLMEM_EINCONSISTENT && llmem_ctx_error_field(e->ctx, &object, &field) == LLMEM_OK &&
-        object == LLMEM_OBJECT_TRAIN && field == key)
+    if (rc == LLMEM_EINCONSISTENT && names_field(e, key))
         return 0;
     if (rc != LLMEM_OK)
         return rc;
@@ -44,7 +63,7 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     if (level < LLMEM_LEVEL_ALLOCATED || level > LLMEM_LEVEL_DEVICE)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "max: unknown level %d", level);
     const field_desc *f = llmem_fields_find(&llmem_train_fields, key);
-    int64_t beyond = INT64_MAX; /* the smallest value past the estimate's range tried */
+    beyond_range beyond = { INT64_MAX, LLMEM_OK, "" };
     llmem_train t = *train; /* a private copy whose batch or seq the search moves */
     /* Search k: the value is k x step, the multiples the layout accepts. */
     int64_t step = (int64_t)llmem_parallel_step(parallel, key);
@@ -58,7 +77,7 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
         return ok;
     if (ok == 0) {
         *out = 0;
-        return beyond == step ? LLMEM_EOVERFLOW : LLMEM_OK; /* the run's message says why */
+        return beyond.value == step ? beyond.rc : LLMEM_OK; /* the run's message says why */
     }
     lo = 1;
     /* Grow until a value does not fit, then bisect: exact, not a scan. */
@@ -90,14 +109,19 @@ int llmem_estimate_max(llmem_estimate *e, llmem_model *model, const llmem_train 
     ok = fits(e, model, &t, parallel, key, lo * step, level, capacity, &beyond);
     if (ok < 0)
         return ok;
-    /* The capacity holds more than the estimate can count: the answer is a
-     * floor, not the limit. */
-    if (beyond == (lo + 1) * step)
+    /* The capacity holds more than the estimate can count or models: the
+     * answer is a floor, not the limit. */
+    if (beyond.value == (lo + 1) * step && beyond.rc == LLMEM_EOVERFLOW)
         return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_EOVERFLOW,
                                  "max: %s %lld and below fit %llu bytes; %lld is beyond the "
                                  "estimate's range for this model (its byte counts are bounded "
                                  "by 2^62)",
                                  f->name, (long long)*out, (unsigned long long)capacity,
-                                 (long long)beyond);
+                                 (long long)beyond.value);
+    if (beyond.value == (lo + 1) * step)
+        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, key, LLMEM_ENOTSUP,
+                                 "max: %s %lld and below fit %llu bytes; %lld is not modelled (%s)",
+                                 f->name, (long long)*out, (unsigned long long)capacity,
+                                 (long long)beyond.value, beyond.why);
     return LLMEM_OK;
 }

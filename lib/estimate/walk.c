@@ -129,17 +129,25 @@ static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const mo
     llmem_graph_simulate(&e->graph, mode, c);
 }
 
+/* Whether a walk's segments are simulated at every point, never cached:
+ * the cache fits a segment's bytes as polynomials of batch and seq from
+ * small samples (sim/compiled.h), which these are not. Under sequence
+ * parallelism a rank holds batch x seq / sp tokens, a floor division (with
+ * 128 ranks small samples hold 0 tokens and a polynomial of zeros fits
+ * them: found by the estimate fuzzer); from a sliding window on, the layers
+ * take a mask the samples below it lack, padded to a multiple of 8. */
+static int uncached(const build *b, const model_shape *m)
+{
+    return b->sp > 1 || llmem_model_window_reached(m, b->attention, b->seq);
+}
+
 /* A segment's cost: from the handle's cache of segments when it knows this
- * one (estimate/cache.h), 1; else 0, and the caller runs sim_cached. Under
- * sequence parallelism a rank holds batch x seq / sp tokens, a floor
- * division and not a polynomial of batch and seq (with 128 ranks small
- * samples hold 0 tokens and a polynomial of zeros fits them), so those
- * segments are always simulated (found by the estimate fuzzer). */
+ * one (estimate/cache.h), 1; else 0, and the caller runs sim_cached. */
 static int cached(walk_scratch *e, const build *b, const model_shape *m, const seg_query *q,
                   seg_cost *c)
 {
     e->positions++;
-    if (b->sp == 1 && llmem_segcache_lookup(&e->cache, m, b, q, c))
+    if (!e->uncached && llmem_segcache_lookup(&e->cache, m, b, q, c))
         return 1;
     e->cache.walk_full = 0;
     return 0;
@@ -157,7 +165,7 @@ static void sim_cached(walk_scratch *e, const build *b, const seg_query *q, int 
     llmem_graph_simulate(g, mode, c);
     e->simulated++;
     g->events = NULL;
-    if (b->sp == 1 && !g->overflow && g->nevents <= SEG_LOG)
+    if (!e->uncached && !g->overflow && g->nevents <= SEG_LOG)
         llmem_segcache_learn(&e->cache, q, b->batch, b->seq, c, g->nevents_forward, g->nevents);
 }
 
@@ -689,6 +697,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.sp = in->sp;
     b.ep = in->ep;
     b.loss_chunk = e->loss_chunk;
+    e->uncached = uncached(&b, m);
     /* The residual stream between layers (split over sp ranks under sequence parallelism). */
     uint64_t rank_tokens = b.sp == 1 ? b.tokens : b.tokens / b.sp;
     uint64_t x_bytes = rank_tokens * m->hidden * (uint64_t)residual_dt(&b, m);

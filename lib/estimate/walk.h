@@ -81,6 +81,7 @@ typedef struct walk_scratch {
     int taped;          /* graph holds a decoder layer of this walk, recorded with grad
                            enabled, of spec tape_spec (walk.c: layer_tape) */
     seg_spec tape_spec;
+    int uncached;       /* this walk's segments are simulated, never cached: see walk.c */
     uint64_t loss_chunk; /* set by the caller: the fused loss's chunk fixed (build's), or 0 */
     int walked;         /* the last llmem_walk walked (0: it knew the result: walk_known) */
     int logged;         /* and logged its moments in log (a walk that may be compiled next) */

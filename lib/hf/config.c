@@ -39,6 +39,14 @@ typedef struct hf_dropouts {
     double def[DROPOUT_SITES];
 } hf_dropouts;
 
+/* A model type's sliding window: config key sliding_window, its configuration
+ * class's default when absent (null is no window), and the boolean that
+ * switches it on where there is one (Qwen2's use_sliding_window). */
+typedef struct hf_window {
+    int64_t def;
+    const char *switch_name; /* NULL: the window alone decides */
+} hf_window;
+
 typedef struct hf_type {
     const char *model_type;
     int family;
@@ -46,6 +54,7 @@ typedef struct hf_type {
     size_t nfields;
     int (*layout)(reader *r); /* derivations the fields cannot express, or NULL */
     const hf_dropouts *dropouts;
+    const hf_window *window;  /* NULL: the type's code has no sliding window */
 } hf_type;
 
 struct reader {
@@ -219,6 +228,39 @@ static void put(reader *r, int key, int64_t value, const char *from)
     r->f[key] = value;
     r->set[key] = 1;
     r->from[key] = from;
+}
+
+/* The sliding window as the type's model code takes it: sliding_window
+ * (null: none), off when the type's switch is false. A switched-on Qwen2
+ * window covers only the layers from max_window_layers on: refused, as
+ * layers of two kinds of attention are not modelled there. */
+static int read_window(reader *r)
+{
+    const hf_window *w = r->type->window;
+    const hf_jv *v;
+    int64_t window = 0;
+    if (w == NULL)
+        return LLMEM_OK; /* the family default (none) */
+    if (w->switch_name != NULL) {
+        int on, rc = get_flag(r, w->switch_name, 0, &on);
+        if (rc != LLMEM_OK)
+            return rc;
+        if (on)
+            return llmem__fail(r->ctx, LLMEM_ENOTSUP,
+                               CONFIG_NAME ": field '%s' = true (sliding-window attention on "
+                                           "the layers from max_window_layers on) is not "
+                                           "supported", w->switch_name);
+        put(r, LLMEM_MODEL_SLIDING_WINDOW, 0, w->switch_name);
+        return LLMEM_OK;
+    }
+    if (!llmem_hf_json_member(r->root, "sliding_window", &v))
+        window = w->def;
+    else if (v != NULL && llmem_hf_json_int64(v, &window) != 0)
+        return wrong_type(r, "sliding_window", "an integer or null", v);
+    int rc = in_layout_range(r, "sliding_window", window, 0);
+    if (rc == LLMEM_OK)
+        put(r, LLMEM_MODEL_SLIDING_WINDOW, window, "sliding_window");
+    return rc;
 }
 
 /* Value of key as read so far (0 when unset). */
@@ -758,33 +800,45 @@ static const hf_dropouts phi3_dropouts = { { "attention_dropout", "resid_pdrop",
 static const hf_dropouts starcoder2_dropouts = {
     { "attention_dropout", "residual_dropout", "embedding_dropout" }, { 0.0, 0.0, 0.0 } };
 
+/* Sliding windows: MistralConfig's default 4096, Gemma2Config's 4096;
+ * MixtralConfig, Phi3Config, Starcoder2Config default to none; Qwen2Config
+ * and Qwen3Config's use_sliding_window defaults to false. */
+static const hf_window mistral_window = { 4096, NULL };
+static const hf_window gemma2_window = { 4096, NULL };
+static const hf_window none_window = { 0, NULL };
+static const hf_window qwen2_window = { 0, "use_sliding_window" };
+
 static const hf_type types[] = {
-    { "llama", LLMEM_FAMILY_LLAMA, ROWS(llama_fields), NULL, &attention_dropouts },
-    { "mistral", LLMEM_FAMILY_LLAMA, ROWS(mistral_fields), NULL, &attention_dropouts },
-    { "mixtral", LLMEM_FAMILY_LLAMA, ROWS(mixtral_fields), NULL, &attention_dropouts },
-    { "qwen2", LLMEM_FAMILY_LLAMA, ROWS(qwen2_fields), NULL, &attention_dropouts },
+    { "llama", LLMEM_FAMILY_LLAMA, ROWS(llama_fields), NULL, &attention_dropouts, NULL },
+    { "mistral", LLMEM_FAMILY_LLAMA, ROWS(mistral_fields), NULL, &attention_dropouts,
+      &mistral_window },
+    { "mixtral", LLMEM_FAMILY_LLAMA, ROWS(mixtral_fields), NULL, &attention_dropouts,
+      &none_window },
+    { "qwen2", LLMEM_FAMILY_LLAMA, ROWS(qwen2_fields), NULL, &attention_dropouts, &qwen2_window },
     { "qwen2_moe", LLMEM_FAMILY_LLAMA, ROWS(qwen2_moe_fields), layout_qwen2_moe,
-      &attention_dropouts },
-    { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL, &attention_dropouts },
-    { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL, &attention_dropouts },
-    { "gemma2", LLMEM_FAMILY_GEMMA2, ROWS(gemma_fields), NULL, &attention_dropouts },
-    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi1, &phi_dropouts },
-    { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi, &phi3_dropouts },
-    { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2, &gpt2_dropouts },
-    { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt, &opt_dropouts },
-    { "bloom", LLMEM_FAMILY_BLOOM, ROWS(bloom_fields), layout_bloom, &hidden_dropouts },
+      &attention_dropouts, &qwen2_window },
+    { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL, &attention_dropouts, &qwen2_window },
+    { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL, &attention_dropouts, NULL },
+    { "gemma2", LLMEM_FAMILY_GEMMA2, ROWS(gemma_fields), NULL, &attention_dropouts,
+      &gemma2_window },
+    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi1, &phi_dropouts, NULL },
+    { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi, &phi3_dropouts, &none_window },
+    { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2, &gpt2_dropouts, NULL },
+    { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt, &opt_dropouts, NULL },
+    { "bloom", LLMEM_FAMILY_BLOOM, ROWS(bloom_fields), layout_bloom, &hidden_dropouts, NULL },
     { "gpt_neox", LLMEM_FAMILY_GPT_NEOX, ROWS(gpt_neox_fields), layout_gpt_neox,
-      &gpt_neox_dropouts },
-    { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts },
-    { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts },
+      &gpt_neox_dropouts, NULL },
+    { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts, NULL },
+    { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts,
+      NULL },
     { "RefinedWebModel", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon,
-      &hidden_dropouts },
+      &hidden_dropouts, NULL },
     { "starcoder2", LLMEM_FAMILY_STARCODER2, ROWS(starcoder2_fields), layout_starcoder2,
-      &starcoder2_dropouts },
+      &starcoder2_dropouts, &none_window },
     { "deepseek_v2", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek,
-      &attention_dropouts },
+      &attention_dropouts, NULL },
     { "deepseek_v3", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek,
-      &attention_dropouts },
+      &attention_dropouts, NULL },
 };
 
 /* torch_dtype (dtype since transformers 4.56) names and their element sizes. */
@@ -901,6 +955,8 @@ static int from_root(llmem_ctx *ctx, const hf_jv *root, llmem_model **out)
         rc = read_dtype(&r);
     if (rc == LLMEM_OK)
         rc = read_dropouts(&r);
+    if (rc == LLMEM_OK)
+        rc = read_window(&r);
     if (rc == LLMEM_OK)
         rc = build_model(&r, out);
     return rc;

@@ -312,6 +312,8 @@ int llmem_layers_quadratic_attention(const model_shape *m, int attention, int dt
         return 1;
     if (attention != LLMEM_ATTENTION_SDPA)
         return 0;
+    if (m->sliding_window > 0) /* from the window on, a [batch, 1, seq, seq] mask and bias */
+        return 1;
     if (m->path == PATH_FALCON)
         return llmem_falcon_sdpa_quadratic(m, dt);
     return llmem_seg_sdpa_math(m, dt, 1);
@@ -341,13 +343,49 @@ tid llmem_seg_sdpa_masked(build *b, const model_shape *m, tid q, tid k, tid v, t
     return out;
 }
 
+/*
+ * sdpa_attention_forward given transformers 5.x's sliding-window mask (bool
+ * [batch, 1, seq, seq]): repeat_kv copies k and v to every head (no
+ * enable_gqa with a mask), is_causal is off, and F.scaled_dot_product_attention
+ * turns the mask into a new additive bias in q's dtype at every call
+ * (convert_boolean_attn_mask: where(logical_not(mask), -inf, 0), the negation
+ * a bool temporary). Flash declines masks; the memory-efficient kernel takes
+ * it (its preprocess_mask pads the last dimension to a multiple of 8 with a
+ * copy) and saves the bias for backward, which makes it no gradient and no
+ * seq x seq workspace (attention.cpp, sdp_utils.cpp; cuDNN, preferred where
+ * its version allows, saves the same bias unpadded).
+ */
+static tid sdpa_windowed(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
+{
+    uint64_t n_rep = m->heads / m->kv_heads, cells = b->batch * b->seq * b->seq;
+    model_shape heads = *m;
+    heads.kv_heads = m->heads; /* the keys and values now have every head */
+    tid kr = m->kv_heads == 1 && n_rep > 1 ? materialize_repeat(b, k, n_rep)
+                                           : op_expand_copy(b, k, n_rep);
+    tid vr = m->kv_heads == 1 && n_rep > 1 ? materialize_repeat(b, v, n_rep)
+                                           : op_expand_copy(b, v, n_rep);
+    if (b->autocast) {
+        q = op_cast(b, q, b->compute);
+        kr = op_cast(b, kr, b->compute);
+        vr = op_cast(b, vr, b->compute);
+    }
+    int dt = op_dt(b, q);
+    tid bias = op_unary(b, op_unary(b, mask, cells, 1, 0, 0), cells, dt, 0, 0);
+    if (b->seq % 8 != 0) /* pad_bias<8>: a padded copy, sliced back */
+        bias = op_unary(b, bias, b->batch * b->seq * round_up(b->seq, 8), dt, 0, 0);
+    return llmem_seg_sdpa_masked(b, &heads, q, kr, vr, bias);
+}
+
 /* transformers' sdpa_attention_forward: no repeat_kv (enable_gqa), autocast
  * casts q, k, v to the compute dtype (scaled_dot_product_attention is on its
  * lower_precision_fp list). The fused kernels return [B, S, H, D] memory, so
- * transpose(1, 2).contiguous() copies nothing. */
-static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v,
+ * transpose(1, 2).contiguous() copies nothing. Without padding it gets a mask
+ * only from the sliding window on. */
+static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
                           const attn_opts *opts)
 {
+    if (mask >= 0)
+        return sdpa_windowed(b, m, q, k, v, mask);
     if (b->autocast) {
         q = op_cast(b, q, b->compute);
         k = op_cast(b, k, b->compute);
@@ -386,7 +424,7 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
         return op_unary(b, o, out_elems, op_dt(b, o), 0, 0);
     }
     if (b->attention == LLMEM_ATTENTION_SDPA)
-        return sdpa_attention(b, m, q, k, v, opts);
+        return sdpa_attention(b, m, q, k, v, mask, opts);
     /* eager_attention_forward */
     tid ks, vs;
     if (m->kv_heads == 1 && n_rep > 1) {

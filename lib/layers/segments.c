@@ -31,6 +31,12 @@ static uint64_t position_id_elems(const build *b, const model_shape *m)
 
 static uint64_t mask_elems(const build *b, const model_shape *m)
 {
+    /* From the sliding window on, SDPA gets the bool [batch, 1, seq, seq]
+     * mask sdpa_mask builds once per forward (masking_utils.py: the window,
+     * causal and the Trainer's 2-D attention_mask, so every batch row is
+     * materialised). */
+    if (llmem_model_window_reached(m, b->attention, b->seq))
+        return b->batch * b->seq * b->seq;
     /* Without padding, transformers passes SDPA no mask (is_causal instead:
      * _ignore_causal_mask_sdpa, _prepare_4d_attention_mask_for_sdpa), and
      * flash-attn none. */
@@ -44,6 +50,13 @@ static uint64_t mask_elems(const build *b, const model_shape *m)
     if (m->traits & TRAIT_CAUSAL_BUFFER)
         return b->batch * b->seq;
     return b->batch * b->seq * b->seq;
+}
+
+/* Bytes of a mask element: the sliding-window mask is bool; the additive
+ * masks are in inputs_embeds' dtype, before any embedding norm. */
+static int mask_dt(const build *b, const model_shape *m)
+{
+    return llmem_model_window_reached(m, b->attention, b->seq) ? 1 : b->param_dt;
 }
 
 /* DeepSeek-V2's rotary embedding returns one complex64 freqs_cis [1, seq,
@@ -65,8 +78,8 @@ static shared_tensors shared_inputs(build *b, const model_shape *m)
         sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
         sh.sin = llmem_graph_tensor(b->g, rope_elems(b, m), dt, ROLE_EXTERNAL, 0);
     }
-    if (mask_elems(b, m) > 0) /* in inputs_embeds' dtype, before any embedding norm */
-        sh.mask = llmem_graph_tensor(b->g, mask_elems(b, m), b->param_dt, ROLE_EXTERNAL, 0);
+    if (mask_elems(b, m) > 0)
+        sh.mask = llmem_graph_tensor(b->g, mask_elems(b, m), mask_dt(b, m), ROLE_EXTERNAL, 0);
     if (alibi_elems(b, m) > 0)
         sh.alibi = llmem_graph_tensor(b->g, alibi_elems(b, m), dt, ROLE_EXTERNAL, 0);
     return sh;
@@ -78,7 +91,7 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
     shared_bytes sb;
     sb.rope = complex_rope(m) ? rope_elems(b, m) * FP32 : 2 * rope_elems(b, m) * dt;
     /* position ids (cache_position): int64 [seq] */
-    sb.locals = b->seq * INT64 + mask_elems(b, m) * (uint64_t)b->param_dt;
+    sb.locals = b->seq * INT64 + mask_elems(b, m) * (uint64_t)mask_dt(b, m);
     sb.locals += alibi_elems(b, m) * dt + position_id_elems(b, m) * INT64;
     /* FalconModel computes its rotary tables with ALiBi too, for no layer to use */
     if ((m->traits & TRAIT_ROTARY_TABLES) && m->positions != LLMEM_POSITIONS_ROTARY)

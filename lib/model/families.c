@@ -30,60 +30,63 @@ static const family_desc families[] = {
     /* GPT-2: Conv1D layers with biases, LayerNorm, learned positions, tied head;
      * GPT2Config's attn_pdrop, resid_pdrop and embd_pdrop are 0.1. */
     { FAMILY(GPT2, "gpt2"),        LN,  PLAIN, LEARNED,  1,   1,   1,   1,   0,  1,  2,  1,  0,  0,  0,  GELU_NEW,
-      TRAIT_FUSED_QKV | TRAIT_CAUSAL_BUFFER, PATH_GPT2, 0, DROPS(0.1, 0.1, 0.1), ATT | HID | EMB },
+      TRAIT_FUSED_QKV | TRAIT_CAUSAL_BUFFER, PATH_GPT2, 0, DROPS(0.1, 0.1, 0.1), ATT | HID | EMB, 0 },
     /* Llama (Mistral, Qwen2/2.5/3, Mixtral, Qwen2-MoE): RMSNorm, SwiGLU, rotary,
      * no biases, untied head. */
     { FAMILY(LLAMA, "llama"),      RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  0,  2,  1,  0,  0,  0,  SILU,
-      0, PATH_LLAMA, PHASED_EXPERTS | PHASED_QK_NORM, DROPS(0, 0, 0), ATT },
+      TRAIT_WINDOW, PATH_LLAMA, PHASED_EXPERTS | PHASED_QK_NORM, DROPS(0, 0, 0), ATT, 0 },
     /* OPT: OPTLearnedPositionalEmbedding keeps 2 extra rows (offset = 2) and
      * looks up position ids from the attention mask; ReLU (activation_function);
      * OPTConfig's dropout 0.1 on the attention and MLP outputs, attention_dropout 0. */
     { FAMILY(OPT, "opt"),          LN,  PLAIN, LEARNED,  1,   1,   1,   1,   0,  1,  2,  1,  0,  2,  0,  RELU,
-      TRAIT_MASK_POSITIONS, PATH_OPT, 0, DROPS(0, 0.1, 0), ATT | HID },
+      TRAIT_MASK_POSITIONS, PATH_OPT, 0, DROPS(0, 0.1, 0), ATT | HID, 0 },
     /* BLOOM: ALiBi, word_embeddings_layernorm, fused qkv with bias, BloomGelu. */
     { FAMILY(BLOOM, "bloom"),      LN,  PLAIN, ALIBI,    1,   1,   1,   1,   0,  1,  2,  1,  1,  0,  0,  GELU_TANH,
-      TRAIT_FUSED_QKV | TRAIT_NO_SDPA, PATH_BLOOM, 0, DROPS(0, 0, 0), ATT | HID },
-    /* Gemma-2: pre and post norms around attention and MLP (4), GeGLU, tied. */
+      TRAIT_FUSED_QKV | TRAIT_NO_SDPA, PATH_BLOOM, 0, DROPS(0, 0, 0), ATT | HID, 0 },
+    /* Gemma-2: pre and post norms around attention and MLP (4), GeGLU, tied;
+     * Gemma2Config's sliding_window 4096, on the even layers (layer_types). */
     { FAMILY(GEMMA2, "gemma2"),    RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  1,  4,  1,  0,  0,  0,  GELU_TANH,
-      TRAIT_OFFSET_NORM | TRAIT_SCALED_EMBED | TRAIT_GELU_GATE | TRAIT_SOFTCAP | TRAIT_SANDWICH_NORMS,
-      PATH_LLAMA, 0, DROPS(0, 0, 0), ATT },
+      TRAIT_OFFSET_NORM | TRAIT_SCALED_EMBED | TRAIT_GELU_GATE | TRAIT_SOFTCAP | TRAIT_SANDWICH_NORMS |
+      TRAIT_WINDOW | TRAIT_ALTERNATE_WINDOW,
+      PATH_LLAMA, 0, DROPS(0, 0, 0), ATT, 4096 },
     /* Phi-3: fused qkv_proj and gate_up_proj, no biases, untied; the decoder
      * layer's resid_attn_dropout and resid_mlp_dropout (resid_pdrop). */
     { FAMILY(PHI3, "phi3"),        RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  0,  2,  1,  0,  0,  0,  SILU,
-      TRAIT_FUSED_QKV | TRAIT_FUSED_GATE_UP | TRAIT_LAYER_DROPOUT, PATH_LLAMA, 0, DROPS(0, 0, 0),
-      ATT | HID },
+      TRAIT_FUSED_QKV | TRAIT_FUSED_GATE_UP | TRAIT_LAYER_DROPOUT | TRAIT_WINDOW, PATH_LLAMA, 0,
+      DROPS(0, 0, 0), ATT | HID, 0 },
     /* Gemma: GemmaRMSNorm, GeGLU (gelu_pytorch_tanh), no biases, tied (GemmaConfig). */
     { FAMILY(GEMMA, "gemma"),      RMS, GATED, ROTARY,   0,   0,   0,   0,   0,  1,  2,  1,  0,  0,  0,  GELU_TANH,
       TRAIT_OFFSET_NORM | TRAIT_SCALED_EMBED | TRAIT_GELU_GATE, PATH_LLAMA, 0, DROPS(0, 0, 0),
-      ATT },
+      ATT, 0 },
     /* GPT-NeoX: query_key_value and dense with attention_bias (default true), MLP with
      * biases, two LayerNorms even with use_parallel_residual, emb_dropout, untied
      * embed_out, hidden_act gelu. */
     { FAMILY(GPT_NEOX, "gpt_neox"), LN, PLAIN, ROTARY,   1,   1,   1,   1,   0,  0,  2,  1,  0,  0,  1,  GELU,
-      TRAIT_FUSED_QKV | TRAIT_EMBED_DROPOUT, PATH_NEOX, 0, DROPS(0, 0, 0), ATT | HID | EMB },
+      TRAIT_FUSED_QKV | TRAIT_EMBED_DROPOUT, PATH_NEOX, 0, DROPS(0, 0, 0), ATT | HID | EMB, 0 },
     /* Falcon: bias false, parallel_attn true, one input_layernorm, tied lm_head,
      * FalconLinear (x @ weight.T), activation gelu; with alibi (Falcon-RW) the
      * rotary tables are still computed and ALiBi is folded into the mask. */
     { FAMILY(FALCON, "falcon"),    LN,  PLAIN, ROTARY,   0,   0,   0,   1,   0,  1,  1,  1,  0,  0,  1,  GELU,
       TRAIT_FUSED_QKV | TRAIT_UNCACHED_CAST | TRAIT_ROTARY_TABLES | TRAIT_ALIBI_MASK,
-      PATH_FALCON, 0, DROPS(0, 0, 0), ATT | HID },
+      PATH_FALCON, 0, DROPS(0, 0, 0), ATT | HID, 0 },
     /* Phi: one input_layernorm feeding attention and MLP, biases everywhere,
      * lm_head with bias, untied, embd_pdrop, hidden_act gelu_new. */
     { FAMILY(PHI, "phi"),          LN,  PLAIN, ROTARY,   1,   1,   1,   1,   1,  0,  1,  1,  0,  0,  1,  GELU_NEW,
-      TRAIT_EMBED_DROPOUT, PATH_NEOX, PHASED_QK_NORM, DROPS(0, 0, 0), ATT | HID | EMB },
+      TRAIT_EMBED_DROPOUT, PATH_NEOX, PHASED_QK_NORM, DROPS(0, 0, 0), ATT | HID | EMB, 0 },
     /* StarCoder2: LayerNorm, c_fc/c_proj MLP (gelu_pytorch_tanh), use_bias true,
      * embedding and residual dropouts, tied. */
     { FAMILY(STARCODER2, "starcoder2"), LN, PLAIN, ROTARY, 1, 1,   1,   1,   0,  1,  2,  1,  0,  0,  0,  GELU_TANH,
-      TRAIT_EMBED_DROPOUT | TRAIT_RESID_DROPOUT, PATH_LLAMA, 0, DROPS(0, 0, 0), ATT | HID | EMB },
+      TRAIT_EMBED_DROPOUT | TRAIT_RESID_DROPOUT | TRAIT_WINDOW, PATH_LLAMA, 0, DROPS(0, 0, 0),
+      ATT | HID | EMB, 0 },
     /* DeepSeek-V2/V3: RMSNorm, SwiGLU experts, attention_bias false, untied. */
     { FAMILY(DEEPSEEK, "deepseek"), RMS, GATED, ROTARY,  0,   0,   0,   0,   0,  0,  2,  1,  0,  0,  0,  SILU,
-      0, PATH_LATENT, PHASED_EXPERTS, DROPS(0, 0, 0), ATT },
+      0, PATH_LATENT, PHASED_EXPERTS, DROPS(0, 0, 0), ATT, 0 },
     /* Megatron-LM GPT (megatron/core/models/gpt, the "local" transformer layer
      * spec): LayerNorm, fused linear_qkv, GeLU MLP, biases on, learned absolute
      * positions, output layer tied to the embedding; TransformerConfig's
      * attention_dropout and hidden_dropout (also the embedding's) are 0.1. */
     { FAMILY(MEGATRON_GPT, "megatron-gpt"), LN, PLAIN, LEARNED, 1, 1, 1,   1,   0,  1,  2,  1,  0,  0,  0,  GELU,
-      TRAIT_FUSED_QKV, PATH_MEGATRON, 0, DROPS(0.1, 0.1, 0.1), ATT | HID | EMB },
+      TRAIT_FUSED_QKV, PATH_MEGATRON, 0, DROPS(0.1, 0.1, 0.1), ATT | HID | EMB, 0 },
 };
 
 #define FAMILY_COUNT (sizeof families / sizeof families[0])

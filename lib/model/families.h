@@ -60,7 +60,12 @@ enum family_trait {
     TRAIT_NO_SDPA = 1u << 14,
     /* dropout on the attention's and the MLP's outputs in the decoder layer,
      * once they have returned (Phi-3 resid_attn_dropout, resid_mlp_dropout) */
-    TRAIT_LAYER_DROPOUT = 1u << 15
+    TRAIT_LAYER_DROPOUT = 1u << 15,
+    /* sliding-window attention when the config sets sliding_window (Mistral's
+     * and Qwen2's code on the Llama path, Phi-3, StarCoder2, Gemma-2) */
+    TRAIT_WINDOW = 1u << 16,
+    /* the window on every other layer only, the first included (Gemma-2) */
+    TRAIT_ALTERNATE_WINDOW = 1u << 17
 };
 
 /* Optional fields a phased code path builds (beyond the family's defaults). */
@@ -84,6 +89,7 @@ typedef struct family_desc {
      * at the others. */
     double dropout[DROPOUT_SITES];
     unsigned dropout_sites;
+    int64_t sliding_window; /* the configuration class's default sliding_window */
 } family_desc;
 
 /* Row of family, or NULL. */

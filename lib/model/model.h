@@ -13,7 +13,7 @@
 
 /* One past the largest llmem_model_key (model_fields.c checks its table
  * against it at compile time). */
-#define MODEL_KEY_END (LLMEM_MODEL_EMBEDDING_DROPOUT + 1)
+#define MODEL_KEY_END (LLMEM_MODEL_SLIDING_WINDOW + 1)
 
 /* The model key of a dropout site's probability (the keys follow the sites' order). */
 #define MODEL_DROPOUT_KEY(site) (LLMEM_MODEL_ATTENTION_DROPOUT + (site))
@@ -55,6 +55,7 @@ typedef struct model_shape {
     int qk_norm, parallel_block, shared_gate, router_bias;
     int activation;         /* llmem_activation of the MLP */
     int post_norm;          /* norms after the residual additions (OPT-350m) */
+    uint64_t sliding_window; /* attention span of the sliding layers in tokens; 0 = none */
     uint64_t rotary_dim;    /* rotary dimensions of a q/k head (<= head_dim) */
     uint64_t v_head_dim;    /* per-head value size (head_dim unless MLA) */
     uint64_t q_lora_rank;   /* MLA query compression; 0 = full q projection */
@@ -62,6 +63,15 @@ typedef struct model_shape {
     uint64_t dense_layers;  /* MoE models: layers with a dense MLP instead of experts */
     double dropout[DROPOUT_SITES]; /* the config's probability at each kind of site */
 } model_shape;
+
+/* Whether SDPA gets transformers 5.x's sliding-window mask at this seq: its
+ * sdpa_mask builds one once seq reaches the window (masking_utils.py,
+ * _ignore_causal_mask_sdpa: kv_length >= local_attention_size), even
+ * without padding. */
+static inline int llmem_model_window_reached(const model_shape *m, int attention, uint64_t seq)
+{
+    return attention == LLMEM_ATTENTION_SDPA && m->sliding_window > 0 && seq >= m->sliding_window;
+}
 
 /* Parameter counts by part; everything the estimators need to split weights
  * into trainable and frozen sets. */

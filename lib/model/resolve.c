@@ -219,6 +219,12 @@ int llmem_model_resolve(llmem_model *m, model_shape *s, model_params *p)
     s->post_norm = (int)f[LLMEM_MODEL_POST_NORM];
     if ((rc = resolve_dropout(m, s)) != LLMEM_OK)
         return rc;
+    s->sliding_window = (uint64_t)f[LLMEM_MODEL_SLIDING_WINDOW];
+    if (s->sliding_window > 0 && !(s->traits & TRAIT_WINDOW))
+        return FAIL(m, LLMEM_MODEL_SLIDING_WINDOW, LLMEM_EINCONSISTENT,
+                    "sliding-window: %llu, but %s models have no sliding-window attention "
+                    "(leave it 0)",
+                    (unsigned long long)s->sliding_window, llmem_family(s->family)->id.name);
 
     if (f[LLMEM_MODEL_HEAD_DIM] > 0) {
         s->head_dim = (uint64_t)f[LLMEM_MODEL_HEAD_DIM];

@@ -940,12 +940,14 @@ static int64_t step_of(const llmem_parallel *l, int key)
 }
 
 /* A value beyond what fits: refused only as too large (64-bit overflow, or
- * the field itself beyond the model: a sequence past learned positions). */
+ * the field itself beyond the model: a sequence past learned positions, or
+ * past what the estimate models: Gemma-2's windows under sdpa). */
 static int refused_as_too_large(llmem_ctx *ctx, int rc, int key)
 {
     int object = 0, field = 0;
     return rc == LLMEM_EOVERFLOW ||
-           (rc == LLMEM_EINCONSISTENT && llmem_ctx_error_field(ctx, &object, &field) == LLMEM_OK &&
+           ((rc == LLMEM_EINCONSISTENT || rc == LLMEM_ENOTSUP) &&
+            llmem_ctx_error_field(ctx, &object, &field) == LLMEM_OK &&
             object == LLMEM_OBJECT_TRAIN && field == key);
 }
 
@@ -960,10 +962,11 @@ static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inp
     int rc = llmem_estimate_max(e, in->m, in->t, in->l, key, level, capacity, &out);
     check_status(ctx, rc, "max");
     /* The job runs at its own value: the search has something to answer, or
-     * a floor when the next value is beyond the estimate's range. */
-    CHECK(rc == LLMEM_OK || (rc == LLMEM_EOVERFLOW && out > 0),
+     * a floor when the next value is beyond the estimate's range or what it
+     * models. */
+    CHECK(rc == LLMEM_OK || ((rc == LLMEM_EOVERFLOW || rc == LLMEM_ENOTSUP) && out > 0),
           "max: refused, although the job runs: %s", llmem_ctx_error(ctx));
-    int floor_only = rc == LLMEM_EOVERFLOW;
+    int floor_only = rc == LLMEM_EOVERFLOW || rc == LLMEM_ENOTSUP ? rc : 0;
     llmem_train_field_info(key, NULL, NULL, &max, NULL);
     llmem_train_get_int(in->t, key, &saved);
     CHECK(out >= 0 && out <= max && out % step == 0, "max: %lld outside [0, %lld] or not of %lld",
@@ -982,9 +985,9 @@ static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inp
         CHECK(llmem_train_set_int(in->t, key, next) == LLMEM_OK, "set");
         rc = llmem_estimate_run_parallel(e, in->m, in->t, in->l);
         check_status(ctx, rc, "max + step");
-        CHECK(!floor_only || rc == LLMEM_EOVERFLOW, "max: a floor %lld, but %lld runs",
+        CHECK(!floor_only || rc == floor_only, "max: a floor %lld, but %lld runs",
               (long long)out, (long long)next);
-        CHECK(floor_only || rc != LLMEM_EOVERFLOW,
+        CHECK(floor_only || (rc != LLMEM_EOVERFLOW && rc != LLMEM_ENOTSUP),
               "max: %lld is the answer, but %lld is beyond the range: a floor", (long long)out,
               (long long)next);
         if (rc == LLMEM_OK) {

@@ -203,6 +203,16 @@ static const field_case field_cases[] = {
     { "starcoder2-3b", LLMEM_MODEL_MLP, LLMEM_MLP_PLAIN },
     { "Llama-2-7b-hf", LLMEM_MODEL_DTYPE_BYTES, 2 },
     { "gemma-2-9b", LLMEM_MODEL_DTYPE_BYTES, 4 },
+    /* sliding windows: the key, null (none), use_sliding_window false (none) */
+    { "Mistral-7B-v0.1", LLMEM_MODEL_SLIDING_WINDOW, 4096 },
+    { "Phi-3-mini-4k-instruct", LLMEM_MODEL_SLIDING_WINDOW, 2047 },
+    { "starcoder2-3b", LLMEM_MODEL_SLIDING_WINDOW, 4096 },
+    { "gemma-2-9b", LLMEM_MODEL_SLIDING_WINDOW, 4096 },
+    { "Mixtral-8x7B-v0.1", LLMEM_MODEL_SLIDING_WINDOW, 0 },
+    { "Qwen2.5-7B", LLMEM_MODEL_SLIDING_WINDOW, 0 },
+    { "Qwen1.5-MoE-A2.7B", LLMEM_MODEL_SLIDING_WINDOW, 0 },
+    { "Qwen3-8B", LLMEM_MODEL_SLIDING_WINDOW, 0 },
+    { "Llama-2-7b-hf", LLMEM_MODEL_SLIDING_WINDOW, 0 },
 };
 
 ParameterizedTestParameters(hf_config, fields)
@@ -399,6 +409,16 @@ static const error_case error_cases[] = {
       "\"num_attention_heads\": 4, \"ffn_dim\": 128, \"vocab_size\": 100, "
       "\"max_position_embeddings\": 64, \"word_embed_proj_dim\": 0}",
       LLMEM_EPARSE, "field 'word_embed_proj_dim' = 0 must be positive" },
+    { "sliding_window not an integer",
+      "{\"model_type\": \"mistral\", " LLAMA_BODY ", \"sliding_window\": \"4k\"}", LLMEM_EPARSE,
+      "field 'sliding_window' must be an integer or null, not a string" },
+    { "negative sliding_window",
+      "{\"model_type\": \"starcoder2\", " LLAMA_BODY ", \"sliding_window\": -1}", LLMEM_EPARSE,
+      "field 'sliding_window' = -1 is outside [0, " },
+    { "use_sliding_window true",
+      "{\"model_type\": \"qwen2\", " LLAMA_BODY ", \"use_sliding_window\": true, "
+      "\"sliding_window\": 4096}",
+      LLMEM_ENOTSUP, "field 'use_sliding_window' = true (sliding-window attention on the layers" },
     { "unknown torch_dtype", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"torch_dtype\": \"fp7\"}",
       LLMEM_EPARSE, "field 'torch_dtype' = 'fp7' is not a known dtype" },
     { "not JSON", "model_type = llama", LLMEM_EPARSE, "config.json: invalid JSON at byte 0" },
@@ -574,7 +594,31 @@ ParameterizedTest(const dropout_case *c, hf_config, dropouts, .init = setup_ctx,
     llmem_model_free(m);
 }
 
-/* The presets carry their published configs' dropouts. */
+/* MistralConfig's window when the key is absent (4096), none when null;
+ * LlamaModel has no window whatever the config says. */
+Test(hf_config, sliding_window_absent_or_null, .init = setup_ctx, .fini = teardown_ctx)
+{
+    static const struct {
+        const char *json;
+        int64_t window;
+    } cases[] = {
+        { "{\"model_type\": \"mistral\", " LLAMA_BODY "}", 4096 },
+        { "{\"model_type\": \"mistral\", " LLAMA_BODY ", \"sliding_window\": null}", 0 },
+        { "{\"model_type\": \"phi3\", " LLAMA_BODY "}", 0 },
+        { "{\"model_type\": \"llama\", " LLAMA_BODY ", \"sliding_window\": 64}", 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        llmem_model *m = NULL;
+        int64_t w = -1;
+        cr_assert_eq(llmem_model_new_hf_config_json(ctx, cases[i].json, strlen(cases[i].json), &m),
+                     LLMEM_OK, "%s: %s", cases[i].json, llmem_ctx_error(ctx));
+        cr_assert_eq(llmem_model_get_int(m, LLMEM_MODEL_SLIDING_WINDOW, &w), LLMEM_OK);
+        cr_expect_eq(w, cases[i].window, "%s: %" PRId64, cases[i].json, w);
+        llmem_model_free(m);
+    }
+}
+
+/* The presets carry their published configs' dropouts and sliding windows. */
 Test(hf_config, presets_have_their_configs_dropouts, .init = setup_ctx, .fini = teardown_ctx)
 {
     static const struct {
@@ -599,6 +643,11 @@ Test(hf_config, presets_have_their_configs_dropouts, .init = setup_ctx, .fini = 
             llmem_model_get_double(c, key, &b);
             cr_expect(a == b, "%s key %d: preset %g, config %g", pairs[i].preset, key, a, b);
         }
+        int64_t wp = -1, wc = -2;
+        llmem_model_get_int(p, LLMEM_MODEL_SLIDING_WINDOW, &wp);
+        llmem_model_get_int(c, LLMEM_MODEL_SLIDING_WINDOW, &wc);
+        cr_expect_eq(wp, wc, "%s: sliding window: preset %" PRId64 ", config %" PRId64,
+                     pairs[i].preset, wp, wc);
         llmem_model_free(c);
         llmem_model_free(p);
     }

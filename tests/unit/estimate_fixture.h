@@ -25,7 +25,7 @@ static void teardown_est(void)
     ctx = NULL;
 }
 
-static void free_params(struct criterion_test_params *p)
+static inline void free_params(struct criterion_test_params *p)
 {
     cr_free(p->params);
 }
