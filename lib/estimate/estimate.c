@@ -95,6 +95,7 @@ static void step_bound_model(const model_shape *m, step_bound *sb)
     sb->per_token = ck_add(&c, ck_add(&c, m->vocab, widest), routing);
     sb->per_layer = ck_mul(&c, m->layers + 2, 8 * 64);
     sb->heads = m->heads;
+    sb->window = m->sliding_window;
     sb->overflow = c.overflow;
 }
 
@@ -107,6 +108,9 @@ static uint64_t step_per_token(const step_bound *sb, const setup *s, int scores_
         per_token = ck_add(c, per_token, s->lora_rank);
     if (scores_formed)
         per_token = ck_add(c, per_token, ck_mul(c, sb->heads, s->seq));
+    /* a sliding-window mask and bias, [batch, 1, seq, seq], once reached */
+    if (s->attention == LLMEM_ATTENTION_SDPA && sb->window > 0 && s->seq >= sb->window)
+        per_token = ck_add(c, per_token, s->seq);
     return ck_mul(c, per_token, sb->per_layer);
 }
 

@@ -32,6 +32,7 @@ typedef struct est_config {
 /* The model's part of the bound on the step's byte counts (estimate.c). */
 typedef struct step_bound {
     uint64_t per_token, per_layer, heads;
+    uint64_t window; /* the model's sliding window (its mask and bias count once reached) */
     int overflow;
 } step_bound;
 

@@ -58,6 +58,10 @@ void llmem_rank_shape(const model_shape *m, const layout *l, model_shape *out)
     out->shared_intermediate = m->shared_intermediate / l->tp;
     /* Megatron pads the vocabulary to a multiple of tp (make_vocab_size_divisible_by). */
     out->vocab = ceil_div(m->vocab, l->tp);
+    /* Ring attention (TransformerEngine) takes a sliding window as an argument:
+     * no transformers mask reaches a context-parallel rank's kernel. */
+    if (l->cp > 1)
+        out->sliding_window = 0;
 }
 
 /* The classes this rank holds, each divided by tensor and expert parallelism.

@@ -253,10 +253,19 @@ static int read_window(reader *r)
         put(r, LLMEM_MODEL_SLIDING_WINDOW, 0, w->switch_name);
         return LLMEM_OK;
     }
-    if (!llmem_hf_json_member(r->root, "sliding_window", &v))
+    if (!llmem_hf_json_member(r->root, "sliding_window", &v)) {
         window = w->def;
-    else if (v != NULL && llmem_hf_json_int64(v, &window) != 0)
+    } else if (v != NULL && llmem_hf_json_int64(v, &window) != 0) {
+        if (llmem_hf_json_type(v) == HF_JINT)
+            return llmem__fail(r->ctx, LLMEM_EPARSE,
+                               CONFIG_NAME ": field 'sliding_window' does not fit in 64 bits");
         return wrong_type(r, "sliding_window", "an integer or null", v);
+    } else if (v != NULL && window == 0) {
+        /* not null: transformers' mask would then attend to no position */
+        return llmem__fail(r->ctx, LLMEM_EPARSE,
+                           CONFIG_NAME ": field 'sliding_window' = 0 attends to no position "
+                                       "(null means no window)");
+    }
     int rc = in_layout_range(r, "sliding_window", window, 0);
     if (rc == LLMEM_OK)
         put(r, LLMEM_MODEL_SLIDING_WINDOW, window, "sliding_window");

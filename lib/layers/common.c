@@ -192,16 +192,24 @@ static tid fused_kernel(build *b, const model_shape *m, tid q, tid k, tid v)
 /*
  * SDPA's memory-efficient backend (_efficient_attention_forward/_backward in
  * attention.cu / attention_backward.cu, xformers' CUTLASS kernels): the
- * log-sum-exp is fp32 [B, H, round32(S)] (kAlignLSE; the rounding left out, as
- * above); the backward holds delta fp32 [B, H, S] and a workspace whose fp32
- * gradient-of-q accumulator is [B, H, S, round64(D)] (kernel_backward.h,
- * workspace_elements_gq, for the split-key kernels).
+ * log-sum-exp is fp32 [B, H, round32(S)] (kAlignLSE: lse_seq; the compiled
+ * segments leave the rounding out, as above); the backward holds delta fp32
+ * [B, H, S] and a workspace whose fp32 gradient-of-q accumulator is
+ * [B, H, S, round64(D)] (kernel_backward.h, workspace_elements_gq, for the
+ * split-key kernels).
  */
-static tid efficient_kernel(build *b, const model_shape *m, tid q, tid k, tid v)
+static tid efficient_kernel_lse(build *b, const model_shape *m, tid q, tid k, tid v,
+                                uint64_t lse_seq)
 {
     uint64_t rows = b->batch * m->heads * b->seq;
     uint64_t bwd = rows * FP32 + rows * round_up(m->head_dim, 64) * FP32;
-    return op_fused_attention(b, q, k, v, rows * m->v_head_dim, rows * FP32, bwd);
+    return op_fused_attention(b, q, k, v, rows * m->v_head_dim,
+                              b->batch * m->heads * lse_seq * FP32, bwd);
+}
+
+static tid efficient_kernel(build *b, const model_shape *m, tid q, tid k, tid v)
+{
+    return efficient_kernel_lse(b, m, q, k, v, b->seq);
 }
 
 /* A matmul of two 4-D activations outside autocast (inside SDPA's math
@@ -312,8 +320,6 @@ int llmem_layers_quadratic_attention(const model_shape *m, int attention, int dt
         return 1;
     if (attention != LLMEM_ATTENTION_SDPA)
         return 0;
-    if (m->sliding_window > 0) /* from the window on, a [batch, 1, seq, seq] mask and bias */
-        return 1;
     if (m->path == PATH_FALCON)
         return llmem_falcon_sdpa_quadratic(m, dt);
     return llmem_seg_sdpa_math(m, dt, 1);
@@ -328,6 +334,18 @@ int llmem_layers_quadratic_attention(const model_shape *m, int attention, int dt
  * [batch, heads, seq, seq] copy per layer, in the compute dtype, until that
  * layer's backward. The saved copy is kept by a view op after the kernel.
  */
+/* The memory-efficient kernel given an additive mask it saves (kept by a
+ * view op after the kernel). */
+static tid masked_kernel(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                         uint64_t lse_seq)
+{
+    tid o = efficient_kernel_lse(b, m, q, k, v, lse_seq);
+    tid in[2] = { o, mask };
+    tid out = llmem_graph_op(b->g, tensor_elems(b, o), op_dt(b, o), in, 2, BIT(1), BIT(0), 0, 0, 0);
+    llmem_graph_view(b->g, out, o);
+    return out;
+}
+
 tid llmem_seg_sdpa_masked(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
     if (b->autocast) {
@@ -336,11 +354,7 @@ tid llmem_seg_sdpa_masked(build *b, const model_shape *m, tid q, tid k, tid v, t
         v = op_cast(b, v, b->compute);
         mask = op_cast(b, mask, b->compute);
     }
-    tid o = efficient_kernel(b, m, q, k, v);
-    tid in[2] = { o, mask };
-    tid out = llmem_graph_op(b->g, tensor_elems(b, o), op_dt(b, o), in, 2, BIT(1), BIT(0), 0, 0, 0);
-    llmem_graph_view(b->g, out, o);
-    return out;
+    return masked_kernel(b, m, q, k, v, mask, b->seq);
 }
 
 /*
@@ -373,7 +387,8 @@ static tid sdpa_windowed(build *b, const model_shape *m, tid q, tid k, tid v, ti
     tid bias = op_unary(b, op_unary(b, mask, cells, 1, 0, 0), cells, dt, 0, 0);
     if (b->seq % 8 != 0) /* pad_bias<8>: a padded copy, sliced back */
         bias = op_unary(b, bias, b->batch * b->seq * round_up(b->seq, 8), dt, 0, 0);
-    return llmem_seg_sdpa_masked(b, &heads, q, kr, vr, bias);
+    /* simulated at every point (never compiled): the log-sum-exp's rounding too */
+    return masked_kernel(b, &heads, q, kr, vr, bias, round_up(b->seq, 32));
 }
 
 /* transformers' sdpa_attention_forward: no repeat_kv (enable_gqa), autocast

@@ -242,9 +242,12 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
         logits = op_scale(b, op_tanh(b, op_scale(b, logits)));
     llmem_region(b, "loss");
     tid lf = op_cast(b, logits, FP32);
-    /* pad(labels, (0, 1), -100)[..., 1:].contiguous(): int64, saved by nll_loss. */
+    /* pad(labels, (0, 1), -100)[..., 1:].contiguous(): int64, saved by nll_loss.
+     * One row is contiguous already, so .contiguous() copies nothing then. */
     tid padded = llmem_graph_op(b->g, b->batch * (b->seq + 1), INT64, NULL, 0, 0, 0, 0, 0, 0);
     tid target = llmem_graph_op(b->g, b->tokens, INT64, &padded, 1, 0, 0, 0, 0, 0);
+    if (b->batch == 1)
+        llmem_graph_view(b->g, target, padded);
     tid logp = llmem_graph_op(b->g, b->tokens * m->vocab, FP32, &lf, 1, SAVE_OUT, 0, 0, 0, 0);
     tid in[2] = { logp, target };
     b->g->output = llmem_graph_op(b->g, 1, FP32, in, 2, 2u, 0, 0, 0, 0);

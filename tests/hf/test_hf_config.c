@@ -415,6 +415,12 @@ static const error_case error_cases[] = {
     { "negative sliding_window",
       "{\"model_type\": \"starcoder2\", " LLAMA_BODY ", \"sliding_window\": -1}", LLMEM_EPARSE,
       "field 'sliding_window' = -1 is outside [0, " },
+    { "sliding_window 0",
+      "{\"model_type\": \"phi3\", " LLAMA_BODY ", \"sliding_window\": 0}", LLMEM_EPARSE,
+      "field 'sliding_window' = 0 attends to no position (null means no window)" },
+    { "sliding_window beyond 64 bits",
+      "{\"model_type\": \"mistral\", " LLAMA_BODY ", \"sliding_window\": 99999999999999999999}",
+      LLMEM_EPARSE, "field 'sliding_window' does not fit in 64 bits" },
     { "use_sliding_window true",
       "{\"model_type\": \"qwen2\", " LLAMA_BODY ", \"use_sliding_window\": true, "
       "\"sliding_window\": 4096}",

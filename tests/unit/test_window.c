@@ -184,6 +184,62 @@ Test(window, a_handle_across_the_window_answers_as_a_fresh_one)
     llmem_model_free(m);
 }
 
+/* Context parallelism runs ring attention (TransformerEngine), which takes
+ * the window as an argument: no mask reaches a rank, whatever the seq. */
+Test(window, context_parallel_ranks_take_no_mask)
+{
+    llmem_model *with = small_model(WINDOW), *without = small_model(0);
+    llmem_parallel *cp;
+    cr_assert_eq(llmem_parallel_new(ctx, &cp), LLMEM_OK);
+    cr_assert_eq(llmem_parallel_set_int(cp, LLMEM_PARALLEL_CP, 2), LLMEM_OK);
+    int64_t seqs[] = { WINDOW, 2 * WINDOW, 4 * WINDOW };
+    for (int i = 0; i < 3; i++) {
+        llmem_train *t = job("sdpa", "bf16-mixed", "none", 2, seqs[i]);
+        uint64_t a, b;
+        cr_assert_eq(llmem_estimate_run_parallel(est, with, t, cp), LLMEM_OK, "%s",
+                     llmem_ctx_error(ctx));
+        a = get(est, LLMEM_EST_PEAK_ALLOCATED);
+        cr_assert_eq(llmem_estimate_run_parallel(est, without, t, cp), LLMEM_OK);
+        b = get(est, LLMEM_EST_PEAK_ALLOCATED);
+        cr_expect_eq(a, b, "seq %lld: %llu vs %llu", (long long)seqs[i], (unsigned long long)a,
+                     (unsigned long long)b);
+        llmem_train_free(t);
+    }
+    llmem_parallel_free(cp);
+    llmem_model_free(with);
+    llmem_model_free(without);
+}
+
+/* The step's 64-bit bound counts the mask and bias only once the window is
+ * reached: below it the largest batch the estimate takes is the windowless
+ * one's, and above it the bias's seq a token, not the scores' heads x seq. */
+Test(window, the_step_bound_counts_the_mask_from_the_window_on)
+{
+    /* at these seqs the bound, not the batch field's 2^24, limits the batch */
+    llmem_model *with = small_model(32768), *without = small_model(0);
+    int64_t below[2], above[2];
+    llmem_model *models[2] = { with, without };
+    for (int k = 0; k < 2; k++) {
+        llmem_train *t = job("sdpa", "bf16-mixed", "none", 1, 32767);
+        cr_assert_eq(llmem_estimate_max(est, models[k], t, NULL, LLMEM_TRAIN_BATCH,
+                                        LLMEM_LEVEL_ALLOCATED, UINT64_MAX, &below[k]),
+                     LLMEM_EOVERFLOW, "%s", llmem_ctx_error(ctx));
+        cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 65536), LLMEM_OK);
+        cr_assert_eq(llmem_estimate_max(est, models[k], t, NULL, LLMEM_TRAIN_BATCH,
+                                        LLMEM_LEVEL_ALLOCATED, UINT64_MAX, &above[k]),
+                     LLMEM_EOVERFLOW, "%s", llmem_ctx_error(ctx));
+        llmem_train_free(t);
+    }
+    cr_expect_eq(below[0], below[1], "%lld vs %lld", (long long)below[0], (long long)below[1]);
+    cr_expect_lt(above[0], above[1]);
+    /* seq a token (about 12x this model's other widths at 65536), not 8 heads x
+     * seq (about 88x) */
+    cr_expect_gt(above[0] * 20, above[1], "%lld vs %lld", (long long)above[0],
+                 (long long)above[1]);
+    llmem_model_free(with);
+    llmem_model_free(without);
+}
+
 /* Gemma-2 slides on every other layer only: under SDPA from the window on
  * the estimate refuses, naming the seq and the window; eager is estimated. */
 Test(window, gemma2_alternating_windows_are_refused_under_sdpa)

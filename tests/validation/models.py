@@ -31,7 +31,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 import weakref
 
-from sdpa import sdpa_attention_forward
+from sdpa import sdpa_attention_forward, sliding_window_mask
 
 LLAMA_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                       "up_proj", "down_proj")
@@ -165,6 +165,10 @@ def dropout(x, p, training):
 # Configuration
 # ---------------------------------------------------------------------------
 
+# Families whose transformers code takes config.sliding_window.
+WINDOW_FAMILIES = ("llama", "phi3", "starcoder2", "gemma2")
+
+
 @dataclasses.dataclass
 class ArchConfig:
     family: str                 # "gpt2" | "llama"
@@ -191,6 +195,21 @@ class ArchConfig:
     attention_dropout: Optional[float] = None
     hidden_dropout: Optional[float] = None
     embedding_dropout: Optional[float] = None
+    # config.sliding_window (0 = None): Mistral's code on the Llama path,
+    # Phi-3, StarCoder2 under transformers 5.x SDPA (sdpa.sliding_window_mask;
+    # Gemma-2's eager window in models_more.py, where 0 means its default).
+    sliding_window: int = 0
+
+    def __post_init__(self):
+        w = self.sliding_window
+        if isinstance(w, bool) or not isinstance(w, int) or w < 0:
+            raise ValueError("sliding_window must be an integer >= 0 (0 = none), got %r" % (w,))
+        if w and self.family not in WINDOW_FAMILIES:
+            raise ValueError("sliding_window %d: family %r has no sliding-window attention "
+                             "(%s do)" % (w, self.family, ", ".join(WINDOW_FAMILIES)))
+        if w and self.family != "gemma2" and self.attention != "sdpa":
+            raise ValueError("sliding_window %d with %r attention is not measured (sdpa only)"
+                             % (w, self.attention))
 
     def p_attention(self) -> float:
         return self.dropout if self.attention_dropout is None else self.attention_dropout
@@ -321,6 +340,26 @@ class CausalLMBase(nn.Module):
         if self.gradient_checkpointing == "non-reentrant":
             return checkpoint_non_reentrant(run, *args)
         return torch.utils.checkpoint.checkpoint(run, *args, use_reentrant=True)
+
+
+def is_window_mask(mask):
+    """The bool sliding-window mask (sdpa.sliding_window_mask); the eager
+    4-D masks are additive floats."""
+    return isinstance(mask, torch.Tensor) and mask.dtype == torch.bool
+
+
+def mask_in_call(layer_call, mask):
+    """transformers 5.x GradientCheckpointingLayer runs
+    ``checkpoint(partial(layer.__call__, **kwargs), hidden_states)``: the
+    mask rides in the function, not among the checkpoint's saved inputs.
+    The function lives as long as the checkpoint's node (reentrant:
+    ``ctx.run_function``, until the graph is freed at the end of backward;
+    non-reentrant: the frame the saved-tensor hooks hold, until the layer's
+    backward has released them), so every layer holds the mask through its
+    backward.  ``layer_call(hidden_states, mask, *rest)``."""
+    def call(hidden_states, *rest):
+        return layer_call(hidden_states, mask, *rest)
+    return call
 
 
 # ---------------------------------------------------------------------------
@@ -635,7 +674,7 @@ class LlamaAttention(nn.Module):
         p = 0.0 if not self.training else self.attention_dropout
         if self.attention == "sdpa":
             return sdpa_attention_forward(self._amp[0], query, key, value, p, self.scaling,
-                                          gqa_module=True), None
+                                          gqa_module=True, attention_mask=attention_mask), None
         return self._eager(query, key, value, attention_mask, self.scaling, p)
 
     def forward(self, hidden_states, position_embeddings, attention_mask):
@@ -736,6 +775,10 @@ class LlamaForCausalLM(CausalLMBase):
         sdpa without padding no mask at all (transformers 5.x create_causal_mask
         -> sdpa_mask, whose causal skip tests padding_mask.all())."""
         if self.cfg.attention == "sdpa":
+            if self.cfg.sliding_window:
+                # MistralModel / Phi3Model: create_sliding_window_causal_mask
+                return sliding_window_mask(attention_mask, input_tensor.shape[1],
+                                           self.cfg.sliding_window)
             if attention_mask is None or bool(attention_mask.bool().all()):
                 return None
             raise ValueError("padded batches are not measured with sdpa")
@@ -760,7 +803,11 @@ class LlamaForCausalLM(CausalLMBase):
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         hidden_states = self._scale_embeddings(hidden_states)
         for decoder_layer in self.layers:
-            if self.gradient_checkpointing and self.training:
+            if self.gradient_checkpointing and self.training and is_window_mask(causal_mask):
+                layer_outputs = self._ckpt(mask_in_call(decoder_layer.__call__, causal_mask),
+                                           hidden_states, position_ids, None, False, False,
+                                           cache_position, position_embeddings)
+            elif self.gradient_checkpointing and self.training:
                 layer_outputs = self._ckpt(decoder_layer.__call__, hidden_states, causal_mask,
                                            position_ids, None, False, False, cache_position,
                                            position_embeddings)

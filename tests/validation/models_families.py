@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 import models as M
 import models_more as MM
-from sdpa import scaled_dot_product_attention, sdpa_attention_forward
+from sdpa import scaled_dot_product_attention, sdpa_attention_forward, sliding_window_mask
 
 _prev_build_model = None
 
@@ -113,12 +113,17 @@ def activation(name, amp):
     raise ValueError("activation %r not modelled" % name)
 
 
-def causal_mask_4d(attention_mask, inputs_embeds, cache_position, sdpa=False):
+def causal_mask_4d(attention_mask, inputs_embeds, cache_position, sdpa=False,
+                   sliding_window=0):
     """``_update_causal_mask`` for eager attention without a cache (the code
     OPT, BLOOM, GPT-NeoX, Falcon, Phi and StarCoder2 copy from Llama in 4.50):
     ``[B, 1, S, S]`` additive mask in the embedding dtype.  ``sdpa``: no mask
     without padding (5.x's create_causal_mask -> sdpa_mask skips a causal mask
-    when every token is attended; 4.50's _ignore_causal_mask_sdpa too)."""
+    when every token is attended; 4.50's _ignore_causal_mask_sdpa too); with
+    a ``sliding_window`` 5.x's create_sliding_window_causal_mask
+    (sdpa.sliding_window_mask: a bool mask from seq >= window)."""
+    if sdpa and sliding_window:
+        return sliding_window_mask(attention_mask, inputs_embeds.shape[1], sliding_window)
     if sdpa:
         if bool(attention_mask.bool().all()):
             return None
@@ -151,7 +156,8 @@ def attention_interface(module, amp, query, key, value, attention_mask, scaling,
     ``eager_attention_forward``.  Returns [B, S, H, D] and the weights."""
     if module.attention == "sdpa":
         gqa_module = hasattr(module, "num_key_value_groups")
-        return sdpa_attention_forward(amp, query, key, value, p, scaling, gqa_module), None
+        return sdpa_attention_forward(amp, query, key, value, p, scaling, gqa_module,
+                                      attention_mask=attention_mask), None
     return eager_attention(module, amp, query, key, value, attention_mask, scaling, p, n_rep)
 
 
@@ -199,7 +205,13 @@ class FamilyLM(M.CausalLMBase):
         return [self.embed_tokens]
 
     def run_layer(self, layer, hidden_states, *args):
+        """``args[0]`` is the mask (or alibi) of the layer's signature; a
+        sliding-window mask rides in the checkpointed function
+        (models.mask_in_call) as transformers 5.x passes it."""
         if self.gradient_checkpointing and self.training:
+            if args and M.is_window_mask(args[0]):
+                return self._ckpt(M.mask_in_call(layer.__call__, args[0]), hidden_states,
+                                  *args[1:])
             return self._ckpt(layer.__call__, hidden_states, *args)
         return layer(hidden_states, *args)
 
@@ -1091,7 +1103,7 @@ class Starcoder2ForCausalLM(FamilyLM):
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
         causal_mask = causal_mask_4d(attention_mask, inputs_embeds, cache_position,
-                                     self.cfg.attention == "sdpa")
+                                     self.cfg.attention == "sdpa", self.cfg.sliding_window)
         hidden_states = inputs_embeds
         # embedding_dropout
         hidden_states = M.dropout(hidden_states, self.cfg.p_embedding(), self.training)

@@ -42,7 +42,10 @@ class ArchConfigMore(M.ArchConfig):
     # Gemma-2 defaults (Gemma2Config)
     attn_logit_softcapping: float = 50.0
     final_logit_softcapping: float = 30.0
-    sliding_window: int = 4096
+    # sliding_window: models.ArchConfig's; Gemma-2 takes 0 as Gemma2Config's 4096
+
+
+GEMMA2_SLIDING_WINDOW = 4096  # Gemma2Config's default sliding_window
 
 
 # ---------------------------------------------------------------------------
@@ -323,7 +326,7 @@ class Gemma2DecoderLayer(nn.Module):
     def __init__(self, cfg, layer_idx, amp):
         super().__init__()
         self.is_sliding = not bool(layer_idx % 2)
-        self.sliding_window = cfg.sliding_window
+        self.sliding_window = cfg.sliding_window or GEMMA2_SLIDING_WINDOW
         self.self_attn = Gemma2Attention(cfg, layer_idx, amp)
         self.mlp = Gemma2MLP(cfg, amp)
         self.input_layernorm = Gemma2RMSNorm(cfg.hidden, cfg.eps, amp)

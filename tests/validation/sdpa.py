@@ -39,6 +39,23 @@ This module therefore writes each backend out:
   [B, H, S] and a workspace with the fp32 gradient-of-q accumulator
   [B, H, S, round64(D)]; its log-sum-exp is padded to a multiple of 32.
   These come from the sources: only a GPU can measure them.
+* A sliding window (``sliding_window_mask``, ``attention_mask`` in
+  ``sdpa_attention_forward``): transformers 5.x's
+  ``create_sliding_window_causal_mask`` -> ``sdpa_mask`` materialises a
+  bool ``[B, 1, S, S]`` mask once seq >= window (True = attend: kv <= q and
+  kv > q - window, ANDed with the 2-D attention_mask, so B*S*S bytes), once
+  per forward, shared by every layer.  With a mask, sdpa_attention_forward
+  runs ``repeat_kv`` on key and value (a copy at every query head when
+  n_rep > 1) and no ``enable_gqa``, ``is_causal`` False; torch's
+  ``scaled_dot_product_attention`` turns the bool mask into a new additive
+  bias in q's dtype per call (``convert_boolean_attn_mask``:
+  ``where(logical_not(mask), -inf, 0)``), pads its last dimension to a
+  multiple of 8 when it is not aligned (``preprocess_mask`` /
+  ``pad_bias<8>``: a padded copy, sliced back as a view), and runs the
+  memory-efficient kernel, which also saves the bias for backward (no
+  gradient for it, no S x S workspace).  Flash takes no mask; cuDNN (torch
+  2.11 with a recent cuDNN) would make the same bias without the padding:
+  modelled as the memory-efficient kernel at every dtype.
 * ``sdpa_math`` is ``at::_scaled_dot_product_attention_math`` of torch 2.11,
   op for op (a composite function, so the same ops allocate the same
   tensors): fp16/bf16 inputs upcast to fp32, ``q * sqrt(scale)``, the causal
@@ -80,15 +97,19 @@ def backend(dtype, head_dim, gqa, v_head_dim=None, enable_gqa=True):
     return "math"
 
 
-def _reference(q, k, v, scale):
-    """Causal attention in fp32 (values only; run inside kernel_internal)."""
+def _reference(q, k, v, scale, bias=None):
+    """Causal attention in fp32, or with an additive ``bias`` instead of the
+    causal mask (values only; run inside kernel_internal)."""
     n_rep = q.shape[1] // k.shape[1]
     kk = k.float().repeat_interleave(n_rep, 1)
     vv = v.float().repeat_interleave(n_rep, 1)
     w = torch.matmul(q.float(), kk.transpose(-2, -1)) * scale
-    s_q, s_k = w.shape[-2], w.shape[-1]
-    causal = torch.ones(s_q, s_k, dtype=torch.bool).tril()
-    w = w.masked_fill(~causal, float("-inf"))
+    if bias is not None:
+        w = w + bias.float()
+    else:
+        s_q, s_k = w.shape[-2], w.shape[-1]
+        causal = torch.ones(s_q, s_k, dtype=torch.bool).tril()
+        w = w.masked_fill(~causal, float("-inf"))
     lse = torch.logsumexp(w, -1)
     return torch.matmul(torch.softmax(w, -1), vv), lse
 
@@ -97,25 +118,28 @@ class _FusedKernel(torch.autograd.Function):
     """One fused SDPA kernel call and its backward (see the module doc)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, scale, efficient):
+    def forward(ctx, q, k, v, scale, efficient, bias):
+        """``bias``: None (is_causal), or the memory-efficient kernel's
+        additive attn_bias (a view of the converted mask's storage), which
+        derivatives.yaml saves for the backward; it gets no gradient."""
         b, h, s, d = q.shape
         dv = v.shape[-1]
         out = torch.empty((b, s, h, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
         lse_len = -(-s // 32) * 32 if efficient else s
         lse = torch.empty((b, h, lse_len), dtype=torch.float32, device=q.device)
         with kernel_internal():
-            o, l = _reference(q, k, v, scale)
+            o, l = _reference(q, k, v, scale, bias)
             out.copy_(o)
             lse[..., :s].copy_(l)
             del o, l
-        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.save_for_backward(q, k, v, out, lse, bias)
         ctx.scale = scale
         ctx.efficient = efficient
         return out
 
     @staticmethod
     def backward(ctx, gout):
-        q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, out, lse, bias = ctx.saved_tensors
         b, h, s, d = q.shape
         hk = k.shape[1]
         dq = torch.empty((b, s, h, d), dtype=q.dtype, device=q.device).transpose(1, 2)
@@ -136,14 +160,14 @@ class _FusedKernel(torch.autograd.Function):
                 qq = q.detach().float().requires_grad_(True)
                 kk = k.detach().float().requires_grad_(True)
                 vv = v.detach().float().requires_grad_(True)
-                o, _ = _reference(qq, kk, vv, ctx.scale)
+                o, _ = _reference(qq, kk, vv, ctx.scale, bias)
                 gq, gk, gv = torch.autograd.grad(o, (qq, kk, vv), gout.float())
             dq.copy_(gq)
             dk.copy_(gk)
             dv.copy_(gv)
             del qq, kk, vv, o, gq, gk, gv
-        del work
-        return dq, dk, dv, None, None
+        del work, bias
+        return dq, dk, dv, None, None, None
 
 
 class _SafeSoftmax(torch.autograd.Function):
@@ -210,13 +234,113 @@ def scaled_dot_product_attention(amp, query, key, value, dropout, scaling, enabl
     kind = backend(query.dtype, query.shape[-1], gqa, value.shape[-1], enable_gqa)
     if kind == "math":
         return sdpa_math(query, key, value, dropout, scaling, enable_gqa)
-    return _FusedKernel.apply(query, key, value, scaling, kind == "efficient")
+    return _FusedKernel.apply(query, key, value, scaling, kind == "efficient", None)
 
 
-def sdpa_attention_forward(amp, query, key, value, dropout, scaling, gqa_module):
-    """transformers' sdpa_attention_forward with no mask; returns [B, S, H, D].
+# ---------------------------------------------------------------------------
+# Sliding-window masks (transformers 5.x masking_utils, torch 2.x attention.cpp)
+# ---------------------------------------------------------------------------
+
+def sliding_window_mask(attention_mask, seq, window):
+    """``create_sliding_window_causal_mask`` -> ``sdpa_mask`` in training (no
+    cache, q and kv offsets 0): None below the window (seq < window, no
+    padding: ``_ignore_causal_mask_sdpa`` skips, is_causal then runs), else
+    the bool ``[B, 1, S, S]`` mask, True where kv <= q and kv > q - window,
+    ANDed with the 2-D ``attention_mask`` (the Trainer passes one, all ones),
+    which makes it dense: B*S*S bytes.  Only the result is allocated with
+    tracked ops; the index tensors and partial ``&`` results of the build
+    (about 2 x S*S bytes, before layer 0) are computed untracked."""
+    if window <= 0:
+        raise ValueError("sliding_window_mask: window must be > 0, got %r" % (window,))
+    if attention_mask is not None and not bool(attention_mask.bool().all()):
+        raise ValueError("padded batches are not measured with sdpa")
+    if seq < window:
+        return None
+    if attention_mask is None:
+        raise ValueError("sliding-window rows are measured with the Trainer's 2-D "
+                         "attention_mask (without it the mask is [1, 1, S, S], expanded)")
+    batch = attention_mask.shape[0]
+    mask = torch.empty((batch, 1, seq, seq), dtype=torch.bool, device=attention_mask.device)
+    with kernel_internal():
+        q_idx = torch.arange(seq, device=mask.device)[:, None]
+        kv_idx = torch.arange(seq, device=mask.device)[None, :]
+        local = (kv_idx <= q_idx) & (kv_idx > q_idx - window)
+        mask.copy_(local[None, None] & attention_mask.bool()[:, None, None, :])
+        del q_idx, kv_idx, local
+    return mask
+
+
+def repeat_kv(hidden_states, n_rep):
+    """transformers' repeat_kv: ``expand`` then ``reshape`` (a copy at every
+    query head), the tensor itself when n_rep == 1."""
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(
+        batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+def _aligned(t, alignment):
+    """sdp_utils aligned_tensor<alignment>: every stride but the last a
+    multiple of ``alignment``, the last 1."""
+    return all(st % alignment == 0 for st in t.stride()[:-1]) and t.stride(-1) == 1
+
+
+def scaled_dot_product_attention_masked(amp, query, key, value, attn_mask, dropout, scaling):
+    """F.scaled_dot_product_attention(q, k, v, attn_mask=<bool mask>, dropout_p,
+    scale, is_causal=False) under CUDA autocast, on the memory-efficient
+    kernel (torch 2.x attention.cpp): q, k, v cast (the bool mask is not a
+    floating argument); ``convert_boolean_attn_mask``: ``logical_not`` (a
+    bool temporary), ``where(.., -inf, scalar_tensor(0.0, q dtype))``, a new
+    bias [B, 1, S, S] in q's dtype; ``preprocess_mask``: ``pad_bias<8>``
+    unless aligned (a padded copy [.., S + pad], sliced back; the unpadded
+    bias freed when replaced), then ``expand`` to [B, H, S, S] (a view);
+    the kernel saves the bias for backward.  Returns [B, H, S, Dv]."""
+    query, key, value = amp.lp(query), amp.lp(key), amp.lp(value)
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    if query.shape[1] != key.shape[1] or key.shape[1] != value.shape[1]:
+        raise ValueError("a masked SDPA call takes key and value at the query's %d heads "
+                         "(repeat_kv), got %d and %d" % (query.shape[1], key.shape[1],
+                                                         value.shape[1]))
+    align = 8 if query.dtype in _LOW else 4
+    if query.shape[-1] % align or value.shape[-1] % align:
+        raise ValueError("head_dim %d / %d: the memory-efficient kernel needs a multiple of "
+                         "%d (the math path with a mask is not measured)"
+                         % (query.shape[-1], value.shape[-1], align))
+    if attn_mask.dtype != torch.bool:
+        raise ValueError("only bool masks are measured, got %s" % attn_mask.dtype)
+    # convert_boolean_attn_mask
+    zero = torch.scalar_tensor(0.0, dtype=query.dtype, device=query.device)
+    masked_out = attn_mask.logical_not()
+    bias = torch.where(masked_out, float("-inf"), zero)
+    del masked_out, zero
+    # preprocess_mask (memory-efficient alignment 8)
+    if not _aligned(bias, 8):
+        s_kv = bias.shape[-1]
+        bias = torch.nn.functional.pad(bias, (0, 8 - s_kv % 8))[..., :s_kv]
+    b, h, s_q = query.shape[:3]
+    bias = bias.expand(b, h, s_q, key.shape[-2])
+    return _FusedKernel.apply(query, key, value, scaling, True, bias)
+
+
+def sdpa_attention_forward(amp, query, key, value, dropout, scaling, gqa_module,
+                           attention_mask=None):
+    """transformers' sdpa_attention_forward; returns [B, S, H, D].
 
     ``gqa_module``: the module has ``num_key_value_groups`` (Llama: True,
-    GPT-2: False), so transformers passes enable_gqa."""
-    out = scaled_dot_product_attention(amp, query, key, value, dropout, scaling, gqa_module)
+    GPT-2: False).  Without a mask transformers passes enable_gqa to such a
+    module and is_causal; with one (a sliding window, ``sliding_window_mask``)
+    ``use_gqa_in_sdpa`` is False: ``repeat_kv`` on key and value, no
+    enable_gqa, is_causal False."""
+    if attention_mask is None:
+        out = scaled_dot_product_attention(amp, query, key, value, dropout, scaling, gqa_module)
+        return out.transpose(1, 2).contiguous()
+    if gqa_module:
+        n_rep = query.shape[1] // key.shape[1]
+        key = repeat_kv(key, n_rep)
+        value = repeat_kv(value, n_rep)
+    out = scaled_dot_product_attention_masked(amp, query, key, value, attention_mask, dropout,
+                                              scaling)
     return out.transpose(1, 2).contiguous()
