@@ -109,7 +109,7 @@ static uint64_t step_per_token(const step_bound *sb, const setup *s, int scores_
     if (scores_formed)
         per_token = ck_add(c, per_token, ck_mul(c, sb->heads, s->seq));
     /* a sliding-window mask and bias, [batch, 1, seq, seq], once reached */
-    if (s->attention == LLMEM_ATTENTION_SDPA && sb->window > 0 && s->seq >= sb->window)
+    if (llmem_window_reached(sb->window, s->attention, s->seq))
         per_token = ck_add(c, per_token, s->seq);
     return ck_mul(c, per_token, sb->per_layer);
 }

@@ -144,6 +144,16 @@ static tid materialize_repeat(build *b, tid x, uint64_t n_rep)
     return llmem_graph_op(b->g, tensor_elems(b, x) * n_rep, dt, &x, 1, 0, 0, 0, 0, 0);
 }
 
+/* repeat_kv: a copy of x at every query head (eager attention, and SDPA given
+ * a mask), materialize_repeat's view for a single kv head. */
+static tid repeat_kv(build *b, const model_shape *m, tid x)
+{
+    uint64_t n_rep = m->heads / m->kv_heads;
+    if (m->kv_heads == 1 && n_rep > 1)
+        return materialize_repeat(b, x, n_rep);
+    return op_expand_copy(b, x, n_rep);
+}
+
 /* torch.matmul folds a 4-D operand to 3-D for bmm. A head view of a fused
  * projection ([B, S, heads, D] transposed) folds without a copy only when
  * batch is 1; otherwise bmm gets, and saves, a contiguous copy, and the
@@ -371,13 +381,10 @@ tid llmem_seg_sdpa_masked(build *b, const model_shape *m, tid q, tid k, tid v, t
  */
 static tid sdpa_windowed(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
-    uint64_t n_rep = m->heads / m->kv_heads, cells = b->batch * b->seq * b->seq;
+    uint64_t cells = b->batch * b->seq * b->seq;
     model_shape heads = *m;
     heads.kv_heads = m->heads; /* the keys and values now have every head */
-    tid kr = m->kv_heads == 1 && n_rep > 1 ? materialize_repeat(b, k, n_rep)
-                                           : op_expand_copy(b, k, n_rep);
-    tid vr = m->kv_heads == 1 && n_rep > 1 ? materialize_repeat(b, v, n_rep)
-                                           : op_expand_copy(b, v, n_rep);
+    tid kr = repeat_kv(b, m, k), vr = repeat_kv(b, m, v);
     if (b->autocast) {
         q = op_cast(b, q, b->compute);
         kr = op_cast(b, kr, b->compute);
@@ -422,7 +429,6 @@ tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid
 tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
                              const attn_opts *opts)
 {
-    uint64_t n_rep = m->heads / m->kv_heads;
     uint64_t scores = b->batch * m->heads * b->seq * b->seq;
     uint64_t out_elems = b->tokens * m->heads * m->v_head_dim;
     if (b->attention == LLMEM_ATTENTION_FLASH) {
@@ -441,14 +447,7 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
     if (b->attention == LLMEM_ATTENTION_SDPA)
         return sdpa_attention(b, m, q, k, v, mask, opts);
     /* eager_attention_forward */
-    tid ks, vs;
-    if (m->kv_heads == 1 && n_rep > 1) {
-        ks = materialize_repeat(b, k, n_rep);
-        vs = materialize_repeat(b, v, n_rep);
-    } else {
-        ks = op_expand_copy(b, k, n_rep);
-        vs = op_expand_copy(b, v, n_rep);
-    }
+    tid ks = repeat_kv(b, m, k), vs = repeat_kv(b, m, v);
     tid w = op_bmm(b, llmem_seg_matmul_operand(b, q), llmem_seg_matmul_operand(b, ks), scores);
     int causal_buffer = (m->traits & TRAIT_CAUSAL_BUFFER) != 0;
     if (causal_buffer) {

@@ -68,9 +68,14 @@ typedef struct model_shape {
  * sdpa_mask builds one once seq reaches the window (masking_utils.py,
  * _ignore_causal_mask_sdpa: kv_length >= local_attention_size), even
  * without padding. */
+static inline int llmem_window_reached(uint64_t window, int attention, uint64_t seq)
+{
+    return attention == LLMEM_ATTENTION_SDPA && window > 0 && seq >= window;
+}
+
 static inline int llmem_model_window_reached(const model_shape *m, int attention, uint64_t seq)
 {
-    return attention == LLMEM_ATTENTION_SDPA && m->sliding_window > 0 && seq >= m->sliding_window;
+    return llmem_window_reached(m->sliding_window, attention, seq);
 }
 
 /* Parameter counts by part; everything the estimators need to split weights

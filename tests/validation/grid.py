@@ -183,8 +183,9 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
-def write_csv(path, rows, columns=COLUMNS, order_rows=ROWS):
-    """Rows in the grid's order; columns a row lacks are written as 0."""
+def write_csv(path, rows, columns=COLUMNS, order_rows=ROWS, missing=0):
+    """Rows in the grid's order; columns a row lacks are written as missing
+    (0; "" where compare.py must pass no flag for them)."""
     order = {r[0]: i for i, r in enumerate(order_rows)}
     rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
     tmp = path + ".tmp"
@@ -192,7 +193,7 @@ def write_csv(path, rows, columns=COLUMNS, order_rows=ROWS):
         w = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         w.writeheader()
         for r in rows:
-            w.writerow({k: r.get(k, 0) for k in columns})
+            w.writerow({k: r.get(k, missing) for k in columns})
     os.replace(tmp, path)
 
 

@@ -22,7 +22,6 @@ them.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 import time
@@ -161,17 +160,8 @@ def csv_row(rid, rc, res):
 
 
 def write_csv(path, rows):
-    """Rows in ROWS' order; columns a row lacks are left empty (compare.py
-    passes no flag for an empty column)."""
-    order = {r[0]: i for i, r in enumerate(ROWS)}
-    rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n", restval="")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, "") for k in COLUMNS})
-    os.replace(tmp, path)
+    """Columns a row lacks are left empty (compare.py passes no flag for them)."""
+    G.write_csv(path, rows, COLUMNS, ROWS, missing="")
 
 
 def main(argv=None):
