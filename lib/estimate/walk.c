@@ -26,17 +26,18 @@ typedef struct layer_group {
     uint64_t fwd_growth;                    /* forward: what each layer adds */
     uint64_t bwd_start, bwd_end;            /* backward: from its saved set + output grad */
     uint64_t param_grads, param_grads_wide;
-    uint64_t cache;                         /* checkpointing: autocast's cached casts */
     uint64_t cached;                        /* autocast's cached casts held past a layer
                                                until it exits (checkpointing: cache) */
     uint64_t grad_out, held_input;          /* checkpointing: the recomputation's footing */
+    int input_saved;                        /* a plain layer saves its input for backward */
     /* The peaks as their segments give them (a moment is a base plus one
      * segment's peak: walkform.h): forward, the run's segment's forward
-     * peak plus fwd_extra; backward, its backward peak, or under
+     * peak (checkpointing's counting autocast's casts as it makes them);
+     * backward, its backward peak, or under
      * checkpointing the recomputation's forward peak (which counts its
      * input) plus grad_out and its backward peak plus held_input. */
     int pos_fwd, pos_bwd;                   /* the segments' positions in the walk */
-    uint64_t seg_fwd_peak, fwd_extra, seg_bwd_fwd_peak, seg_bwd_peak;
+    uint64_t seg_fwd_peak, seg_bwd_fwd_peak, seg_bwd_peak;
 } layer_group;
 
 /* The maxima of a walk. Moments of forward and backward are recorded for
@@ -227,6 +228,14 @@ static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const
     return bytes + projections * spec->lora_rank * adapted * cdt;
 }
 
+/* Whether autocast casts the weights and caches the casts of those that
+ * require grad: under no_grad too, so that a layer's trainable weights
+ * then still matter. */
+static int casts_cached(const build *b)
+{
+    return b->autocast && b->param_dt != b->compute;
+}
+
 /* Whether every parameter of a layer of this spec trains, or none: a
  * layer without adapters whose weights and norms train together. */
 static int params_uniform(const seg_spec *s)
@@ -276,11 +285,15 @@ static int output_rg(const seg_spec *s)
 
 /* A tape for a layer in which nothing requires grad (freeze's frozen
  * layers, run before the rest): autograd saves nothing there, so it runs
- * as under no_grad, on any tape that differs only in what requires grad.
- * Recorded when none serves, with its parameters training, as the
- * trainable layers that follow run it. */
+ * as under no_grad, on any tape that differs only in what requires grad
+ * (but for autocast's cache: its own then). Recorded when none serves,
+ * with its parameters training, as the trainable layers that follow run it. */
 static void frozen_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
 {
+    if (casts_cached(b)) {
+        layer_tape(e, b, m, spec);
+        return;
+    }
     if (e->taped && retargetable(&e->tape_spec, spec))
         return;
     seg_spec trains = *spec;
@@ -296,40 +309,42 @@ static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, cons
     seg_query q = query(b, llmem_layers_decoder, m, spec, 1, SIM_PLAIN);
     if (cached(e, b, m, &q, c))
         return;
-    if (output_rg(spec)) {
+    if (output_rg(spec))
         layer_tape(e, b, m, spec);
-        sim_cached(e, b, &q, SIM_PLAIN, c);
-    } else {
+    else
         frozen_tape(e, b, m, spec);
-        sim_cached(e, b, &q, SIM_NO_GRAD, c);
-    }
+    if (b->hold_input) /* the first layer's input, kept by the model's forward */
+        llmem_layers_hold_input(&e->graph);
+    sim_cached(e, b, &q, output_rg(spec) ? SIM_PLAIN : SIM_NO_GRAD, c);
 }
 
 /* The cache key of a layer's forward under no_grad: what requires grad is
  * moot there (nothing is saved), so freeze's frozen and trainable layers
- * share it. */
-static seg_spec no_grad_key(const seg_spec *s)
+ * share it, unless autocast caches the trainable weights' casts. */
+static seg_spec no_grad_key(const build *b, const seg_spec *s)
 {
     seg_spec k = *s;
     k.input_rg = 0;
-    if (params_uniform(s))
+    if (params_uniform(s) && !casts_cached(b))
         k.weights_trainable = k.norms_trainable = 0;
     return k;
 }
 
-/* A checkpointed layer's two runs: its forward under no_grad (fwd) and its
- * recomputation in backward, holding its input (again). */
+/* A checkpointed layer's two runs, each holding its input (the checkpoint
+ * keeps it for the recomputation): its forward under no_grad (fwd) and its
+ * recomputation in backward (again). */
 static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *m,
                                   layer_group *grp, int mode, seg_cost *fwd, seg_cost *again)
 {
-    seg_spec key = no_grad_key(&grp->spec);
+    seg_spec key = no_grad_key(b, &grp->spec);
+    b->hold_input = 1;
     grp->pos_fwd = e->positions;
     seg_query q = query(b, llmem_layers_decoder, m, &key, 0, SIM_PLAIN);
     if (!cached(e, b, m, &q, fwd)) {
         layer_tape(e, b, m, &grp->spec);
+        llmem_layers_hold_input(&e->graph);
         sim_cached(e, b, &q, SIM_NO_GRAD, fwd);
     }
-    b->hold_input = 1;
     grp->pos_bwd = e->positions;
     q = query(b, llmem_layers_decoder, m, &grp->spec, 1, mode);
     if (!cached(e, b, m, &q, again)) {
@@ -362,13 +377,12 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
         uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b);
         simulate_checkpointed(e, b, m, grp, recompute_mode(s), &c, &again);
         grp->seg_fwd_peak = c.fwd_peak;
-        grp->fwd_extra = cache;
         grp->seg_bwd_fwd_peak = again.fwd_peak;
         grp->seg_bwd_peak = again.bwd_peak;
         grp->fwd_growth = c.out_bytes + cache;
         uint64_t grad_out = again.out_bytes;
         uint64_t held_input = again.input_saved ? 0 : x_bytes;
-        grp->cache = grp->cached = cache;
+        grp->cached = cache;
         grp->grad_out = grad_out;
         grp->held_input = held_input;
         grp->bwd_start = x_bytes + grad_out;
@@ -379,8 +393,8 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
     }
     grp->pos_fwd = grp->pos_bwd = e->positions;
     simulate_layer(e, b, m, &grp->spec, &c);
+    grp->input_saved = c.input_saved;
     grp->seg_fwd_peak = c.fwd_peak;
-    grp->fwd_extra = 0;
     grp->seg_bwd_peak = c.bwd_peak;
     grp->fwd_growth = c.persist + c.out_bytes + c.cached - x_bytes;
     grp->cached = c.cached;
@@ -517,7 +531,7 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
         if (t->expand || k + 1 == g->count)
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "layer", layer_of(in, first + k),
-                               before - g->x_bytes + gathered + g->cache, grads);
+                               before - g->x_bytes + gathered, grads);
         else
             llmem_trace_point(t, LLMEM_PHASE_FORWARD, "layer", layer_of(in, first + k),
                               before + growth, grads);
@@ -705,15 +719,24 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
 
     int nall = layer_groups(m, s, all);
     int ngroups = clip_groups(all, nall, in, groups);
-    for (int i = 0; i < ngroups; i++) {
-        groups[i].x_bytes = rank_tokens * m->hidden * (uint64_t)layer_input_dt(&b, m, &groups[i].spec);
-        reduce_group(e, &b, m, s, &groups[i]);
-    }
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
     seg_spec emb_spec = { .input_rg = all[0].spec.input_rg && !embed_trains,
                           .weights_trainable = embed_trains, .norms_trainable = embed_trains,
                           .projections_trainable = embed_trains };
+    /* The embedding step's locals, held until the model's forward returns;
+     * the first layer's input among them unless a checkpoint holds it anyway. */
+    int input_kept = 0;
+    uint64_t locals = in->embedding ? llmem_layers_embedding_locals(&b, m, &emb_spec, &input_kept) : 0;
+    int hold_first = input_kept && !ckpt && ngroups > 0;
+    for (int i = 0; i < ngroups; i++) {
+        groups[i].x_bytes = rank_tokens * m->hidden * (uint64_t)layer_input_dt(&b, m, &groups[i].spec);
+        /* A run of the first layer alone is simulated holding its input. */
+        b.hold_input = i == 0 && hold_first && groups[0].count == 1;
+        reduce_group(e, &b, m, s, &groups[i]);
+        b.hold_input = 0;
+    }
+    uint64_t first_held = hold_first && !groups[0].input_saved ? groups[0].x_bytes : 0;
     seg_spec head_spec = { .input_rg = output_rg(&all[nall - 1].spec),
                            .weights_trainable = head_trains,
                            .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
@@ -754,29 +777,41 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "embedding", -1, w.live + gather->embedding, w.grads);
         }
-        w.live += emb.persist + emb.out_bytes + emb.cached + shared;
+        w.live += emb.persist + emb.out_bytes + emb.cached + shared + locals;
         cache += emb.cached;
     } else {
         w.live += x_bytes + shared;
     }
+    /* The first layer's input stays after it: a longer run peaks in its
+     * last layer, which sees it held throughout; a run of one holds it
+     * in its own simulation and from its end on. */
     uint64_t first = 0, held_all = 0; /* first: the rank's own count */
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
+        int held_in_run = i == 0 && g->count == 1;
+        if (i == 0 && !held_in_run)
+            w.live += first_held;
         held_all += g->count * held;
         moment_at(&w, LLMEM_PHASE_FORWARD,
-                  w.live + (g->count - 1) * growth - g->x_bytes + g->fwd_extra + gather->layer_fwd,
+                  w.live + (g->count - 1) * growth - g->x_bytes + gather->layer_fwd,
                   g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads,
                   held_all - held + gather->layer_fwd);
-        if (t != NULL)
+        if (t != NULL) {
+            b.hold_input = ckpt || (held_in_run && hold_first);
             trace_forward(e, t, &b, m, g, in, first, w.live, growth, gather->layer_fwd,
                           w.grads, ckpt);
+            b.hold_input = 0;
+        }
         first += g->count;
         w.live += g->count * growth;
         cache += g->count * g->cached;
+        if (held_in_run)
+            w.live += first_held;
     }
-    if (!ckpt) /* the model's forward returns before the head: its mask goes */
-        w.live -= mask;
+    /* the model's forward returns before the head: its locals go (the mask,
+     * unless checkpoints hold it) */
+    w.live -= locals + first_held + (ckpt ? 0 : mask);
     if (in->head) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
                   FWD_OF(pos_head), w.grads, held_all + gather->head);

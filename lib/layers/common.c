@@ -72,12 +72,13 @@ tid llmem_seg_lora(build *b, const seg_spec *s, tid x, tid base, uint64_t in_f, 
         return base;
     int result_dt = b->g->t[base].dt, saved_param_dt = b->param_dt;
     b->param_dt = LORA_DT;
-    tid xl = op_dropout_p(b, op_cast(b, x, LORA_DT), b->lora_dropout);
-    tid a = op_linear(b, xl, in_f, s->lora_rank, 1, 0);
+    tid cast = op_cast(b, x, LORA_DT);
+    tid a = op_linear(b, op_dropout_p(b, cast, b->lora_dropout), in_f, s->lora_rank, 1, 0);
     tid up = op_linear(b, a, s->lora_rank, out_f, 1, 0);
     b->param_dt = saved_param_dt;
     tid sum = op_add(b, base, op_scale(b, up));
     tid out = op_cast(b, sum, result_dt);
+    llmem_graph_hold(b->g, cast); /* x = self._cast_input_dtype(x, ...): rebound to the end */
     llmem_graph_hold(b->g, x); /* the argument of LoraLayer.forward lives until it returns */
     llmem_graph_hold(b->g, base);
     return out;

@@ -72,6 +72,14 @@ typedef struct shared_bytes {
 
 shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m);
 
+/* What the model's forward keeps of its embedding step as locals through
+ * the decoder loop, until it returns: bytes of the tensors besides the
+ * first layer's input that nothing saves, and in *input_kept whether that
+ * input is one of them (hidden_states = inputs_embeds), held however the
+ * layer frees it. s: the embedding's spec. */
+uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, const seg_spec *s,
+                                       int *input_kept);
+
 /* What batch and seq change in a segment's tape beyond its sizes (the
  * estimate compiles a segment into polynomials of them, sim/compiled.h): a
  * builder may branch on batch == 1, and sizes may coincide only below seq 4;

@@ -39,7 +39,8 @@ static tid opt_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 }
 
 /* OPTDecoderLayer.forward. The pre-norm layer holds each norm's output in
- * its hidden_states local until the sublayer returns. */
+ * its hidden_states local until the attention returns, or fc1 (which the
+ * MLP's hidden_states then rebinds to its output). */
 static tid opt_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                      const shared_tensors *sh)
 {
@@ -55,7 +56,6 @@ static tid opt_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     h = m->post_norm ? mid : llmem_seg_norm(b, m, s, mid); /* final_layer_norm */
     llmem_region(b, "mlp");
     tid f = opt_mlp(b, m, s, h);
-    llmem_graph_hold(b->g, h);
     tid out = op_add(b, mid, f);
     if (!m->post_norm)
         return out;

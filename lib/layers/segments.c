@@ -99,6 +99,43 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
     return sb;
 }
 
+/* The locals are inputs_embeds (the token embedding's output) and learned
+ * position embeddings (GPT2Model's position_embeds, OPTDecoder's pos_embeds):
+ * the layers get a new tensor (their sum, Gemma's hidden_states *
+ * normalizer, BLOOM's word_embeddings_layernorm, an embedding dropout) and
+ * the locals stay bound beside it. Embedding backward saves only the
+ * indices and a sum or a scaling by a constant nothing, so only BLOOM's
+ * LayerNorm, when it needs grads, saves its input. OPT's project_in
+ * rebinds inputs_embeds to its output. Megatron's embedding (sequence
+ * parallelism) sums inside its own module: only the decoder input stays. */
+uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, const seg_spec *s,
+                                       int *input_kept)
+{
+    uint64_t rows = b->tokens / b->sp, tok = rows * m->embed_dim * (uint64_t)b->param_dt;
+    uint64_t H = m->hidden;
+    int dropout = (m->traits & TRAIT_EMBED_DROPOUT) && b->dropout[DROPOUT_EMBEDDING] > 0.0;
+    *input_kept = 0;
+    if (b->sp > 1) {
+        *input_kept = 1;
+        return 0;
+    }
+    if (m->traits & TRAIT_MASK_POSITIONS) {
+        uint64_t in_dt = (uint64_t)(m->embed_dim != H && b->autocast ? b->compute : b->param_dt);
+        uint64_t embeds = m->embed_dim != H ? rows * H * in_dt : tok;
+        return embeds + rows * H * (uint64_t)b->param_dt;
+    }
+    if (m->positions == LLMEM_POSITIONS_LEARNED)
+        return tok + b->seq * H * (uint64_t)b->param_dt; /* position_embeds: [1, seq, hidden] */
+    if (m->embed_norm) {
+        int needs_grad = s->norms_trainable || s->weights_trainable || s->input_rg;
+        return needs_grad ? 0 : tok;
+    }
+    if ((m->traits & TRAIT_SCALED_EMBED) || dropout)
+        return tok;
+    *input_kept = 1;
+    return 0;
+}
+
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 {
     shared_tensors sh = shared_inputs(b, m);

@@ -25,7 +25,7 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     tid id = (tid)g->nt++;
     g->t[id] = (g_tensor){ .bytes = elems * (uint64_t)dt, .last_use = -1, .base = id,
                            .role = (uint8_t)role, .rg = (uint8_t)(rg && g->grad_enabled),
-                           .dt = (uint8_t)dt };
+                           .dt = (uint8_t)dt, .cached = (uint8_t)(role == ROLE_PARAM && rg) };
     if (role == ROLE_INPUT) {
         if (g->ninputs < GRAPH_MAX_INPUTS)
             g->inputs[g->ninputs] = id;
@@ -113,9 +113,11 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     return out;
 }
 
-void llmem_graph_cached(graph *g, tid c)
+/* With grad enabled what requires grad follows the tape's rg (retargets
+ * included); a tape recorded under no_grad keeps the parameter's flag. */
+void llmem_graph_cached(graph *g, tid c, tid w)
 {
-    g->t[c].cached = 1;
+    g->t[c].cached = g->grad_enabled ? CAST_CACHED : g->t[w].cached ? CAST_CACHED_NO_GRAD : 0;
 }
 
 void llmem_graph_view(graph *g, tid v, tid x)
@@ -186,13 +188,12 @@ static int last_save(const graph *g)
 
 /* Forward, and what backward releases after each op (release: the saved
  * tensors whose first save it is; not under no_grad). */
-SPECIALIZED void simulate_forward(graph *g, int kind, int early_stop, int no_grad,
-                                  uint64_t *release, seg_cost *c)
+SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, uint64_t *release,
+                                  seg_cost *c)
 {
     /* freed[i]: bytes whose last reference goes after op i. */
     uint64_t freed[GRAPH_MAX_OPS];
     uint64_t live = 0, peak = 0, persist = 0, cached = 0;
-    int stop = early_stop ? last_save(g) : -1;
     event_log log = log_open(g);
     memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
     memset(release, 0, (size_t)g->nop * sizeof release[0]);
@@ -204,8 +205,10 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int early_stop, int no_gra
         if (x->saved > 0 && !no_grad) {
             persist += x->bytes;
             release[x->first_save] += x->bytes;
-        } else if (x->cached && x->rg && !no_grad) {
-            cached += x->bytes; /* autocast holds it past the segment */
+        } else if (x->cached == CAST_CACHED_NO_GRAD || (x->cached && x->rg)) {
+            /* autocast holds it past the segment (under no_grad too: the
+             * caller counts it then, from the segment's end) */
+            cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
         } else if (t != g->output && x->last_use >= 0)
             freed[x->last_use] += x->bytes;
     }
@@ -275,8 +278,8 @@ static void pool_drop(grad_pool *p, int s, uint64_t *live)
         *live -= p->bytes[s];
 }
 
-SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output,
-                                   const uint64_t *release, seg_cost *c)
+SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop,
+                                   const uint64_t *release, seg_cost *c, uint64_t *at_stop)
 {
     grad_pool pool;
     int16_t grad[GRAPH_MAX_TENSORS]; /* the storage holding a tensor's gradient; -1 = none */
@@ -303,6 +306,8 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output,
         const g_op *op = &g->op[i];
         int gout = grad[op->out];
         uint64_t transient = 0;
+        if (i == stop)
+            *at_stop = live;
         int deferred[GRAPH_MAX_IN], ndeferred = 0;
         if (!t[op->out].rg)
             continue;
@@ -385,16 +390,36 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output,
     }
 }
 
+/* A recomputation that stops early runs when backward first unpacks a saved
+ * tensor, at the stop's op: the gradients of the ops after it, which save
+ * nothing, are live by then (a residual sum's cast for its low-precision
+ * branch), or already freed. Its forward moves by that much. */
+SPECIALIZED void shift_recomputation(graph *g, int kind, seg_cost *c, uint64_t at_stop)
+{
+    uint64_t up = at_stop > c->bwd_start ? at_stop - c->bwd_start : 0;
+    uint64_t down = at_stop < c->bwd_start ? c->bwd_start - at_stop : 0;
+    if (down > c->fwd_peak)
+        down = c->fwd_peak;
+    c->fwd_peak = c->fwd_peak + up - down;
+    if (kind != LOG_NONE)
+        for (int k = 0; k < g->nevents_forward; k++)
+            g->events[k] = g->events[k] + up - (g->events[k] < down ? g->events[k] : down);
+}
+
 SPECIALIZED void simulate(graph *g, int kind, int mode, seg_cost *c)
 {
     int no_grad = mode == SIM_NO_GRAD;
-    uint64_t release[GRAPH_MAX_OPS];
+    int stop = mode == SIM_EARLY_STOP ? last_save(g) : -1;
+    uint64_t release[GRAPH_MAX_OPS], at_stop = 0;
     memset(c, 0, sizeof *c);
     g->nevents = 0;
-    simulate_forward(g, kind, mode == SIM_EARLY_STOP, no_grad, release, c);
+    simulate_forward(g, kind, stop, no_grad, release, c);
     g->nevents_forward = g->nevents;
-    if (!no_grad && g->grad_enabled && g->output >= 0 && g->t[g->output].rg)
-        simulate_backward(g, kind, mode == SIM_HOLD_OUTPUT, release, c);
+    if (no_grad || !g->grad_enabled || g->output < 0 || !g->t[g->output].rg)
+        return;
+    simulate_backward(g, kind, mode == SIM_HOLD_OUTPUT, stop, release, c, &at_stop);
+    if (stop >= 0)
+        shift_recomputation(g, kind, c, at_stop);
 }
 
 void llmem_graph_simulate(graph *g, int mode, seg_cost *c)

@@ -45,8 +45,10 @@ typedef struct g_tensor {
     uint8_t role;
     uint8_t rg;          /* requires grad */
     uint8_t dt;          /* bytes per element (dtype) */
-    uint8_t cached;      /* autocast's cast of a parameter, which it caches while the
-                            parameter requires grad (llmem_graph_cached) */
+    uint8_t cached;      /* a parameter: it requires grad, whatever the grad mode;
+                            an activation: autocast's cast of a parameter, which it
+                            caches while the parameter requires grad
+                            (llmem_graph_cached) */
 } g_tensor;
 
 typedef struct g_op {
@@ -54,7 +56,7 @@ typedef struct g_op {
     tid in[GRAPH_MAX_IN];
     tid aux;            /* a second output created with it (dropout mask, norm stats); -1 = none */
     uint8_t nin;
-    uint8_t save;       /* bit i: input i saved; bit 3: output saved */
+    uint8_t save;       /* bit i: input i saved; bit 3: output saved (SAVE_ bits) */
     uint8_t rule;       /* the save argument as recorded: save and bwd_extra follow it
                            when what requires grad changes (llmem_graph_retarget) */
     uint8_t grad_alias; /* bit i: input i's gradient is the output gradient itself */
@@ -74,6 +76,10 @@ typedef struct g_op {
  * and was broadcast or promoted at the output's size first, then reduces
  * or casts it (bwd_extra: the output's bytes). */
 #define BWD_REDUCE 64u
+/* save bit: the op saves a Python number (x * 0.5: MulBackward0's other, a
+ * host scalar) when its input requires grad. No device bytes, but a packed
+ * tensor: non-reentrant checkpointing's recomputation runs up to it. */
+#define SAVE_SCALAR 128u
 /* grad_alias bit: the op computed its input gradients in forward and saved
  * them as its aux output, which backward hands over (fused linear + loss). */
 #define GRADS_IN_AUX 0x80u
@@ -140,10 +146,12 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
 /* The output v of the op just recorded is a view of x (or x written in
  * place): it shares x's storage and allocates none. */
 void llmem_graph_view(graph *g, tid v, tid x);
-/* c, the op just recorded, casts a parameter in autocast: autocast caches
- * the copy until it exits whenever the parameter requires grad (a leaf;
- * torch's cached_cast), even when no op saves it. */
-void llmem_graph_cached(graph *g, tid c);
+/* c, the op just recorded, casts parameter w in autocast: autocast caches
+ * the copy until it exits whenever w requires grad (a leaf; torch's
+ * cached_cast looks at the flag, not the grad mode), even when no op saves
+ * it. */
+enum { CAST_CACHED = 1, CAST_CACHED_NO_GRAD = 2 }; /* g_tensor's cached: by rg, or always */
+void llmem_graph_cached(graph *g, tid c, tid w);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 void llmem_graph_hold(graph *g, tid t);
 
@@ -188,7 +196,7 @@ static inline void graph_apply_rule(g_tensor *t, g_op *op, int any_rg)
             op->bwd_extra = 0;
         return;
     }
-    save = rule & (7u | SAVE_OUT | SAVE_AUX);
+    save = rule & (7u | SAVE_OUT | SAVE_AUX | SAVE_SCALAR);
     if (op->aux < 0)
         save &= ~SAVE_AUX;
     if (rule & (SAVE_CROSS | BWD_REDUCE)) { /* two inputs */

@@ -79,7 +79,7 @@ static inline tid op_cast_param(build *b, tid w)
         return w;
     tid c = op_cast(b, w, b->compute);
     if (c != w && b->g->t[w].role == ROLE_PARAM && !b->uncached_casts)
-        llmem_graph_cached(b->g, c);
+        llmem_graph_cached(b->g, c, w);
     return c;
 }
 
@@ -96,8 +96,10 @@ static inline tid op_linear(build *b, tid x, uint64_t in_f, uint64_t out_f, int 
     tid in[3] = { xc, wc, bc };
     /* mm saves the input for the weight's gradient and the weight for the input's. */
     uint64_t rows = tensor_elems(b, x) / in_f;
-    return llmem_graph_op(b->g, rows * out_f, op_dt(b, xc), in, bias ? 3 : 2, SAVE_CROSS, 0, 0, 0,
-                          0);
+    tid out = llmem_graph_op(b->g, rows * out_f, op_dt(b, xc), in, bias ? 3 : 2, SAVE_CROSS, 0, 0,
+                             0, 0);
+    llmem_graph_hold(b->g, x); /* the module's argument, through the mm */
+    return out;
 }
 
 static inline uint64_t op_max(uint64_t a, uint64_t c)
@@ -127,10 +129,10 @@ static inline tid op_add(build *b, tid x, tid y)
     return llmem_graph_op(b->g, elems, dt, in, 2, 0, alias, 0, 0, 0);
 }
 
-/* Ops with a Python scalar: nothing saved. */
+/* x * or / a Python scalar: only the scalar saved, on the host. */
 static inline tid op_scale(build *b, tid x)
 {
-    return op_unary(b, x, tensor_elems(b, x), op_dt(b, x), 0, 0);
+    return op_unary(b, x, tensor_elems(b, x), op_dt(b, x), SAVE_SCALAR, 0);
 }
 
 /* x + scalar: the gradient passes through unchanged. */

@@ -122,17 +122,6 @@ ACTIVATIONS = {"silu": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu-tanh",
 # so that any further drift still fails.  An entry whose row is gone from its
 # CSV is an error (exit 2).
 PHASE_ALLOWANCES = {
-    # GPT-2 with a 512-token vocabulary, whose forward peaks inside the first
-    # layer: GPT2Model.forward keeps inputs_embeds and position_embeds alive
-    # while the layers run, the estimator frees them after their sum
-    # (5 MiB: measured 343,560,204, estimated 338,317,312, 1.526 %).
-    ("grid_defaults.csv", "d26", "forward"): 1.55,
-    # Phi-3 LoRA under checkpointing whose forward peaks in layer 1's
-    # gate_up_proj, not at the loss: the estimator's layer-1 MLP is
-    # B*S*hidden*4 = 262,144 B below the measurement (the layer's input, which
-    # the checkpoint holds through the layer); the same without a window
-    # (forward 0.1774 %: the estimate's forward peak is at the loss).
-    ("grid_window.csv", "w11", "forward"): 0.18,
 }
 
 

@@ -266,7 +266,9 @@ class LoraLinear(nn.Module):
 
     ``result = base(x); x = x.to(lora_A.dtype);
     result = result + lora_B(lora_A(dropout(x))) * scaling;
-    result = result.to(result_dtype)``.  lora_dropout = 0 -> nn.Identity;
+    result = result.to(result_dtype)`` (peft tuners/lora/layer.py,
+    Linear.forward: the cast stays bound to the end, the dropout's output
+    lives through lora_A's call).  lora_dropout = 0 -> nn.Identity;
     p > 0 -> the module's own nn.Dropout (F.dropout, native_dropout on CUDA:
     ``dropout`` above).  lora_A (r x in) kaiming-uniform, lora_B (out x r)
     zeros, both fp32."""
@@ -286,10 +288,11 @@ class LoraLinear(nn.Module):
         amp = self._amp[0]
         result = self.base_layer(x)
         torch_result_dtype = result.dtype
-        if x.dtype != self.lora_A.dtype:  # PEFT _cast_input_dtype
+        if x.dtype != self.lora_A.dtype:  # PEFT _cast_input_dtype: x rebound to the cast
             x = x.to(self.lora_A.dtype)
-        x = dropout(x, self.lora_dropout, self.training)
-        result = result + linear(amp, linear(amp, x, self.lora_A), self.lora_B) * self.scaling
+        # the dropout's output is a temporary of lora_A's call; x stays bound
+        result = result + linear(amp, linear(amp, dropout(x, self.lora_dropout, self.training),
+                                             self.lora_A), self.lora_B) * self.scaling
         result = result.to(torch_result_dtype)
         return result
 
