@@ -727,7 +727,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     /* The embedding step's locals, held until the model's forward returns;
      * the first layer's input among them unless a checkpoint holds it anyway. */
     int input_kept = 0;
-    uint64_t locals = in->embedding ? llmem_layers_embedding_locals(&b, m, &emb_spec, &input_kept) : 0;
+    uint64_t locals =
+        in->embedding ? llmem_layers_embedding_locals(&b, m, &emb_spec, &input_kept) : 0;
     int hold_first = input_kept && !ckpt && ngroups > 0;
     for (int i = 0; i < ngroups; i++) {
         groups[i].x_bytes = rank_tokens * m->hidden * (uint64_t)layer_input_dt(&b, m, &groups[i].spec);

@@ -166,6 +166,29 @@ tid llmem_seg_matmul_operand(build *b, tid x)
     return op_copy(b, x);
 }
 
+/*
+ * torch.matmul of two 4-D activations in eager attention (aten's matmul,
+ * _matmul_impl: both operands expand(...).reshape(batch * heads, ...) for
+ * bmm). Autocast casts each operand first (to(dtype) keeps its strides); an
+ * operand in a projection's [B, S, heads, D] memory order (x_strided, or a
+ * recorded view) then cannot fold batch and heads when batch > 1, so reshape
+ * clones it and bmm saves the clone. The casts are matmul's arguments: they
+ * live until it returns.
+ */
+static tid eager_matmul(build *b, tid x, int x_strided, tid y, int y_strided, uint64_t out_elems)
+{
+    tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
+    tid yc = b->autocast ? op_cast(b, y, b->compute) : y;
+    int fold = b->batch > 1;
+    tid xf = fold && (x_strided || b->g->t[x].role == ROLE_VIEW) ? op_copy(b, xc) : xc;
+    tid yf = fold && (y_strided || b->g->t[y].role == ROLE_VIEW) ? op_copy(b, yc) : yc;
+    tid in[2] = { xf, yf };
+    tid out = llmem_graph_op(b->g, out_elems, op_dt(b, xf), in, 2, SAVE_CROSS, 0, 0, 0, 0);
+    llmem_graph_hold(b->g, xc);
+    llmem_graph_hold(b->g, yc);
+    return out;
+}
+
 static uint64_t round_up(uint64_t n, uint64_t to)
 {
     return (n + to - 1) / to * to;
@@ -250,9 +273,11 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dr
     uint64_t n_rep = m->heads / m->kv_heads, ss = b->seq * b->seq;
     uint64_t scores = b->batch * m->heads * ss, rows = b->batch * m->heads * b->seq;
     int in_dt = op_dt(b, q);
-    q = op_cast(b, q, FP32);
-    k = op_cast(b, k, FP32);
-    v = op_cast(b, v, FP32);
+    /* query_acc, key_acc, value_acc: the function's locals until it returns */
+    tid qa = op_cast(b, q, FP32), ka = op_cast(b, k, FP32), va = op_cast(b, v, FP32);
+    q = qa;
+    k = ka;
+    v = va;
     tid qs = op_scale(b, q);
     tid qf = b->batch > 1 ? op_copy(b, qs) : qs;
     tid ones = llmem_graph_op(b->g, ss, 1, NULL, 0, 0, 0, 0, 0, 0);
@@ -284,10 +309,13 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dr
     if (dropout)
         p = op_dropout(b, p, DROPOUT_ATTENTION);
     tid o = plain_bmm(b, p, vf, b->tokens * m->heads * m->v_head_dim);
+    o = op_cast(b, o, in_dt); /* .to(origin_dtype), before the locals go */
+    llmem_graph_hold(b->g, qa);
+    llmem_graph_hold(b->g, ka);
+    llmem_graph_hold(b->g, va);
     llmem_graph_hold(b->g, qs);
     llmem_graph_hold(b->g, ke);
     llmem_graph_hold(b->g, mask);
-    o = op_cast(b, o, in_dt);
     return op_copy(b, o); /* transformers' transpose(1, 2).contiguous() */
 }
 
@@ -414,21 +442,44 @@ static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v, t
         k = op_cast(b, k, b->compute);
         v = op_cast(b, v, b->compute);
     }
+    tid o;
     switch (sdpa_backend(m, op_dt(b, q), !opts->own_sdpa_call)) {
-    case SDPA_FUSED: return fused_kernel(b, m, q, k, v);
-    case SDPA_EFFICIENT: return efficient_kernel(b, m, q, k, v);
-    default: return sdpa_math(b, m, q, k, v, opts->dropout, !opts->own_sdpa_call);
+    case SDPA_FUSED: o = fused_kernel(b, m, q, k, v); break;
+    case SDPA_EFFICIENT: o = efficient_kernel(b, m, q, k, v); break;
+    default: o = sdpa_math(b, m, q, k, v, opts->dropout, !opts->own_sdpa_call); break;
     }
+    /* autocast's wrapper passes its casts as the op's arguments: they live
+     * until the op returns (the math path's upcasts are taken from them) */
+    llmem_graph_hold(b->g, q);
+    llmem_graph_hold(b->g, k);
+    llmem_graph_hold(b->g, v);
+    return o;
 }
+
+static tid attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                     const attn_opts *opts, unsigned strided);
+
+static const attn_opts eager_opts = { 1, 1, 0, 1, 0 };
 
 tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
 {
-    static const attn_opts eager = { 1, 1, 0, 1, 0 };
-    return llmem_seg_attention_opts(b, m, q, k, v, mask, &eager);
+    return attention(b, m, q, k, v, mask, &eager_opts, 0);
+}
+
+tid llmem_seg_attention_strided(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                                unsigned strided)
+{
+    return attention(b, m, q, k, v, mask, &eager_opts, strided);
 }
 
 tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
                              const attn_opts *opts)
+{
+    return attention(b, m, q, k, v, mask, opts, 0);
+}
+
+static tid attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                     const attn_opts *opts, unsigned strided)
 {
     uint64_t scores = b->batch * m->heads * b->seq * b->seq;
     uint64_t out_elems = b->tokens * m->heads * m->v_head_dim;
@@ -449,7 +500,11 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
         return sdpa_attention(b, m, q, k, v, mask, opts);
     /* eager_attention_forward */
     tid ks = repeat_kv(b, m, k), vs = repeat_kv(b, m, v);
-    tid w = op_bmm(b, llmem_seg_matmul_operand(b, q), llmem_seg_matmul_operand(b, ks), scores);
+    /* repeat_kv's copies are contiguous; without one k and v keep their order */
+    int q_strided = (strided & ATTN_Q) != 0;
+    int k_strided = ks == k && (strided & ATTN_K);
+    int v_strided = vs == v && (strided & ATTN_V);
+    tid w = eager_matmul(b, q, q_strided, ks, k_strided, scores);
     int causal_buffer = (m->traits & TRAIT_CAUSAL_BUFFER) != 0;
     if (causal_buffer) {
         w = op_where(b, op_scale(b, w)); /* / sqrt(d), then the causal bias buffer */
@@ -471,7 +526,7 @@ tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v
     if (opts->dropout)
         p = op_dropout(b, p, DROPOUT_ATTENTION);
     /* transpose(1, 2).contiguous() */
-    tid o = op_copy(b, op_bmm(b, p, llmem_seg_matmul_operand(b, vs), out_elems));
+    tid o = op_copy(b, eager_matmul(b, p, 0, vs, v_strided, out_elems));
     llmem_graph_hold(b->g, ks);
     llmem_graph_hold(b->g, vs);
     llmem_graph_hold(b->g, p);
@@ -562,7 +617,9 @@ tid llmem_seg_activation(build *b, const model_shape *m, tid x)
         tid half = op_scale(b, x);
         tid inner = op_add(b, x, op_scale(b, op_pow(b, x)));
         tid t = op_add_scalar(b, op_tanh(b, op_scale(b, inner)));
-        return op_mul(b, half, t);
+        tid out = op_mul(b, half, t);
+        llmem_graph_hold(b->g, x); /* forward's input argument, to the end of the expression */
+        return out;
     }
     case LLMEM_ACTIVATION_GELU_FAST: {
         /* 0.5 * x * (1 + tanh(x * 0.7978845608 * (1 + 0.044715 * x * x))) */
@@ -570,7 +627,9 @@ tid llmem_seg_activation(build *b, const model_shape *m, tid x)
         tid a = op_scale(b, x);                              /* x * 0.7978845608 */
         tid c = op_add_scalar(b, op_mul(b, op_scale(b, x), x)); /* 1 + 0.044715 * x * x */
         tid t = op_add_scalar(b, op_tanh(b, op_mul(b, a, c)));
-        return op_mul(b, half, t);
+        tid out = op_mul(b, half, t);
+        llmem_graph_hold(b->g, x);
+        return out;
     }
     default: /* silu, gelu, gelu-tanh: one kernel that saves its input */
         return op_gelu(b, x);

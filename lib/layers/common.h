@@ -66,6 +66,13 @@ tid llmem_seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x);
 tid llmem_seg_rotary(build *b, tid x, tid cos, tid sin);
 /* Scores, mask, softmax, dropout and the value product; or the fused kernel. */
 tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask);
+/* The same, where the operands named by strided (ATTN_Q, ATTN_K, ATTN_V bits)
+ * keep a projection's [B, S, heads, D] memory order though not recorded as
+ * views (a head view of an unfused projection, or an elementwise result of
+ * one, such as rotary's): eager's matmul copies them when batch > 1. */
+enum { ATTN_Q = 1u, ATTN_K = 2u, ATTN_V = 4u };
+tid llmem_seg_attention_strided(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                                unsigned strided);
 
 /* Whether SDPA's dispatch sends m's attention in dtype dt (bytes) to its math
  * kernel, which forms the scores; enable_gqa 0 for a family's own call

@@ -31,8 +31,9 @@ static tid gpt2_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 }
 
 /* GPT2Block: ln_1, attention, residual, ln_2, MLP, residual. The block's
- * hidden_states local keeps each norm's output until the call that reads it
- * returns. */
+ * hidden_states local keeps each norm's output until the residual sum that
+ * rebinds it has run; attn_output (and the attn_outputs tuple) stays bound
+ * until the block returns. */
 static tid gpt2_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                       const shared_tensors *sh)
 {
@@ -40,14 +41,16 @@ static tid gpt2_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     tid h = llmem_seg_norm(b, m, s, x);
     llmem_region(b, "attention");
     tid a = gpt2_attention(b, m, s, h, sh);
-    llmem_graph_hold(b->g, h);
     llmem_region(b, "norm");
-    tid mid = op_add(b, a, x);
+    tid mid = op_add(b, a, x); /* hidden_states = attn_output + residual */
+    llmem_graph_hold(b->g, h);
     h = llmem_seg_norm(b, m, s, mid);
     llmem_region(b, "mlp");
     tid mlp_out = gpt2_mlp(b, m, s, h);
+    tid out = op_add(b, mid, mlp_out); /* hidden_states = residual + feed_forward_hidden_states */
     llmem_graph_hold(b->g, h);
-    return op_add(b, mid, mlp_out);
+    llmem_graph_hold(b->g, a);
+    return out;
 }
 
 /* GPT2Attention splits c_attn into three hidden-wide parts: one head size,

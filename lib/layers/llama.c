@@ -29,7 +29,11 @@ static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, ti
     }
     q = llmem_seg_rotary(b, q, sh->cos, sh->sin);
     k = llmem_seg_rotary(b, k, sh->cos, sh->sin);
-    tid o = llmem_seg_attention(b, m, q, k, v, sh->mask);
+    /* q, k and v are the projections' .view(...).transpose(1, 2): rotary's
+     * q * cos + rotate_half(q) * sin takes its memory order from q (a
+     * TensorIterator follows its first operand's strides), so all three stay
+     * in [B, S, heads, D] order for eager's matmul. */
+    tid o = llmem_seg_attention_strided(b, m, q, k, v, sh->mask, ATTN_Q | ATTN_K | ATTN_V);
     o = llmem_seg_linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
     if (m->traits & TRAIT_RESID_DROPOUT) /* Starcoder2Attention's residual_dropout */
         o = op_dropout(b, o, DROPOUT_HIDDEN);

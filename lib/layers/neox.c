@@ -83,7 +83,12 @@ static tid neox_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     llmem_graph_hold(b->g, h);
     f = op_dropout(b, f, DROPOUT_HIDDEN); /* post_mlp_dropout */
     tid out = op_add(b, f, a);
-    return m->parallel_block ? op_add(b, out, x) : out;
+    if (!m->parallel_block)
+        return out;
+    out = op_add(b, out, x);
+    llmem_graph_hold(b->g, f); /* mlp_output and attn_output: locals through both sums */
+    llmem_graph_hold(b->g, a);
+    return out;
 }
 
 /* PhiDecoderLayer.forward: one norm, its output (the hidden_states local)
@@ -100,6 +105,9 @@ static tid phi_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     tid f = op_dropout(b, plain_mlp(b, m, s, h), DROPOUT_HIDDEN);
     tid out = op_add(b, op_add(b, a, f), x);
     llmem_graph_hold(b->g, h);
+    /* attn_outputs, feed_forward_hidden_states: locals through both sums */
+    llmem_graph_hold(b->g, a);
+    llmem_graph_hold(b->g, f);
     return out;
 }
 

@@ -128,12 +128,6 @@ void llmem_graph_view(graph *g, tid v, tid x)
     g->t[v].base = g->t[x].base;
 }
 
-void llmem_graph_hold(graph *g, tid t)
-{
-    if (t >= 0 && g->nop > 0 && g->t[t].last_use < g->nop - 1)
-        g->t[t].last_use = g->t[g->t[t].base].last_use = (int16_t)(g->nop - 1);
-}
-
 static int owns_storage(const g_tensor *t)
 {
     return t->role == ROLE_ACT || t->role == ROLE_INPUT;
@@ -205,7 +199,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, uin
         if (x->saved > 0 && !no_grad) {
             persist += x->bytes;
             release[x->first_save] += x->bytes;
-        } else if (x->cached == CAST_CACHED_NO_GRAD || (x->cached && x->rg)) {
+        } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
             /* autocast holds it past the segment (under no_grad too: the
              * caller counts it then, from the segment's end) */
             cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
@@ -302,78 +296,82 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop
     c->bwd_start = peak = live;
     record(&log, kind, live, -1, 0);
 
-    for (int i = g->nop - 1; i >= 0; i--) {
-        const g_op *op = &g->op[i];
-        int gout = grad[op->out];
-        uint64_t transient = 0;
-        if (i == stop)
-            *at_stop = live;
-        int deferred[GRAPH_MAX_IN], ndeferred = 0;
-        if (!t[op->out].rg)
-            continue;
-        int from_aux = (op->grad_alias & GRADS_IN_AUX) != 0;
-        for (int j = 0, nin = gout >= 0 ? op->nin : 0; j < nin; j++) {
-            tid x = op->in[j];
-            const g_tensor *xt = &t[x];
-            if (!xt->rg)
+    /* Two passes: the ops after the stop, then (its live bytes noted) the rest. */
+    int i = g->nop - 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int lo = pass == 0 ? stop + 1 : 0; i >= lo; i--) {
+            const g_op *op = &g->op[i];
+            int gout = grad[op->out];
+            uint64_t transient = 0;
+            int deferred[GRAPH_MAX_IN], ndeferred = 0;
+            if (!t[op->out].rg)
                 continue;
-            if (from_aux) {
-                /* Already live as the aux output: change the owner, not the bytes. */
-                if (xt->role == ROLE_PARAM) {
-                    param_grads += xt->bytes;
-                    param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
-                } else {
-                    grad[x] = (int16_t)pool_new(&pool, xt->bytes, &live);
-                    live -= xt->bytes;
+            int from_aux = (op->grad_alias & GRADS_IN_AUX) != 0;
+            for (int j = 0, nin = gout >= 0 ? op->nin : 0; j < nin; j++) {
+                tid x = op->in[j];
+                const g_tensor *xt = &t[x];
+                if (!xt->rg)
+                    continue;
+                if (from_aux) {
+                    /* Already live as the aux output: change the owner, not the bytes. */
+                    if (xt->role == ROLE_PARAM) {
+                        param_grads += xt->bytes;
+                        param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
+                    } else {
+                        grad[x] = (int16_t)pool_new(&pool, xt->bytes, &live);
+                        live -= xt->bytes;
+                    }
+                    continue;
                 }
-                continue;
-            }
-            if (xt->role == ROLE_PARAM) {
-                /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
-                live += xt->bytes;
-                if (has_grad[x]) {
+                if (xt->role == ROLE_PARAM) {
+                    /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
+                    live += xt->bytes;
+                    if (has_grad[x]) {
+                        transient += xt->bytes;
+                    } else {
+                        param_grads += xt->bytes;
+                        param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
+                    }
+                    has_grad[x] = 1;
+                } else if ((op->grad_alias >> j) & 1u) {
+                    if (grad[x] < 0) {
+                        grad[x] = (int16_t)gout;
+                        pool.refs[gout]++;
+                    } else {
+                        /* The buffer is shared, so autograd adds out of place. */
+                        int s = pool_new(&pool, xt->bytes, &live);
+                        deferred[ndeferred++] = grad[x];
+                        grad[x] = (int16_t)s;
+                    }
+                } else if (grad[x] < 0) {
+                    grad[x] = (int16_t)pool_new(&pool, xt->bytes, &live);
+                } else if (pool.refs[grad[x]] == 1) {
+                    live += xt->bytes; /* computed, then added in place */
                     transient += xt->bytes;
                 } else {
-                    param_grads += xt->bytes;
-                    param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
-                }
-                has_grad[x] = 1;
-            } else if ((op->grad_alias >> j) & 1u) {
-                if (grad[x] < 0) {
-                    grad[x] = (int16_t)gout;
-                    pool.refs[gout]++;
-                } else {
-                    /* The buffer is shared, so autograd adds out of place. */
                     int s = pool_new(&pool, xt->bytes, &live);
+                    live += xt->bytes; /* the new term before the sum replaces both */
+                    transient += xt->bytes;
                     deferred[ndeferred++] = grad[x];
                     grad[x] = (int16_t)s;
                 }
-            } else if (grad[x] < 0) {
-                grad[x] = (int16_t)pool_new(&pool, xt->bytes, &live);
-            } else if (pool.refs[grad[x]] == 1) {
-                live += xt->bytes; /* computed, then added in place */
-                transient += xt->bytes;
-            } else {
-                int s = pool_new(&pool, xt->bytes, &live);
-                live += xt->bytes; /* the new term before the sum replaces both */
-                transient += xt->bytes;
-                deferred[ndeferred++] = grad[x];
-                grad[x] = (int16_t)s;
             }
+            uint64_t now = live + op->bwd_extra;
+            if (now > peak)
+                peak = now;
+            record(&log, kind, now, i, param_grads);
+            live -= transient;
+            for (int k = 0; k < ndeferred; k++)
+                pool_drop(&pool, deferred[k], &live);
+            if (gout >= 0)
+                pool_drop(&pool, gout, &live);
+            live -= release[i];
+            /* An aux output that held the input gradients is theirs now. */
+            if (from_aux && (op->save & SAVE_AUX))
+                live += t[op->aux].bytes;
         }
-        uint64_t now = live + op->bwd_extra;
-        if (now > peak)
-            peak = now;
-        record(&log, kind, now, i, param_grads);
-        live -= transient;
-        for (int k = 0; k < ndeferred; k++)
-            pool_drop(&pool, deferred[k], &live);
-        if (gout >= 0)
-            pool_drop(&pool, gout, &live);
-        live -= release[i];
-        /* An aux output that held the input gradients is theirs now. */
-        if (from_aux && (op->save & SAVE_AUX))
-            live += t[op->aux].bytes;
+        if (pass == 0)
+            *at_stop = live;
     }
     g->nevents = log.n;
     c->bwd_peak = peak;

@@ -153,7 +153,11 @@ void llmem_graph_view(graph *g, tid v, tid x);
 enum { CAST_CACHED = 1, CAST_CACHED_NO_GRAD = 2 }; /* g_tensor's cached: by rg, or always */
 void llmem_graph_cached(graph *g, tid c, tid w);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
-void llmem_graph_hold(graph *g, tid t);
+static inline void llmem_graph_hold(graph *g, tid t)
+{
+    if (t >= 0 && g->nop > 0 && g->t[t].last_use < g->nop - 1)
+        g->t[t].last_use = g->t[g->t[t].base].last_use = (int16_t)(g->nop - 1);
+}
 
 /* How a segment runs (torch.utils.checkpoint, torch/utils/checkpoint.py). */
 enum sim_mode {

@@ -80,6 +80,9 @@ SIZES = {
     "phi3": _small(GM.SIZES["p1"]),
     "gemma2": _small(GM.SIZES["e1"]),
     "qwen3": _small(GM.SIZES["q1"]),
+    # ll with one kv head per query head: no repeat_kv copy, so eager's matmul
+    # copies q, k and v at batch > 1
+    "llmha": _small(GD.SIZES["s1"], kv_heads=8),
 }
 
 L7 = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
@@ -145,6 +148,15 @@ ROWS = [
     ("lp30", "sc2", 1, 1024, BM, "adamw", "none", 0.0, "lora", lora(SDPA, GF.SC2_T)),
     ("lp31", "qwen3", 1, 1024, BM, "adamw", "none", 0.0, "lora", lora(SDPA)),
     ("lp32", "ds2", 1, 1024, BM, "adamw", "none", 0.0, "lora", lora(SDPA, GF.DS2_T)),
+    # batch 2, eager (helper 39): Llama with a kv head per query head (the
+    # matmul copies of q, k and v), Qwen3 under bf16, GPT-2 (the attention
+    # output held to the block's end), and Phi (its two sublayer outputs held
+    # through both sums)
+    ("lp33", "llmha", 2, 512, "bf16", "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("lp34", "qwen3", 2, 512, "bf16", "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("lp35", "gp", 2, 512, BM, "adamw", "none", 0.0, "full", dict(EAGER)),
+    ("lp36", "gp", 2, 512, "fp32", "adamw", "none", 0.1, "full", dict(EAGER)),
+    ("lp37", "phi", 1, 1024, "fp32", "adamw", "none", 0.0, "full", dict(EAGER)),
 ]
 
 
