@@ -457,28 +457,6 @@ static tid sdpa_attention(build *b, const model_shape *m, tid q, tid k, tid v, t
 }
 
 static tid attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
-                     const attn_opts *opts, unsigned strided);
-
-static const attn_opts eager_opts = { 1, 1, 0, 1, 0 };
-
-tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
-{
-    return attention(b, m, q, k, v, mask, &eager_opts, 0);
-}
-
-tid llmem_seg_attention_strided(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
-                                unsigned strided)
-{
-    return attention(b, m, q, k, v, mask, &eager_opts, strided);
-}
-
-tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
-                             const attn_opts *opts)
-{
-    return attention(b, m, q, k, v, mask, opts, 0);
-}
-
-static tid attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
                      const attn_opts *opts, unsigned strided)
 {
     uint64_t scores = b->batch * m->heads * b->seq * b->seq;
@@ -531,6 +509,25 @@ static tid attention(build *b, const model_shape *m, tid q, tid k, tid v, tid ma
     llmem_graph_hold(b->g, vs);
     llmem_graph_hold(b->g, p);
     return o;
+}
+
+static const attn_opts eager_opts = { 1, 1, 0, 1, 0 };
+
+tid llmem_seg_attention(build *b, const model_shape *m, tid q, tid k, tid v, tid mask)
+{
+    return attention(b, m, q, k, v, mask, &eager_opts, 0);
+}
+
+tid llmem_seg_attention_strided(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                                unsigned strided)
+{
+    return attention(b, m, q, k, v, mask, &eager_opts, strided);
+}
+
+tid llmem_seg_attention_opts(build *b, const model_shape *m, tid q, tid k, tid v, tid mask,
+                             const attn_opts *opts)
+{
+    return attention(b, m, q, k, v, mask, opts, 0);
 }
 
 /* LlamaMLP: down(silu(gate(x)) * up(x)). */
