@@ -750,7 +750,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     if (in->head)
         simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
 
-    shared_bytes sb = llmem_layers_shared_bytes(&b, m);
+    shared_bytes sb = llmem_layers_shared_bytes(&b, m, &emb_spec);
+    uint64_t ids_saved = in->embedding ? sb.ids_saved : 0;
     uint64_t shared = sb.rope + sb.locals, rope = sb.rope, mask = sb.locals;
 
     walk_trace *t = in->trace;
@@ -812,7 +813,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     }
     /* the model's forward returns before the head: its locals go (the mask,
      * unless checkpoints hold it) */
-    w.live -= locals + first_held + (ckpt ? 0 : mask);
+    w.live -= locals + first_held + (ckpt ? 0 : mask - ids_saved);
     if (in->head) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
                   FWD_OF(pos_head), w.grads, held_all + gather->head);
@@ -884,7 +885,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;
     }
-    w.live -= ckpt ? shared : rope; /* released with the first layer's saved tensors */
+    w.live -= ckpt ? shared - ids_saved : rope; /* released with the first layer's saved tensors */
     if (in->embedding && emb.bwd_start > 0) {
         /* A tied head already holds the token embedding's gradient in the
          * AccumulateGrad buffer; torch 2.x adds the second one in place. */
@@ -903,7 +904,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         uint64_t kept = accumulating ? 0
                                      : kept_of(keep, emb.param_grads - tied,
                                                emb.param_grads_wide - tied_wide);
-        w.live = before + kept + emb.input_grad;
+        w.live = before + kept + emb.input_grad - ids_saved; /* wpe's backward ran */
         w.grads += kept;
     } else if (!in->embedding && ngroups > 0 && groups[0].spec.input_rg) {
         w.live -= x_bytes; /* the input's gradient, sent to the previous stage */

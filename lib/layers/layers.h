@@ -65,12 +65,15 @@ void llmem_layers_hold_input(graph *g);
 
 /* Bytes of the tensors the model's forward creates for every layer: the
  * rotary tables (saved by the layers), and the position ids and attention
- * mask (the forward's locals, saved only by checkpoints). */
+ * mask (the forward's locals, saved only by checkpoints); of the locals,
+ * ids_saved: the position ids a trainable learned position table's
+ * EmbeddingBackward keeps until the embedding's backward. emb: the
+ * embedding's spec. */
 typedef struct shared_bytes {
-    uint64_t rope, locals;
+    uint64_t rope, locals, ids_saved;
 } shared_bytes;
 
-shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m);
+shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, const seg_spec *emb);
 
 /* What the model's forward keeps of its embedding step as locals through
  * the decoder loop, until it returns: bytes of the tensors besides the

@@ -85,12 +85,16 @@ static shared_tensors shared_inputs(build *b, const model_shape *m)
     return sh;
 }
 
-shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m)
+shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, const seg_spec *emb)
 {
     uint64_t dt = (uint64_t)embedding_dt(b, m);
     shared_bytes sb;
     sb.rope = complex_rope(m) ? rope_elems(b, m) * FP32 : 2 * rope_elems(b, m) * dt;
-    /* position ids (cache_position): int64 [seq] */
+    /* position ids (cache_position): int64 [seq]. GPT2Model looks up wpe at
+     * cache_position.unsqueeze(0), a view of it, which EmbeddingBackward
+     * saves when the table trains (OPT's own ids are the embedding's). */
+    int learned = m->positions == LLMEM_POSITIONS_LEARNED && !(m->traits & TRAIT_MASK_POSITIONS);
+    sb.ids_saved = learned && emb->weights_trainable && b->sp == 1 ? b->seq * INT64 : 0;
     sb.locals = b->seq * INT64 + mask_elems(b, m) * (uint64_t)mask_dt(b, m);
     sb.locals += alibi_elems(b, m) * dt + position_id_elems(b, m) * INT64;
     /* FalconModel computes its rotary tables with ALiBi too, for no layer to use */
