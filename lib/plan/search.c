@@ -21,7 +21,8 @@ static const struct {
     { LLMEM_PARALLEL_EP, "ep does not divide the experts, dp or the FSDP shard group" },
     { LLMEM_PARALLEL_SHARDING, "DeepSpeed runs no zero3 with experts, no zero2 or zero3 with pipeline stages" },
     { LLMEM_PARALLEL_CP, "context parallelism needs fused attention and seq in 2 x cp chunks" },
-    { LLMEM_PARALLEL_SP, "sequence parallelism is not modelled with this model or method" },
+    { LLMEM_PARALLEL_SP, "sequence parallelism is not modelled with this model or method, or "
+                         "the seq does not split over tp" },
     { LLMEM_PARALLEL_OFFLOAD, "the engine does not offload that" },
 };
 

@@ -1048,8 +1048,6 @@ static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const in
         CHECK(reason != NULL && n > 0 && example != NULL, "rejection %zu", i);
         CHECK(strstr(example, "please report") == NULL && strstr(example, "unaccounted") == NULL,
               "plan: internal error: %s", example);
-        /* Micro-batches the layout does not split are not tried. */
-        CHECK(strstr(example, "do not split over tp") == NULL, "plan: rejected: %s", example);
     }
     for (size_t i = 0; i < llmem_plan_result_count(p); i++) {
         uint64_t b = 0, ckpt = 0, peak = 0, headroom = 0, device = 0;
