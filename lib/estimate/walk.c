@@ -730,10 +730,10 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     uint64_t locals =
         in->embedding ? llmem_layers_embedding_locals(&b, m, &emb_spec, &input_kept) : 0;
     int hold_first = input_kept && !ckpt && ngroups > 0;
+    int first_alone = hold_first && groups[0].count == 1; /* simulated holding its input */
     for (int i = 0; i < ngroups; i++) {
         groups[i].x_bytes = rank_tokens * m->hidden * (uint64_t)layer_input_dt(&b, m, &groups[i].spec);
-        /* A run of the first layer alone is simulated holding its input. */
-        b.hold_input = i == 0 && hold_first && groups[0].count == 1;
+        b.hold_input = i == 0 && first_alone;
         reduce_group(e, &b, m, s, &groups[i]);
         b.hold_input = 0;
     }
@@ -788,19 +788,18 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
      * last layer, which sees it held throughout; a run of one holds it
      * in its own simulation and from its end on. */
     uint64_t first = 0, held_all = 0; /* first: the rank's own count */
+    if (!first_alone)
+        w.live += first_held;
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
-        int held_in_run = i == 0 && g->count == 1;
-        if (i == 0 && !held_in_run)
-            w.live += first_held;
         held_all += g->count * held;
         moment_at(&w, LLMEM_PHASE_FORWARD,
                   w.live + (g->count - 1) * growth - g->x_bytes + gather->layer_fwd,
                   g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads,
                   held_all - held + gather->layer_fwd);
         if (t != NULL) {
-            b.hold_input = ckpt || (held_in_run && hold_first);
+            b.hold_input = ckpt || (i == 0 && first_alone);
             trace_forward(e, t, &b, m, g, in, first, w.live, growth, gather->layer_fwd,
                           w.grads, ckpt);
             b.hold_input = 0;
@@ -808,7 +807,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         first += g->count;
         w.live += g->count * growth;
         cache += g->count * g->cached;
-        if (held_in_run)
+        if (i == 0 && first_alone)
             w.live += first_held;
     }
     /* the model's forward returns before the head: its locals go (the mask,

@@ -109,15 +109,16 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, con
  * normalizer, BLOOM's word_embeddings_layernorm, an embedding dropout) and
  * the locals stay bound beside it. Embedding backward saves only the
  * indices and a sum or a scaling by a constant nothing, so only BLOOM's
- * LayerNorm, when it needs grads, saves its input. OPT's project_in
- * rebinds inputs_embeds to its output. Megatron's embedding (sequence
+ * LayerNorm, when it needs grads, saves its input. OPT's project_in, and
+ * Phi's embedding dropout, rebind inputs_embeds to their output. Megatron's embedding (sequence
  * parallelism) sums inside its own module: only the decoder input stays. */
 uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, const seg_spec *s,
                                        int *input_kept)
 {
     uint64_t rows = b->tokens / b->sp, tok = rows * m->embed_dim * (uint64_t)b->param_dt;
     uint64_t H = m->hidden;
-    int dropout = (m->traits & TRAIT_EMBED_DROPOUT) && b->dropout[DROPOUT_EMBEDDING] > 0.0;
+    int dropout = (m->traits & TRAIT_EMBED_DROPOUT) && !(m->traits & TRAIT_DROPOUT_REBINDS) &&
+                  b->dropout[DROPOUT_EMBEDDING] > 0.0;
     *input_kept = 0;
     if (b->sp > 1) {
         *input_kept = 1;

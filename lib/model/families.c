@@ -72,7 +72,8 @@ static const family_desc families[] = {
     /* Phi: one input_layernorm feeding attention and MLP, biases everywhere,
      * lm_head with bias, untied, embd_pdrop, hidden_act gelu_new. */
     { FAMILY(PHI, "phi"),          LN,  PLAIN, ROTARY,   1,   1,   1,   1,   1,  0,  1,  1,  0,  0,  1,  GELU_NEW,
-      TRAIT_EMBED_DROPOUT, PATH_NEOX, PHASED_QK_NORM, DROPS(0, 0, 0), ATT | HID | EMB, 0 },
+      TRAIT_EMBED_DROPOUT | TRAIT_DROPOUT_REBINDS, PATH_NEOX, PHASED_QK_NORM, DROPS(0, 0, 0),
+      ATT | HID | EMB, 0 },
     /* StarCoder2: LayerNorm, c_fc/c_proj MLP (gelu_pytorch_tanh), use_bias true,
      * embedding and residual dropouts, tied. */
     { FAMILY(STARCODER2, "starcoder2"), LN, PLAIN, ROTARY, 1, 1,   1,   1,   0,  1,  2,  1,  0,  0,  0,  GELU_TANH,

@@ -65,7 +65,11 @@ enum family_trait {
      * and Qwen2's code on the Llama path, Phi-3, StarCoder2, Gemma-2) */
     TRAIT_WINDOW = 1u << 16,
     /* the window on every other layer only, the first included (Gemma-2) */
-    TRAIT_ALTERNATE_WINDOW = 1u << 17
+    TRAIT_ALTERNATE_WINDOW = 1u << 17,
+    /* the model's forward rebinds inputs_embeds to the embedding dropout's
+     * output (PhiModel: inputs_embeds = self.embed_dropout(inputs_embeds)),
+     * so the layers' input is the local it keeps */
+    TRAIT_DROPOUT_REBINDS = 1u << 18
 };
 
 /* Optional fields a phased code path builds (beyond the family's defaults). */
