@@ -142,10 +142,15 @@ static inline tid op_add_scalar(build *b, tid x)
 }
 
 /* Unary ops: what each saves for backward. */
+/* x.pow(n): saves x. Its backward, grad * (n * x.pow(n - 1))
+ * (FunctionsManual.cpp, pow_backward), holds the C++ temporaries x.pow(n - 1)
+ * and n * it, each x's size, until the product is made. */
 static inline tid op_pow(build *b, tid x)
 {
     tid xf = b->autocast ? op_cast(b, x, FP32) : x;
-    return op_unary(b, xf, tensor_elems(b, xf), op_dt(b, xf), BIT(0), 0);
+    uint64_t elems = tensor_elems(b, xf);
+    int dt = op_dt(b, xf);
+    return llmem_graph_op(b->g, elems, dt, &xf, 1, BIT(0), 0, 0, 0, 2 * elems * (uint64_t)dt);
 }
 
 static inline tid op_mean_last(build *b, tid x, uint64_t dim)
