@@ -691,7 +691,7 @@ int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64
      * the rank's kernel forms them: a step that overflows without them
      * overflows with them.) */
     if (llmem_setup_check_point(e->ctx, &e->model, s) != LLMEM_OK ||
-        llmem_layout_check_point(e->ctx, &job->l, s) != LLMEM_OK ||
+        llmem_layout_check_point(e->ctx, &job->l, &e->model, s) != LLMEM_OK ||
         step_overflows(&e->bound, s, job->scores))
         return 0;
     *peak = llmem_level_bytes(&best, level);
@@ -728,7 +728,7 @@ int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *r
     s->seq = seq;
     llmem_rank_point(&job->l, 2, seq, run);
     if (llmem_setup_check_point(e->ctx, &e->model, s) != LLMEM_OK ||
-        llmem_layout_check_point(e->ctx, &job->l, s) != LLMEM_OK)
+        llmem_layout_check_point(e->ctx, &job->l, &e->model, s) != LLMEM_OK)
         return 0;
     /* Batches 2..hi: within the field's range and the step's bound, one
      * regime (batch >= 2 at this seq) and so one compiled walk. */

@@ -17,6 +17,9 @@
  * split where dense layers give way to experts or, in a model without
  * experts (OPT's post-norm), after a first layer fed in another dtype. */
 #define MAX_GROUPS LAYER_RUNS_MAX
+/* A rank's runs once alternate layers take the window (alternate_runs):
+ * each run may become two interleaved ones and a last layer alone. */
+#define MAX_RUNS (3 * MAX_GROUPS)
 
 /* One run of identical decoder layers, reduced to per-layer numbers. */
 typedef struct layer_group {
@@ -30,6 +33,10 @@ typedef struct layer_group {
                                                until it exits (checkpointing: cache) */
     uint64_t grad_out, held_input;          /* checkpointing: the recomputation's footing */
     int input_saved;                        /* a plain layer saves its input for backward */
+    /* Two runs interleaved (Gemma-2's sliding and full layers): PAIR_FIRST,
+     * whose layers come first in each pair, and the next group, PAIR_SECOND;
+     * each counts the pairs. */
+    int pair;
     /* The peaks as their segments give them (a moment is a base plus one
      * segment's peak: walkform.h): forward, the run's segment's forward
      * peak (checkpointing's counting autocast's casts as it makes them);
@@ -446,6 +453,43 @@ static int split_runs(const model_shape *m, const setup *s, layer_group *g, int 
     return n;
 }
 
+enum { PAIR_NONE, PAIR_FIRST, PAIR_SECOND };
+
+/* Whether alternate layers take SDPA's sliding-window mask at this seq
+ * (Gemma-2: layer_types, sliding on even layers, full on odd ones). */
+static int alternate_window(const model_shape *m, const build *b)
+{
+    return (m->traits & TRAIT_ALTERNATE_WINDOW) &&
+           llmem_model_window_reached(m, b->attention, b->seq);
+}
+
+/* The runs of a one-stage rank (the layouts check refuses pipelines here)
+ * as runs of identical layers again: a run of n >= 2 layers becomes its
+ * pairs, two interleaved runs of n / 2 layers each, the first's layers of
+ * the kind its first layer is, and an odd last layer alone. */
+static int alternate_runs(const layer_group *in, int n, layer_group *out)
+{
+    uint64_t at = 0; /* the model's index of the run's first layer */
+    int k = 0;
+    for (int i = 0; i < n; at += in[i].count, i++) {
+        uint64_t pairs = in[i].count / 2;
+        if (pairs > 0) {
+            for (int j = 0; j < 2; j++) {
+                out[k] = in[i];
+                out[k].count = pairs;
+                out[k].pair = j == 0 ? PAIR_FIRST : PAIR_SECOND;
+                out[k++].spec.full_attention = (int)((at + (uint64_t)j) % 2);
+            }
+        }
+        if (in[i].count % 2 != 0) {
+            out[k] = in[i];
+            out[k].count = 1;
+            out[k++].spec.full_attention = (int)((at + in[i].count - 1) % 2);
+        }
+    }
+    return k;
+}
+
 /* The runs of identical layers a method produces. */
 static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
 {
@@ -677,6 +721,94 @@ static uint64_t in_flight_extra(uint64_t in_flight, uint64_t in_flight_den, uint
     return in_flight > den ? (in_flight - den) * stash / den : 0;
 }
 
+/* Forward through two interleaved runs, g (PAIR_FIRST) and g[1], of
+ * g->count pairs each, from w->live (the input included): each run peaks in
+ * its last layer, the live bytes only growing, the first's after count - 1
+ * pairs, the second's one layer later. `held_first`: the first layer's
+ * input, held from that layer's end on when a run of one pair simulated it
+ * holding it (first_alone). held_all: the layers' held parameters before. */
+static void forward_pairs(walk *w, const layer_group *g, uint64_t held, uint64_t gather,
+                          uint64_t held_all, uint64_t held_first)
+{
+    const layer_group *h = g + 1;
+    uint64_t ga = g->fwd_growth + held, pair = ga + h->fwd_growth + held;
+    uint64_t before = w->live + (g->count - 1) * pair, layers = 2 * (g->count - 1);
+    moment_at(w, LLMEM_PHASE_FORWARD, before - g->x_bytes + gather, g->seg_fwd_peak,
+              FWD_OF(g->pos_fwd), w->grads, held_all + layers * held + gather);
+    moment_at(w, LLMEM_PHASE_FORWARD, before + ga + held_first - h->x_bytes + gather,
+              h->seg_fwd_peak, FWD_OF(h->pos_fwd), w->grads,
+              held_all + (layers + 1) * held + gather);
+}
+
+/* The timeline of forward_pairs: each layer op by op, in turn. */
+static void trace_forward_pairs(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
+                                const layer_group *g, const walk_input *in, uint64_t first,
+                                uint64_t live, uint64_t held, uint64_t gathered, uint64_t grads,
+                                int ckpt, int first_alone, uint64_t held_first)
+{
+    for (uint64_t k = 0; k < g->count && t->n < t->cap; k++) {
+        for (int j = 0; j < 2; j++) {
+            layer_group one = g[j];
+            one.count = 1;
+            b->hold_input = ckpt || (k == 0 && j == 0 && first_alone);
+            trace_forward(e, t, b, m, &one, in, first + 2 * k + (uint64_t)j, live,
+                          g[j].fwd_growth + held, gathered, grads, ckpt);
+            live += g[j].fwd_growth + held + (k == 0 && j == 0 && first_alone ? held_first : 0);
+        }
+    }
+    b->hold_input = 0;
+}
+
+/* A layer's change of the live bytes in backward (kept: its gradients kept). */
+static int64_t backward_delta(const layer_group *g, uint64_t kept, uint64_t held)
+{
+    return (int64_t)(g->bwd_end - g->param_grads + kept) - (int64_t)g->bwd_start - (int64_t)held;
+}
+
+/* Backward through two interleaved runs, g (PAIR_SECOND) and the group
+ * before it, of g->count pairs each, from w->live: each pair's second layer
+ * first. Each run's moments at its first and its last layer (a layer
+ * changes the live bytes by the same amount each time). */
+static void backward_pairs(walk *w, const layer_group *g, uint64_t kept_first, uint64_t kept,
+                           uint64_t held, uint64_t gather, uint64_t *held_all, int ckpt)
+{
+    const layer_group *f = g - 1;
+    int64_t d = backward_delta(g, kept, held), pair = d + backward_delta(f, kept_first, held);
+    uint64_t kept_pair = kept + kept_first, n = g->count;
+    for (int end = 0; end < 2; end++) {
+        uint64_t k = end == 0 ? 0 : n - 1;
+        uint64_t at = (uint64_t)((int64_t)w->live + (int64_t)k * pair);
+        uint64_t grads = w->grads + k * kept_pair, gathered = *held_all - 2 * k * held + gather;
+        layer_backward(w, g, at - g->bwd_start + gather, grads, gathered, ckpt);
+        layer_backward(w, f, (uint64_t)((int64_t)at + d) - f->bwd_start + gather, grads + kept,
+                       gathered - held, ckpt);
+    }
+    *held_all -= 2 * n * held;
+    w->live = (uint64_t)((int64_t)w->live + (int64_t)n * pair);
+    w->grads += n * kept_pair;
+}
+
+/* The timeline of backward_pairs: each layer op by op, in turn. */
+static void trace_backward_pairs(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
+                                 const layer_group *g, const walk_input *in, uint64_t first,
+                                 uint64_t live, uint64_t grads, uint64_t kept_first,
+                                 uint64_t kept, uint64_t held, uint64_t gathered, int mode)
+{
+    const layer_group *run[2] = { g, g - 1 };
+    uint64_t kept_of_run[2] = { kept, kept_first };
+    for (uint64_t k = 0; k < g->count && t->n < t->cap; k++) {
+        for (int j = 0; j < 2; j++) {
+            layer_group one = *run[j];
+            one.count = 1;
+            int64_t delta = backward_delta(run[j], kept_of_run[j], held);
+            trace_backward(e, t, b, m, &one, in, first + 2 * (g->count - 1 - k) + 1 - (uint64_t)j,
+                           live, delta, grads, kept_of_run[j], gathered, mode);
+            live = (uint64_t)((int64_t)live + delta);
+            grads += kept_of_run[j];
+        }
+    }
+}
+
 static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk_log *log)
 {
     const model_shape *m = in->model;
@@ -684,7 +816,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     const step_static *st = in->statics;
     const walk_gather *gather = &in->gather;
     const walk_keep *keep = &in->keep;
-    layer_group all[MAX_GROUPS], groups[MAX_GROUPS];
+    layer_group all[MAX_GROUPS], groups[MAX_RUNS];
     seg_cost emb, head;
     walk w;
     build b;
@@ -719,6 +851,11 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
 
     int nall = layer_groups(m, s, all);
     int ngroups = clip_groups(all, nall, in, groups);
+    if (alternate_window(m, &b)) {
+        layer_group one_kind[MAX_GROUPS];
+        memcpy(one_kind, groups, (size_t)ngroups * sizeof *groups);
+        ngroups = alternate_runs(one_kind, ngroups, groups);
+    }
     int embed_trains = full;
     int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
     seg_spec emb_spec = { .input_rg = all[0].spec.input_rg && !embed_trains,
@@ -793,6 +930,22 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     for (int i = 0; i < ngroups; i++) {
         const layer_group *g = &groups[i];
         uint64_t growth = g->fwd_growth + held;
+        if (g->pair == PAIR_FIRST) {
+            forward_pairs(&w, g, held, gather->layer_fwd, held_all,
+                          i == 0 && first_alone ? first_held : 0);
+            if (t != NULL)
+                trace_forward_pairs(e, t, &b, m, g, in, first, w.live, held, gather->layer_fwd,
+                                    w.grads, ckpt, i == 0 && first_alone, first_held);
+            uint64_t layers = 2 * g->count;
+            held_all += layers * held;
+            first += layers;
+            w.live += g->count * (growth + g[1].fwd_growth + held);
+            cache += g->count * (g->cached + g[1].cached);
+            if (i == 0 && first_alone)
+                w.live += first_held;
+            i++;
+            continue;
+        }
         held_all += g->count * held;
         moment_at(&w, LLMEM_PHASE_FORWARD,
                   w.live + (g->count - 1) * growth - g->x_bytes + gather->layer_fwd,
@@ -858,14 +1011,26 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     uint64_t unvisited = 0; /* parameters held from the forward of layers backward skips */
     for (int i = ngroups - 1; i >= 0; i--) {
         const layer_group *g = &groups[i];
-        first -= g->count;
+        uint64_t layers = g->pair == PAIR_SECOND ? 2 * g->count : g->count;
+        first -= layers;
         if (g->bwd_start == 0) { /* frozen layers outside the graph */
-            unvisited += g->count * held;
+            unvisited += layers * held;
             /* Below a model chunk that took its input's gradient (the
              * interleaved schedule: frozen chunks come first): that
              * gradient goes to the previous stage, as a stage's first. */
             if (i + 1 < ngroups && groups[i + 1].bwd_start > 0 && groups[i + 1].spec.input_rg)
                 w.live -= x_bytes;
+            i -= g->pair == PAIR_SECOND; /* the pair's other run: frozen alike */
+            continue;
+        }
+        if (g->pair == PAIR_SECOND) {
+            uint64_t kept = accumulating ? 0 : layer_kept(keep, g);
+            uint64_t kept_first = accumulating ? 0 : layer_kept(keep, g - 1);
+            if (t != NULL)
+                trace_backward_pairs(e, t, &b, m, g, in, first, w.live, w.grads, kept_first, kept,
+                                     held, gather->layer_bwd, recompute_mode(s));
+            backward_pairs(&w, g, kept_first, kept, held, gather->layer_bwd, &held_all, ckpt);
+            i--;
             continue;
         }
         uint64_t kept = accumulating ? 0 : layer_kept(keep, g);

@@ -46,6 +46,8 @@ typedef struct seg_spec {
     int moe;               /* the layer's MLP is routed experts (not one of the dense layers) */
     int projections_trainable; /* OPT's project_in / project_out (they train with the embedding) */
     int embedded_input;    /* a decoder layer fed by the embedding, in embedding_dt (layer_input_dt) */
+    int full_attention;    /* a layer without the sliding window where the others have it
+                              (Gemma-2's odd layers): no window mask */
 } seg_spec;
 
 /* Bytes per element of a decoder layer's input: the residual stream's,

@@ -144,6 +144,8 @@ uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, con
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 {
     shared_tensors sh = shared_inputs(b, m);
+    if (s->full_attention) /* its mask is None: the causal kernel */
+        sh.mask = -1;
     tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, layer_input_dt(b, m, s),
                                ROLE_INPUT, s->input_rg);
     b->g->output = llmem_layer_path(m->path)->block(b, m, s, x, &sh);

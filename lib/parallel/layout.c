@@ -3,6 +3,7 @@
 #include "parallel/parallel.h"
 
 #include "core/ctx.h"
+#include "model/families.h"
 
 #include <string.h>
 
@@ -112,11 +113,22 @@ static int check_other(llmem_ctx *ctx, const layout *l, const model_shape *m, co
         return FAIL(ctx, SP, "sp: sequence parallelism splits over tp ranks: needs tp >= 2");
     if (l->sp && (s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA))
         return FAIL(ctx, SP, "sp: sequence parallelism with LoRA adapters is not modelled");
-    return llmem_layout_check_point(ctx, l, s);
+    return llmem_layout_check_point(ctx, l, m, s);
 }
 
-int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s)
+int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const model_shape *m,
+                             const setup *s)
 {
+    /* Where alternate layers take the window, stages of an odd first layer
+     * and of an even one differ: the rank classes do not tell them apart. */
+    if (l->pp > 1 && (m->traits & TRAIT_ALTERNATE_WINDOW) &&
+        llmem_model_window_reached(m, s->attention, s->seq))
+        return llmem__fail_field(ctx, LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_PP, LLMEM_ENOTSUP,
+                                 "pp: %llu stages with a sliding window (%llu) on alternate "
+                                 "layers (seq %llu reaches it, under sdpa) are not modelled; "
+                                 "use pp 1, a seq below the window, or --attention eager or "
+                                 "flash",
+                                 U(l->pp), U(m->sliding_window), U(s->seq));
     if (l->cp > 1) {
         /* Ring attention (Megatron/TE context parallelism) splits each sequence
          * into 2 x cp chunks for load balance, with a fused attention kernel. */

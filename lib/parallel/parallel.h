@@ -95,8 +95,10 @@ typedef struct rank_class {
 int llmem_layout_resolve(llmem_ctx *ctx, const llmem_parallel *p, const model_shape *m,
                          const setup *s, layout *out);
 /* What those checks ask of s's batch and seq alone (a sweep checks it again
- * at each point): context and sequence parallelism's splits. */
-int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const setup *s);
+ * at each point): context and sequence parallelism's splits, and m's
+ * sliding window on alternate layers, once reached, in one stage. */
+int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const model_shape *m,
+                             const setup *s);
 /* The rank classes of l over m, whose layers change kind at the nbounds
  * layers bounds (ascending: where each run of identical layers after the
  * first starts); returns how many (1..RANKS_MAX). */

@@ -31,17 +31,9 @@ int llmem_setup_check_point(llmem_ctx *ctx, const model_shape *m, const setup *s
         return FAIL(ctx, SEQ, LLMEM_EINCONSISTENT,
                     "seq: %llu exceeds the model's %llu learned positions (max-positions)",
                     (unsigned long long)s->seq, (unsigned long long)m->max_positions);
-    /* From the window on, SDPA gets a full sliding-window mask; Gemma-2
-     * hands it to every other layer only, and layers of two kinds are not
-     * modelled. */
+    /* From the window on, SDPA gets a full sliding-window mask (Gemma-2:
+     * its even layers). */
     int masked = llmem_model_window_reached(m, s->attention, s->seq);
-    if (masked && (m->traits & TRAIT_ALTERNATE_WINDOW))
-        return FAIL(ctx, SEQ, LLMEM_ENOTSUP,
-                    "seq: %llu reaches the sliding window (%llu, every other layer): sdpa with "
-                    "%s's mask on alternate layers is not modelled; use --attention eager or "
-                    "flash, or a seq below the window",
-                    (unsigned long long)s->seq, (unsigned long long)m->sliding_window,
-                    llmem_family(m->family)->id.name);
     /* With a mask SDPA runs the memory-efficient kernel, for head sizes it
      * takes (check_head_dim_size_mem_efficient); its math path is not modelled. */
     if (masked && m->head_dim % (s->compute_dt == 4 ? 4 : 8) != 0)

@@ -3,13 +3,14 @@
  * Sliding-window attention (LLMEM_MODEL_SLIDING_WINDOW): below the window
  * nothing changes; from the window on, SDPA's layers take a bool mask and
  * each saves its own additive bias; eager and flash never change; Gemma-2's
- * alternating windows are refused under SDPA from the window on; a handle
+ * even layers take it and its odd ones do not (pipelines refused); a handle
  * that compiled a walk below the window answers above it as a fresh one.
  * The bytes themselves are measured against PyTorch in
  * tests/validation/grid_window.csv.
  */
 #include "estimate_fixture.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define WINDOW 64
@@ -148,9 +149,8 @@ Test(window, eager_and_flash_do_not_change)
 
 /* One handle across the window, in both directions and after a sweep that
  * compiles the walk below it, against a fresh handle at every point. */
-Test(window, a_handle_across_the_window_answers_as_a_fresh_one)
+static void expect_sweep_as_fresh(llmem_model *m)
 {
-    llmem_model *m = small_model(WINDOW);
     const char *ckpts[] = { "none", "non-reentrant" };
     for (size_t c = 0; c < 2; c++) {
         llmem_train *t = job("sdpa", "bf16-mixed", ckpts[c], 2, 8);
@@ -181,6 +181,12 @@ Test(window, a_handle_across_the_window_answers_as_a_fresh_one)
         }
         llmem_train_free(t);
     }
+}
+
+Test(window, a_handle_across_the_window_answers_as_a_fresh_one)
+{
+    llmem_model *m = small_model(WINDOW);
+    expect_sweep_as_fresh(m);
     llmem_model_free(m);
 }
 
@@ -240,9 +246,94 @@ Test(window, the_step_bound_counts_the_mask_from_the_window_on)
     llmem_model_free(without);
 }
 
-/* Gemma-2 slides on every other layer only: under SDPA from the window on
- * the estimate refuses, naming the seq and the window; eager is estimated. */
-Test(window, gemma2_alternating_windows_are_refused_under_sdpa)
+/* A small Gemma-2: its even layers slide (window 64), its odd ones attend in full. */
+static llmem_model *small_gemma2(int64_t layers)
+{
+    llmem_model *m;
+    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_GEMMA2, &m), LLMEM_OK);
+    const struct {
+        int key;
+        int64_t v;
+    } f[] = { { LLMEM_MODEL_HIDDEN, 256 },       { LLMEM_MODEL_LAYERS, layers },
+              { LLMEM_MODEL_HEADS, 4 },          { LLMEM_MODEL_KV_HEADS, 2 },
+              { LLMEM_MODEL_HEAD_DIM, 64 },      { LLMEM_MODEL_INTERMEDIATE, 512 },
+              { LLMEM_MODEL_VOCAB, 2048 },       { LLMEM_MODEL_MAX_POSITIONS, 4096 },
+              { LLMEM_MODEL_SLIDING_WINDOW, WINDOW } };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        cr_assert_eq(llmem_model_set_int(m, f[i].key, f[i].v), LLMEM_OK, "%s",
+                     llmem_ctx_error(ctx));
+    return m;
+}
+
+/* The largest point of the run's timeline, which walks the layers one by
+ * one (each simulated op by op) where the estimate takes each of the two
+ * interleaved runs at its ends: they must agree to the byte. */
+static void expect_timeline_peak(llmem_model *m, llmem_train *t, const char *what)
+{
+    for (int expand = 0; expand < 2; expand++) {
+        llmem_estimate *e;
+        cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+        cr_assert_eq(llmem_estimate_timeline(e, 1 << 14, expand), LLMEM_OK);
+        cr_assert_eq(llmem_estimate_run(e, m, t), LLMEM_OK, "%s: %s", what, llmem_ctx_error(ctx));
+        uint64_t peak = get(e, LLMEM_EST_PEAK_ALLOCATED), best = 0;
+        size_t n = llmem_estimate_timeline_count(e, 0);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t a, b, d, tmp;
+            int phase;
+            const char *part;
+            int64_t layer;
+            cr_assert_eq(llmem_estimate_timeline_point(e, 0, i, &phase, &part, &layer, &a, &b,
+                                                       &d, &tmp),
+                         LLMEM_OK);
+            best = a + b + d + tmp > best ? a + b + d + tmp : best;
+        }
+        cr_expect_eq(best, peak, "%s expand %d: timeline %llu, peak %llu", what, expand,
+                     (unsigned long long)best, (unsigned long long)peak);
+        llmem_estimate_free(e);
+    }
+}
+
+/* Gemma-2 slides on its even layers only: under SDPA from the window on
+ * those take the mask and the odd ones the causal kernel, over every run a
+ * method makes (LoRA's first layer alone, freeze's frozen and first
+ * trainable layers, odd and even counts), plainly and checkpointed. */
+Test(window, gemma2_alternate_layers_take_the_mask)
+{
+    static const struct {
+        const char *method, *ckpt;
+        int64_t frozen;
+    } cases[] = { { "full", "none", 0 },          { "lora", "none", 0 },
+                  { "freeze", "none", 1 },        { "freeze", "none", 2 },
+                  { "freeze", "none", 3 },        { "full", "reentrant", 0 },
+                  { "lora", "non-reentrant", 0 }, { "freeze", "non-reentrant", 3 } };
+    for (int64_t layers = 4; layers <= 7; layers++) {
+        llmem_model *m = small_gemma2(layers);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            char what[96];
+            snprintf(what, sizeof what, "%lld layers %s %s frozen %lld", (long long)layers,
+                     cases[c].method, cases[c].ckpt, (long long)cases[c].frozen);
+            llmem_train *t = job("sdpa", "bf16-mixed", cases[c].ckpt, 2, 2 * WINDOW);
+            cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, cases[c].method), LLMEM_OK);
+            if (cases[c].frozen > 0)
+                cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS, cases[c].frozen),
+                             LLMEM_OK);
+            expect_timeline_peak(m, t, what);
+            /* the masked layers' biases and repeat_kv copies weigh: above the
+             * same step one token below the window, scaled to the seq */
+            uint64_t above, below;
+            run_fresh(m, t, &above, NULL);
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, WINDOW - 1), LLMEM_OK);
+            run_fresh(m, t, &below, NULL);
+            cr_expect_gt(above, below, "%s", what);
+            llmem_train_free(t);
+        }
+        llmem_model_free(m);
+    }
+}
+
+/* Stages whose first layer is odd and even differ: refused, naming pp and
+ * the window; below the window, or under eager, a pipeline is estimated. */
+Test(window, gemma2_pipelines_are_refused_from_the_window_on)
 {
     llmem_model *m;
     cr_assert_eq(llmem_model_new_preset(ctx, "google/gemma-2-9b", &m), LLMEM_OK);
@@ -250,16 +341,30 @@ Test(window, gemma2_alternating_windows_are_refused_under_sdpa)
     cr_assert_eq(llmem_model_get_int(m, LLMEM_MODEL_SLIDING_WINDOW, &w), LLMEM_OK);
     cr_assert_eq(w, 4096);
     llmem_train *t = job("sdpa", "bf16-mixed", "none", 1, 4096);
-    cr_expect_eq(llmem_estimate_run(est, m, t), LLMEM_ENOTSUP);
-    cr_expect(strstr(llmem_ctx_error(ctx), "seq: 4096") != NULL, "%s", llmem_ctx_error(ctx));
-    cr_expect(strstr(llmem_ctx_error(ctx), "sliding window (4096") != NULL, "%s",
+    llmem_parallel *l;
+    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_run(est, m, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_PP, 2), LLMEM_OK);
+    cr_expect_eq(llmem_estimate_run_parallel(est, m, t, l), LLMEM_ENOTSUP);
+    cr_expect(strstr(llmem_ctx_error(ctx), "pp: 2") != NULL, "%s", llmem_ctx_error(ctx));
+    cr_expect(strstr(llmem_ctx_error(ctx), "sliding window (4096)") != NULL, "%s",
               llmem_ctx_error(ctx));
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 4095), LLMEM_OK);
-    cr_expect_eq(llmem_estimate_run(est, m, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_estimate_run_parallel(est, m, t, l), LLMEM_OK, "%s", llmem_ctx_error(ctx));
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 4096), LLMEM_OK);
     cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, "eager"), LLMEM_OK);
-    cr_expect_eq(llmem_estimate_run(est, m, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_estimate_run_parallel(est, m, t, l), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    llmem_parallel_free(l);
     llmem_train_free(t);
+    llmem_model_free(m);
+}
+
+/* Gemma-2 across its window (its even layers masked above): a handle's sweep
+ * and runs answer as fresh handles do. */
+Test(window, gemma2_across_the_window_answers_as_a_fresh_one)
+{
+    llmem_model *m = small_gemma2(5);
+    expect_sweep_as_fresh(m);
     llmem_model_free(m);
 }
 

@@ -13,11 +13,15 @@ every checkpointed layer through its backward), and in each layer
 ``repeat_kv`` copies of key and value, a new additive bias in q's dtype
 (padded to a multiple of 8 when S is not one: w05, w06, w14), the memory-efficient kernel
 that saves it.  Below the window nothing changes (no mask, is_causal,
-enable_gqa): w04 and w12 sit one token below theirs.  Same method as grid.py
+enable_gqa): w04 and w12 sit one token below theirs.  Gemma-2 (w16-w27,
+models_more.py) builds a mask per layer type once per forward: its odd
+(full-attention) layers run the causal kernel at every length, its even
+(sliding) layers the bool mask from seq >= window; no attention softcapping
+under SDPA; w24 sits one token below the window.  Same method as grid.py
 (CPU, LiveTracker, one warm-up step); columns: grid_families.csv's, plus
 ``lora_dropout`` and ``sliding_window`` (compare.py passes
-``--sliding-window N`` when nonzero).  Llama and Phi-3 rows leave the
-families' layout columns empty, as grid_bf16_autocast.csv does.
+``--sliding-window N`` when nonzero).  Llama, Phi-3 and Gemma-2 rows leave
+the families' layout columns empty, as grid_bf16_autocast.csv does.
 """
 
 from __future__ import annotations
@@ -77,6 +81,14 @@ SIZES = {
     # (its recomputation under checkpointing) holds the backward peak
     "w5": dict(family="llama", hidden=256, layers=2, heads=8, kv_heads=2, head_dim=32,
                intermediate=688, vocab=512, max_positions=4096),
+    # Gemma-2: sliding (even) and full (odd) layers alternate, head_dim 64,
+    # tied, a 512-token vocabulary so that the sliding layers' S x S mask
+    # and biases weigh in the peak
+    "w6": dict(family="gemma2", hidden=256, layers=4, heads=4, kv_heads=2, head_dim=64,
+               intermediate=512, vocab=512, max_positions=4096, tie_embeddings=1),
+    # an odd layer count: two sliding layers, one full
+    "w7": dict(family="gemma2", hidden=256, layers=3, heads=4, kv_heads=2, head_dim=64,
+               intermediate=512, vocab=512, max_positions=4096, tie_embeddings=1),
 }
 
 SDPA = {"attention": "sdpa"}
@@ -87,6 +99,7 @@ def win(w, **kw):
 
 
 LLAMA_T = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+ATTN_T = "q_proj,k_proj,v_proj,o_proj"
 
 # id, size, batch, seq, precision, optimizer, grad_ckpt, dropout, method, extra
 ROWS = [
@@ -120,6 +133,28 @@ ROWS = [
     # long sequence, small vocabulary: the recomputed layer's bias and
     # repeat_kv copies at the backward peak
     ("w15", "w5", 1, 1024, "bf16-mixed", "adamw", "non-reentrant", 0.0, "full", win(512)),
+    # Gemma-2 under SDPA: the mask only on the sliding layers, the full ones
+    # on the causal kernel (enable_gqa, no repeat_kv copies)
+    ("w16", "w6", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full", win(64)),
+    ("w17", "w6", 2, 256, "fp32", "adamw", "none", 0.0, "full", win(64)),
+    ("w18", "w6", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "lora",
+     win(64, lora_rank=8, lora_targets=ATTN_T)),
+    ("w19", "w6", 2, 256, "bf16-mixed", "adamw", "reentrant", 0.0, "full", win(64)),
+    ("w20", "w6", 2, 256, "bf16-mixed", "adamw", "non-reentrant", 0.0, "lora",
+     win(64, lora_rank=8, lora_targets=ATTN_T)),
+    ("w21", "w6", 2, 256, "bf16", "adamw", "none", 0.0, "full", win(64)),
+    # frozen first layers: a sliding one, then a sliding and a full one
+    ("w22", "w6", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "freeze",
+     win(64, freeze_layers=1)),
+    ("w23", "w6", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "freeze",
+     win(64, freeze_layers=2)),
+    # one below the window: every layer on the causal kernel
+    ("w24", "w6", 2, 128, "bf16-mixed", "adamw", "none", 0.0, "full", win(129)),
+    ("w25", "w7", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "full", win(64)),
+    ("w26", "w7", 2, 256, "bf16-mixed", "adamw", "none", 0.0, "lora",
+     win(64, lora_rank=8, lora_targets=ATTN_T)),
+    # S % 8 != 0: the sliding layers' bias padded to 136 columns
+    ("w27", "w6", 2, 130, "bf16-mixed", "adamw", "none", 0.0, "full", win(64)),
 ]
 
 

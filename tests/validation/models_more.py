@@ -11,8 +11,10 @@ pieces and following Hugging Face transformers eager code op for op:
   chunked);
 * Gemma-2 (Gemma2RMSNorm ``(1 + w)`` in fp32, four norms per layer,
   sqrt(hidden)-scaled embeddings, GeGLU with tanh gelu, attention-logit
-  softcapping 50, final-logit softcapping 30, tied embeddings, sliding-window
-  mask rebuilt on even layers as Gemma2DecoderLayer does for eager).
+  softcapping 50, final-logit softcapping 30, tied embeddings; eager: the
+  sliding-window mask rebuilt on even layers as Gemma2DecoderLayer does
+  (4.48); sdpa: transformers 5.x's per-layer-type mask mapping, no
+  attention softcapping).
 
 ``build_model`` dispatches these and falls back to models.build_model for the
 plain gpt2 / llama configurations.
@@ -139,7 +141,9 @@ class Phi3Attention(M.LlamaAttention):
 
 class Gemma2Attention(M.LlamaAttention):
     """Gemma2Attention + gemma2 eager_attention_forward (logit softcapping
-    ``/ cap; tanh; * cap`` after ``* scaling``, before the mask)."""
+    ``/ cap; tanh; * cap`` after ``* scaling``, before the mask).  Under sdpa
+    LlamaAttention._attend runs sdpa_attention_forward, which ignores the
+    ``softcap`` kwarg transformers 5.x passes: no softcapping."""
 
     def __init__(self, cfg, layer_idx, amp):
         super().__init__(cfg, layer_idx, amp)
@@ -326,6 +330,10 @@ class Gemma2DecoderLayer(nn.Module):
     def __init__(self, cfg, layer_idx, amp):
         super().__init__()
         self.is_sliding = not bool(layer_idx % 2)
+        # config.layer_types[layer_idx] (transformers 5.x): the key of the
+        # model's mask mapping this layer attends with under sdpa
+        self.attention_type = "sliding_attention" if self.is_sliding else "full_attention"
+        self.eager = cfg.attention == "eager"
         self.sliding_window = cfg.sliding_window or GEMMA2_SLIDING_WINDOW
         self.self_attn = Gemma2Attention(cfg, layer_idx, amp)
         self.mlp = Gemma2MLP(cfg, amp)
@@ -337,7 +345,7 @@ class Gemma2DecoderLayer(nn.Module):
     def forward(self, hidden_states, attention_mask=None, position_ids=None,
                 past_key_value=None, output_attentions=False, use_cache=False,
                 cache_position=None, position_embeddings=None):
-        if self.is_sliding and attention_mask is not None:  # eager path, 4.48
+        if self.eager and self.is_sliding and attention_mask is not None:  # eager path, 4.48
             effective_seq_len = max(cache_position.shape[0], self.sliding_window)
             min_dtype = torch.finfo(hidden_states.dtype).min
             sliding_window_mask = torch.tril(
@@ -376,9 +384,8 @@ class MoreForCausalLM(M.LlamaForCausalLM):
         M.CausalLMBase.__init__(self, cfg)
         amp = self.amp
         self.is_gemma2 = cfg.family == "gemma2"
-        if self.is_gemma2 and cfg.attention != "eager":
-            # transformers' SDPA has no attention soft-capping: not measured
-            raise ValueError("gemma2 is measured with eager attention only")
+        if self.is_gemma2 and cfg.attention not in ("eager", "sdpa"):
+            raise ValueError("gemma2 is measured with eager or sdpa attention")
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
         nn.init.normal_(self.embed_tokens.weight, 0.0, cfg.init_std)
         layer_cls = Gemma2DecoderLayer if self.is_gemma2 else MoreDecoderLayer
@@ -410,6 +417,54 @@ class MoreForCausalLM(M.LlamaForCausalLM):
             attention_mask, sequence_length=sequence_length, target_length=target_length,
             dtype=input_tensor.dtype, device=input_tensor.device,
             cache_position=cache_position, batch_size=input_tensor.shape[0])
+
+    def _mask_mapping(self, attention_mask, input_tensor):
+        """Gemma2Model.forward's causal_mask_mapping under sdpa (transformers
+        5.x, no cache): "full_attention" is create_causal_mask's None at
+        every length (no padding: is_causal); "sliding_attention" is
+        create_sliding_window_causal_mask's, None below the window, else the
+        bool [B, 1, S, S] mask (sdpa.sliding_window_mask)."""
+        if attention_mask is not None and not bool(attention_mask.bool().all()):
+            raise ValueError("padded batches are not measured with sdpa")
+        window = self.cfg.sliding_window or GEMMA2_SLIDING_WINDOW
+        return {
+            "full_attention": None,
+            "sliding_attention": M.sliding_window_mask(attention_mask, input_tensor.shape[1],
+                                                       window),
+        }
+
+    def model(self, input_ids, attention_mask):
+        """Gemma2Model.forward of transformers 5.x under sdpa: the mask
+        mapping built once, each layer given the mask of its type (a
+        checkpointed layer holds its mask in the checkpointed call, as
+        the Llama path's window rows); otherwise LlamaForCausalLM.model."""
+        if not (self.is_gemma2 and self.cfg.attention == "sdpa"):
+            return super().model(input_ids, attention_mask)
+        inputs_embeds = self.embed_tokens(input_ids)
+        cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
+        position_ids = cache_position.unsqueeze(0)
+        mask_mapping = self._mask_mapping(attention_mask, inputs_embeds)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        hidden_states = self._scale_embeddings(hidden_states)
+        for decoder_layer in self.layers:
+            mask = mask_mapping[decoder_layer.attention_type]
+            if self.gradient_checkpointing and self.training and M.is_window_mask(mask):
+                layer_outputs = self._ckpt(M.mask_in_call(decoder_layer.__call__, mask),
+                                           hidden_states, position_ids, None, False, False,
+                                           cache_position, position_embeddings)
+            elif self.gradient_checkpointing and self.training:
+                layer_outputs = self._ckpt(decoder_layer.__call__, hidden_states, mask,
+                                           position_ids, None, False, False, cache_position,
+                                           position_embeddings)
+            else:
+                layer_outputs = decoder_layer(
+                    hidden_states, attention_mask=mask, position_ids=position_ids,
+                    past_key_value=None, output_attentions=False, use_cache=False,
+                    cache_position=cache_position, position_embeddings=position_embeddings)
+            hidden_states = layer_outputs[0]
+        hidden_states = self.norm(hidden_states)
+        return (hidden_states,)
 
     def forward(self, input_ids, attention_mask=None, labels=None):
         outputs = self.model(input_ids, attention_mask)
