@@ -97,7 +97,8 @@ tid llmem_seg_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
 }
 
 /* GemmaRMSNorm / Gemma2RMSNorm: x.float(), x * rsqrt(mean(x^2) + eps), times
- * (1 + weight.float()), cast back with type_as. */
+ * (1 + weight.float()), cast back with type_as(x): x, the argument, lives to
+ * the end (LlamaRMSNorm rebinds its own to the upcast). */
 static tid gemma_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
 {
     int in_dt = b->g->t[x].dt;
@@ -105,7 +106,9 @@ static tid gemma_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
     tid var = op_mean_last(b, op_pow(b, xf), dim);
     tid normed = op_mul(b, xf, op_rsqrt(b, op_add_scalar(b, var)));
     tid w = op_add_scalar(b, op_cast(b, op_param(b, dim, s->norms_trainable), FP32));
-    return op_cast(b, op_mul(b, normed, w), in_dt);
+    tid out = op_cast(b, op_mul(b, normed, w), in_dt);
+    llmem_graph_hold(b->g, x);
+    return out;
 }
 
 tid llmem_seg_nf4_linear(build *b, tid x, uint64_t in_f, uint64_t out_f)
@@ -122,13 +125,15 @@ tid llmem_seg_norm(build *b, const model_shape *m, const seg_spec *s, tid x)
     return op_layer_norm(b, x, m->hidden, s->norms_trainable, m->norm_bias);
 }
 
-/* apply_rotary_pos_emb: x * cos + rotate_half(x) * sin. */
+/* apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, evaluated left to
+ * right (x * cos lives while rotate_half and its product are made). */
 tid llmem_seg_rotary(build *b, tid x, tid cos, tid sin)
 {
     if (cos < 0)
         return x; /* no rotary tables: phased_unsupported refuses such models */
+    tid with_cos = op_mul(b, x, cos);
     tid rotated = op_cat_halves(b, op_neg(b, x), x);
-    return op_add(b, op_mul(b, x, cos), op_mul(b, rotated, sin));
+    return op_add(b, with_cos, op_mul(b, rotated, sin));
 }
 
 /* repeat_kv with a single kv head: expand + reshape is a stride-0 view. The
