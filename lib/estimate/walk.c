@@ -965,7 +965,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     }
     /* the model's forward returns before the head: its locals go (the mask,
      * unless checkpoints hold it) */
-    w.live -= locals + first_held + (ckpt ? 0 : mask - ids_saved);
+    w.live -= locals + first_held + (ckpt ? sb.ids_unheld : mask - ids_saved);
     if (in->head) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
                   FWD_OF(pos_head), w.grads, held_all + gather->head);
@@ -1034,8 +1034,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             continue;
         }
         uint64_t kept = accumulating ? 0 : layer_kept(keep, g);
-        uint64_t step = g->bwd_end - g->param_grads + kept;
-        int64_t delta = (int64_t)step - (int64_t)g->bwd_start - (int64_t)held;
+        int64_t delta = backward_delta(g, kept, held);
         uint64_t last = (uint64_t)((int64_t)w.live + (int64_t)(g->count - 1) * delta);
         layer_backward(&w, g, w.live - g->bwd_start + gather->layer_bwd, w.grads,
                        held_all + gather->layer_bwd, ckpt);
@@ -1049,7 +1048,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;
     }
-    w.live -= ckpt ? shared - ids_saved : rope; /* released with the first layer's saved tensors */
+    /* released with the first layer's saved tensors */
+    w.live -= ckpt ? shared - ids_saved - sb.ids_unheld : rope;
     if (in->embedding && emb.bwd_start > 0) {
         /* A tied head already holds the token embedding's gradient in the
          * AccumulateGrad buffer; torch 2.x adds the second one in place. */

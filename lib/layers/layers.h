@@ -73,6 +73,8 @@ void llmem_layers_hold_input(graph *g);
  * embedding's spec. */
 typedef struct shared_bytes {
     uint64_t rope, locals, ids_saved;
+    uint64_t ids_unheld; /* of the locals, position ids that no layer takes and nothing
+                            saves: checkpoints do not hold them (GPT-2's, its table frozen) */
 } shared_bytes;
 
 shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, const seg_spec *emb);

@@ -95,6 +95,8 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, con
      * saves when the table trains (OPT's own ids are the embedding's). */
     int learned = m->positions == LLMEM_POSITIONS_LEARNED && !(m->traits & TRAIT_MASK_POSITIONS);
     sb.ids_saved = learned && emb->weights_trainable && b->sp == 1 ? b->seq * INT64 : 0;
+    /* GPT2Block takes no position ids: a checkpointed block does not hold them */
+    sb.ids_unheld = learned && !sb.ids_saved && b->sp == 1 ? b->seq * INT64 : 0;
     sb.locals = b->seq * INT64 + mask_elems(b, m) * (uint64_t)mask_dt(b, m);
     sb.locals += alibi_elems(b, m) * dt + position_id_elems(b, m) * INT64;
     /* FalconModel computes its rotary tables with ALiBi too, for no layer to use */
@@ -112,11 +114,25 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, con
  * LayerNorm, when it needs grads, saves its input. OPT's project_in, and
  * Phi's embedding dropout, rebind inputs_embeds to their output. Megatron's embedding (sequence
  * parallelism) sums inside its own module: only the decoder input stays. */
+/* PEFT's enable_input_require_grads makes a frozen embedding's output a leaf
+ * that requires grad: an op after it (positions, Gemma's normalizer, a
+ * dropout, a projection, a norm) puts an AccumulateGrad node on it, which
+ * keeps it alive through backward (the embedding segment saves it). */
+static int leaf_kept(const build *b, const model_shape *m, const seg_spec *s)
+{
+    return s->input_rg && !s->weights_trainable &&
+           (m->positions == LLMEM_POSITIONS_LEARNED || m->embed_norm ||
+            (m->traits & TRAIT_SCALED_EMBED) ||
+            ((m->traits & TRAIT_EMBED_DROPOUT) && b->dropout[DROPOUT_EMBEDDING] > 0.0));
+}
+
 uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, const seg_spec *s,
                                        int *input_kept)
 {
     uint64_t rows = b->tokens / b->sp, tok = rows * m->embed_dim * (uint64_t)b->param_dt;
     uint64_t H = m->hidden;
+    /* inputs_embeds, unless the embedding segment keeps it anyway */
+    uint64_t embeds_local = leaf_kept(b, m, s) ? 0 : tok;
     int dropout = (m->traits & TRAIT_EMBED_DROPOUT) && !(m->traits & TRAIT_DROPOUT_REBINDS) &&
                   b->dropout[DROPOUT_EMBEDDING] > 0.0;
     *input_kept = 0;
@@ -126,17 +142,17 @@ uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, con
     }
     if (m->traits & TRAIT_MASK_POSITIONS) {
         uint64_t in_dt = (uint64_t)(m->embed_dim != H && b->autocast ? b->compute : b->param_dt);
-        uint64_t embeds = m->embed_dim != H ? rows * H * in_dt : tok;
+        uint64_t embeds = m->embed_dim != H ? rows * H * in_dt : embeds_local;
         return embeds + rows * H * (uint64_t)b->param_dt;
     }
     if (m->positions == LLMEM_POSITIONS_LEARNED)
-        return tok + b->seq * H * (uint64_t)b->param_dt; /* position_embeds: [1, seq, hidden] */
+        return embeds_local + b->seq * H * (uint64_t)b->param_dt; /* position_embeds */
     if (m->embed_norm) {
         int needs_grad = s->norms_trainable || s->weights_trainable || s->input_rg;
         return needs_grad ? 0 : tok;
     }
     if ((m->traits & TRAIT_SCALED_EMBED) || dropout)
-        return tok;
+        return embeds_local;
     *input_kept = 1;
     return 0;
 }
@@ -165,16 +181,9 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
 {
     llmem_region(b, "embedding");
     tid x = op_embedding(b, m->vocab, m->embed_dim, s->weights_trainable, NULL);
-    int leaf = s->input_rg && !s->weights_trainable;
-    if (leaf) {
+    if (s->input_rg && !s->weights_trainable) {
         b->g->t[x].rg = (uint8_t)b->g->grad_enabled;
-        /* An op after it (positions, Gemma's normalizer, a dropout, a
-         * projection, a norm) puts an AccumulateGrad node on the leaf, which
-         * keeps it alive through backward. */
-        int consumed = m->positions == LLMEM_POSITIONS_LEARNED || m->embed_norm ||
-                       (m->traits & TRAIT_SCALED_EMBED) ||
-                       ((m->traits & TRAIT_EMBED_DROPOUT) && b->dropout[DROPOUT_EMBEDDING] > 0.0);
-        if (consumed)
+        if (leaf_kept(b, m, s))
             llmem_graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
     }
     if (m->traits & TRAIT_SCALED_EMBED) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */

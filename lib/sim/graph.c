@@ -107,6 +107,7 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
     op->alloc = t[out].bytes + aux_bytes;
     op->fwd_extra = fwd_extra;
     op->bwd_extra = bwd_extra;
+    op->bwd_final = 0;
     op->region = g->region;
     graph_apply_rule(t, op, any_rg);
     count_saves(t, op, index);
@@ -356,7 +357,12 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop
                     grad[x] = (int16_t)s;
                 }
             }
-            uint64_t now = live + op->bwd_extra;
+            /* A non-reentrant recomputation's saved tensors go when the
+             * function returns, before the engine reduces or casts its
+             * products (the unpacked tensor was the only reference); a
+             * node's own saved tensors, when it is released, after. */
+            uint64_t early = pass == 1 ? release[i] : 0;
+            uint64_t now = live + op->bwd_extra - (early < op->bwd_final ? early : op->bwd_final);
             if (now > peak)
                 peak = now;
             record(&log, kind, now, i, param_grads);

@@ -63,6 +63,7 @@ typedef struct g_op {
     uint64_t alloc;     /* what it allocates: its output's storage (a view: none) and aux */
     uint64_t fwd_extra; /* workspace while the op runs forward */
     uint64_t bwd_extra; /* workspace while the op runs backward */
+    uint64_t bwd_final; /* of its input gradients, those BWD_REDUCE makes after its products */
     const char *region; /* the part of the segment it belongs to ("attention", "mlp") */
 } g_op;
 
@@ -73,8 +74,10 @@ typedef struct g_op {
  * concern ops of two or more inputs. */
 #define SAVE_CROSS 32u
 /* save bit: backward computes the gradient of an input that requires grad
- * and was broadcast or promoted at the output's size first, then reduces
- * or casts it (bwd_extra: the output's bytes). */
+ * and was broadcast or promoted at the output's size, and the engine reduces
+ * or casts it once the function returns (validate_outputs, before the node
+ * releases its saved tensors): bwd_extra, each such product at the output's
+ * size; bwd_final, the reduced gradients among those the op counts. */
 #define BWD_REDUCE 64u
 /* save bit: the op saves a Python number (x * 0.5: MulBackward0's other, a
  * host scalar) when its input requires grad. No device bytes, but a packed
@@ -197,7 +200,7 @@ static inline void graph_apply_rule(g_tensor *t, g_op *op, int any_rg)
     if (!any_rg) {
         op->save = 0;
         if (rule & BWD_REDUCE)
-            op->bwd_extra = 0;
+            op->bwd_extra = op->bwd_final = 0;
         return;
     }
     save = rule & (7u | SAVE_OUT | SAVE_AUX | SAVE_SCALAR);
@@ -209,7 +212,9 @@ static inline void graph_apply_rule(g_tensor *t, g_op *op, int any_rg)
             save |= (y->rg ? 1u : 0) | (x->rg ? 2u : 0);
         if (rule & BWD_REDUCE) {
             uint64_t out = t[op->out].bytes;
-            op->bwd_extra = (x->rg && x->bytes != out) || (y->rg && y->bytes != out) ? out : 0;
+            int rx = x->rg && x->bytes != out, ry = y->rg && y->bytes != out;
+            op->bwd_extra = (rx ? out : 0) + (ry ? out : 0);
+            op->bwd_final = (rx ? x->bytes : 0) + (ry ? y->bytes : 0);
         }
     }
     op->save = (uint8_t)save;
