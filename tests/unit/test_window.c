@@ -15,21 +15,31 @@
 
 #define WINDOW 64
 
+typedef struct model_field {
+    int key;
+    int64_t v;
+} model_field;
+
+/* A custom model of family with fields set. */
+static llmem_model *model_of(int family, const model_field *f, size_t n)
+{
+    llmem_model *m;
+    cr_assert_eq(llmem_model_new(ctx, family, &m), LLMEM_OK);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(llmem_model_set_int(m, f[i].key, f[i].v), LLMEM_OK, "%s",
+                     llmem_ctx_error(ctx));
+    return m;
+}
+
 /* A small Mistral-like model: grouped kv heads, the window at 64 tokens. */
 static llmem_model *small_model(int64_t window)
 {
-    llmem_model *m;
-    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_LLAMA, &m), LLMEM_OK);
-    const struct {
-        int key;
-        int64_t v;
-    } f[] = { { LLMEM_MODEL_HIDDEN, 256 },       { LLMEM_MODEL_LAYERS, 2 },
-              { LLMEM_MODEL_HEADS, 8 },          { LLMEM_MODEL_KV_HEADS, 2 },
-              { LLMEM_MODEL_INTERMEDIATE, 688 }, { LLMEM_MODEL_VOCAB, 4096 },
-              { LLMEM_MODEL_MAX_POSITIONS, 4096 }, { LLMEM_MODEL_SLIDING_WINDOW, window } };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        cr_assert_eq(llmem_model_set_int(m, f[i].key, f[i].v), LLMEM_OK);
-    return m;
+    const model_field f[] = { { LLMEM_MODEL_HIDDEN, 256 },       { LLMEM_MODEL_LAYERS, 2 },
+                              { LLMEM_MODEL_HEADS, 8 },          { LLMEM_MODEL_KV_HEADS, 2 },
+                              { LLMEM_MODEL_INTERMEDIATE, 688 }, { LLMEM_MODEL_VOCAB, 4096 },
+                              { LLMEM_MODEL_MAX_POSITIONS, 4096 },
+                              { LLMEM_MODEL_SLIDING_WINDOW, window } };
+    return model_of(LLMEM_FAMILY_LLAMA, f, sizeof f / sizeof f[0]);
 }
 
 static llmem_train *job(const char *attention, const char *precision, const char *ckpt,
@@ -249,20 +259,12 @@ Test(window, the_step_bound_counts_the_mask_from_the_window_on)
 /* A small Gemma-2: its even layers slide (window 64), its odd ones attend in full. */
 static llmem_model *small_gemma2(int64_t layers)
 {
-    llmem_model *m;
-    cr_assert_eq(llmem_model_new(ctx, LLMEM_FAMILY_GEMMA2, &m), LLMEM_OK);
-    const struct {
-        int key;
-        int64_t v;
-    } f[] = { { LLMEM_MODEL_HIDDEN, 256 },       { LLMEM_MODEL_LAYERS, layers },
-              { LLMEM_MODEL_HEADS, 4 },          { LLMEM_MODEL_KV_HEADS, 2 },
-              { LLMEM_MODEL_HEAD_DIM, 64 },      { LLMEM_MODEL_INTERMEDIATE, 512 },
-              { LLMEM_MODEL_VOCAB, 2048 },       { LLMEM_MODEL_MAX_POSITIONS, 4096 },
-              { LLMEM_MODEL_SLIDING_WINDOW, WINDOW } };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        cr_assert_eq(llmem_model_set_int(m, f[i].key, f[i].v), LLMEM_OK, "%s",
-                     llmem_ctx_error(ctx));
-    return m;
+    const model_field f[] = { { LLMEM_MODEL_HIDDEN, 256 },       { LLMEM_MODEL_LAYERS, layers },
+                              { LLMEM_MODEL_HEADS, 4 },          { LLMEM_MODEL_KV_HEADS, 2 },
+                              { LLMEM_MODEL_HEAD_DIM, 64 },      { LLMEM_MODEL_INTERMEDIATE, 512 },
+                              { LLMEM_MODEL_VOCAB, 2048 },       { LLMEM_MODEL_MAX_POSITIONS, 4096 },
+                              { LLMEM_MODEL_SLIDING_WINDOW, WINDOW } };
+    return model_of(LLMEM_FAMILY_GEMMA2, f, sizeof f / sizeof f[0]);
 }
 
 /* The largest point of the run's timeline, which walks the layers one by

@@ -141,11 +141,7 @@ ROWS = [
 
 
 def run_config(row):
-    if SIZES[row[1]]["family"] in GF.DEFAULTS:
-        rid, rc = G.run_config(row, SIZES, GF.RunConfigFamilies)
-        GF.mirror_biases(rc)
-        return rid, rc
-    return G.run_config(row, SIZES, GM.RunConfigMore)
+    return LP.run_config(row, SIZES)
 
 
 # --- where the backward peak falls ----------------------------------------

@@ -160,12 +160,14 @@ ROWS = [
 ]
 
 
-def run_config(row):
-    if SIZES[row[1]]["family"] in GF.DEFAULTS:
-        rid, rc = G.run_config(row, SIZES, GF.RunConfigFamilies)
+def run_config(row, sizes=None):
+    """A row's configuration from ``sizes`` (this grid's SIZES by default)."""
+    sizes = SIZES if sizes is None else sizes
+    if sizes[row[1]]["family"] in GF.DEFAULTS:
+        rid, rc = G.run_config(row, sizes, GF.RunConfigFamilies)
         GF.mirror_biases(rc)
         return rid, rc
-    return G.run_config(row, SIZES, GM.RunConfigMore)
+    return G.run_config(row, sizes, GM.RunConfigMore)
 
 
 def csv_row(rid, rc, res):

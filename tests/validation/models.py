@@ -792,11 +792,12 @@ class LlamaForCausalLM(CausalLMBase):
         cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1],
                                       device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
-        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        masks = self._layer_masks(attention_mask, inputs_embeds, cache_position)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         hidden_states = self._scale_embeddings(hidden_states)
         for decoder_layer in self.layers:
+            causal_mask = self._mask_of(decoder_layer, masks)
             if self.gradient_checkpointing and self.training and is_window_mask(causal_mask):
                 layer_outputs = self._ckpt(mask_in_call(decoder_layer.__call__, causal_mask),
                                            hidden_states, position_ids, None, False, False,
@@ -817,6 +818,15 @@ class LlamaForCausalLM(CausalLMBase):
     def _scale_embeddings(self, hidden_states):
         """Llama does not scale its embeddings (Gemma does: models_more.py)."""
         return hidden_states
+
+    def _layer_masks(self, attention_mask, inputs_embeds, cache_position):
+        """The masks the model's forward builds once for its layers: Llama's
+        one (Gemma-2's per layer type under SDPA: models_more.py)."""
+        return self._update_causal_mask(attention_mask, inputs_embeds, cache_position)
+
+    def _mask_of(self, decoder_layer, masks):
+        """The mask a layer gets of those _layer_masks built."""
+        return masks
 
     def forward(self, input_ids, attention_mask=None, labels=None):
         outputs = self.model(input_ids, attention_mask)

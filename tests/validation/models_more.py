@@ -418,53 +418,31 @@ class MoreForCausalLM(M.LlamaForCausalLM):
             dtype=input_tensor.dtype, device=input_tensor.device,
             cache_position=cache_position, batch_size=input_tensor.shape[0])
 
-    def _mask_mapping(self, attention_mask, input_tensor):
+    def _layer_masks(self, attention_mask, inputs_embeds, cache_position):
         """Gemma2Model.forward's causal_mask_mapping under sdpa (transformers
         5.x, no cache): "full_attention" is create_causal_mask's None at
         every length (no padding: is_causal); "sliding_attention" is
         create_sliding_window_causal_mask's, None below the window, else the
-        bool [B, 1, S, S] mask (sdpa.sliding_window_mask)."""
+        bool [B, 1, S, S] mask (sdpa.sliding_window_mask). Eager, and the
+        other families: Llama's one mask."""
+        if not (self.is_gemma2 and self.cfg.attention == "sdpa"):
+            return super()._layer_masks(attention_mask, inputs_embeds, cache_position)
         if attention_mask is not None and not bool(attention_mask.bool().all()):
             raise ValueError("padded batches are not measured with sdpa")
         window = self.cfg.sliding_window or GEMMA2_SLIDING_WINDOW
         return {
             "full_attention": None,
-            "sliding_attention": M.sliding_window_mask(attention_mask, input_tensor.shape[1],
+            "sliding_attention": M.sliding_window_mask(attention_mask, inputs_embeds.shape[1],
                                                        window),
         }
 
-    def model(self, input_ids, attention_mask):
-        """Gemma2Model.forward of transformers 5.x under sdpa: the mask
-        mapping built once, each layer given the mask of its type (a
-        checkpointed layer holds its mask in the checkpointed call, as
-        the Llama path's window rows); otherwise LlamaForCausalLM.model."""
-        if not (self.is_gemma2 and self.cfg.attention == "sdpa"):
-            return super().model(input_ids, attention_mask)
-        inputs_embeds = self.embed_tokens(input_ids)
-        cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
-        position_ids = cache_position.unsqueeze(0)
-        mask_mapping = self._mask_mapping(attention_mask, inputs_embeds)
-        hidden_states = inputs_embeds
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        hidden_states = self._scale_embeddings(hidden_states)
-        for decoder_layer in self.layers:
-            mask = mask_mapping[decoder_layer.attention_type]
-            if self.gradient_checkpointing and self.training and M.is_window_mask(mask):
-                layer_outputs = self._ckpt(M.mask_in_call(decoder_layer.__call__, mask),
-                                           hidden_states, position_ids, None, False, False,
-                                           cache_position, position_embeddings)
-            elif self.gradient_checkpointing and self.training:
-                layer_outputs = self._ckpt(decoder_layer.__call__, hidden_states, mask,
-                                           position_ids, None, False, False, cache_position,
-                                           position_embeddings)
-            else:
-                layer_outputs = decoder_layer(
-                    hidden_states, attention_mask=mask, position_ids=position_ids,
-                    past_key_value=None, output_attentions=False, use_cache=False,
-                    cache_position=cache_position, position_embeddings=position_embeddings)
-            hidden_states = layer_outputs[0]
-        hidden_states = self.norm(hidden_states)
-        return (hidden_states,)
+    def _mask_of(self, decoder_layer, masks):
+        """Under sdpa a Gemma-2 layer gets the mask of its type (a
+        checkpointed sliding layer holds it in its call, as the Llama path's
+        window rows do)."""
+        if isinstance(masks, dict):
+            return masks[decoder_layer.attention_type]
+        return masks
 
     def forward(self, input_ids, attention_mask=None, labels=None):
         outputs = self.model(input_ids, attention_mask)
