@@ -455,14 +455,6 @@ static int split_runs(const model_shape *m, const setup *s, layer_group *g, int 
 
 enum { PAIR_NONE, PAIR_FIRST, PAIR_SECOND };
 
-/* Whether alternate layers take SDPA's sliding-window mask at this seq
- * (Gemma-2: layer_types, sliding on even layers, full on odd ones). */
-static int alternate_window(const model_shape *m, const build *b)
-{
-    return (m->traits & TRAIT_ALTERNATE_WINDOW) &&
-           llmem_model_window_reached(m, b->attention, b->seq);
-}
-
 /* The runs of a one-stage rank (the layouts check refuses pipelines here)
  * as runs of identical layers again: a run of n >= 2 layers becomes its
  * pairs, two interleaved runs of n / 2 layers each, the first's layers of
@@ -851,7 +843,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
 
     int nall = layer_groups(m, s, all);
     int ngroups = clip_groups(all, nall, in, groups);
-    if (alternate_window(m, &b)) {
+    if (llmem_model_window_alternates(m, b.attention, b.seq)) {
         layer_group one_kind[MAX_GROUPS];
         memcpy(one_kind, groups, (size_t)ngroups * sizeof *groups);
         ngroups = alternate_runs(one_kind, ngroups, groups);

@@ -105,15 +105,6 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, con
     return sb;
 }
 
-/* The locals are inputs_embeds (the token embedding's output) and learned
- * position embeddings (GPT2Model's position_embeds, OPTDecoder's pos_embeds):
- * the layers get a new tensor (their sum, Gemma's hidden_states *
- * normalizer, BLOOM's word_embeddings_layernorm, an embedding dropout) and
- * the locals stay bound beside it. Embedding backward saves only the
- * indices and a sum or a scaling by a constant nothing, so only BLOOM's
- * LayerNorm, when it needs grads, saves its input. OPT's project_in, and
- * Phi's embedding dropout, rebind inputs_embeds to their output. Megatron's embedding (sequence
- * parallelism) sums inside its own module: only the decoder input stays. */
 /* PEFT's enable_input_require_grads makes a frozen embedding's output a leaf
  * that requires grad: an op after it (positions, Gemma's normalizer, a
  * dropout, a projection, a norm) puts an AccumulateGrad node on it, which
@@ -126,6 +117,15 @@ static int leaf_kept(const build *b, const model_shape *m, const seg_spec *s)
             ((m->traits & TRAIT_EMBED_DROPOUT) && b->dropout[DROPOUT_EMBEDDING] > 0.0));
 }
 
+/* The locals are inputs_embeds (the token embedding's output) and learned
+ * position embeddings (GPT2Model's position_embeds, OPTDecoder's pos_embeds):
+ * the layers get a new tensor (their sum, Gemma's hidden_states *
+ * normalizer, BLOOM's word_embeddings_layernorm, an embedding dropout) and
+ * the locals stay bound beside it. Embedding backward saves only the
+ * indices and a sum or a scaling by a constant nothing, so only BLOOM's
+ * LayerNorm, when it needs grads, saves its input. OPT's project_in, and
+ * Phi's embedding dropout, rebind inputs_embeds to their output. Megatron's embedding (sequence
+ * parallelism) sums inside its own module: only the decoder input stays. */
 uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, const seg_spec *s,
                                        int *input_kept)
 {

@@ -7,6 +7,7 @@
 #include "core/fields.h"
 #include "llmem.h"
 #include "model/dropout.h"
+#include "model/families.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -76,6 +77,13 @@ static inline int llmem_window_reached(uint64_t window, int attention, uint64_t 
 static inline int llmem_model_window_reached(const model_shape *m, int attention, uint64_t seq)
 {
     return llmem_window_reached(m->sliding_window, attention, seq);
+}
+
+/* Whether only alternate layers take that mask (Gemma-2: layer_types, the
+ * window on even layers, full attention on odd ones). */
+static inline int llmem_model_window_alternates(const model_shape *m, int attention, uint64_t seq)
+{
+    return (m->traits & TRAIT_ALTERNATE_WINDOW) && llmem_model_window_reached(m, attention, seq);
 }
 
 /* Parameter counts by part; everything the estimators need to split weights

@@ -121,8 +121,7 @@ int llmem_layout_check_point(llmem_ctx *ctx, const layout *l, const model_shape 
 {
     /* Where alternate layers take the window, stages of an odd first layer
      * and of an even one differ: the rank classes do not tell them apart. */
-    if (l->pp > 1 && (m->traits & TRAIT_ALTERNATE_WINDOW) &&
-        llmem_model_window_reached(m, s->attention, s->seq))
+    if (l->pp > 1 && llmem_model_window_alternates(m, s->attention, s->seq))
         return llmem__fail_field(ctx, LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_PP, LLMEM_ENOTSUP,
                                  "pp: %llu stages with a sliding window (%llu) on alternate "
                                  "layers (seq %llu reaches it, under sdpa) are not modelled; "
