@@ -17,8 +17,12 @@ if ! command -v valgrind >/dev/null; then
     echo "bench_instructions: valgrind not found" >&2
     exit 0
 fi
+# callgrind's profile goes to a file of our own: given /dev/null, callgrind
+# run as root replaces the device with a regular file
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 count() { # count LABEL CALLS [PRESET]: instructions of the whole run
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" --calls "$@" 2>&1 |
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" --calls "$@" 2>&1 |
         awk '/Collected :/ { print $4 }'
 }
 labels=(

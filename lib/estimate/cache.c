@@ -6,7 +6,7 @@
 void llmem_segcache_init(seg_cache *c)
 {
     c->context_known = 0;
-    c->context = c->serial = c->clock = 0;
+    c->context = c->serial = c->clock = c->restarts = 0;
     c->context_entries = 0;
     c->pos = c->high = c->victim = 0;
     c->walk_start = 0;
@@ -25,10 +25,11 @@ void llmem_segcache_init(seg_cache *c)
 /* Start over, keeping the serials growing (stale keys never match). */
 static void start_over(seg_cache *c)
 {
-    uint64_t serial = c->serial, clock = c->clock;
+    uint64_t serial = c->serial, clock = c->clock, restarts = c->restarts;
     llmem_segcache_init(c);
     c->serial = serial;
     c->clock = clock;
+    c->restarts = restarts + 1;
 }
 
 void llmem_segcache_begin(seg_cache *c, int same_context, uint64_t walk_key)
@@ -150,13 +151,14 @@ static uint64_t query_tag(uint64_t context, const seg_query *q)
     h ^= (uint64_t)q->regime << 8 | (uint64_t)q->grad_enabled << 4 |
          (uint64_t)q->mode << 2 | (uint64_t)q->hold_input;
     h ^= q->piece * 0xbf58476d1ce4e5b9u;
+    h ^= q->at * 0x94d049bb133111ebu;
     return h;
 }
 
 static int matches(const seg_entry *x, uint64_t tag, uint64_t context, const seg_query *q)
 {
     return x->tag == tag && x->context == context && x->fn == q->fn && x->regime == q->regime &&
-           x->piece == q->piece && x->grad_enabled == q->grad_enabled &&
+           x->at == q->at && x->piece == q->piece && x->grad_enabled == q->grad_enabled &&
            x->mode == q->mode && x->hold_input == q->hold_input &&
            same_bytes(&x->spec, q->spec, sizeof x->spec);
 }
@@ -241,7 +243,7 @@ static void keep_form(seg_cache *c, seg_entry *x, compiled_form *f)
     if (!keep_room(c, x, f, whole))
         return;
     if (!whole) {
-        x->full = *f; /* a row (seq 1 to 3) or column (batch 1) is the whole regime */
+        x->full = *f; /* a row (seq 1 to 3, or one seq) or column (batch 1) is the whole regime */
         return;
     }
     int i = x->nforms < SEG_FORMS ? x->nforms++ : x->next_form;
@@ -347,8 +349,7 @@ int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, co
     if (c->walk >= 0 && at < SEG_HINTS && c->walk_stamp[c->walk][at] != 0 && c->context_known) {
         seg_entry *w = &c->entry[c->walk_entry[c->walk][at]];
         if (c->walk_entry[c->walk][at] < c->high && w->stamp == c->walk_stamp[c->walk][at] &&
-            w->regime == q->regime &&
-            w->piece == q->piece) {
+            w->regime == q->regime && w->at == q->at && w->piece == q->piece) {
             x = w;
             c->last = x;
             goto found;
@@ -419,6 +420,7 @@ static seg_entry *add_entry(seg_cache *c, const seg_query *q)
     x->mode = q->mode;
     x->hold_input = q->hold_input;
     x->regime = q->regime;
+    x->at = q->at;
     x->piece = q->piece;
     x->used = ++c->clock;
     return x;
@@ -434,7 +436,7 @@ void llmem_segcache_learn(seg_cache *c, const seg_query *q, uint64_t batch, uint
     }
     if (x->unstable)
         return;
-    if (x->regime >= REGIME_POINT1) { /* one point: its cost is all there is to keep */
+    if (llmem_regime_is_point(x->regime)) { /* its cost is all there is to keep */
         x->sample[0].batch = batch;
         x->sample[0].seq = seq;
         x->sample[0].cost = *cost;

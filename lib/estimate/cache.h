@@ -12,8 +12,8 @@
  * The key: the model shape the walk runs and the build's settings (the
  * context, looked up once per walk), then the builder, its seg_spec, the
  * grad mode, the sim_mode (how a checkpoint recomputes it), what it holds,
- * the regime of (batch, seq) and the builder's
- * piece (layers.h). Everything lives in the handle: nothing is allocated,
+ * the regime of (batch, seq), the seq itself for a regime of one seq, and
+ * the builder's piece (layers.h). Everything lives in the handle: nothing is allocated,
  * and a full arena starts over.
  */
 #ifndef LLMEM_ESTIMATE_CACHE_H
@@ -54,6 +54,7 @@ typedef struct seg_query {
     segment_builder fn;
     const seg_spec *spec;
     int grad_enabled, mode, hold_input, regime; /* mode: sim_mode */
+    uint64_t at;    /* the seq of a regime of one seq (REGIME_ROW_AT, REGIME_POINT_AT), else 0 */
     uint64_t piece;
 } seg_query;
 
@@ -69,7 +70,7 @@ typedef struct seg_entry {
     segment_builder fn;
     seg_spec spec;
     int grad_enabled, mode, hold_input, regime;
-    uint64_t piece;
+    uint64_t at, piece;
     uint64_t used;
     int nfwd, nbwd;    /* steps logged forward and backward (the same at every sample) */
     int unstable;      /* they were not: simulate every time */
@@ -92,7 +93,7 @@ typedef struct seg_cache {
     /* A walk the caller names (walk_key: its configuration and rank) asks for
      * the same segments in the same order every time, but for their regime
      * and piece: the entry it found at each position, checked by stamp,
-     * regime and piece, needs no key compared. */
+     * regime, seq (at) and piece, needs no key compared. */
     int walk;          /* this walk's slot, or -1 */
     int walk_full;     /* every segment of this walk so far came from a compiled form */
     uint64_t walk_key[SEG_WALKS];
@@ -102,6 +103,7 @@ typedef struct seg_cache {
     int victim;        /* the next entry to reuse when all are in use */
     uint64_t walk_start; /* the clock when this walk began */
     int reset;         /* the arena is full: start over at the next lookup */
+    uint64_t restarts; /* times it started over (white-box tests) */
     seg_entry *last;   /* the entry of the last lookup, or NULL */
     uint64_t tag;      /* the last lookup's tag */
     seg_context contexts[SEG_CONTEXTS];

@@ -33,12 +33,13 @@ void llmem_estimate_forget(llmem_estimate *e)
     e->walk.same_context = 0;
     e->walk.walk_key = 0;
     e->walk.loss_chunk = 0;
-    e->walk.compiled = e->walk.answered = 0;
+    e->walk.compiled = e->walk.answered = e->walk.simulated = 0;
     for (int k = 0; k < SEG_WALKS; k++) {
         e->walk.memo[k].key = 0;
         for (int g = 0; g < WALK_REGIMES; g++) {
             e->walk.forms[k][g].state = 0;
             e->walk.forms[k][g].key = 0;
+            e->walk.forms[k][g].at = 0;
         }
     }
     e->last_config = NULL;
@@ -369,7 +370,8 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
     uint64_t batch = rc->run.batch, seq = rc->run.seq;
     uint64_t bs[WALK_GRID + WALK_CHECKS], ss[WALK_GRID + WALK_CHECKS];
     walk_log logs[WALK_GRID + WALK_CHECKS];
-    int regime = llmem_regime(batch, seq), n = llmem_walkform_grid(regime, seq, bs, ss);
+    int regime = llmem_regime_of(batch, seq, (ws->walk_key & WALK_KEY_WINDOW) != 0);
+    int n = llmem_walkform_grid(regime, seq, bs, ss);
     f->key = ws->walk_key;
     f->state = -1;
     if (n == 0)
@@ -530,13 +532,14 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
  * every run. A fused loss's segment changes with its chunk (a power of two
  * of the tokens): each chunk names a walk of its own, coded in the low five
  * bits (0: no fused loss, 1: all the tokens, 2 + log2 of the chunk). From a
- * sliding window on the layers take a mask: bit 5 (such walks are never
- * compiled, and a walk compiled below the window must not answer them). */
+ * sliding window on the layers take a mask: WALK_KEY_WINDOW (bit 5; such
+ * walks are compiled one seq at a time, and a walk compiled below the
+ * window must not answer them). */
 static uint64_t walk_key(const est_config *cf, int rank, const setup *run)
 {
     uint64_t key = (cf->serial * RANKS_MAX + (uint64_t)rank + 1) * 64;
     if (llmem_model_window_reached(&cf->shape, run->attention, run->seq))
-        key += 32;
+        key += WALK_KEY_WINDOW;
     if (run->loss != LLMEM_LOSS_CHUNKED)
         return key;
     uint64_t piece = loss_piece(&cf->shape, run), code = 1; /* all the tokens */

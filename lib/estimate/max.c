@@ -9,8 +9,9 @@
 #include <stdio.h>
 
 /* The smallest value tried past what the estimate counts (EOVERFLOW) or
- * models for the searched field (ENOTSUP naming it: Gemma-2 under sdpa from
- * its sliding window on), with that run's status and message. */
+ * models for the searched field (ENOTSUP naming it: SDPA's masked kernel
+ * from a sliding window on, for head sizes it does not take), with that
+ * run's status and message. */
 typedef struct beyond_range {
     int64_t value;
     int rc;

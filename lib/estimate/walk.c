@@ -142,11 +142,10 @@ static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const mo
  * small samples (sim/compiled.h), which these are not. Under sequence
  * parallelism a rank holds batch x seq / sp tokens, a floor division (with
  * 128 ranks small samples hold 0 tokens and a polynomial of zeros fits
- * them: found by the estimate fuzzer); from a sliding window on, the layers
- * take a mask the samples below it lack, padded to a multiple of 8. */
-static int uncached(const build *b, const model_shape *m)
+ * them: found by the estimate fuzzer). */
+static int uncached(const build *b)
 {
-    return b->sp > 1 || llmem_model_window_reached(m, b->attention, b->seq);
+    return b->sp > 1;
 }
 
 /* A segment's cost: from the handle's cache of segments when it knows this
@@ -177,11 +176,16 @@ static void sim_cached(walk_scratch *e, const build *b, const seg_query *q, int 
         llmem_segcache_learn(&e->cache, q, b->batch, b->seq, c, g->nevents_forward, g->nevents);
 }
 
+/* From a sliding window on, the layers take a mask padded to a multiple of
+ * 8 and SDPA's log-sum-exp rounds to 32: segments are cached one seq at a
+ * time (rows in the batch) there, their seq in the key. */
 static seg_query query(const build *b, segment_builder fn, const model_shape *m,
                        const seg_spec *spec, int grad_enabled, int mode)
 {
+    int at_one_seq = llmem_model_window_reached(m, b->attention, b->seq);
     return (seg_query){ fn, spec, grad_enabled, mode, b->hold_input,
-                        llmem_regime(b->batch, b->seq), llmem_layers_piece(b, m, spec) };
+                        llmem_regime_of(b->batch, b->seq, at_one_seq),
+                        at_one_seq ? b->seq : 0, llmem_layers_piece(b, m, spec) };
 }
 
 /* A segment's cost, from the cache or simulated. */
@@ -835,7 +839,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     b.sp = in->sp;
     b.ep = in->ep;
     b.loss_chunk = e->loss_chunk;
-    e->uncached = uncached(&b, m);
+    e->uncached = uncached(&b);
     /* The residual stream between layers (split over sp ranks under sequence parallelism). */
     uint64_t rank_tokens = b.sp == 1 ? b.tokens : b.tokens / b.sp;
     uint64_t x_bytes = rank_tokens * m->hidden * (uint64_t)residual_dt(&b, m);
@@ -1177,10 +1181,15 @@ int llmem_walk_known_peak(walk_scratch *e, uint64_t batch, uint64_t seq,
 /* The compiled walk of this walk's key and regime, if there is one. */
 walk_form *llmem_walk_form(walk_scratch *e, uint64_t batch, uint64_t seq)
 {
-    int regime = llmem_regime(batch, seq);
+    int regime = llmem_regime_of(batch, seq, (e->walk_key & WALK_KEY_WINDOW) != 0);
     if (e->walk_key == 0 || regime >= WALK_REGIMES)
         return NULL;
-    return &e->forms[llmem_walk_slot(e->walk_key)][regime];
+    walk_form *f = &e->forms[llmem_walk_slot(e->walk_key)][regime];
+    if (regime == REGIME_ROW_AT && f->at != seq) { /* another seq's: forgotten */
+        f->key = 0;
+        f->at = seq;
+    }
+    return f;
 }
 
 static void remember(walk_scratch *e, uint64_t batch, uint64_t seq, const walk_result *r)

@@ -122,7 +122,10 @@ int llmem_walk_known_peak(walk_scratch *ws, uint64_t batch, uint64_t seq,
 /* Walk the step, logging its moments (never a compiled walk). */
 int llmem_walk_logged(walk_scratch *ws, const walk_input *in, walk_result *out, walk_log *log);
 /* The compiled walk slot of ws's walk_key at (batch, seq), or NULL (no key,
- * or a regime of one point). */
+ * or a regime of one point). A walk key with WALK_KEY_WINDOW takes the
+ * regimes of one seq (sim/compiled.h): its slot is of one seq at a time,
+ * and one of another seq is forgotten (its key cleared) when asked for. */
+#define WALK_KEY_WINDOW 32
 walk_form *llmem_walk_form(walk_scratch *ws, uint64_t batch, uint64_t seq);
 
 #endif

@@ -22,7 +22,7 @@ int llmem_walkform_grid(int regime, uint64_t seq, uint64_t batch[WALK_GRID + WAL
         }
         return 3;
     }
-    if (regime >= REGIME_SEQ1 && regime < REGIME_SEQ1 + 3) {
+    if ((regime >= REGIME_SEQ1 && regime < REGIME_SEQ1 + 3) || regime == REGIME_ROW_AT) {
         for (int i = 0; i < 4; i++) {
             batch[i] = row_b[i];
             seqs[i] = seq;

@@ -8,7 +8,8 @@
  * the batch), polynomials in the monomials 1, S, B, BS, BS^2, S^2 like every
  * size of a segment. So the bases of a regime are found exactly from the
  * walk run at a grid of small points (B in {2, 3} x S in {4, 5, 6}; a line
- * in B for S = 1..3, a quadratic in S for B = 1), checked at points off the
+ * in B for S = 1..3 and at a seq of its own, a quadratic in S for B = 1),
+ * checked at points off the
  * grid, and an estimate then evaluates them with the segments' frontiers
  * instead of walking.
  *
@@ -25,7 +26,7 @@
 #define WALK_MOMENTS 40 /* moments a compiled walk may have */
 #define WALK_GRID 6     /* grid points a fit needs at most */
 #define WALK_CHECKS 2   /* points off the grid it is checked at (with the caller's) */
-#define WALK_REGIMES 5  /* regimes compiled: all but the points (REGIME_POINT1..) */
+#define WALK_REGIMES 6  /* regimes compiled: all but the points (REGIME_POINT1..) */
 
 /* What a walk logs: its moments in order, and what finishing needs. */
 typedef struct walk_log {
@@ -49,6 +50,7 @@ typedef struct walk_log {
 typedef struct walk_form {
     int state;                         /* 0: none (key seen once), 1: compiled, -1: refused */
     uint64_t key;                      /* the walk's key (walk_scratch) */
+    uint64_t at;                       /* REGIME_ROW_AT's slot: the seq it is of */
     int regime;
     int kind;                          /* FORM_ROW, FORM_COL or FORM_FULL */
     int n;                             /* moments, one per frontier step, phase by phase */

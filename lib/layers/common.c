@@ -428,7 +428,8 @@ static tid sdpa_windowed(build *b, const model_shape *m, tid q, tid k, tid v, ti
     tid bias = op_unary(b, op_unary(b, mask, cells, 1, 0, 0), cells, dt, 0, 0);
     if (b->seq % 8 != 0) /* pad_bias<8>: a padded copy, sliced back */
         bias = op_unary(b, bias, b->batch * b->seq * round_up(b->seq, 8), dt, 0, 0);
-    /* simulated at every point (never compiled): the log-sum-exp's rounding too */
+    /* not a polynomial in seq (nor the log-sum-exp, rounded to 32): cached one
+     * seq at a time (sim/compiled.h: REGIME_ROW_AT) */
     return masked_kernel(b, &heads, q, kr, vr, bias, round_up(b->seq, 32));
 }
 

@@ -34,12 +34,18 @@
                            input_saved, param_grads_wide, cached */
 #define FORM_FRONTIER 48 /* steps a form may keep per phase */
 
-/* Regimes: where the tape's structure is fixed (see above). */
+/* Regimes: where the tape's structure is fixed (see above). From a sliding
+ * window on, the layers' mask is padded to a multiple of 8 and SDPA's
+ * log-sum-exp to one of 32 (layers/common.c): sizes are not polynomials in S
+ * there, but at one seq they still are lines in B, so such a step takes the
+ * regimes of one seq (the caller keys them by it). */
 enum regime {
     REGIME_GENERAL = 0,  /* B >= 2, S >= 4: polynomials in 1, S, S^2, B, BS, BS^2 */
     REGIME_SEQ1 = 1,     /* B >= 2, S = 1, 2, 3 (REGIME_SEQ1 - 1 + S): lines in B */
     REGIME_BATCH1 = 4,   /* B = 1, S >= 4: quadratics in S */
-    REGIME_POINT1 = 5    /* B = 1, S = 1, 2, 3 (REGIME_POINT1 - 1 + S): one value each */
+    REGIME_ROW_AT = 5,   /* B >= 2 at one seq the caller names: lines in B */
+    REGIME_POINT1 = 6,   /* B = 1, S = 1, 2, 3 (REGIME_POINT1 - 1 + S): one value each */
+    REGIME_POINT_AT = 9  /* B = 1 at one seq the caller names: one value */
 };
 
 static inline int llmem_regime(uint64_t batch, uint64_t seq)
@@ -48,6 +54,21 @@ static inline int llmem_regime(uint64_t batch, uint64_t seq)
     if (batch == 1)
         return small ? REGIME_POINT1 - 1 + small : REGIME_BATCH1;
     return small ? REGIME_SEQ1 - 1 + small : REGIME_GENERAL;
+}
+
+/* The regime of (batch, seq) when the tape's structure may change at every
+ * seq (at_one_seq): a row or a point of that seq; else llmem_regime's. */
+static inline int llmem_regime_of(uint64_t batch, uint64_t seq, int at_one_seq)
+{
+    if (at_one_seq)
+        return batch == 1 ? REGIME_POINT_AT : REGIME_ROW_AT;
+    return llmem_regime(batch, seq);
+}
+
+/* Whether a regime holds one point (its cost is all there is to keep). */
+static inline int llmem_regime_is_point(int regime)
+{
+    return regime >= REGIME_POINT1;
 }
 
 /* One simulated sample: the seg_cost fields, then the live bytes of each

@@ -10,7 +10,7 @@
  *
  * A fresh handle is one allocation forgotten before each run
  * (llmem_estimate_forget, what llmem_estimate_new does after allocating):
- * under ASan a new 615 KiB allocation costs milliseconds. The test that walks
+ * under ASan a new 653 KiB allocation costs milliseconds. The test that walks
  * one handle through many setups takes really new handles.
  */
 #include "estimate/estimate.h"
@@ -178,10 +178,12 @@ Test(cache, sweeps_on_one_handle_equal_fresh_handles)
 static const uint64_t grid_batch[] = { 1, 2, 3, 5, 8, 13 };
 static const uint64_t grid_seq[] = { 1, 2, 3, 4, 7, 64, 300, 1024, 2000 };
 
-static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
-                     const llmem_parallel *par, const char *label)
+/* The grid of bs x ss, walked in those three orders. */
+static int walk_points(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
+                       const llmem_parallel *par, const char *label, const uint64_t *bs,
+                       size_t nb, const uint64_t *ss, size_t ns)
 {
-    size_t nb = N(grid_batch), ns = N(grid_seq), n = nb * ns;
+    size_t n = nb * ns;
     unsigned rnd = 12345;
     int ok = 1;
     for (int order = 0; order < 3; order++)
@@ -200,14 +202,21 @@ static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_tr
                 rnd = rnd * 1103515245u + 12345u;
                 si = (rnd >> 16) % ns;
             }
-            set_point(t, grid_batch[bi], grid_seq[si]);
+            set_point(t, bs[bi], ss[si]);
             snprintf(what, sizeof what, "%s order %d b%llu s%llu", label, order,
-                     (unsigned long long)grid_batch[bi], (unsigned long long)grid_seq[si]);
+                     (unsigned long long)bs[bi], (unsigned long long)ss[si]);
             ok &= same_as_fresh(ctx, e, m, t, par, what);
             if (!ok)
                 return 0; /* one mismatch says enough */
         }
     return ok;
+}
+
+static int walk_grid(llmem_ctx *ctx, llmem_estimate *e, llmem_model *m, llmem_train *t,
+                     const llmem_parallel *par, const char *label)
+{
+    return walk_points(ctx, e, m, t, par, label, grid_batch, N(grid_batch), grid_seq,
+                       N(grid_seq));
 }
 
 static const char *const grid_presets[] = {
@@ -265,6 +274,82 @@ Test(cache, grids_in_every_regime_equal_fresh_handles)
             llmem_train_free(t);
             llmem_model_free(m);
         }
+    reference_done();
+    llmem_ctx_free(ctx);
+}
+
+/* From a sliding window on, SDPA's mask is padded to a multiple of 8 (and
+ * its log-sum-exp to 32): segments and walks are cached one seq at a time
+ * there (sim/compiled.h: REGIME_ROW_AT), their seq in the key. Grids just
+ * below, at and past the window of Phi-3-mini (2047), Mistral-7B-v0.1 (4096)
+ * and gemma-2-9b (4096, its even layers masked), seqs of every residue that
+ * matters, equal fresh handles; compiled walks answer points past the window
+ * (the one seq below it never compiles: its regime needs more seqs; a
+ * fused loss's chunks and gemma-2's freeze, more than SEG_HINTS segments,
+ * compile none), and the grid swept again simulates nothing. */
+Test(cache, windowed_grids_equal_fresh_handles)
+{
+    static const struct {
+        const char *preset;
+        uint64_t window;
+    } models[] = { { "microsoft/Phi-3-mini-4k-instruct", 2047 },
+                   { "mistralai/Mistral-7B-v0.1", 4096 },
+                   { "google/gemma-2-9b", 4096 } };
+    static const struct {
+        const char *precision, *method, *ckpt, *loss;
+        double dropout;
+    } setups[] = { { "bf16-mixed", "full", "none", "upcast", 0.0 },
+                   { "fp32", "lora", "full", "chunked", 0.1 },
+                   { "bf16", "freeze", "reentrant", "upcast", 0.0 },
+                   { "bf16-mixed", "qlora", "full", "upcast", 0.1 } };
+    static const uint64_t batches[] = { 1, 2, 3, 5, 8, 13, 21 };
+    static const int64_t offsets[] = { -1, 0, 1, 9, 41 };
+    uint64_t compiled = 0, answered = 0;
+    int full = 0;
+    llmem_ctx *ctx;
+    cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
+    for (size_t mi = 0; mi < N(models); mi++)
+        for (size_t si = 0; si < N(setups); si++) {
+            uint64_t seqs[N(offsets)];
+            llmem_model *m;
+            llmem_train *t;
+            llmem_estimate *e;
+            char label[200];
+            for (size_t k = 0; k < N(offsets); k++)
+                seqs[k] = (uint64_t)((int64_t)models[mi].window + offsets[k]);
+            cr_assert_eq(llmem_model_new_preset(ctx, models[mi].preset, &m), LLMEM_OK);
+            cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+            llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, setups[si].precision);
+            llmem_train_set_str(t, LLMEM_TRAIN_METHOD, setups[si].method);
+            llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS,
+                                strcmp(setups[si].method, "freeze") == 0 ? 3 : 0);
+            llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, setups[si].ckpt);
+            llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, "sdpa");
+            llmem_train_set_str(t, LLMEM_TRAIN_LOSS, setups[si].loss);
+            llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, setups[si].dropout);
+            snprintf(label, sizeof label, "%s setup %zu", models[mi].preset, si);
+            walk_points(ctx, e, m, t, NULL, label, batches, N(batches), seqs, N(seqs));
+            /* every segment of every point is known now (a row's worth of
+             * batches at each seq, the points of batch 1 remembered) unless
+             * they outgrew the handle's entries or arena (gemma-2's LoRA
+             * checkpointed and freeze: each kind of its alternate layers,
+             * at 5 seqs) */
+            uint64_t simulated = e->walk.simulated, restarts = e->walk.cache.restarts;
+            int room = e->walk.cache.high < SEG_ENTRIES && restarts == 0;
+            walk_points(ctx, e, m, t, NULL, label, batches, N(batches), seqs, N(seqs));
+            cr_expect(!room || e->walk.simulated == simulated, "%s: the grid again simulated "
+                      "%llu segments", label, (unsigned long long)(e->walk.simulated - simulated));
+            full += !room;
+            compiled += e->walk.compiled;
+            answered += e->walk.answered;
+            llmem_estimate_free(e);
+            llmem_train_free(t);
+            llmem_model_free(m);
+        }
+    cr_expect(compiled >= 9 && answered >= 9 * 7, "%llu walks compiled, %llu estimates "
+              "answered by them", (unsigned long long)compiled, (unsigned long long)answered);
+    cr_expect_leq(full, 2, "%d of 12 handles ran out of entries", full);
     reference_done();
     llmem_ctx_free(ctx);
 }
