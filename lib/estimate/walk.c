@@ -615,6 +615,38 @@ static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model
 /* The groups of the layers a rank runs, in order: its chunks' in turn, a
  * group running on from one chunk to the next being one. The layers ascend,
  * so there are at most as many as the step's groups. */
+/* Where a second mask goes (Gemma-2 eager: a mask per layer type,
+ * shared_bytes.mask_other). Under non-reentrant checkpointing each layer's
+ * checkpoint holds its type's mask in its call until that layer's backward
+ * (reentrant ones, to the end of backward: in_call), so the
+ * mask that the stage's first layer in the graph (k) does not take goes
+ * with the backward of layer k + 1: the group of k is split so that k
+ * stands alone, and the walk releases the mask before that group's
+ * backward (*before: its index). With no layer above k in the stage nothing
+ * holds the mask past the forward (*before: -2). Interleaved chunks (their
+ * layers not contiguous) keep it with the other to the end (*before: -1):
+ * at most one mask high in layer k's backward. Returns the groups' count. */
+static int place_other_mask(layer_group *g, int n, uint64_t chunks, int *before)
+{
+    int i = 0;
+    *before = -1;
+    while (i < n && g[i].bwd_start == 0) /* frozen layers outside the graph */
+        i++;
+    if (chunks != 1 || i == n)
+        return n;
+    if (g[i].count == 1) {
+        *before = i + 1 < n ? i : -2;
+        return n;
+    }
+    if (n == MAX_RUNS)
+        return n; /* no room to split: kept to the end (not reached: runs are few) */
+    memmove(&g[i + 1], &g[i], (size_t)(n - i) * sizeof *g);
+    g[i].count = 1;
+    g[i + 1].count -= 1;
+    *before = i;
+    return n + 1;
+}
+
 static int clip_groups(const layer_group *all, int n, const walk_input *in, layer_group *out)
 {
     uint64_t per = in->layer_count / in->chunks;
@@ -886,6 +918,15 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     shared_bytes sb = llmem_layers_shared_bytes(&b, m, &emb_spec);
     uint64_t ids_saved = in->embedding ? sb.ids_saved : 0;
     uint64_t shared = sb.rope + sb.locals, rope = sb.rope, mask = sb.locals;
+    /* A reentrant checkpoint's node keeps the masks in its call until the
+     * graph is freed, once backward ends. */
+    uint64_t in_call = s->grad_ckpt == LLMEM_GRAD_CKPT_REENTRANT ? sb.in_call : 0;
+    int other_before = -1; /* the group before whose backward the second mask goes */
+    uint64_t other_mask = ckpt && in_call == 0 ? sb.mask_other : 0;
+    if (other_mask > 0)
+        ngroups = place_other_mask(groups, ngroups, in->chunks, &other_before);
+    if (other_before == -1)
+        other_mask = 0; /* held with the rest */
 
     walk_trace *t = in->trace;
     if (t != NULL)
@@ -962,6 +1003,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     /* the model's forward returns before the head: its locals go (the mask,
      * unless checkpoints hold it) */
     w.live -= locals + first_held + (ckpt ? sb.ids_unheld : mask - ids_saved);
+    if (other_before == -2)
+        w.live -= other_mask; /* no checkpoint in the graph takes it */
     if (in->head) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
                   FWD_OF(pos_head), w.grads, held_all + gather->head);
@@ -1009,6 +1052,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         const layer_group *g = &groups[i];
         uint64_t layers = g->pair == PAIR_SECOND ? 2 * g->count : g->count;
         first -= layers;
+        if (i == other_before)
+            w.live -= other_mask; /* its last checkpoint, the layer above, is done */
         if (g->bwd_start == 0) { /* frozen layers outside the graph */
             unvisited += layers * held;
             /* Below a model chunk that took its input's gradient (the
@@ -1045,7 +1090,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         w.grads += g->count * kept;
     }
     /* released with the first layer's saved tensors */
-    w.live -= ckpt ? shared - ids_saved - sb.ids_unheld : rope;
+    w.live -= ckpt ? shared - ids_saved - sb.ids_unheld - other_mask - in_call : rope;
     if (in->embedding && emb.bwd_start > 0) {
         /* A tied head already holds the token embedding's gradient in the
          * AccumulateGrad buffer; torch 2.x adds the second one in place. */
@@ -1074,6 +1119,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
      * backward final callback, _catch_all_reshard). */
     w.live -= unvisited;
     w.live -= gather->backward;
+    w.live -= in_call;
     r->end_of_backward = w.live;
 
     /* The optimizer step: weights, states, gradients, and its own transient. */

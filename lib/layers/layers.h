@@ -75,6 +75,13 @@ typedef struct shared_bytes {
     uint64_t rope, locals, ids_saved;
     uint64_t ids_unheld; /* of the locals, position ids that no layer takes and nothing
                             saves: checkpoints do not hold them (GPT-2's, its table frozen) */
+    uint64_t in_call;    /* of the locals, the masks a checkpointed layer takes in its call
+                            (transformers 5.x's GradientCheckpointingLayer: a sliding
+                            window's, Gemma-2's): a reentrant checkpoint's node keeps
+                            its call to the end of backward, a non-reentrant one to
+                            the layer's backward */
+    uint64_t mask_other; /* of those, the second mask of a mask per layer type (Gemma-2
+                            eager): the one the first layer in the graph does not take */
 } shared_bytes;
 
 shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, const seg_spec *emb);

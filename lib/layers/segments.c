@@ -52,6 +52,17 @@ static uint64_t mask_elems(const build *b, const model_shape *m)
     return b->batch * b->seq * b->seq;
 }
 
+/* Additive masks the model's forward builds: Gemma2Model (transformers 5.x)
+ * maps each layer type to its own, create_causal_mask's and
+ * create_sliding_window_causal_mask's, which under eager attention are both
+ * materialised at every seq (masking_utils.py: eager_mask never skips, then
+ * where(mask, 0, min) in inputs_embeds' dtype); under SDPA the full layers
+ * get None, the sliding ones the window's mask once reached (mask_elems). */
+static uint64_t mask_count(const build *b, const model_shape *m)
+{
+    return (m->traits & TRAIT_ALTERNATE_WINDOW) && b->attention == LLMEM_ATTENTION_EAGER ? 2 : 1;
+}
+
 /* Bytes of a mask element: the sliding-window mask is bool; the additive
  * masks are in inputs_embeds' dtype, before any embedding norm. */
 static int mask_dt(const build *b, const model_shape *m)
@@ -97,7 +108,12 @@ shared_bytes llmem_layers_shared_bytes(const build *b, const model_shape *m, con
     sb.ids_saved = learned && emb->weights_trainable && b->sp == 1 ? b->seq * INT64 : 0;
     /* GPT2Block takes no position ids: a checkpointed block does not hold them */
     sb.ids_unheld = learned && !sb.ids_saved && b->sp == 1 ? b->seq * INT64 : 0;
-    sb.locals = b->seq * INT64 + mask_elems(b, m) * (uint64_t)mask_dt(b, m);
+    uint64_t mask = mask_elems(b, m) * (uint64_t)mask_dt(b, m);
+    sb.locals = b->seq * INT64 + mask_count(b, m) * mask;
+    /* 5.x's masks ride in the layers' calls (4.48's eager mask is an argument) */
+    int in_call = mask_count(b, m) > 1 || llmem_model_window_reached(m, b->attention, b->seq);
+    sb.in_call = in_call ? mask_count(b, m) * mask : 0;
+    sb.mask_other = mask_count(b, m) > 1 ? mask : 0;
     sb.locals += alibi_elems(b, m) * dt + position_id_elems(b, m) * INT64;
     /* FalconModel computes its rotary tables with ALiBi too, for no layer to use */
     if ((m->traits & TRAIT_ROTARY_TABLES) && m->positions != LLMEM_POSITIONS_ROTARY)

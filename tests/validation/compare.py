@@ -124,10 +124,6 @@ ACTIVATIONS = {"silu": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu-tanh",
 PHASE_ALLOWANCES = {
     # grid_layer_backward.csv's open misses (docs/validation.md, "Peaks inside
     # the layers' backward"): phases no other grid puts inside a layer.
-    # Gemma-2 eager, a sliding layer's forward (low): 4.48's per-layer mask
-    # rebuild (tril, where, index), live at the measured peak, is not modelled.
-    ("grid_layer_backward.csv", "lb28", "forward"): 4.58,
-    ("grid_layer_backward.csv", "lb32", "forward"): 7.38,
     # A wide Llama in bf16 (low): the forward peaks in the final norm, which
     # runs inside the model's forward with its locals still bound (the
     # estimate frees them before the head segment); 1 MiB of its 1.5 MiB.

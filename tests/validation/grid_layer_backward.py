@@ -68,6 +68,8 @@ SIZES.update({
     "llw": dict(LP.SIZES["ll"], hidden=1024, heads=16, kv_heads=4, head_dim=64,
                 intermediate=2752),
     "neox128": dict(LP.SIZES["neox"], vocab=128),
+    # Gemma-2 with four layers: a mask per layer type, released layer by layer
+    "gemma2x4": dict(LP.SIZES["gemma2"], layers=4),
 })
 
 SDPA = LP.SDPA
@@ -137,6 +139,15 @@ ROWS = [
     # GPT-2's (lb23), StarCoder2's gelu_pytorch_tanh
     ("lb44", "phi", 1, 1024, BM, "adamw", NR, 0.0, "full", dict(SDPA)),
     ("lb45", "sc2", 1, 1024, BM, "adamw", NR, 0.0, "full", dict(SDPA)),
+    # Gemma-2 eager as transformers 5.x runs it: both layer types' masks
+    # built once, each held by its layers' checkpoints (to the end of
+    # backward when reentrant)
+    ("lb46", "gemma2x4", 1, 1024, BM, "adamw", NR, 0.0, "full", dict(EAGER)),
+    ("lb47", "gemma2x4", 1, 1024, BM, "adamw", RE, 0.0, "full", dict(EAGER)),
+    ("lb48", "gemma2x4", 1, 1024, "bf16", "adamw", NR, 0.0, "freeze",
+     dict(EAGER, freeze_layers=1)),
+    ("lb49", "gemma2x4", 1, 1024, BM, "adamw", NR, 0.0, "lora", lora(EAGER)),
+    ("lb50", "gemma2x4", 2, 512, "fp32", "adamw", NR, 0.0, "full", dict(EAGER)),
 ]
 
 

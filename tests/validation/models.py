@@ -31,7 +31,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 import weakref
 
-from sdpa import repeat_kv, sdpa_attention_forward, sliding_window_mask
+from sdpa import eager_mask, repeat_kv, sdpa_attention_forward, sliding_window_mask
 
 LLAMA_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                       "up_proj", "down_proj")
@@ -798,7 +798,7 @@ class LlamaForCausalLM(CausalLMBase):
         hidden_states = self._scale_embeddings(hidden_states)
         for decoder_layer in self.layers:
             causal_mask = self._mask_of(decoder_layer, masks)
-            if self.gradient_checkpointing and self.training and is_window_mask(causal_mask):
+            if self.gradient_checkpointing and self.training and self._mask_in_call(causal_mask):
                 layer_outputs = self._ckpt(mask_in_call(decoder_layer.__call__, causal_mask),
                                            hidden_states, position_ids, None, False, False,
                                            cache_position, position_embeddings)
@@ -827,6 +827,12 @@ class LlamaForCausalLM(CausalLMBase):
     def _mask_of(self, decoder_layer, masks):
         """The mask a layer gets of those _layer_masks built."""
         return masks
+
+    def _mask_in_call(self, mask):
+        """Whether a checkpointed layer takes its mask in its call
+        (transformers 5.x's GradientCheckpointingLayer: mask_in_call) rather
+        than among the checkpoint's inputs (4.48): the 5.x sliding-window mask."""
+        return is_window_mask(mask)
 
     def forward(self, input_ids, attention_mask=None, labels=None):
         outputs = self.model(input_ids, attention_mask)

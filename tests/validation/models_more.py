@@ -11,10 +11,10 @@ pieces and following Hugging Face transformers eager code op for op:
   chunked);
 * Gemma-2 (Gemma2RMSNorm ``(1 + w)`` in fp32, four norms per layer,
   sqrt(hidden)-scaled embeddings, GeGLU with tanh gelu, attention-logit
-  softcapping 50, final-logit softcapping 30, tied embeddings; eager: the
-  sliding-window mask rebuilt on even layers as Gemma2DecoderLayer does
-  (4.48); sdpa: transformers 5.x's per-layer-type mask mapping, no
-  attention softcapping).
+  softcapping 50, final-logit softcapping 30, tied embeddings; transformers
+  5.x's per-layer-type mask mapping: eager, a float mask per type built
+  once per forward (sdpa.eager_mask); sdpa, no attention softcapping, the
+  window's bool mask on the sliding layers once reached, None on the others).
 
 ``build_model`` dispatches these and falls back to models.build_model for the
 plain gpt2 / llama configurations.
@@ -333,7 +333,6 @@ class Gemma2DecoderLayer(nn.Module):
         # config.layer_types[layer_idx] (transformers 5.x): the key of the
         # model's mask mapping this layer attends with under sdpa
         self.attention_type = "sliding_attention" if self.is_sliding else "full_attention"
-        self.eager = cfg.attention == "eager"
         self.sliding_window = cfg.sliding_window or GEMMA2_SLIDING_WINDOW
         self.self_attn = Gemma2Attention(cfg, layer_idx, amp)
         self.mlp = Gemma2MLP(cfg, amp)
@@ -345,18 +344,7 @@ class Gemma2DecoderLayer(nn.Module):
     def forward(self, hidden_states, attention_mask=None, position_ids=None,
                 past_key_value=None, output_attentions=False, use_cache=False,
                 cache_position=None, position_embeddings=None):
-        if self.eager and self.is_sliding and attention_mask is not None:  # eager path, 4.48
-            effective_seq_len = max(cache_position.shape[0], self.sliding_window)
-            min_dtype = torch.finfo(hidden_states.dtype).min
-            sliding_window_mask = torch.tril(
-                torch.ones_like(attention_mask, dtype=torch.bool), diagonal=-self.sliding_window)
-            attention_mask = torch.where(sliding_window_mask, min_dtype, attention_mask)
-            offset = cache_position[-1] - effective_seq_len + 1
-            offset = torch.clamp(offset, min=0)
-            mask_indexes = torch.arange(min(effective_seq_len, attention_mask.shape[-1]),
-                                        device=attention_mask.device)
-            mask_indexes += offset
-            attention_mask = attention_mask[:, :, :, mask_indexes]
+        # transformers 5.x: the model's forward hands the layer its type's mask
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
         hidden_states, self_attn_weights = self.self_attn(
@@ -405,44 +393,41 @@ class MoreForCausalLM(M.LlamaForCausalLM):
         normalizer = torch.tensor(self.cfg.hidden ** 0.5, dtype=hidden_states.dtype)
         return hidden_states * normalizer
 
-    def _update_causal_mask(self, attention_mask, input_tensor, cache_position):
-        # Gemma2Model._update_causal_mask without a cache: target_length =
-        # attention_mask.shape[-1] (2-D mask) -- same tensor as Llama's here.
-        if not self.is_gemma2:
-            return super()._update_causal_mask(attention_mask, input_tensor, cache_position)
-        sequence_length = input_tensor.shape[1]
-        target_length = (attention_mask.shape[-1] if attention_mask is not None
-                         else input_tensor.shape[1])
-        return self._prepare_4d_causal_attention_mask_with_cache_position(
-            attention_mask, sequence_length=sequence_length, target_length=target_length,
-            dtype=input_tensor.dtype, device=input_tensor.device,
-            cache_position=cache_position, batch_size=input_tensor.shape[0])
-
     def _layer_masks(self, attention_mask, inputs_embeds, cache_position):
-        """Gemma2Model.forward's causal_mask_mapping under sdpa (transformers
-        5.x, no cache): "full_attention" is create_causal_mask's None at
-        every length (no padding: is_causal); "sliding_attention" is
-        create_sliding_window_causal_mask's, None below the window, else the
-        bool [B, 1, S, S] mask (sdpa.sliding_window_mask). Eager, and the
-        other families: Llama's one mask."""
-        if not (self.is_gemma2 and self.cfg.attention == "sdpa"):
+        """Gemma2Model.forward's causal_mask_mapping (transformers 5.x, no
+        cache), built once per forward. Under sdpa "full_attention" is
+        create_causal_mask's None at every length (no padding: is_causal) and
+        "sliding_attention" create_sliding_window_causal_mask's, None below
+        the window, else the bool [B, 1, S, S] mask (sdpa.sliding_window_mask).
+        Under eager both are eager_mask's float [B, 1, S, S] in inputs_embeds'
+        dtype, at every length. The other families: Llama's one mask."""
+        if not self.is_gemma2:
             return super()._layer_masks(attention_mask, inputs_embeds, cache_position)
+        window = self.cfg.sliding_window or GEMMA2_SLIDING_WINDOW
+        seq = inputs_embeds.shape[1]
+        if self.cfg.attention == "eager":
+            return {
+                "full_attention": M.eager_mask(attention_mask, seq, inputs_embeds.dtype),
+                "sliding_attention": M.eager_mask(attention_mask, seq, inputs_embeds.dtype,
+                                                  window),
+            }
         if attention_mask is not None and not bool(attention_mask.bool().all()):
             raise ValueError("padded batches are not measured with sdpa")
-        window = self.cfg.sliding_window or GEMMA2_SLIDING_WINDOW
-        return {
-            "full_attention": None,
-            "sliding_attention": M.sliding_window_mask(attention_mask, inputs_embeds.shape[1],
-                                                       window),
-        }
+        return {"full_attention": None,
+                "sliding_attention": M.sliding_window_mask(attention_mask, seq, window)}
 
     def _mask_of(self, decoder_layer, masks):
-        """Under sdpa a Gemma-2 layer gets the mask of its type (a
-        checkpointed sliding layer holds it in its call, as the Llama path's
-        window rows do)."""
+        """A Gemma-2 layer gets the mask of its type."""
         if isinstance(masks, dict):
             return masks[decoder_layer.attention_type]
         return masks
+
+    def _mask_in_call(self, mask):
+        """transformers 5.x's GradientCheckpointingLayer: a checkpointed
+        Gemma-2 layer holds its mask in its call (models.mask_in_call)."""
+        if self.is_gemma2:
+            return mask is not None
+        return super()._mask_in_call(mask)
 
     def forward(self, input_ids, attention_mask=None, labels=None):
         outputs = self.model(input_ids, attention_mask)

@@ -245,29 +245,47 @@ def sliding_window_mask(attention_mask, seq, window):
     """``create_sliding_window_causal_mask`` -> ``sdpa_mask`` in training (no
     cache, q and kv offsets 0): None below the window (seq < window, no
     padding: ``_ignore_causal_mask_sdpa`` skips, is_causal then runs), else
-    the bool ``[B, 1, S, S]`` mask, True where kv <= q and kv > q - window,
-    ANDed with the 2-D ``attention_mask`` (the Trainer passes one, all ones),
-    which makes it dense: B*S*S bytes.  Only the result is allocated with
-    tracked ops; the index tensors and partial ``&`` results of the build
-    (about 2 x S*S bytes, before layer 0) are computed untracked."""
+    the bool ``[B, 1, S, S]`` mask of ``dense_bool_mask``."""
     if window <= 0:
         raise ValueError("sliding_window_mask: window must be > 0, got %r" % (window,))
     if attention_mask is not None and not bool(attention_mask.bool().all()):
         raise ValueError("padded batches are not measured with sdpa")
     if seq < window:
         return None
+    return dense_bool_mask(attention_mask, seq, window)
+
+
+def dense_bool_mask(attention_mask, seq, window=0):
+    """``sdpa_mask``'s bool ``[B, 1, S, S]`` mask without a skip, True where
+    kv <= q (and kv > q - window for a window > 0), ANDed with the 2-D
+    ``attention_mask`` (the Trainer passes one, all ones), which makes it
+    dense: B*S*S bytes.  Only the result is allocated with tracked ops; the
+    index tensors and partial ``&`` results of the build (about 2 x S*S
+    bytes, before layer 0) are computed untracked."""
     if attention_mask is None:
-        raise ValueError("sliding-window rows are measured with the Trainer's 2-D "
-                         "attention_mask (without it the mask is [1, 1, S, S], expanded)")
+        raise ValueError("mask rows are measured with the Trainer's 2-D attention_mask "
+                         "(without it the mask is [1, 1, S, S], expanded)")
     batch = attention_mask.shape[0]
     mask = torch.empty((batch, 1, seq, seq), dtype=torch.bool, device=attention_mask.device)
     with kernel_internal():
         q_idx = torch.arange(seq, device=mask.device)[:, None]
         kv_idx = torch.arange(seq, device=mask.device)[None, :]
-        local = (kv_idx <= q_idx) & (kv_idx > q_idx - window)
+        local = kv_idx <= q_idx
+        if window > 0:
+            local = local & (kv_idx > q_idx - window)
         mask.copy_(local[None, None] & attention_mask.bool()[:, None, None, :])
         del q_idx, kv_idx, local
     return mask
+
+
+def eager_mask(attention_mask, seq, dtype, window=0):
+    """transformers 5.x ``masking_utils.eager_mask`` in training: the bool
+    mask of ``sdpa_mask`` (never skipped: ``allow_is_causal_skip=False``),
+    then ``torch.where(mask, tensor(0.0, dtype), finfo(dtype).min)``, a float
+    ``[B, 1, S, S]`` in dtype; the bool goes when eager_mask returns."""
+    mask = dense_bool_mask(attention_mask, seq, window)
+    zero = torch.tensor(0.0, dtype=dtype, device=mask.device)
+    return torch.where(mask, zero, torch.finfo(dtype).min)
 
 
 def repeat_kv(hidden_states, n_rep):
