@@ -341,20 +341,29 @@ static seg_spec no_grad_key(const build *b, const seg_spec *s)
     return k;
 }
 
+/* A checkpointed layer's first forward: reentrant, under no_grad;
+ * non-reentrant, with grad enabled and its saves packed (what autograd
+ * makes only to save is made there). */
+static int checkpointed_forward(int recompute)
+{
+    return recompute == SIM_EARLY_STOP ? SIM_PACKED : SIM_NO_GRAD;
+}
+
 /* A checkpointed layer's two runs, each holding its input (the checkpoint
- * keeps it for the recomputation): its forward under no_grad (fwd) and its
- * recomputation in backward (again). */
+ * keeps it for the recomputation): its forward, nothing saved (fwd), and
+ * its recomputation in backward (again, as mode). */
 static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *m,
                                   layer_group *grp, int mode, seg_cost *fwd, seg_cost *again)
 {
     seg_spec key = no_grad_key(b, &grp->spec);
     b->hold_input = 1;
     grp->pos_fwd = e->positions;
-    seg_query q = query(b, llmem_layers_decoder, m, &key, 0, SIM_PLAIN);
+    int first = checkpointed_forward(mode);
+    seg_query q = query(b, llmem_layers_decoder, m, &key, 0, first);
     if (!cached(e, b, m, &q, fwd)) {
         layer_tape(e, b, m, &grp->spec);
         llmem_layers_hold_input(&e->graph);
-        sim_cached(e, b, &q, SIM_NO_GRAD, fwd);
+        sim_cached(e, b, &q, first, fwd);
     }
     grp->pos_bwd = e->positions;
     q = query(b, llmem_layers_decoder, m, &grp->spec, 1, mode);
@@ -557,13 +566,17 @@ static int64_t layer_of(const walk_input *in, uint64_t i)
 
 /* Forward through a run of identical layers starting at the rank's layer `first`, from
  * `live` bytes (its input included): the last layer, which holds the run's
- * peak, op by op, the others by the live bytes after each. */
+ * peak, op by op, the others by the live bytes after each. mode: SIM_PLAIN,
+ * or a checkpointed forward's (checkpointed_forward). */
 static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
                           const layer_group *g, const walk_input *in, uint64_t first,
                           uint64_t live, uint64_t growth,
-                          uint64_t gathered, uint64_t grads, int ckpt)
+                          uint64_t gathered, uint64_t grads, int mode)
 {
-    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, !ckpt, SIM_PLAIN);
+    if (mode == SIM_PACKED)
+        trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, SIM_PACKED);
+    else /* no_grad: recorded so */
+        trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, mode == SIM_PLAIN, SIM_PLAIN);
     for (uint64_t k = 0; k < g->count; k++) {
         if (room_full(t))
             break;
@@ -772,15 +785,16 @@ static void forward_pairs(walk *w, const layer_group *g, uint64_t held, uint64_t
 static void trace_forward_pairs(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
                                 const layer_group *g, const walk_input *in, uint64_t first,
                                 uint64_t live, uint64_t held, uint64_t gathered, uint64_t grads,
-                                int ckpt, int first_alone, uint64_t held_first)
+                                int mode, int first_alone, uint64_t held_first)
 {
+    int ckpt = mode != SIM_PLAIN;
     for (uint64_t k = 0; k < g->count && t->n < t->cap; k++) {
         for (int j = 0; j < 2; j++) {
             layer_group one = g[j];
             one.count = 1;
             b->hold_input = ckpt || (k == 0 && j == 0 && first_alone);
             trace_forward(e, t, b, m, &one, in, first + 2 * k + (uint64_t)j, live,
-                          g[j].fwd_growth + held, gathered, grads, ckpt);
+                          g[j].fwd_growth + held, gathered, grads, mode);
             live += g[j].fwd_growth + held + (k == 0 && j == 0 && first_alone ? held_first : 0);
         }
     }
@@ -929,6 +943,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         other_mask = 0; /* held with the rest */
 
     walk_trace *t = in->trace;
+    int fwd_mode = ckpt ? checkpointed_forward(recompute_mode(s)) : SIM_PLAIN;
     if (t != NULL)
         llmem_trace_reset(t);
     memset(&w, 0, sizeof w);
@@ -972,7 +987,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                           i == 0 && first_alone ? first_held : 0);
             if (t != NULL)
                 trace_forward_pairs(e, t, &b, m, g, in, first, w.live, held, gather->layer_fwd,
-                                    w.grads, ckpt, i == 0 && first_alone, first_held);
+                                    w.grads, fwd_mode, i == 0 && first_alone, first_held);
             uint64_t layers = 2 * g->count;
             held_all += layers * held;
             first += layers;
@@ -991,7 +1006,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         if (t != NULL) {
             b.hold_input = ckpt || (i == 0 && first_alone);
             trace_forward(e, t, &b, m, g, in, first, w.live, growth, gather->layer_fwd,
-                          w.grads, ckpt);
+                          w.grads, fwd_mode);
             b.hold_input = 0;
         }
         first += g->count;

@@ -146,7 +146,9 @@ static tid moe_v3(build *b, const model_shape *m, const seg_spec *s, tid h)
  * slice, the outputs held in a list and catted, put back in token order
  * (index_put_, indices kept), cast to the weights' dtype, multiplied in
  * place by the weights (mul_ saves them and a clone of its input), summed
- * over k and cast back. */
+ * over k and cast back. The forward's locals stay to the end: the top-k
+ * indices and weights (topk_indices, topk_weights), tokens_per_expert (int64 [E]) and the loop's
+ * start_idx (an int64 0-dim tensor once a first expert ran). */
 static tid moe_v2(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, E = m->experts, K = m->experts_per_token, T = b->tokens;
@@ -157,9 +159,11 @@ static tid moe_v2(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid index = b->g->op[b->g->nop - 1].aux;
     tid weights = op_scale(b, top); /* * routed_scaling_factor */
     tid counts = llmem_graph_op(b->g, T * E, INT64, &index, 1, 0, 0, 0, 0, 0); /* cnts */
+    tid per_expert = llmem_graph_op(b->g, E, INT64, &counts, 1, 0, 0, 0, 0, 0); /* .sum(0) */
     tid order = llmem_graph_op(b->g, T * K, INT64, &index, 1, 0, 0, 0, 0, 0);  /* argsort */
     tid token = llmem_graph_op(b->g, T * K, INT64, &order, 1, 0, 0, 0, 0, 0);  /* // k */
     tid sorted = llmem_graph_op(b->g, T * K * H, hdt, (tid[]){ h, token }, 2, BIT(1), 0, 0, 0, 0);
+    tid start = llmem_graph_op(b->g, 1, INT64, &per_expert, 1, 0, 0, 0, 0, 0); /* start_idx */
     tid y = experts(b, m, s, sorted);
     tid outs = op_copy(b, y); /* torch.cat(outputs) */
     tid put = llmem_graph_op(b->g, T * K * H, op_dt(b, outs), (tid[]){ outs, order }, 2, BIT(1),
@@ -173,9 +177,10 @@ static tid moe_v2(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid prod = llmem_graph_op(b->g, T * K * H, op_dt(b, wide), (tid[]){ wide, weights, clone }, 3,
                               BIT(1) | BIT(2), 0, 0, 0, wide_bytes);
     llmem_graph_view(b->g, prod, wide);
+    llmem_graph_made_to_save(b->g, clone); /* no clone under no_grad */
     tid sum = llmem_graph_op(b->g, T * H, op_dt(b, prod), &prod, 1, 0, 0, 0, 0, 0);
     tid out = op_cast(b, sum, op_dt(b, put)); /* .type(new_x.dtype) */
-    tid held[] = { counts, order, sorted, y, outs, put };
+    tid held[] = { index, weights, counts, per_expert, start, order, sorted, y, outs, put };
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
         llmem_graph_hold(b->g, held[i]);
     return out;

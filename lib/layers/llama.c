@@ -101,13 +101,18 @@ static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     return out;
 }
 
-/* Phi3MLP: one gate_up_proj chunked into views; up * silu(gate). */
+/* Phi3MLP: one gate_up_proj chunked into views; up * silu(gate). Its local
+ * gate, a view, keeps the fused output alive until the MLP returns (what
+ * shows where nothing saves it: a checkpointed forward, no_grad). */
 static tid phi3_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, I = m->intermediate;
     tid gate_up = llmem_seg_linear(b, s, h, H, 2 * I, m->mlp_bias, LLMEM_LORA_GATE | LLMEM_LORA_UP);
     tid gate = op_view_part(b, gate_up, b->tokens * I), up = op_view_part(b, gate_up, b->tokens * I);
-    return llmem_seg_linear(b, s, op_mul(b, up, op_silu(b, gate)), I, H, m->mlp_bias, LLMEM_LORA_DOWN);
+    tid out = llmem_seg_linear(b, s, op_mul(b, up, op_silu(b, gate)), I, H, m->mlp_bias,
+                               LLMEM_LORA_DOWN);
+    llmem_graph_hold(b->g, gate);
+    return out;
 }
 
 /* GemmaMLP: gelu_pytorch_tanh, a native gelu that saves its input. */

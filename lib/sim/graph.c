@@ -25,7 +25,8 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     tid id = (tid)g->nt++;
     g->t[id] = (g_tensor){ .bytes = elems * (uint64_t)dt, .last_use = -1, .base = id,
                            .role = (uint8_t)role, .rg = (uint8_t)(rg && g->grad_enabled),
-                           .dt = (uint8_t)dt, .cached = (uint8_t)(role == ROLE_PARAM && rg) };
+                           .dt = (uint8_t)dt, .cached = (uint8_t)(role == ROLE_PARAM && rg),
+                           .made_to_save = 0 };
     if (role == ROLE_INPUT) {
         if (g->ninputs < GRAPH_MAX_INPUTS)
             g->inputs[g->ninputs] = id;
@@ -71,6 +72,7 @@ static inline void activation(g_tensor *x, tid id, uint64_t bytes, int index, in
     x->rg = (uint8_t)rg;
     x->dt = (uint8_t)dt;
     x->cached = 0;
+    x->made_to_save = 0;
 }
 
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
@@ -119,6 +121,15 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
 void llmem_graph_cached(graph *g, tid c, tid w)
 {
     g->t[c].cached = g->grad_enabled ? CAST_CACHED : g->t[w].cached ? CAST_CACHED_NO_GRAD : 0;
+}
+
+void llmem_graph_made_to_save(graph *g, tid t)
+{
+    if (g->nop < 2 || g->op[g->nop - 2].out != t)
+        return; /* not the shape it describes: left a plain tensor */
+    g->op[g->nop - 2].alloc -= g->t[t].bytes; /* made only when saved: see simulate_forward */
+    g->t[t].made_to_save = 1;
+    g->t[t].last_use = -1; /* never freed in forward: saved, or never made */
 }
 
 void llmem_graph_view(graph *g, tid v, tid x)
@@ -183,12 +194,12 @@ static int last_save(const graph *g)
 
 /* Forward, and what backward releases after each op (release: the saved
  * tensors whose first save it is; not under no_grad). */
-SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, uint64_t *release,
-                                  seg_cost *c)
+SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int packed,
+                                  uint64_t *release, seg_cost *c)
 {
     /* freed[i]: bytes whose last reference goes after op i. */
     uint64_t freed[GRAPH_MAX_OPS];
-    uint64_t live = 0, peak = 0, persist = 0, cached = 0;
+    uint64_t live = 0, peak = 0, persist = 0, cached = 0, made_first = 0;
     event_log log = log_open(g);
     memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
     memset(release, 0, (size_t)g->nop * sizeof release[0]);
@@ -200,12 +211,26 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, uin
         if (x->saved > 0 && !no_grad) {
             persist += x->bytes;
             release[x->first_save] += x->bytes;
+            if (x->made_to_save) { /* made by the op before its saver, from then on */
+                if (x->first_save >= 2)
+                    freed[x->first_save - 2] -= x->bytes; /* wraps back when applied */
+                else
+                    made_first += x->bytes;
+            }
         } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
             /* autocast holds it past the segment (under no_grad too: the
              * caller counts it then, from the segment's end) */
             cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
-        } else if (t != g->output && x->last_use >= 0)
+        } else if (t != g->output && x->last_use >= 0) {
             freed[x->last_use] += x->bytes;
+        } else if (x->made_to_save && packed && x->saved > 0) {
+            /* made by the op before its saver, dropped once packed */
+            freed[x->first_save] += x->bytes;
+            if (x->first_save >= 2)
+                freed[x->first_save - 2] -= x->bytes; /* wraps back when applied */
+            else
+                made_first += x->bytes;
+        }
     }
     /* The inputs are live from the start; a run that holds them frees
      * them after its last op instead. */
@@ -224,6 +249,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, uin
             freed[g->nop - 1] += x->bytes;
         }
     }
+    live += made_first;
     peak = live;
     record(&log, kind, live, -1, 0);
     /* The ops before the stop run whole; the stop's op runs when it saves
@@ -412,12 +438,12 @@ SPECIALIZED void shift_recomputation(graph *g, int kind, seg_cost *c, uint64_t a
 
 SPECIALIZED void simulate(graph *g, int kind, int mode, seg_cost *c)
 {
-    int no_grad = mode == SIM_NO_GRAD;
+    int packed = mode == SIM_PACKED, no_grad = mode == SIM_NO_GRAD || packed;
     int stop = mode == SIM_EARLY_STOP ? last_save(g) : -1;
     uint64_t release[GRAPH_MAX_OPS], at_stop = 0;
     memset(c, 0, sizeof *c);
     g->nevents = 0;
-    simulate_forward(g, kind, stop, no_grad, release, c);
+    simulate_forward(g, kind, stop, no_grad, packed, release, c);
     g->nevents_forward = g->nevents;
     if (no_grad || !g->grad_enabled || g->output < 0 || !g->t[g->output].rg)
         return;

@@ -49,6 +49,7 @@ typedef struct g_tensor {
                             an activation: autocast's cast of a parameter, which it
                             caches while the parameter requires grad
                             (llmem_graph_cached) */
+    uint8_t made_to_save; /* exists only when saved (llmem_graph_made_to_save) */
 } g_tensor;
 
 typedef struct g_op {
@@ -149,6 +150,12 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
 /* The output v of the op just recorded is a view of x (or x written in
  * place): it shares x's storage and allocates none. */
 void llmem_graph_view(graph *g, tid v, tid x);
+/* t, the output of the op before the one just recorded and taken by that
+ * one only, exists only when that op saves it: autograd's clone of an
+ * in-place op's input (original_self), made under grad mode for an input
+ * that needs it. Nothing is allocated under no_grad or when the op saves
+ * nothing; else t lives from its op on until that op's backward. */
+void llmem_graph_made_to_save(graph *g, tid t);
 /* c, the op just recorded, casts parameter w in autocast: autocast caches
  * the copy until it exits whenever w requires grad (a leaf; torch's
  * cached_cast looks at the flag, not the grad mode), even when no op saves
@@ -181,7 +188,12 @@ enum sim_mode {
      * backward workspace follow grad mode; tests/unit/test_walk.c checks
      * it for every family), so one recording serves both runs of a
      * checkpointed layer. */
-    SIM_NO_GRAD = 3
+    SIM_NO_GRAD = 3,
+    /* A non-reentrant checkpoint's first forward: grad enabled, every save
+     * packed into a placeholder by the checkpoint's hooks, so it runs as
+     * SIM_NO_GRAD but for what autograd makes only to save
+     * (llmem_graph_made_to_save): made, packed and dropped at once. */
+    SIM_PACKED = 4
 };
 
 /* Simulate forward and backward in one of the sim_mode ways. A run leaves

@@ -148,6 +148,10 @@ ROWS = [
      dict(EAGER, freeze_layers=1)),
     ("lb49", "gemma2x4", 1, 1024, BM, "adamw", NR, 0.0, "lora", lora(EAGER)),
     ("lb50", "gemma2x4", 2, 512, "fp32", "adamw", NR, 0.0, "full", dict(EAGER)),
+    # DeepSeek-V2's combine, mul_ in place: autograd clones its input to save
+    # it under grad mode (a non-reentrant checkpoint's forward packs the
+    # clone and drops it), not under no_grad (lb42: reentrant)
+    ("lb51", "ds2", 1, 1024, BM, "adamw", NR, 0.0, "full", dict(SDPA)),
 ]
 
 
