@@ -293,10 +293,12 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dr
         /* Without enable_gqa (Falcon's own call) no repeat_interleave: matmul
          * broadcasts the kv heads, its expand + reshape a stride-0 view at
          * batch 1 and a copy at the query heads' count (the one bmm saves)
-         * otherwise; the scaled keys stay at the kv heads' count. */
-        ke = op_scale(b, k);
+         * otherwise; the scaled keys stay at the kv heads' count, a
+         * temporary of the matmul's argument (key_acc stays the local). */
+        ke = ka;
+        k = op_scale(b, k);
         ve = v;
-        kf = b->batch > 1 ? op_expand_copy(b, ke, n_rep) : ke;
+        kf = b->batch > 1 ? op_expand_copy(b, k, n_rep) : k;
         vf = b->batch > 1 ? op_expand_copy(b, v, n_rep) : v;
     } else {
         ke = op_expand_copy(b, k, n_rep);
