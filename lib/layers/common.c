@@ -84,16 +84,21 @@ tid llmem_seg_lora(build *b, const seg_spec *s, tid x, tid base, uint64_t in_f, 
     return out;
 }
 
-/* LlamaRMSNorm: upcast, pow(2).mean, * rsqrt(var + eps), cast back, * weight. */
+/* LlamaRMSNorm: upcast, pow(2).mean, * rsqrt(var + eps), cast back, * weight.
+ * Its locals live until the function returns: variance, and hidden_states,
+ * rebound to the normalized fp32 tensor, through the cast and the product. */
 tid llmem_seg_rms_norm(build *b, const seg_spec *s, tid x, uint64_t dim)
 {
     int in_dt = b->g->t[x].dt;
     tid xf = op_cast(b, x, FP32);
     tid var = op_mean_last(b, op_pow(b, xf), dim);
     tid inv = op_rsqrt(b, op_add_scalar(b, var));
-    tid normed = op_cast(b, op_mul(b, xf, inv), in_dt);
+    tid hidden = op_mul(b, xf, inv);
     tid w = op_param(b, dim, s->norms_trainable);
-    return op_mul(b, w, normed);
+    tid out = op_mul(b, w, op_cast(b, hidden, in_dt));
+    llmem_graph_hold(b->g, var);
+    llmem_graph_hold(b->g, hidden);
+    return out;
 }
 
 /* GemmaRMSNorm / Gemma2RMSNorm: x.float(), x * rsqrt(mean(x^2) + eps), times

@@ -289,9 +289,12 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
 {
     tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b, m), ROLE_INPUT,
                                s->input_rg);
+    tid last_layer = x;
     llmem_region(b, "norm");
-    if (m->final_norm)
+    if (m->final_norm) {
         x = llmem_seg_norm(b, m, s, x);
+        llmem_graph_hold(b->g, last_layer); /* the model's hidden_states, until rebound */
+    }
     if (m->embed_dim != m->hidden) { /* OPT's project_out, no bias; it trains with the embedding */
         llmem_region(b, "head");
         x = op_linear(b, x, m->hidden, m->embed_dim, s->projections_trainable, 0);
