@@ -625,9 +625,6 @@ static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model
     }
 }
 
-/* The groups of the layers a rank runs, in order: its chunks' in turn, a
- * group running on from one chunk to the next being one. The layers ascend,
- * so there are at most as many as the step's groups. */
 /* Where a second mask goes (Gemma-2 eager: a mask per layer type,
  * shared_bytes.mask_other). Under non-reentrant checkpointing each layer's
  * checkpoint holds its type's mask in its call until that layer's backward
@@ -660,6 +657,9 @@ static int place_other_mask(layer_group *g, int n, uint64_t chunks, int *before)
     return n + 1;
 }
 
+/* The groups of the layers a rank runs, in order: its chunks' in turn, a
+ * group running on from one chunk to the next being one. The layers ascend,
+ * so there are at most as many as the step's groups. */
 static int clip_groups(const layer_group *all, int n, const walk_input *in, layer_group *out)
 {
     uint64_t per = in->layer_count / in->chunks;

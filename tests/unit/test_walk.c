@@ -640,6 +640,41 @@ Test(walk, an_early_stop_runs_its_op_only_when_it_saves_its_output)
     cr_assert_eq(c.fwd_peak, 2000u + 4000u); /* x goes after f, which saves only a */
 }
 
+/* An in-place product that saves a clone of its input (autograd's
+ * original_self, llmem_graph_made_to_save): x (1000, requires grad) ->
+ * w = f(x) (2000) -> clone of w (2000) -> w.mul_(x), saving x and the
+ * clone -> y = g(w) (1000). The clone exists only where autograd records
+ * the product: kept to backward with grad enabled, never made under no_grad,
+ * made and dropped at once in a non-reentrant checkpoint's forward. */
+Test(walk, a_clone_made_to_save_exists_only_when_saved)
+{
+    static graph g;
+    seg_cost plain, no_grad, packed;
+    llmem_graph_reset(&g, 1);
+    tid x = llmem_graph_tensor(&g, 250, 4, ROLE_INPUT, 1);
+    tid w = llmem_graph_op(&g, 500, 4, &x, 1, 0, 0, 0, 0, 0);
+    tid clone = llmem_graph_op(&g, 500, 4, NULL, 0, 0, 0, 0, 0, 0);
+    tid prod = llmem_graph_op(&g, 500, 4, (tid[]){ w, x, clone }, 3, BIT(1) | BIT(2), 0, 0, 0, 0);
+    llmem_graph_view(&g, prod, w);
+    llmem_graph_made_to_save(&g, clone);
+    g.output = llmem_graph_op(&g, 250, 4, &prod, 1, 0, 0, 0, 0, 0);
+    llmem_graph_simulate(&g, SIM_PLAIN, &plain);
+    llmem_graph_simulate(&g, SIM_NO_GRAD, &no_grad);
+    llmem_graph_simulate(&g, SIM_PACKED, &packed);
+    /* saved: x and the clone persist; the peak is at g, all four live */
+    cr_assert_eq(plain.persist, 1000u + 2000u);
+    cr_assert_eq(plain.fwd_peak, 1000u + 2000u + 2000u + 1000u);
+    /* no clone: x and w at the product, w and y after it */
+    cr_assert_eq(no_grad.fwd_peak, 1000u + 2000u);
+    /* the clone at the product only */
+    cr_assert_eq(packed.fwd_peak, 1000u + 2000u + 2000u);
+    cr_assert_eq(packed.persist, 0u);
+    /* nothing requires grad: the product saves nothing, so no clone */
+    llmem_graph_retarget(&g, 0, -1);
+    llmem_graph_simulate(&g, SIM_PLAIN, &plain);
+    cr_assert_eq(plain.fwd_peak, 1000u + 2000u);
+}
+
 /* A held input (a checkpoint's recomputation) stays to the segment's end,
  * unless it is saved anyway. */
 Test(walk, a_held_input_stays_to_the_end)
