@@ -10,6 +10,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->overflow = 0;
     g->grad_enabled = grad_enabled;
     g->hold_input = 0;
+    g->nmade = 0;
     g->output = -1;
     g->nevents = 0;
     g->region = NULL;
@@ -25,8 +26,7 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     tid id = (tid)g->nt++;
     g->t[id] = (g_tensor){ .bytes = elems * (uint64_t)dt, .last_use = -1, .base = id,
                            .role = (uint8_t)role, .rg = (uint8_t)(rg && g->grad_enabled),
-                           .dt = (uint8_t)dt, .cached = (uint8_t)(role == ROLE_PARAM && rg),
-                           .made_to_save = 0 };
+                           .dt = (uint8_t)dt, .cached = (uint8_t)(role == ROLE_PARAM && rg) };
     if (role == ROLE_INPUT) {
         if (g->ninputs < GRAPH_MAX_INPUTS)
             g->inputs[g->ninputs] = id;
@@ -72,7 +72,6 @@ static inline void activation(g_tensor *x, tid id, uint64_t bytes, int index, in
     x->rg = (uint8_t)rg;
     x->dt = (uint8_t)dt;
     x->cached = 0;
-    x->made_to_save = 0;
 }
 
 tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
@@ -125,11 +124,13 @@ void llmem_graph_cached(graph *g, tid c, tid w)
 
 void llmem_graph_made_to_save(graph *g, tid t)
 {
-    if (g->nop < 2 || g->op[g->nop - 2].out != t)
-        return; /* not the shape it describes: left a plain tensor */
+    if (g->nop < 2 || g->op[g->nop - 2].out != t || g->nmade == GRAPH_MAX_MADE) {
+        g->overflow = 1; /* a builder's bug, reported as such */
+        return;
+    }
     g->op[g->nop - 2].alloc -= g->t[t].bytes; /* made only when saved: see simulate_forward */
-    g->t[t].made_to_save = 1;
     g->t[t].last_use = -1; /* never freed in forward: saved, or never made */
+    g->made[g->nmade++] = t;
 }
 
 void llmem_graph_view(graph *g, tid v, tid x)
@@ -211,26 +212,26 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int
         if (x->saved > 0 && !no_grad) {
             persist += x->bytes;
             release[x->first_save] += x->bytes;
-            if (x->made_to_save) { /* made by the op before its saver, from then on */
-                if (x->first_save >= 2)
-                    freed[x->first_save - 2] -= x->bytes; /* wraps back when applied */
-                else
-                    made_first += x->bytes;
-            }
         } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
             /* autocast holds it past the segment (under no_grad too: the
              * caller counts it then, from the segment's end) */
             cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
         } else if (t != g->output && x->last_use >= 0) {
             freed[x->last_use] += x->bytes;
-        } else if (x->made_to_save && packed && x->saved > 0) {
-            /* made by the op before its saver, dropped once packed */
-            freed[x->first_save] += x->bytes;
-            if (x->first_save >= 2)
-                freed[x->first_save - 2] -= x->bytes; /* wraps back when applied */
-            else
-                made_first += x->bytes;
         }
+    }
+    /* What exists only to be saved: made by the op before its saver when
+     * that saves it, and kept (or, packed, dropped at once); else never. */
+    for (int k = 0; k < g->nmade; k++) {
+        const g_tensor *x = &g->t[g->made[k]];
+        if (x->saved == 0 || (no_grad && !packed))
+            continue;
+        if (x->first_save >= 2)
+            freed[x->first_save - 2] -= x->bytes; /* wraps back when applied */
+        else
+            made_first += x->bytes;
+        if (packed)
+            freed[x->first_save] += x->bytes;
     }
     /* The inputs are live from the start; a run that holds them frees
      * them after its last op instead. */

@@ -20,6 +20,7 @@
 #define GRAPH_MAX_TENSORS 256
 #define GRAPH_MAX_OPS 224
 #define GRAPH_MAX_IN 3
+#define GRAPH_MAX_MADE 4 /* tensors a tape makes only to save (llmem_graph_made_to_save) */
 /* Gradient storages: one per tensor, plus one sum or copy per op input. */
 #define GRAPH_MAX_GRADS (GRAPH_MAX_TENSORS + GRAPH_MAX_IN * GRAPH_MAX_OPS)
 /* Steps one run logs at most: the start and each op, forward and backward. */
@@ -49,7 +50,6 @@ typedef struct g_tensor {
                             an activation: autocast's cast of a parameter, which it
                             caches while the parameter requires grad
                             (llmem_graph_cached) */
-    uint8_t made_to_save; /* exists only when saved (llmem_graph_made_to_save) */
 } g_tensor;
 
 typedef struct g_op {
@@ -100,6 +100,8 @@ typedef struct graph {
     int grad_enabled;  /* 0 under torch.no_grad (checkpointed forward) */
     int hold_input;    /* the segment's input stays referenced to its end (a
                           checkpoint's recomputation): a run setting, not the tape's */
+    int nmade;         /* tensors that exist only when saved (llmem_graph_made_to_save) */
+    tid made[GRAPH_MAX_MADE];
     tid output;        /* the segment's output */
     /* When events is set, the simulation also records the live bytes of every
      * step it takes (forward, then backward): see compiled.c. When event_ops
