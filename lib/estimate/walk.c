@@ -573,10 +573,7 @@ static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_
                           uint64_t live, uint64_t growth,
                           uint64_t gathered, uint64_t grads, int mode)
 {
-    if (mode == SIM_PACKED)
-        trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, SIM_PACKED);
-    else /* no_grad: recorded so */
-        trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, mode == SIM_PLAIN, SIM_PLAIN);
+    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, mode);
     for (uint64_t k = 0; k < g->count; k++) {
         if (room_full(t))
             break;

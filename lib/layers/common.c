@@ -285,29 +285,24 @@ static tid sdpa_math(build *b, const model_shape *m, tid q, tid k, tid v, int dr
     int in_dt = op_dt(b, q);
     /* query_acc, key_acc, value_acc: the function's locals until it returns */
     tid qa = op_cast(b, q, FP32), ka = op_cast(b, k, FP32), va = op_cast(b, v, FP32);
-    q = qa;
-    k = ka;
-    v = va;
-    tid qs = op_scale(b, q);
+    tid qs = op_scale(b, qa);
     tid qf = b->batch > 1 ? op_copy(b, qs) : qs;
     tid ones = llmem_graph_op(b->g, ss, 1, NULL, 0, 0, 0, 0, 0, 0);
     tid tril = llmem_graph_op(b->g, ss, 1, &ones, 1, 0, 0, 0, 0, 0);
     tid mask = llmem_graph_op(b->g, ss, FP32, &tril, 1, 0, 0, 0, 0, 0);
-    tid ke, ve, kf, vf;
+    tid ke = ka, ve = va, kf, vf; /* key_acc, value_acc: rebound by repeat_interleave */
     if (n_rep > 1 && !enable_gqa) {
         /* Without enable_gqa (Falcon's own call) no repeat_interleave: matmul
          * broadcasts the kv heads, its expand + reshape a stride-0 view at
          * batch 1 and a copy at the query heads' count (the one bmm saves)
          * otherwise; the scaled keys stay at the kv heads' count, a
-         * temporary of the matmul's argument (key_acc stays the local). */
-        ke = ka;
-        k = op_scale(b, k);
-        ve = v;
-        kf = b->batch > 1 ? op_expand_copy(b, k, n_rep) : k;
-        vf = b->batch > 1 ? op_expand_copy(b, v, n_rep) : v;
+         * temporary of the matmul's argument. */
+        tid ks = op_scale(b, ke);
+        kf = b->batch > 1 ? op_expand_copy(b, ks, n_rep) : ks;
+        vf = b->batch > 1 ? op_expand_copy(b, ve, n_rep) : ve;
     } else {
-        ke = op_expand_copy(b, k, n_rep);
-        ve = op_expand_copy(b, v, n_rep);
+        ke = op_expand_copy(b, ke, n_rep);
+        ve = op_expand_copy(b, ve, n_rep);
         tid kts = op_scale(b, ke);
         /* Without repeat_interleave's contiguous copies, k and v keep the
          * projection's memory order too. */
