@@ -49,6 +49,7 @@ static int finish(const llmem_pack *p, out *o, size_t *len_out)
         return llmem__fail(p->ctx, LLMEM_EBUFFER, "pack: buffer of %zu bytes, %zu needed",
                            o->cap, o->len + 1);
     }
+    o->buf[o->len] = '\0'; /* also when nothing was written (no GPU used) */
     return LLMEM_OK;
 }
 

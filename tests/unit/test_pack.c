@@ -1106,6 +1106,26 @@ Test(pack, outputs)
     cr_expect_str_eq(llmem_pack_job_id(pack, 1), "b");
 }
 
+/* Nothing placed, no GPU used: every output is a terminated string (the
+ * nvidia-smi commands were left unterminated, found by a review under ASan). */
+Test(pack, outputs_with_no_gpu_used)
+{
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "huge", 1000 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_eq(result(LLMEM_PACK_GPUS_USED), 0);
+    char buf[256];
+    size_t len = 1;
+    memset(buf, 'x', sizeof buf);
+    cr_assert_eq(llmem_pack_nvidia_smi(pack, buf, sizeof buf, &len), LLMEM_OK);
+    cr_expect_eq(len, 0);
+    cr_expect_str_eq(buf, "");
+    memset(buf, 'x', sizeof buf);
+    cr_assert_eq(llmem_pack_mig_parted(pack, "demo", buf, sizeof buf, &len), LLMEM_OK);
+    cr_expect_eq(strlen(buf), len);
+    cr_expect_str_eq(buf, "version: v1\nmig-configs:\n  demo: []\n");
+}
+
 Test(pack, nodes_in_the_mig_parted_config)
 {
     cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
