@@ -25,7 +25,7 @@ typedef struct text_settings {
         rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block, activation, post_norm,
         sliding_window, attention_dropout, hidden_dropout, embedding_dropout;
     cli_setting batch, seq, precision, optimizer, optimizer_impl, grad_ckpt, attention, dropout,
-        method, lora_rank, lora_targets, lora_dropout, freeze_layers, loss, grad_accum, formula,
+        experts_impl, method, lora_rank, lora_targets, lora_dropout, freeze_layers, loss, grad_accum, formula,
         article_tmp_factor, article_param_bytes;
 } text_settings;
 
@@ -73,6 +73,7 @@ static int read_settings(const cli_request *req, text_settings *s)
         { "optimizer-impl", &s->optimizer_impl },
         { "grad-ckpt", &s->grad_ckpt },
         { "attention", &s->attention },
+        { "experts-impl", &s->experts_impl },
         { "dropout", &s->dropout },
         { "method", &s->method },
         { "lora-rank", &s->lora_rank },
@@ -277,6 +278,8 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     fprintf(out, ", grad-ckpt %s%s, attention %s, loss %s", s->grad_ckpt.text,
             strcmp(s->grad_ckpt.text, "full") == 0 ? " (non-reentrant)" : "", s->attention.text,
             s->loss.text);
+    if (s->experts.i > 0)
+        fprintf(out, ", experts %s", s->experts_impl.text);
     print_dropout(out, s);
     if (s->grad_accum.i > 1)
         fprintf(out, ", grad-accum %lld", (long long)s->grad_accum.i);

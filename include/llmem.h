@@ -524,7 +524,11 @@ enum llmem_train_key {
      * planner takes its usable memory as #LLMEM_PLAN_GPU_BYTES when that is 0.
      * Whether the step fits is the caller's comparison: #LLMEM_EST_PEAK_DEVICE
      * against #LLMEM_GPU_USABLE_BYTES. @since 0.2.0 */
-    LLMEM_TRAIN_GPU = 19
+    LLMEM_TRAIN_GPU = 19,
+    /** #llmem_experts_impl: how a mixture-of-experts layer runs its routed experts
+     * (transformers' `experts_implementation`); read by models with routed
+     * experts only. @since 0.2.0 */
+    LLMEM_TRAIN_EXPERTS_IMPL = 20
 };
 
 /** Precision recipes. @since 0.1.0 */
@@ -582,6 +586,19 @@ enum llmem_optimizer_impl {
      * the quotient of one parameter while the previous parameter's denominator is still
      * bound. */
     LLMEM_OPTIMIZER_IMPL_FORLOOP = 3
+};
+/** How the routed experts of a mixture-of-experts layer run. @since 0.2.0 */
+enum llmem_experts_impl {
+    /** "grouped-mm": transformers 5.x's default where `torch._grouped_mm` dispatches
+     * (PyTorch 2.9 and later on CUDA): each layer's experts are two 3-D parameters
+     * (gate_up_proj, down_proj), the routed rows sorted by expert and run as one
+     * grouped matmul each (integrations/moe.py, grouped_mm_experts_forward), the
+     * router's weights kept fp32. The default. */
+    LLMEM_EXPERTS_IMPL_GROUPED_MM = 1,
+    /** "loop": one module per expert, run in a Python loop over the experts hit
+     * (transformers 4.x's MixtralSparseMoeBlock and its relatives; DeepSeek's own
+     * code of 4.54). */
+    LLMEM_EXPERTS_IMPL_LOOP = 2
 };
 /** Gradient checkpointing (torch.utils.checkpoint per decoder layer). @since 0.1.0 */
 enum llmem_grad_ckpt {

@@ -27,6 +27,8 @@ static const name_value attention[] = { { "eager", LLMEM_ATTENTION_EAGER },
 static const name_value optimizer_impl[] = { { "fused", LLMEM_OPTIMIZER_IMPL_FUSED },
                                              { "foreach", LLMEM_OPTIMIZER_IMPL_FOREACH },
                                              { "forloop", LLMEM_OPTIMIZER_IMPL_FORLOOP } };
+static const name_value experts_impl[] = { { "grouped-mm", LLMEM_EXPERTS_IMPL_GROUPED_MM },
+                                      { "loop", LLMEM_EXPERTS_IMPL_LOOP } };
 static const name_value method[] = {
     { "full", LLMEM_METHOD_FULL }, { "lora", LLMEM_METHOD_LORA },
     { "qlora", LLMEM_METHOD_QLORA }, { "freeze", LLMEM_METHOD_FREEZE },
@@ -87,6 +89,7 @@ const name_table llmem_names_grad_ckpt = NAME_TABLE(grad_ckpt);
 const name_table llmem_names_attention = NAME_TABLE(attention);
 const name_table llmem_names_optimizer_impl = NAME_TABLE(optimizer_impl);
 const name_table llmem_names_method = NAME_TABLE(method);
+const name_table llmem_names_experts_impl = NAME_TABLE(experts_impl);
 const name_table llmem_names_loss = NAME_TABLE(loss);
 const name_table llmem_names_formula = NAME_TABLE(formula);
 const name_table llmem_names_lora_target = NAME_TABLE(lora_target);

@@ -59,6 +59,6 @@ void llmem_names_list(const name_table *t, char *buf, size_t cap);
 extern const name_table llmem_names_norm, llmem_names_mlp, llmem_names_positions,
     llmem_names_grad_ckpt, llmem_names_attention, llmem_names_method, llmem_names_loss,
     llmem_names_formula, llmem_names_lora_target, llmem_names_phase, llmem_names_term,
-    llmem_names_optimizer_impl, llmem_names_activation;
+    llmem_names_optimizer_impl, llmem_names_activation, llmem_names_experts_impl;
 
 #endif

@@ -96,6 +96,7 @@ static int rank_classes(const tensor_list *all, const model_shape *m, const layo
         case SPLIT_ROW: x.cols /= l->tp; break;
         case SPLIT_VOCAB: x.rows = ceil_div(x.rows, l->tp); break;
         case SPLIT_EXPERT: x.count /= l->ep; break;
+        case SPLIT_EXPERT_STACKED: x.rows /= l->ep; break;
         }
         if (out->n >= TENSOR_CLASSES_MAX)
             return 1;
@@ -158,7 +159,7 @@ static void only_experts(const tensor_list *in, tensor_list *out)
     out->n = 0;
     out->overflow = in->overflow;
     for (int i = 0; i < in->n; i++)
-        if (in->c[i].axis == SPLIT_EXPERT)
+        if (in->c[i].axis == SPLIT_EXPERT || in->c[i].axis == SPLIT_EXPERT_STACKED)
             out->c[out->n++] = in->c[i];
 }
 

@@ -70,6 +70,18 @@ static void add_adapters(tensor_list *l, const place *a_in, const place *b_out, 
 /* Routed experts (no biases in any supported family), the router, and the
  * shared expert with its gate. LoRA targeting gate, up or down adapts every
  * routed expert's projection and the shared expert's. */
+/* A MoE layer's router: its weight, and its bias where it has one. */
+static void add_router(tensor_list *l, const place *router, const model_shape *m, const setup *s,
+                       uint64_t count, int trainable)
+{
+    add(l, router, m->experts, m->hidden, count, s->param_dt, trainable);
+    /* DeepSeek-V3's e_score_correction_bias is a buffer, never trained; on
+     * Llama's path the bias is the router linear's, trained with its weight
+     * (as the layer builds it, lib/layers/llama.c) */
+    if (m->router_bias)
+        add(l, router, m->experts, 1, count, s->param_dt, m->path == PATH_LATENT ? 0 : trainable);
+}
+
 static void add_experts(tensor_list *l, const place *at, const model_shape *m, const setup *s,
                         uint64_t count, int trainable, int adapters)
 {
@@ -83,14 +95,22 @@ static void add_experts(tensor_list *l, const place *at, const model_shape *m, c
     place gate = as(at, PARAM_WEIGHT, SPLIT_NONE), lora_expert = as(at, PARAM_ADAPTER, SPLIT_EXPERT);
     place lora_in = as(at, PARAM_ADAPTER, SPLIT_NONE), lora_col = as(at, PARAM_ADAPTER, SPLIT_COLUMN);
     place lora_row = as(at, PARAM_ADAPTER, SPLIT_ROW);
-    add(l, &expert, Ie, H, count * E * up_mats, weight_dt, trainable);
-    add(l, &expert, H, Ie, count * E, weight_dt, trainable);
-    add(l, &router, E, H, count, s->param_dt, trainable);
-    /* DeepSeek-V3's e_score_correction_bias is a buffer, never trained; on
-     * Llama's path the bias is the router linear's, trained with its weight
-     * (as the layer builds it, lib/layers/llama.c) */
-    if (m->router_bias)
-        add(l, &router, E, 1, count, s->param_dt, m->path == PATH_LATENT ? 0 : trainable);
+    /* named_parameters() order, which the for-loop optimizer step follows:
+     * Mixtral's and Qwen2-MoE's blocks define their gate before the experts,
+     * DeepSeek's after them */
+    int router_first = m->path != PATH_LATENT;
+    if (router_first)
+        add_router(l, &router, m, s, count, trainable);
+    if (s->experts == LLMEM_EXPERTS_IMPL_LOOP) { /* a module per expert: its own linears */
+        add(l, &expert, Ie, H, count * E * up_mats, weight_dt, trainable);
+        add(l, &expert, H, Ie, count * E, weight_dt, trainable);
+    } else { /* transformers 5.x: gate_up_proj [E, 2I, H] and down_proj [E, H, I] */
+        place stacked = as(at, PARAM_EXPERT, SPLIT_EXPERT_STACKED);
+        add(l, &stacked, E * up_mats * Ie, H, count, weight_dt, trainable);
+        add(l, &stacked, E * H, Ie, count, weight_dt, trainable);
+    }
+    if (!router_first)
+        add_router(l, &router, m, s, count, trainable);
     add(l, &up, Is, H, count * up_mats, weight_dt, trainable);
     add(l, &down, H, Is, count, weight_dt, trainable);
     if (m->shared_gate)

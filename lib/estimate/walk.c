@@ -324,7 +324,7 @@ static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, cons
         layer_tape(e, b, m, spec);
     else
         frozen_tape(e, b, m, spec);
-    if (b->hold_input) /* the first layer's input, kept by the model's forward */
+    if (b->hold_input) /* the caller's reference: the model's loop variable */
         llmem_layers_hold_input(&e->graph);
     sim_cached(e, b, &q, output_rg(spec) ? SIM_PLAIN : SIM_NO_GRAD, c);
 }
@@ -784,12 +784,11 @@ static void trace_forward_pairs(walk_scratch *e, walk_trace *t, build *b, const 
                                 uint64_t live, uint64_t held, uint64_t gathered, uint64_t grads,
                                 int mode, int first_alone, uint64_t held_first)
 {
-    int ckpt = mode != SIM_PLAIN;
     for (uint64_t k = 0; k < g->count && t->n < t->cap; k++) {
         for (int j = 0; j < 2; j++) {
             layer_group one = g[j];
             one.count = 1;
-            b->hold_input = ckpt || (k == 0 && j == 0 && first_alone);
+            b->hold_input = 1; /* the caller's reference, or the checkpoint's */
             trace_forward(e, t, b, m, &one, in, first + 2 * k + (uint64_t)j, live,
                           g[j].fwd_growth + held, gathered, grads, mode);
             live += g[j].fwd_growth + held + (k == 0 && j == 0 && first_alone ? held_first : 0);
@@ -879,6 +878,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     memcpy(b.dropout, s->dropout, sizeof b.dropout);
     b.lora_dropout = s->lora_dropout;
     b.attention = s->attention;
+    b.experts = s->experts;
     b.sp = in->sp;
     b.ep = in->ep;
     b.loss_chunk = e->loss_chunk;
@@ -906,10 +906,13 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     uint64_t locals =
         in->embedding ? llmem_layers_embedding_locals(&b, m, &emb_spec, &input_kept) : 0;
     int hold_first = input_kept && !ckpt && ngroups > 0;
-    int first_alone = hold_first && groups[0].count == 1; /* simulated holding its input */
+    int first_alone = hold_first && groups[0].count == 1; /* held from its end on */
+    /* Every layer's input stays referenced until the layer returns: the
+     * model's loop variable (`hidden_states = decoder_layer(hidden_states,
+     * ...)`) holds it through the call, whatever the layer saves. */
     for (int i = 0; i < ngroups; i++) {
         groups[i].x_bytes = rank_tokens * m->hidden * (uint64_t)layer_input_dt(&b, m, &groups[i].spec);
-        b.hold_input = i == 0 && first_alone;
+        b.hold_input = 1;
         reduce_group(e, &b, m, s, &groups[i]);
         b.hold_input = 0;
     }
@@ -1001,7 +1004,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                   g->seg_fwd_peak, FWD_OF(g->pos_fwd), w.grads,
                   held_all - held + gather->layer_fwd);
         if (t != NULL) {
-            b.hold_input = ckpt || (i == 0 && first_alone);
+            b.hold_input = 1; /* the caller's reference, or the checkpoint's */
             trace_forward(e, t, &b, m, g, in, first, w.live, growth, gather->layer_fwd,
                           w.grads, fwd_mode);
             b.hold_input = 0;

@@ -588,6 +588,69 @@ tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, u
 }
 
 /*
+ * transformers 5.x's grouped_mm_experts_forward (integrations/moe.py): the
+ * T tokens' k routed rows (R = T k) gathered, sorted by expert (argsort, and
+ * argsort of that to undo it), run through the stacked gate_up_proj and
+ * down_proj as one grouped matmul each (torch._grouped_mm saves each operand
+ * for the other's gradient, autocast casting both), scaled by the router's
+ * weights (fp32 in 5.x's routers: the product is fp32), put back in token
+ * order, cast to the input's dtype and index_add-ed into zeros_like(input).
+ * index: the router's top-k (int64 [T, k]); weights: its scores [T, k].
+ * Every local lives until the function returns.
+ */
+tid llmem_seg_grouped_experts(build *b, const model_shape *m, const seg_spec *s, tid h, tid index,
+                              tid weights)
+{
+    uint64_t H = m->hidden, k = m->experts_per_token, T = tensor_elems(b, h) / H, R = T * k;
+    uint64_t E = m->experts / b->ep, I = m->expert_intermediate;
+    int dt = op_dt(b, h), wdt = op_dt(b, weights);
+    graph *g = b->g;
+    tid final = llmem_graph_op(g, T * H, dt, NULL, 0, 0, 0, 0, 0, 0); /* zeros_like */
+    /* arange(T).unsqueeze(1).expand(-1, k).reshape(-1): reshape copies the expansion */
+    tid arange = llmem_graph_op(g, T, INT64, NULL, 0, 0, 0, 0, 0, 0);
+    tid token_idx = llmem_graph_op(g, R, INT64, &arange, 1, 0, 0, 0, 0, 0);
+    /* argsort: sort's sorted values are a temporary of the call */
+    tid perm = llmem_graph_op(g, R, INT64, &index, 1, 0, 0, 0, R * INT64, 0);
+    tid inv_perm = llmem_graph_op(g, R, INT64, &perm, 1, 0, 0, 0, R * INT64, 0);
+    /* hidden_states[token_idx] and the [perm] gathers: IndexBackward keeps the indices */
+    tid rows = llmem_graph_op(g, R * H, dt, (tid[]){ h, token_idx }, 2, BIT(1), 0, 0, 0, 0);
+    tid ids_sorted = llmem_graph_op(g, R, INT64, (tid[]){ index, perm }, 2, 0, 0, 0, 0, 0);
+    tid w_sorted = llmem_graph_op(g, R, wdt, (tid[]){ weights, perm }, 2, BIT(1), 0, 0, 0, 0);
+    tid rows_sorted = llmem_graph_op(g, R * H, dt, (tid[]){ rows, perm }, 2, BIT(1), 0, 0, 0, 0);
+    /* histc(expert_ids_g.float(), bins=E), then cumsum to int32 offsets */
+    tid ids_float = llmem_graph_op(g, R, FP32, &ids_sorted, 1, 0, 0, 0, 0, 0);
+    tid counts = llmem_graph_op(g, E, FP32, &ids_float, 1, 0, 0, 0, 0, 0);
+    tid offsets = llmem_graph_op(g, E, 4, &counts, 1, 0, 0, 0, 0, 0);
+    uint64_t up_mats = m->mlp == LLMEM_MLP_GATED ? 2 : 1;
+    tid gate_up = expert_matmul(b, rows_sorted, H, up_mats * I, E, s->weights_trainable, 0);
+    tid act;
+    if (up_mats == 2) { /* gate_up_out.chunk(2, dim=-1), act_fn(gate) * up */
+        tid gate = op_view_part(b, gate_up, R * I), up = op_view_part(b, gate_up, R * I);
+        act = op_mul(b, op_silu(b, gate), up);
+        llmem_graph_hold(b->g, gate);
+        llmem_graph_hold(b->g, up);
+    } else {
+        act = llmem_seg_activation(b, m, gate_up);
+    }
+    tid down = expert_matmul(b, act, I, H, E, s->weights_trainable, 0);
+    tid scaled = op_mul(b, down, w_sorted); /* * sample_weights_g.unsqueeze(-1) */
+    tid restored = llmem_graph_op(g, R * H, op_dt(b, scaled), (tid[]){ scaled, inv_perm }, 2,
+                                  BIT(1), 0, 0, 0, 0); /* [inv_perm] */
+    tid source = op_cast(b, restored, dt);
+    /* final.index_add_(0, token_idx, source), in place: IndexAddBackward keeps
+     * the index and the source */
+    tid out = llmem_graph_op(g, T * H, dt, (tid[]){ final, source, token_idx }, 3, BIT(1) | BIT(2),
+                             0, 0, 0, 0);
+    llmem_graph_view(g, out, final);
+    /* the locals; down's product took its name (out_per_sample_g) */
+    tid held[] = { h,        token_idx,   perm,   inv_perm, rows,    ids_sorted, w_sorted,
+                   rows_sorted, counts, offsets,  gate_up, act,        scaled,   restored };
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        llmem_graph_hold(g, held[i]);
+    return out;
+}
+
+/*
  * Routed experts under sequence parallelism: the experts see the tokens of
  * the whole tensor-parallel group. Megatron's all-gather token dispatcher
  * (core/transformer/moe/token_dispatcher.py) gathers the rank's share of the

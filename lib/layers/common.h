@@ -106,6 +106,10 @@ tid llmem_seg_gated_mlp(build *b, const seg_spec *s, tid h, uint64_t H, uint64_t
  * PEFT's LoRA on every expert when target names it. */
 tid llmem_seg_expert_linear(build *b, const seg_spec *s, tid x, uint64_t in_f, uint64_t out_f,
                             uint64_t experts, unsigned target);
+/* The routed experts as transformers 5.x's grouped_mm runs them, on the
+ * router's top-k index and weights (common.c). */
+tid llmem_seg_grouped_experts(build *b, const model_shape *m, const seg_spec *s, tid h, tid index,
+                              tid weights);
 /* routed(h) over the tensor-parallel group's tokens under sequence
  * parallelism (gathered before, reduce-scattered after); routed(h) else. */
 tid llmem_seg_routed_sp(build *b, const model_shape *m, const seg_spec *s, tid h,

@@ -109,19 +109,26 @@ static tid experts(build *b, const model_shape *m, const seg_spec *s, tid rows)
  * ops), the gathered weights and rows, the expert, the weighted output
  * (kept by index_add_) into zeros in the weights' dtype, cast back to the
  * input's dtype. */
-static tid moe_v3(build *b, const model_shape *m, const seg_spec *s, tid h)
+static tid v3_route(build *b, const model_shape *m, const seg_spec *s, tid h, tid *index)
 {
-    uint64_t H = m->hidden, E = m->experts, K = m->experts_per_token, T = b->tokens;
+    uint64_t E = m->experts, K = m->experts_per_token, T = b->tokens;
     tid logits = router_logits(b, m, s, h);
     tid scores = op_unary(b, logits, T * E, op_dt(b, logits), SAVE_OUT, 0); /* sigmoid */
     int wdt = op_dt(b, scores);
-    tid index = llmem_graph_op(b->g, T * K, INT64, NULL, 0, 0, 0, 0, 0, 0);
-    tid weights = llmem_graph_op(b->g, T * K, wdt, (tid[]){ scores, index }, 2, BIT(0) | BIT(1), 0,
-                                 0, 0, 0); /* gather saves self and index */
+    *index = llmem_graph_op(b->g, T * K, INT64, NULL, 0, 0, 0, 0, 0, 0);
+    tid weights = llmem_graph_op(b->g, T * K, wdt, (tid[]){ scores, *index }, 2, BIT(0) | BIT(1),
+                                 0, 0, 0, 0); /* gather saves self and index */
     tid sum = op_add_scalar(b, llmem_graph_op(b->g, T, wdt, &weights, 1, 0, 0, 0, 0, 0));
     weights = llmem_graph_op(b->g, T * K, wdt, (tid[]){ weights, sum }, 2, BIT(0) | BIT(1), 0, 0,
                              0, 0); /* topk_weights /= denominator */
-    weights = op_scale(b, weights); /* * routed_scaling_factor */
+    return op_scale(b, weights); /* * routed_scaling_factor */
+}
+
+static tid moe_v3(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden, E = m->experts, K = m->experts_per_token, T = b->tokens;
+    tid index, weights = v3_route(b, m, s, h, &index);
+    int wdt = op_dt(b, weights);
     tid final = llmem_graph_op(b->g, T * H, wdt, NULL, 0, 0, 0, 0, 0, 0); /* zeros_like */
     tid mask = llmem_graph_op(b->g, T * K * E, INT64, &index, 1, 0, 0, 0, 0, 0); /* one_hot */
     tid where = llmem_graph_op(b->g, T * K * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
@@ -149,15 +156,21 @@ static tid moe_v3(build *b, const model_shape *m, const seg_spec *s, tid h)
  * over k and cast back. The forward's locals stay to the end: the top-k
  * indices and weights (topk_indices, topk_weights), tokens_per_expert (int64 [E]) and the loop's
  * start_idx (an int64 0-dim tensor once a first expert ran). */
+static tid v2_route(build *b, const model_shape *m, const seg_spec *s, tid h, tid *index)
+{
+    uint64_t K = m->experts_per_token, T = b->tokens;
+    tid logits = router_logits(b, m, s, h);
+    tid scores = op_softmax(b, logits, FP32);
+    tid top = llmem_graph_op(b->g, T * K, FP32, &scores, 1, SAVE_AUX, 0, T * K * INT64, 0, 0);
+    *index = b->g->op[b->g->nop - 1].aux;
+    return op_scale(b, top); /* * routed_scaling_factor */
+}
+
 static tid moe_v2(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden, E = m->experts, K = m->experts_per_token, T = b->tokens;
     int hdt = op_dt(b, h);
-    tid logits = router_logits(b, m, s, h);
-    tid scores = op_softmax(b, logits, FP32);
-    tid top = llmem_graph_op(b->g, T * K, FP32, &scores, 1, SAVE_AUX, 0, T * K * INT64, 0, 0);
-    tid index = b->g->op[b->g->nop - 1].aux;
-    tid weights = op_scale(b, top); /* * routed_scaling_factor */
+    tid index, weights = v2_route(b, m, s, h, &index);
     tid counts = llmem_graph_op(b->g, T * E, INT64, &index, 1, 0, 0, 0, 0, 0); /* cnts */
     tid per_expert = llmem_graph_op(b->g, E, INT64, &counts, 1, 0, 0, 0, 0, 0); /* .sum(0) */
     tid order = llmem_graph_op(b->g, T * K, INT64, &index, 1, 0, 0, 0, 0, 0);  /* argsort */
@@ -186,11 +199,25 @@ static tid moe_v2(build *b, const model_shape *m, const seg_spec *s, tid h)
     return out;
 }
 
+/* transformers 5.x: the router as above, then the experts as grouped_mm runs
+ * them on the top-k index and fp32 weights (DeepseekV3NaiveMoe; V2's taken
+ * alike), the router's locals held to the experts' end. */
+static tid moe_grouped(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    tid index, weights = v3(m) ? v3_route(b, m, s, h, &index) : v2_route(b, m, s, h, &index);
+    tid out = llmem_seg_grouped_experts(b, m, s, h, index, weights);
+    llmem_graph_hold(b->g, index);
+    llmem_graph_hold(b->g, weights);
+    return out;
+}
+
 /* DeepseekV2MoE / DeepseekV3MoE.forward: the routed experts plus the shared
  * experts (gate_proj, up_proj, down_proj too) on the same input. */
 static tid latent_moe(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
-    tid routed = llmem_seg_routed_sp(b, m, s, h, v3(m) ? moe_v3 : moe_v2);
+    tid (*routed_fn)(build *, const model_shape *, const seg_spec *, tid) =
+        b->experts != LLMEM_EXPERTS_IMPL_LOOP ? moe_grouped : v3(m) ? moe_v3 : moe_v2;
+    tid routed = llmem_seg_routed_sp(b, m, s, h, routed_fn);
     tid shared = llmem_seg_gated_mlp(b, s, h, m->hidden, m->shared_intermediate, 0);
     return op_add(b, routed, shared);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The Llama code path and its relatives (modeling_llama.py, modeling_qwen3.py,
  * modeling_mixtral.py, modeling_qwen2_moe.py, modeling_phi3.py,
- * modeling_gemma*.py in transformers v4.48): attention with GQA and rotary,
- * the gated MLP, mixture-of-experts, Phi-3's fused projections, GeGLU, and
- * the decoder layer with Gemma-2's sandwich norms. */
+ * modeling_gemma*.py in transformers v4.48; the routed experts also as 5.x
+ * runs them): attention with GQA and rotary, the gated MLP,
+ * mixture-of-experts, Phi-3's fused projections, GeGLU, and the decoder
+ * layer with Gemma-2's sandwich norms. */
 #include "layers/common.h"
 
 static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
@@ -80,11 +81,60 @@ static tid moe_routed(build *b, const model_shape *m, const seg_spec *s, tid h)
     return out;
 }
 
+/* transformers 5.x: MixtralTopKRouter (Qwen2-MoE's alike): the logits, an
+ * fp32 softmax, top-k (its indices saved), renormalised in place (div_
+ * saves the sum and a clone of the values it divides); the scores stay fp32.
+ * The block binds the returned logits to `_`, a local to its end. Then the
+ * experts as grouped_mm runs them (llmem_seg_grouped_experts). */
+static tid moe_routed_grouped(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden, E = m->experts, k = m->experts_per_token, T = tensor_elems(b, h) / H;
+    tid logits = op_linear(b, h, H, E, s->weights_trainable, m->router_bias);
+    tid probs = op_softmax(b, logits, FP32);
+    tid top = llmem_graph_op(b->g, T * k, FP32, &probs, 1, SAVE_AUX, 0, T * k * INT64, 0, 0);
+    tid index = b->g->op[b->g->nop - 1].aux;
+    tid sum = llmem_graph_op(b->g, T, FP32, &top, 1, 0, 0, 0, 0, 0);
+    tid clone = llmem_graph_op(b->g, T * k, FP32, NULL, 0, 0, 0, 0, 0, 0);
+    tid div = llmem_graph_op(b->g, T * k, FP32, (tid[]){ top, sum, clone }, 3, BIT(1) | BIT(2), 0,
+                             0, 0, 0);
+    llmem_graph_view(b->g, div, top);
+    llmem_graph_made_to_save(b->g, clone); /* no clone where nothing requires grad */
+    tid out = llmem_seg_grouped_experts(b, m, s, h, index, top);
+    llmem_graph_hold(b->g, logits);
+    llmem_graph_hold(b->g, index);
+    llmem_graph_hold(b->g, top);
+    return out;
+}
+
+/* Qwen2MoeSparseMoeBlock of transformers 5.x: the shared expert first, then
+ * the routed experts, the sigmoid gate, and the shared output added in place
+ * to the routed one. */
+static tid moe_mlp_grouped(build *b, const model_shape *m, const seg_spec *s, tid h)
+{
+    uint64_t H = m->hidden;
+    if (m->shared_intermediate == 0)
+        return llmem_seg_routed_sp(b, m, s, h, moe_routed_grouped);
+    tid shared = llmem_seg_gated_mlp(b, s, h, H, m->shared_intermediate, 0);
+    tid out = llmem_seg_routed_sp(b, m, s, h, moe_routed_grouped);
+    if (m->shared_gate) {
+        tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
+        shared = op_mul(b,
+                        llmem_graph_op(b->g, tensor_elems(b, g), b->g->t[g].dt, &g, 1, SAVE_OUT, 0,
+                                       0, 0, 0),
+                        shared); /* F.sigmoid saves its output */
+    }
+    tid sum = op_add(b, out, shared); /* expert_output += shared_expert_output */
+    llmem_graph_view(b->g, sum, out);
+    return sum;
+}
+
 /* The routed experts, plus the shared expert with its sigmoid gate on the
  * same (rank's) input. */
 static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
     uint64_t H = m->hidden;
+    if (b->experts != LLMEM_EXPERTS_IMPL_LOOP)
+        return moe_mlp_grouped(b, m, s, h);
     tid out = llmem_seg_routed_sp(b, m, s, h, moe_routed);
     if (m->shared_intermediate > 0) {
         /* the shared expert's gate_proj, up_proj and down_proj match PEFT's targets too */

@@ -121,7 +121,9 @@ enum split_axis {
     SPLIT_COLUMN,   /* output features split (q, k, v, gate, up: ColumnParallelLinear) */
     SPLIT_ROW,      /* input features split (o, down: RowParallelLinear) */
     SPLIT_VOCAB,    /* vocabulary rows split (VocabParallelEmbedding, the output layer) */
-    SPLIT_EXPERT    /* whole experts split over expert-parallel ranks */
+    SPLIT_EXPERT,   /* whole experts split over expert-parallel ranks */
+    SPLIT_EXPERT_STACKED /* the same, the experts stacked as a 3-D parameter's rows
+                            (transformers 5.x): its rows split over them */
 };
 
 typedef struct model_linear {

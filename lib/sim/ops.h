@@ -26,6 +26,7 @@ typedef struct build {
     double dropout[BUILD_DROPOUT_SITES]; /* the model's dropout layers' probability by site */
     double lora_dropout; /* PEFT's lora_dropout: each adapter's own nn.Dropout */
     int attention;    /* the llmem_attention value: the kernel lib/layers builds */
+    int experts;      /* the llmem_experts_impl value: how routed experts run */
     int hold_input;   /* the segment's input stays referenced (checkpoint recompute) */
     uint64_t sp;      /* sequence parallelism: residual-stream tokens split over sp ranks */
     uint64_t ep;      /* expert parallelism: experts of a layer split over ep ranks */

@@ -45,6 +45,29 @@ int llmem_setup_check_point(llmem_ctx *ctx, const model_shape *m, const setup *s
     return LLMEM_OK;
 }
 
+/* Under grouped_mm transformers 5.x stores a layer's routed experts as two
+ * 3-D parameters: PEFT's target_modules match modules (its target_parameters
+ * is not modelled) and bitsandbytes' 4-bit quantization replaces nn.Linear
+ * modules, so neither reaches them. */
+static int check_experts(llmem_ctx *ctx, const model_shape *m, const setup *s)
+{
+    if (m->experts == 0 || s->experts != LLMEM_EXPERTS_IMPL_GROUPED_MM)
+        return LLMEM_OK;
+    if (s->method == LLMEM_METHOD_QLORA)
+        return FAIL(ctx, EXPERTS_IMPL, LLMEM_ENOTSUP,
+                    "experts-impl: grouped-mm keeps the routed experts as 3-D parameters, which "
+                    "QLoRA's 4-bit quantization of nn.Linear does not reach (not modelled); "
+                    "use --experts-impl loop");
+    unsigned mlp = LLMEM_LORA_GATE | LLMEM_LORA_UP | LLMEM_LORA_DOWN;
+    if (s->method == LLMEM_METHOD_LORA && (s->lora_targets & mlp))
+        return FAIL(ctx, EXPERTS_IMPL, LLMEM_ENOTSUP,
+                    "experts-impl: grouped-mm keeps the routed experts as 3-D parameters, which "
+                    "PEFT's target_modules do not adapt (its target_parameters is not "
+                    "modelled); leave the MLP projections out of --lora-targets or use "
+                    "--experts-impl loop");
+    return LLMEM_OK;
+}
+
 int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
 {
     memset(s, 0, sizeof *s);
@@ -59,6 +82,7 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     if (s->grad_ckpt == LLMEM_GRAD_CKPT_FULL)
         s->grad_ckpt = LLMEM_GRAD_CKPT_NON_REENTRANT;
     s->optimizer_impl = (int)t->i[LLMEM_TRAIN_OPTIMIZER_IMPL];
+    s->experts = (int)t->i[LLMEM_TRAIN_EXPERTS_IMPL];
     s->lora_dropout = t->d[LLMEM_TRAIN_LORA_DROPOUT];
     s->attention = (int)t->i[LLMEM_TRAIN_ATTENTION];
     /* transformers runs eager attention by default where a model has no SDPA
@@ -105,6 +129,9 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
                     "target modules not found); its modules: %s",
                     llmem_family(m->family)->id.name, modules);
     }
+    rc = check_experts(ctx, m, s);
+    if (rc != LLMEM_OK)
+        return rc;
     rc = llmem_setup_check_point(ctx, m, s);
     if (rc != LLMEM_OK)
         return rc;

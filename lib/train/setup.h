@@ -14,6 +14,7 @@ typedef struct setup {
     int grad_ckpt;      /* NONE, REENTRANT or NON_REENTRANT: "full" resolved to what
                          * transformers does by default (non-reentrant) */
     int optimizer_impl; /* llmem_optimizer_impl */
+    int experts;        /* llmem_experts_impl: how routed experts run */
     /* The probability at each kind of dropout site: the setup's dropout when
      * set, else the model's (model/dropout.h). */
     double dropout[DROPOUT_SITES];

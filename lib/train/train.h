@@ -10,7 +10,7 @@
 
 /* One past the largest llmem_train_key (train_fields.c checks its table
  * against it at compile time). */
-#define TRAIN_KEY_END (LLMEM_TRAIN_GPU + 1)
+#define TRAIN_KEY_END (LLMEM_TRAIN_EXPERTS_IMPL + 1)
 
 /* The dropout field's value for "the model's own probabilities" (its default;
  * "model" as text): outside the field's [0, 1), so the setters take it

@@ -50,6 +50,9 @@ static const field_desc rows[] = {
     /* A GPU of the catalog, or 0 (the default): none chosen, the estimate
      * takes GPU_DEFAULT_ARCH's constants. */
     { LLMEM_TRAIN_GPU, "gpu", FIELD_ENUM, 0, GPU_END - 1, 0, 0, &llmem_names_gpu },
+    /* transformers 5.x picks grouped_mm where torch._grouped_mm dispatches
+     * (modeling_utils.py, get_correct_experts_implementation). */
+    NAMED(EXPERTS_IMPL, "experts-impl", 2, LLMEM_EXPERTS_IMPL_GROUPED_MM, &llmem_names_experts_impl),
 };
 
 /* The handle's arrays have one slot a key: a new key needs its row here. */

@@ -27,7 +27,7 @@ static const struct unread_rule {
     /* First: a LoRA field needs the phased formula before a LoRA method. */
     { F(PRECISION) | F(GRAD_CKPT) | F(ATTENTION) | F(DROPOUT) | F(METHOD) | F(LORA_RANK) |
           F(LORA_TARGETS) | F(FROZEN_LAYERS) | F(LOSS) | F(GRAD_ACCUM) | F(OPTIMIZER_IMPL) |
-          F(LORA_DROPOUT),
+          F(LORA_DROPOUT) | F(EXPERTS_IMPL),
       LLMEM_TRAIN_FORMULA, V(LLMEM_FORMULA_PHASED),
       "needs formula phased (the default): the article's sum reads only the model's "
       "parameter count, batch, seq, optimizer, gpu and the article-* fields" },

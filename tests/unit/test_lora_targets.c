@@ -147,6 +147,9 @@ ParameterizedTest(size_t *index, lora_targets, adapters_of_the_named_modules, .i
     cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_METHOD, LLMEM_METHOD_LORA), LLMEM_OK);
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 64), LLMEM_OK);
+    /* PEFT's target_modules name 4.x's per-expert modules (grouped-mm's 3-D
+     * experts are parameters: test_train's experts_impl_refusals) */
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_EXPERTS_IMPL, "loop"), LLMEM_OK);
     if (c->names != NULL)
         cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_LORA_TARGETS, c->names), LLMEM_OK);
     else
@@ -235,4 +238,60 @@ Test(lora_targets, every_family_names_its_query_projection, .init = setup_est,
         llmem_train_free(t);
         llmem_model_free(m);
     }
+}
+
+/* transformers 5.x's grouped_mm keeps the routed experts as 3-D parameters:
+ * PEFT's target_modules and QLoRA's 4-bit nn.Linear do not reach them, so
+ * grouped-mm (the default) refuses LoRA on the MLP projections of a model
+ * with routed experts and QLoRA, naming experts-impl; attention targets
+ * estimate, as do dense models and 4.x's per-expert loop. */
+Test(lora_targets, grouped_experts_refuse_what_peft_cannot_adapt, .init = setup_est,
+     .fini = teardown_est)
+{
+    llmem_model *moe[] = { small(LLMEM_FAMILY_LLAMA, MIXTRAL), small(LLMEM_FAMILY_LLAMA, QWEN_MOE),
+                           small(LLMEM_FAMILY_DEEPSEEK, LATENT) };
+    llmem_model *dense = small(LLMEM_FAMILY_LLAMA, DENSE);
+    llmem_train *t = NULL;
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 64), LLMEM_OK);
+    static const struct {
+        const char *method;
+        int64_t targets; /* role bits: every family's names for them */
+        int refused;
+    } setups[] = {
+        { "lora", LLMEM_LORA_Q | LLMEM_LORA_V, 0 }, { "lora", LLMEM_LORA_DOWN, 1 },
+        { "lora", LLMEM_LORA_UP, 1 },               { "qlora", LLMEM_LORA_Q | LLMEM_LORA_V, 1 },
+        { "full", 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof setups / sizeof setups[0]; i++) {
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_METHOD, setups[i].method), LLMEM_OK);
+        if (setups[i].targets != 0)
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_LORA_TARGETS, setups[i].targets),
+                         LLMEM_OK);
+        for (size_t k = 0; k < sizeof moe / sizeof moe[0]; k++) {
+            cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_EXPERTS_IMPL, "grouped-mm"), LLMEM_OK);
+            int rc = llmem_estimate_run(est, moe[k], t);
+            if (setups[i].refused) {
+                int object = 0, key = 0;
+                cr_expect_eq(rc, LLMEM_ENOTSUP, "%s %lld model %zu", setups[i].method,
+                             (long long)setups[i].targets, k);
+                llmem_ctx_error_field(ctx, &object, &key);
+                cr_expect_eq(key, LLMEM_TRAIN_EXPERTS_IMPL, "%s", llmem_ctx_error(ctx));
+                cr_expect_not_null(strstr(llmem_ctx_error(ctx), "--experts-impl loop"));
+            } else {
+                cr_expect_eq(rc, LLMEM_OK, "%s %lld model %zu: %s", setups[i].method,
+                             (long long)setups[i].targets, k, llmem_ctx_error(ctx));
+            }
+            cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_EXPERTS_IMPL, "loop"), LLMEM_OK);
+            cr_expect_eq(llmem_estimate_run(est, moe[k], t), LLMEM_OK, "loop: %s",
+                         llmem_ctx_error(ctx));
+        }
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_EXPERTS_IMPL, "grouped-mm"), LLMEM_OK);
+        cr_expect_eq(llmem_estimate_run(est, dense, t), LLMEM_OK, "dense %s: %s", setups[i].method,
+                     llmem_ctx_error(ctx));
+    }
+    llmem_train_free(t);
+    for (size_t k = 0; k < sizeof moe / sizeof moe[0]; k++)
+        llmem_model_free(moe[k]);
+    llmem_model_free(dense);
 }

@@ -531,6 +531,9 @@ Test(parallel, zero_shards_experts_over_their_own_data_parallel_group)
     llmem_parallel *l = f.l;
     llmem_estimate *e = f.e;
     llmem_model *m = f.m = small_moe(ctx, LLMEM_FAMILY_LLAMA, 0);
+    /* 4.x's per-expert modules: the counts below are theirs (grouped-mm's
+     * forward also holds E / ep histogram bins and offsets) */
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_EXPERTS_IMPL, "loop"), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, 4), LLMEM_OK);
     /* experts: 4 layers x 8 experts x 3 matrices x 128 x 64, 16-bit under DeepSpeed */
     const uint64_t expert_weights = UINT64_C(4) * 8 * 3 * 128 * 64 * 2;
@@ -592,6 +595,9 @@ Test(parallel, fsdp_shards_experts_over_the_ranks_outside_the_expert_group)
     llmem_ctx *ctx = f.ctx;
     llmem_parallel *l = f.l;
     f.m = small_moe(ctx, LLMEM_FAMILY_LLAMA, 0);
+    /* 4.x's per-expert modules: the counts below are theirs (grouped-mm's
+     * forward also holds E / ep histogram bins and offsets) */
+    cr_assert_eq(llmem_train_set_str(f.t, LLMEM_TRAIN_EXPERTS_IMPL, "loop"), LLMEM_OK);
     cr_assert_eq(llmem_parallel_set_int(l, LLMEM_PARALLEL_DP, 4), LLMEM_OK);
     /* few tokens: the forward peaks in a layer, on its gathers, not at the logits */
     cr_assert_eq(llmem_train_set_int(f.t, LLMEM_TRAIN_BATCH, 1), LLMEM_OK);

@@ -108,7 +108,7 @@ Test(train, getter_kinds, .init = setup_train, .fini = teardown_train)
     cr_expect_eq(llmem_train_get_double(train, LLMEM_TRAIN_BATCH, &d), LLMEM_EINVAL);
     cr_expect(d == 77.0);
     cr_expect_eq(llmem_train_get_int(train, 0, &i), LLMEM_EINVAL);
-    cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_GPU + 1, &i), LLMEM_EINVAL);
+    cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_EXPERTS_IMPL + 1, &i), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_LORA_DROPOUT, &i), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_double(train, -3, &d), LLMEM_EINVAL);
     cr_expect_eq(llmem_train_get_int(train, LLMEM_TRAIN_BATCH, NULL), LLMEM_EINVAL);
@@ -614,7 +614,8 @@ ParameterizedTest(size_t *index, train, set_int_rejects, .init = setup_train,
 
 Test(train, unknown_keys_and_wrong_kinds, .init = setup_train, .fini = teardown_train)
 {
-    static const int bad_keys[] = { 0, -1, LLMEM_TRAIN_GPU + 1, LLMEM_TRAIN_GPU + 2, 1000 };
+    static const int bad_keys[] = { 0, -1, LLMEM_TRAIN_EXPERTS_IMPL + 1, LLMEM_TRAIN_EXPERTS_IMPL + 2,
+                                    1000 };
     snapshot before;
     set_non_defaults();
     take(&before);

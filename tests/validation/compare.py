@@ -184,6 +184,10 @@ def build_command(llmem, row):
         v = (row.get(col) or "").strip()
         if v:
             cmd += [flag, v]
+    # how the routed experts run: the harness's experts_impl column, else its
+    # transformers 4.x per-expert loop (4.54's code for DeepSeek)
+    if (row.get("experts") or "0").strip() not in ("", "0"):
+        cmd += ["--experts-impl", (row.get("experts_impl") or "").strip() or "loop"]
     pos = (row.get("positions") or "").strip()
     if pos and pos != "0":
         cmd += ["--positions", pos]

@@ -6,7 +6,9 @@ pieces and following Hugging Face transformers eager code op for op:
 * Mixtral-style sparse MoE MLP (``MixtralSparseMoeBlock``, transformers
   4.48: softmax router in fp32, top-k, renormalised, per-expert loop with
   ``torch.where`` / ``index_add_``), optionally with Qwen2-MoE's shared
-  expert and its sigmoid gate;
+  expert and its sigmoid gate; or, with ``experts_impl="grouped-mm"``,
+  transformers 5.x's block (3-D experts run by ``grouped_mm_experts_forward``,
+  ``torch._grouped_mm`` emulated by ``GroupedMM``);
 * Phi-3 (fused ``qkv_proj`` sliced into views, fused ``gate_up_proj``
   chunked);
 * Gemma-2 (Gemma2RMSNorm ``(1 + w)`` in fp32, four norms per layer,
@@ -41,6 +43,9 @@ class ArchConfigMore(M.ArchConfig):
     expert_intermediate: int = 0
     shared_expert_intermediate: int = 0
     shared_expert_gate: int = 0
+    # how the routed experts run: "loop" (transformers 4.48's modules) or
+    # "grouped-mm" (5.x's 3-D experts under grouped_mm)
+    experts_impl: str = "loop"
     # Gemma-2 defaults (Gemma2Config)
     attn_logit_softcapping: float = 50.0
     final_logit_softcapping: float = 30.0
@@ -274,6 +279,142 @@ class SparseMoeBlock(nn.Module):
         return final_hidden_states, router_logits
 
 
+class GroupedMM(torch.autograd.Function):
+    """``torch._grouped_mm(x, w.transpose(-2, -1), offs=offsets)`` (PyTorch
+    2.9+, CUDA only; torch 1.13 has none): what it allocates and saves.  The
+    output [R, N] is written group by group in place (no temporaries); autograd
+    saves ``self`` for ``mat2``'s gradient and ``mat2`` for ``self``'s;
+    backward makes the input's gradient [R, K] and the whole 3-D weight's
+    [E, N, K] (zeros where an expert got no rows)."""
+
+    @staticmethod
+    def forward(ctx, x, w, counts):
+        out = x.new_empty(x.shape[0], w.shape[1])
+        start = 0
+        for e, n in enumerate(counts):
+            if n:
+                torch.mm(x[start:start + n], w[e].t(), out=out[start:start + n])
+            start += n
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
+                              w if ctx.needs_input_grad[0] else None)
+        ctx.counts = counts
+        ctx.wshape = tuple(w.shape)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        gx = grad.new_empty(grad.shape[0], ctx.wshape[2]) if ctx.needs_input_grad[0] else None
+        gw = x.new_zeros(ctx.wshape) if ctx.needs_input_grad[1] else None
+        start = 0
+        for e, n in enumerate(ctx.counts):
+            if n:
+                if gx is not None:
+                    torch.mm(grad[start:start + n], w[e], out=gx[start:start + n])
+                if gw is not None:
+                    torch.mm(grad[start:start + n].t(), x[start:start + n], out=gw[e])
+            start += n
+        return gx, gw, None
+
+
+class Experts5(nn.Module):
+    """transformers 5.x's MixtralExperts (Qwen2MoeExperts alike): the experts
+    as two 3-D parameters, run by ``grouped_mm_experts_forward``
+    (integrations/moe.py), the default where torch._grouped_mm dispatches.
+    Autocast casts both operands of the grouped matmul (the weights' casts
+    cached, as any leaf's)."""
+
+    def __init__(self, cfg, amp):
+        super().__init__()
+        E, H, I = cfg.experts, cfg.hidden, cfg.expert_intermediate
+        self.num_experts = E
+        self.gate_up_proj = nn.Parameter(torch.empty(E, 2 * I, H).normal_(0.0, 0.02))
+        self.down_proj = nn.Parameter(torch.empty(E, H, I).normal_(0.0, 0.02))
+        self._amp = [amp]
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        amp = self._amp[0]
+        num_top_k = top_k_index.size(-1)
+        num_tokens = hidden_states.size(0)
+        final_hidden_states = torch.zeros_like(hidden_states)
+        expert_ids = top_k_index.reshape(-1)
+        token_idx = torch.arange(num_tokens).unsqueeze(1).expand(-1, num_top_k).reshape(-1)
+        perm = torch.argsort(expert_ids, stable=True)
+        inv_perm = torch.argsort(perm, stable=True)
+        sample_weights = top_k_weights.reshape(-1)
+        current_hidden_states = hidden_states[token_idx]
+        expert_ids_g = expert_ids[perm]
+        sample_weights_g = sample_weights[perm]
+        current_states_g = current_hidden_states[perm]
+        num_tokens_per_expert = torch.histc(expert_ids_g.float(), bins=self.num_experts, min=0,
+                                            max=self.num_experts - 1)
+        offsets = torch.cumsum(num_tokens_per_expert, dim=0, dtype=torch.int32)
+        counts = [int(c) for c in num_tokens_per_expert.tolist()]
+        gate_up_out = GroupedMM.apply(amp.lp(current_states_g), amp.lp(self.gate_up_proj), counts)
+        gate, up = gate_up_out.chunk(2, dim=-1)
+        hidden_after_activation = F.silu(gate) * up
+        out_per_sample_g = GroupedMM.apply(amp.lp(hidden_after_activation),
+                                           amp.lp(self.down_proj), counts)
+        out_per_sample_g = out_per_sample_g * sample_weights_g.unsqueeze(-1)
+        out_per_sample = out_per_sample_g[inv_perm]
+        final_hidden_states.index_add_(0, token_idx,
+                                       out_per_sample.to(final_hidden_states.dtype))
+        del offsets  # the kernel's argument; counts stand for it here
+        return final_hidden_states
+
+
+class TopKRouter5(nn.Module):
+    """transformers 5.x's MixtralTopKRouter: fp32 softmax, top-k,
+    renormalised; the scores stay fp32."""
+
+    def __init__(self, cfg, amp):
+        super().__init__()
+        self.top_k = cfg.experts_per_token
+        self.hidden_dim = cfg.hidden
+        self.weight = nn.Parameter(torch.empty(cfg.experts, cfg.hidden).normal_(0.0, 0.02))
+        self._amp = [amp]
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.reshape(-1, self.hidden_dim)
+        router_logits = M.linear(self._amp[0], hidden_states, self.weight)
+        router_probs = F.softmax(router_logits.float(), dim=-1)
+        router_top_value, router_indices = torch.topk(router_probs, self.top_k, dim=-1)
+        router_top_value /= router_top_value.sum(dim=-1, keepdim=True)
+        return router_logits, router_top_value, router_indices
+
+
+class SparseMoeBlock5(nn.Module):
+    """transformers 5.x's MixtralSparseMoeBlock, or with a shared expert
+    Qwen2MoeSparseMoeBlock (the shared expert first, its sigmoid gate after the
+    routed experts, added in place)."""
+
+    def __init__(self, cfg, amp):
+        super().__init__()
+        self.gate = TopKRouter5(cfg, amp)
+        self.experts = Experts5(cfg, amp)
+        self.shared_expert = None
+        self.shared_expert_gate = None
+        if cfg.shared_expert_intermediate > 0:
+            self.shared_expert = SharedExpertMLP(cfg.hidden, cfg.shared_expert_intermediate, amp)
+            if cfg.shared_expert_gate:
+                self.shared_expert_gate = M.Linear(cfg.hidden, 1, False, amp)
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        shared_expert_output = None
+        if self.shared_expert is not None:
+            shared_expert_output = self.shared_expert(hidden_states)
+        _, top_k_weights, top_k_index = self.gate(hidden_states)
+        expert_output = self.experts(hidden_states, top_k_index, top_k_weights)
+        if shared_expert_output is not None:
+            if self.shared_expert_gate is not None:
+                shared_expert_output = torch.sigmoid(
+                    self.shared_expert_gate(hidden_states)) * shared_expert_output
+            expert_output += shared_expert_output
+        return expert_output.reshape(batch_size, sequence_length, hidden_dim), None
+
+
 # ---------------------------------------------------------------------------
 # Decoder layers
 # ---------------------------------------------------------------------------
@@ -294,7 +435,8 @@ class MoreDecoderLayer(nn.Module):
             self.self_attn = (Qwen3Attention if cfg.qk_norm else M.LlamaAttention)(
                 cfg, layer_idx, amp)
             if cfg.experts > 0:
-                self.block_sparse_moe = SparseMoeBlock(cfg, amp)
+                block = SparseMoeBlock5 if cfg.experts_impl == "grouped-mm" else SparseMoeBlock
+                self.block_sparse_moe = block(cfg, amp)
             else:
                 self.mlp = M.LlamaMLP(cfg, amp)
         self.input_layernorm = M.LlamaRMSNorm(cfg.hidden, cfg.eps, amp)
