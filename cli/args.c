@@ -135,7 +135,8 @@ static const cli_flag flags[] = {
           "PEFT's lora_dropout in [0, 1): each adapter's own dropout on its input, for "
           "--method lora or qlora"),
     TRAIN("freeze-layers", "freeze_layers", LLMEM_TRAIN_FROZEN_LAYERS, CLI_KIND_INT, "N",
-          "first N decoder layers frozen, for --method freeze"),
+          "first N decoder layers frozen, for --method freeze (the embedding is frozen "
+          "with them, a tied output head too)"),
     TRAIN("loss", "loss", LLMEM_TRAIN_LOSS, CLI_KIND_NAME, NULL,
           "loss: fp32-upcast logits or chunked cross-entropy"),
     TRAIN("grad-accum", "grad_accum", LLMEM_TRAIN_GRAD_ACCUM, CLI_KIND_INT, "N",

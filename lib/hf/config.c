@@ -55,6 +55,9 @@ typedef struct hf_type {
     int (*layout)(reader *r); /* derivations the fields cannot express, or NULL */
     const hf_dropouts *dropouts;
     const hf_window *window;  /* NULL: the type's code has no sliding window */
+    /* The field naming the MLP's activation (ACT2FN[...]) where the layout
+     * does not read it; NULL: the family's own */
+    const char *activation;
 } hf_type;
 
 struct reader {
@@ -818,36 +821,43 @@ static const hf_window none_window = { 0, NULL };
 static const hf_window qwen2_window = { 0, "use_sliding_window" };
 
 static const hf_type types[] = {
-    { "llama", LLMEM_FAMILY_LLAMA, ROWS(llama_fields), NULL, &attention_dropouts, NULL },
+    { "llama", LLMEM_FAMILY_LLAMA, ROWS(llama_fields), NULL, &attention_dropouts, NULL,
+      "hidden_act" },
     { "mistral", LLMEM_FAMILY_LLAMA, ROWS(mistral_fields), NULL, &attention_dropouts,
-      &mistral_window },
+      &mistral_window, "hidden_act" },
     { "mixtral", LLMEM_FAMILY_LLAMA, ROWS(mixtral_fields), NULL, &attention_dropouts,
-      &none_window },
-    { "qwen2", LLMEM_FAMILY_LLAMA, ROWS(qwen2_fields), NULL, &attention_dropouts, &qwen2_window },
+      &none_window, "hidden_act" },
+    { "qwen2", LLMEM_FAMILY_LLAMA, ROWS(qwen2_fields), NULL, &attention_dropouts, &qwen2_window,
+      "hidden_act" },
     { "qwen2_moe", LLMEM_FAMILY_LLAMA, ROWS(qwen2_moe_fields), layout_qwen2_moe,
-      &attention_dropouts, &qwen2_window },
-    { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL, &attention_dropouts, &qwen2_window },
-    { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL, &attention_dropouts, NULL },
+      &attention_dropouts, &qwen2_window, "hidden_act" },
+    { "qwen3", LLMEM_FAMILY_LLAMA, ROWS(qwen3_fields), NULL, &attention_dropouts, &qwen2_window,
+      "hidden_act" },
+    { "gemma", LLMEM_FAMILY_GEMMA, ROWS(gemma_fields), NULL, &attention_dropouts, NULL,
+      "hidden_activation" },
     { "gemma2", LLMEM_FAMILY_GEMMA2, ROWS(gemma_fields), NULL, &attention_dropouts,
-      &gemma2_window },
-    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi1, &phi_dropouts, NULL },
-    { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi, &phi3_dropouts, &none_window },
-    { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2, &gpt2_dropouts, NULL },
-    { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt, &opt_dropouts, NULL },
-    { "bloom", LLMEM_FAMILY_BLOOM, ROWS(bloom_fields), layout_bloom, &hidden_dropouts, NULL },
-    { "gpt_neox", LLMEM_FAMILY_GPT_NEOX, ROWS(gpt_neox_fields), layout_gpt_neox,
-      &gpt_neox_dropouts, NULL },
-    { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts, NULL },
-    { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts,
+      &gemma2_window, "hidden_activation" },
+    { "phi", LLMEM_FAMILY_PHI, ROWS(phi_fields), layout_phi1, &phi_dropouts, NULL, NULL },
+    { "phi3", LLMEM_FAMILY_PHI3, ROWS(phi3_fields), layout_phi, &phi3_dropouts, &none_window,
+      "hidden_act" },
+    { "gpt2", LLMEM_FAMILY_GPT2, ROWS(gpt2_fields), layout_gpt2, &gpt2_dropouts, NULL, NULL },
+    { "opt", LLMEM_FAMILY_OPT, ROWS(opt_fields), layout_opt, &opt_dropouts, NULL, NULL },
+    { "bloom", LLMEM_FAMILY_BLOOM, ROWS(bloom_fields), layout_bloom, &hidden_dropouts, NULL,
       NULL },
+    { "gpt_neox", LLMEM_FAMILY_GPT_NEOX, ROWS(gpt_neox_fields), layout_gpt_neox,
+      &gpt_neox_dropouts, NULL, NULL },
+    { "falcon", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts, NULL,
+      NULL },
+    { "RefinedWeb", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon, &hidden_dropouts,
+      NULL, NULL },
     { "RefinedWebModel", LLMEM_FAMILY_FALCON, ROWS(falcon_fields), layout_falcon,
-      &hidden_dropouts, NULL },
+      &hidden_dropouts, NULL, NULL },
     { "starcoder2", LLMEM_FAMILY_STARCODER2, ROWS(starcoder2_fields), layout_starcoder2,
-      &starcoder2_dropouts, &none_window },
+      &starcoder2_dropouts, &none_window, NULL },
     { "deepseek_v2", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek,
-      &attention_dropouts, NULL },
+      &attention_dropouts, NULL, "hidden_act" },
     { "deepseek_v3", LLMEM_FAMILY_DEEPSEEK, ROWS(deepseek_fields), layout_deepseek,
-      &attention_dropouts, NULL },
+      &attention_dropouts, NULL, "hidden_act" },
 };
 
 /* torch_dtype (dtype since transformers 4.56) names and their element sizes. */
@@ -960,6 +970,8 @@ static int from_root(llmem_ctx *ctx, const hf_jv *root, llmem_model **out)
     int rc = read_fields(&r);
     if (rc == LLMEM_OK && r.type->layout != NULL)
         rc = r.type->layout(&r);
+    if (rc == LLMEM_OK && r.type->activation != NULL)
+        rc = read_activation(&r, r.type->activation);
     if (rc == LLMEM_OK)
         rc = read_dtype(&r);
     if (rc == LLMEM_OK)

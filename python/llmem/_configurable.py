@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import difflib
 from typing import Any, Dict, Iterable, Mapping, Optional, TypeVar
 
 from . import errors
@@ -35,8 +36,18 @@ class Configurable(Handle):
 
     def get(self, keyword: str) -> Optional[Value]:
         """The value of a field: a name for an enumerated field (None for no
-        value chosen, as the GPU's default), else a number."""
+        value chosen, as the GPU's default); a bitmask (LoRA targets) as it was
+        set, its names or its role bits (the default: an int), so that setting
+        what was read changes nothing; else a number."""
         return self._get(self._field(keyword, "get()"))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A misspelt field (train.bacth = 64) is an error, not a new attribute.
+        if not name.startswith("_") and not hasattr(type(self), name):
+            close = difflib.get_close_matches(name, list(self._fields), n=3)
+            hint = " (did you mean %s?)" % ", ".join(repr(c) for c in close) if close else ""
+            raise AttributeError("%s has no field %r%s" % (type(self).__name__, name, hint))
+        object.__setattr__(self, name, value)
 
     def to_dict(self) -> Dict[str, Optional[Value]]:
         """Every field by keyword, defaults resolved."""
@@ -81,8 +92,18 @@ class Configurable(Handle):
                     "an int or a name" if self._set_str is not None else "an int",
                     type(value).__name__))
             ctx.check(rc)
+        if field.is_mask:
+            # names resolve in the model's family when an estimate runs;
+            # role bits do not: read back what was given
+            given = self.__dict__.setdefault("_mask_given", {})
+            if isinstance(value, str):
+                given[field.key] = value
+            else:
+                given.pop(field.key, None)
 
     def _get(self, field: Field) -> Optional[Value]:
+        if field.is_mask and field.key in self.__dict__.get("_mask_given", {}):
+            return self.__dict__["_mask_given"][field.key]
         ctx = self._context
         with ctx._lock:
             if field.is_real:
@@ -93,6 +114,8 @@ class Configurable(Handle):
             out = ctypes.c_int64()
             rc = self._get_int(self._handle, field.key, ctypes.byref(out))
             ctx.check(rc)
+        if field.is_mask:
+            return out.value  # role bits (#llmem_lora_target), in every family
         return field.show(out.value)
 
     def _get_double(self, handle: ctypes.c_void_p, key: int, out: Any) -> int:

@@ -23,7 +23,11 @@ class Train(Configurable):
     GPU's CUDA context and cuBLAS workspace; unset, it reads ``None``.
     ``dropout`` unset reads ``-1.0`` (set it so, or to ``"model"``, to go back):
     each dropout site runs at the model's own probability, as the Trainer
-    runs the model; a probability replaces them all.
+    runs the model; a probability replaces them all. ``lora_targets`` reads
+    back as it was set: names (resolved in the model's family when an
+    estimate runs) or role bits (an int of ``llmem_lora_target`` bits, the
+    default q | v: every family's query and value projections). A misspelt
+    attribute (``train.bacth = 64``) raises AttributeError.
     """
 
     _free = LIB.llmem_train_free

@@ -324,6 +324,15 @@ static const error_case error_cases[] = {
       "{\"model_type\": \"qwen2_moe\", " LLAMA_BODY ", \"num_experts\": 4, "
       "\"num_experts_per_tok\": 2, \"shared_expert_intermediate_size\": 64}",
       LLMEM_EPARSE, "missing field 'moe_intermediate_size' for model_type 'qwen2_moe'" },
+    /* the MLP's activation is read in every family (it was not in Llama's) */
+    { "unknown hidden_act for llama", "{\"model_type\": \"llama\", " LLAMA_BODY
+      ", \"hidden_act\": \"foo\"}", LLMEM_ENOTSUP,
+      "field 'hidden_act' = 'foo' is not an activation the estimate models" },
+    { "hidden_act not a string for mistral", "{\"model_type\": \"mistral\", " LLAMA_BODY
+      ", \"hidden_act\": 5}", LLMEM_EPARSE, "field 'hidden_act' must be a string" },
+    { "unknown hidden_activation for gemma2", "{\"model_type\": \"gemma2\", " LLAMA_BODY
+      ", \"hidden_activation\": \"\"}", LLMEM_ENOTSUP,
+      "field 'hidden_activation' = '' is not an activation" },
     { "string for an integer",
       "{\"model_type\": \"llama\", \"hidden_size\": \"64\", \"num_hidden_layers\": 2, "
       "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100}",
