@@ -90,6 +90,9 @@ int cli_parse_size(const char *s, uint64_t *out)
     while (*end == ' ')
         end++;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        /* bytes are whole: "1.5" or "1.5 B" is no size (1.5 KiB is) */
+        if (units[i].bytes == 1.0 && v != floor(v))
+            continue;
         if (strcmp(end, units[i].unit) == 0 && v * units[i].bytes < 1.8e19) {
             *out = (uint64_t)(v * units[i].bytes);
             return *out > 0;

@@ -23,6 +23,8 @@ cli_number cli_parse_real(const char *s, double *out);
  * MiB, GiB, TiB, KB, MB, GB, TB). Returns 1 with *out > 0, else 0. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* What a size may be, for messages. */
-#define CLI_SIZE_FORMS "a size above 0: bytes, or a number with KiB, MiB, GiB, TiB, KB, MB, GB, TB"
+#define CLI_SIZE_FORMS                                                                         \
+    "a size above 0 and below 2^64 bytes: whole bytes, or a number with KiB, MiB, GiB, TiB, "  \
+    "KB, MB, GB, TB"
 
 #endif

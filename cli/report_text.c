@@ -300,8 +300,10 @@ static void print_bytes_row(FILE *out, int indent, const char *label, uint64_t b
 {
     char b[CLI_NUMBER_CAP];
     cli_format_bytes(bytes, b, sizeof b);
-    fprintf(out, "%*s%-*s%-*s%s\n", indent, "", ROW_WIDTH - indent, label,
-            more[0] ? BYTES_WIDTH : 0, b, more);
+    int width = more[0] ? BYTES_WIDTH : 0;
+    if (more[0] && (int)strlen(b) >= width) /* a peak of six digits: a space before the note */
+        width = (int)strlen(b) + 1;
+    fprintf(out, "%*s%-*s%-*s%s\n", indent, "", ROW_WIDTH - indent, label, width, b, more);
 }
 
 static void print_terms(FILE *out, const cli_report *r, int article)
