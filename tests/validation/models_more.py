@@ -226,6 +226,16 @@ class SharedExpertMLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
+def _add_shared_expert(block, cfg, amp):
+    """Qwen2-MoE's shared expert and its sigmoid gate, where the config has them."""
+    block.shared_expert = None
+    block.shared_expert_gate = None
+    if cfg.shared_expert_intermediate > 0:
+        block.shared_expert = SharedExpertMLP(cfg.hidden, cfg.shared_expert_intermediate, amp)
+        if cfg.shared_expert_gate:
+            block.shared_expert_gate = M.Linear(cfg.hidden, 1, False, amp)
+
+
 class SparseMoeBlock(nn.Module):
     """MixtralSparseMoeBlock (transformers 4.48, jitter 0) plus, when
     shared_expert_intermediate > 0, Qwen2MoeSparseMoeBlock's shared expert
@@ -240,12 +250,7 @@ class SparseMoeBlock(nn.Module):
         self.gate = M.Linear(cfg.hidden, cfg.experts, False, amp)
         self.experts = nn.ModuleList([MixtralExpert(cfg.hidden, cfg.expert_intermediate, amp)
                                       for _ in range(cfg.experts)])
-        self.shared_expert = None
-        self.shared_expert_gate = None
-        if cfg.shared_expert_intermediate > 0:
-            self.shared_expert = SharedExpertMLP(cfg.hidden, cfg.shared_expert_intermediate, amp)
-            if cfg.shared_expert_gate:
-                self.shared_expert_gate = M.Linear(cfg.hidden, 1, False, amp)
+        _add_shared_expert(self, cfg, amp)
         self._amp = [amp]
 
     def forward(self, hidden_states):
@@ -392,12 +397,7 @@ class SparseMoeBlock5(nn.Module):
         super().__init__()
         self.gate = TopKRouter5(cfg, amp)
         self.experts = Experts5(cfg, amp)
-        self.shared_expert = None
-        self.shared_expert_gate = None
-        if cfg.shared_expert_intermediate > 0:
-            self.shared_expert = SharedExpertMLP(cfg.hidden, cfg.shared_expert_intermediate, amp)
-            if cfg.shared_expert_gate:
-                self.shared_expert_gate = M.Linear(cfg.hidden, 1, False, amp)
+        _add_shared_expert(self, cfg, amp)
 
     def forward(self, hidden_states):
         batch_size, sequence_length, hidden_dim = hidden_states.shape
