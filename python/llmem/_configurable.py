@@ -7,7 +7,7 @@ import difflib
 from typing import Any, Dict, Iterable, Mapping, Optional, TypeVar
 
 from . import errors
-from .context import Handle
+from .context import Handle, c_string
 from .fields import Field, Value, unknown_keyword
 
 _C = TypeVar("_C", bound="Configurable")
@@ -66,13 +66,19 @@ class Configurable(Handle):
     def _set(self, field: Field, value: Any) -> None:
         if isinstance(value, (list, tuple, set, frozenset)):  # a bitmask by names
             value = ",".join(_names(field, value))
-        if value is None and field.is_enum:  # no value chosen (the GPU): 0
-            value = 0
+        expected = "a number" if field.is_real else \
+            "an int or a name" if self._set_str is not None else "an int"
+        if value is None:
+            if not (field.is_enum and field.minimum == 0):
+                raise TypeError("%s: None is not a value of this field (expected %s)"
+                                % (field.name, expected))
+            value = 0  # no value chosen (the GPU)
         ctx = self._context
         with ctx._lock:
             handle = self._handle
             if isinstance(value, str) and self._set_str is not None:
-                rc = self._set_str(handle, field.key, value.encode())
+                rc = self._set_str(handle, field.key, c_string(
+                    value, field.name, field=field.keyword, object=field.object))
             elif isinstance(value, bool) and (field.is_real or
                                               (field.minimum, field.maximum) != (0, 1)):
                 # True is an int in Python: only a flag's 0/1 may be given so.
@@ -87,10 +93,8 @@ class Configurable(Handle):
                                             field=field.keyword, object=field.object)
                 rc = self._set_int(handle, field.key, value)
             else:
-                raise TypeError("%s: expected %s, got %s" % (
-                    field.name, "a number" if field.is_real else
-                    "an int or a name" if self._set_str is not None else "an int",
-                    type(value).__name__))
+                raise TypeError("%s: expected %s, got %s" % (field.name, expected,
+                                                             type(value).__name__))
             ctx.check(rc)
         if field.is_mask:
             # names resolve in the model's family when an estimate runs;

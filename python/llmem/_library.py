@@ -195,10 +195,13 @@ def _check_version(lib: ctypes.CDLL, path: str) -> None:
 def load() -> Tuple[ctypes.CDLL, str]:
     """Open libllmem, check its version and declare its prototypes."""
     lib, path = _open()
-    lib.llmem_version_number.restype = ctypes.c_uint
-    lib.llmem_version_number.argtypes = []
-    lib.llmem_version_string.restype = ctypes.c_char_p
-    lib.llmem_version_string.argtypes = []
+    for name in ("llmem_version_number", "llmem_version_string"):
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:  # another shared library (LLMEM_LIBRARY=libm.so.6)
+            raise ImportError("llmem: the library at %s is not libllmem (missing symbol %s)"
+                              % (path, name), path=path) from None
+        fn.restype, fn.argtypes = _PROTOTYPES[name]
     _check_version(lib, path)
     _bind(lib)
     return lib, path

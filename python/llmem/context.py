@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import os
 import threading
 import weakref
 from typing import Any, Callable, Iterator, Optional, Tuple, TypeVar
@@ -220,6 +221,38 @@ def expect_u64(value: Any, name: str) -> int:
     if not 0 <= value < 2 ** 64:
         raise errors.OutOfRange("%s: %d is outside [0, 2^64)" % (name, value), field=name)
     return value
+
+
+def c_string(value: Any, name: str, *, field: Optional[str] = None,
+             object: Optional[str] = None) -> bytes:
+    """``value`` (a str, or bytes) as the bytes of a C string, else TypeError
+    naming ``name``, or :class:`llmem.InvalidArgument` for a NUL inside it
+    (ctypes would pass the string cut short there); ``field`` and ``object``
+    go to the exception."""
+    if isinstance(value, str):
+        data = value.encode()
+    elif isinstance(value, bytes):
+        data = value
+    else:
+        raise TypeError("%s: expected a str or bytes, got %s" % (name, type(value).__name__))
+    return _no_nul(data, value, name, field, object)
+
+
+def c_path(value: Any, name: str = "path") -> bytes:
+    """A path (str, bytes or os.PathLike) as a C string (``os.fsencode``),
+    checked as :func:`c_string` checks a name."""
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError("%s: expected a str, bytes or os.PathLike, got %s"
+                        % (name, type(value).__name__))
+    return _no_nul(os.fsencode(value), os.fspath(value), name)
+
+
+def _no_nul(data: bytes, value: Any, name: str, field: Optional[str] = None,
+            object: Optional[str] = None) -> bytes:
+    if b"\0" in data:
+        raise errors.InvalidArgument("%s: embedded NUL character in %r" % (name, value),
+                                     field=field, object=object)
+    return data
 
 
 def status_str(rc: int) -> str:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import array
+import collections.abc
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
+from . import errors
 from ._library import LIB
 from .context import Context, Handle, expect, expect_u64, locked, resolve
 from .fields import MODEL_FIELDS, PARALLEL_FIELDS, TRAIN_FIELDS, unknown_keyword
@@ -35,6 +38,8 @@ _RANK_CHUNK_STRIDE = 109
 # Peak levels of llmem_estimate_max (enum llmem_level; the library names them
 # nowhere else).
 LEVELS = {"allocated": 1, "reserved": 2, "device": 3}
+# The training fields llmem_estimate_max solves for.
+_MAX_FIELDS = ("batch", "seq")
 
 
 def _job(model: Any, train: Any, parallel: Any) -> List[Handle]:
@@ -262,7 +267,12 @@ class Estimate(Handle):
         ("allocated", "reserved", "device") on the most loaded rank stays
         within ``capacity`` bytes, the other fields as ``train`` has them; 0
         when even 1 does not fit. Keep a safety margin out of ``capacity``."""
-        key = TRAIN_FIELDS[field].key if field in TRAIN_FIELDS else -1
+        if not isinstance(field, str):
+            raise TypeError("field: expected a str, got %s" % type(field).__name__)
+        if field not in _MAX_FIELDS:
+            raise errors.InvalidArgument("field: %r is not one of %s"
+                                         % (field, ", ".join(_MAX_FIELDS)))
+        key = TRAIN_FIELDS[field].key
         if level not in LEVELS:
             raise ValueError("level: %r is not one of %s" % (level, ", ".join(LEVELS)))
         expect_u64(capacity, "capacity")
@@ -395,20 +405,27 @@ class Estimate(Handle):
             peak_rank=peak_rank, ranks=ranks, timeline=top.timeline)
 
 
-def _int64_column(name: str, values: Optional[Sequence[int]]) -> Any:
-    """A sequence of integers as a C array of int64 (None stays None): one
-    conversion for the whole column; a bad element is named by its index."""
+def _int64_column(name: str, values: Optional[Iterable[int]]) -> Any:
+    """Integers as a C array of int64 (None stays None): one conversion for
+    the whole column; a bad element is named by its index. Only ints, as the
+    fields take them: array() would take True as 1 (and any __index__), and
+    read bytes as raw int64s."""
     if values is None:
         return None
+    if isinstance(values, (str, bytes, bytearray, memoryview)) or \
+            not isinstance(values, collections.abc.Iterable):
+        raise TypeError("sweep(): %s: expected a sequence of ints, got %s"
+                        % (name, type(values).__name__))
+    values = values if isinstance(values, (list, tuple)) else list(values)
+    if any(kind is bool or not issubclass(kind, int) for kind in set(map(type, values))):
+        i, v = next((i, v) for i, v in enumerate(values)
+                    if isinstance(v, bool) or not isinstance(v, int))
+        raise TypeError("sweep(): %s[%d]: expected an int, got %s" % (name, i, type(v).__name__))
     try:
         column = array.array("q", values)
-    except (TypeError, OverflowError):
-        for i, v in enumerate(values):
-            if not isinstance(v, int):
-                raise TypeError("sweep(): %s[%d]: %r is not an integer" % (name, i, v)) from None
-            if not -(1 << 63) <= v < (1 << 63):
-                raise ValueError("sweep(): %s[%d]: %d does not fit 64 bits" % (name, i, v)) from None
-        raise
+    except OverflowError:
+        i, v = next((i, v) for i, v in enumerate(values) if not -(1 << 63) <= v < (1 << 63))
+        raise ValueError("sweep(): %s[%d]: %d does not fit 64 bits" % (name, i, v)) from None
     return (ctypes.c_int64 * len(column)).from_buffer(column)  # which it keeps alive
 
 
@@ -430,6 +447,9 @@ def _with_job(function: str, model: Union[str, Model], context: Optional[Context
         ctx = resolve(context)
         with Model.from_preset(model, context=ctx, **model_fields) as owned:
             return _with_job(function, owned, ctx, dict(train_fields, **layout_fields), body)
+    if not isinstance(model, Model):
+        raise TypeError("%s(): model must be a preset name or a llmem.Model, not %s"
+                        % (function, type(model).__name__))
     if model_fields:
         raise TypeError("%s(): model fields (%s) change a preset given by name"
                         % (function, ", ".join(model_fields)))

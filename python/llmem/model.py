@@ -8,7 +8,7 @@ from typing import Any, Optional, Tuple, Union
 
 from ._configurable import Configurable, add_properties
 from ._library import LIB
-from .context import Context, resolve
+from .context import Context, c_path, c_string, resolve
 from .fields import MODEL_FIELDS
 
 
@@ -44,17 +44,21 @@ class Model(Configurable):
         """A model of ``family`` ("llama", "gpt2", ...) with that family's
         layout defaults and the given fields; the sizes (hidden, layers,
         heads, intermediate, vocab) must be set before it is estimated."""
+        if isinstance(family, bool) or not isinstance(family, (str, int)):
+            raise TypeError("family: expected a name or an int, got %s" % type(family).__name__)
         ctx = resolve(context)
         family_field = MODEL_FIELDS["family"]
-        # A name the library does not list is set by name below, so that the
-        # library's own message reports it.
-        code = dict(family_field.choices).get(family, family_field.minimum) \
-            if isinstance(family, str) else family
+        codes = dict(family_field.choices)
+        # A name the library does not list, or a code no C int holds (ctypes
+        # would wrap it), is set below as a field, so that the library's own
+        # message reports it.
+        direct = family in codes if isinstance(family, str) else -(1 << 31) <= family < 1 << 31
+        code = codes.get(family, family) if direct else family_field.minimum
         with ctx._lock:
             ptr = ctypes.c_void_p()
             ctx.check(LIB.llmem_model_new(ctx._handle, code, ctypes.byref(ptr)))
             super().__init__(ptr, ctx)
-            if isinstance(family, str) and family not in dict(family_field.choices):
+            if not direct:
                 self._set(family_field, family)
         self.set(**fields)
 
@@ -65,35 +69,39 @@ class Model(Configurable):
         return model.set(**fields)
 
     @classmethod
-    def from_preset(cls, name: str, *, context: Optional[Context] = None,
+    def from_preset(cls, name: Union[str, bytes], *, context: Optional[Context] = None,
                     **fields: Any) -> "Model":
         """A built-in preset (see :func:`presets`; the part after the slash
         also matches), with the given fields changed."""
+        data = c_string(name, "name")
         ctx = resolve(context)
         with ctx._lock:
             ptr = ctypes.c_void_p()
-            ctx.check(LIB.llmem_model_new_preset(ctx._handle, name.encode(), ctypes.byref(ptr)))
+            ctx.check(LIB.llmem_model_new_preset(ctx._handle, data, ctypes.byref(ptr)))
             return cls._adopt(ctx, ptr, fields)
 
     @classmethod
-    def from_hf_config(cls, path: Union[str, "os.PathLike[str]"], *,
+    def from_hf_config(cls, path: Union[str, bytes, "os.PathLike[str]"], *,
                        context: Optional[Context] = None, **fields: Any) -> "Model":
         """A Hugging Face ``config.json``, or a directory holding one.
 
         Raises :class:`ReadError` (unreadable), :class:`ParseError`
         (malformed) or :class:`NotSupported` (unknown model_type, or a
         library built without its JSON reader)."""
+        data = c_path(path)
         ctx = resolve(context)
         with ctx._lock:
             ptr = ctypes.c_void_p()
-            ctx.check(LIB.llmem_model_new_hf_config(ctx._handle, os.fsencode(path),
-                                                    ctypes.byref(ptr)))
+            ctx.check(LIB.llmem_model_new_hf_config(ctx._handle, data, ctypes.byref(ptr)))
             return cls._adopt(ctx, ptr, fields)
 
     @classmethod
     def from_hf_json(cls, text: Union[str, bytes], *, context: Optional[Context] = None,
                      **fields: Any) -> "Model":
-        """As :meth:`from_hf_config`, from the JSON text of a config."""
+        """As :meth:`from_hf_config`, from the JSON text of a config (passed
+        with its length: a NUL in it is the reader's :class:`ParseError`)."""
+        if not isinstance(text, (str, bytes, bytearray, memoryview)):
+            raise TypeError("text: expected a str or bytes, got %s" % type(text).__name__)
         data = text.encode() if isinstance(text, str) else bytes(text)
         ctx = resolve(context)
         with ctx._lock:

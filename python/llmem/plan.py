@@ -183,6 +183,9 @@ def plan(model: Union[str, Model], *, context: Optional[Context] = None,
         ctx = resolve(context)
         with Model.from_preset(model, context=ctx, **model_fields) as owned:
             return plan(owned, context=ctx, **train_fields, **plan_fields)
+    if not isinstance(model, Model):
+        raise TypeError("plan(): model must be a preset name or a llmem.Model, not %s"
+                        % type(model).__name__)
     if model_fields:
         raise TypeError("plan(): model fields (%s) change a preset given by name; set them on "
                         "the Model instead" % ", ".join(model_fields))

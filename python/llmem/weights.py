@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Union
 
 from ._library import LIB
-from .context import Context, Handle, resolve
+from .context import Context, Handle, c_path, resolve
 
 # Keys of include/llmem.h (enum llmem_weights_key); never renumbered.
 _PARAMS = 1
@@ -46,12 +46,13 @@ class Weights:
     files: int
     dtypes: Dict[str, DtypeTotal]
 
-    def __init__(self, path: Union[str, "os.PathLike[str]"], *,
+    def __init__(self, path: Union[str, bytes, "os.PathLike[str]"], *,
                  context: Optional[Context] = None) -> None:
+        data = c_path(path)
         ctx = resolve(context)
         with ctx._lock:
             ptr = ctypes.c_void_p()
-            ctx.check(LIB.llmem_weights_open(ctx._handle, os.fsencode(path), ctypes.byref(ptr)))
+            ctx.check(LIB.llmem_weights_open(ctx._handle, data, ctypes.byref(ptr)))
             self._read(_Handle(ptr, ctx))
 
     @classmethod

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Bad input raises the exception of the library's status, with its message
 and the field; the object stays usable."""
+import ctypes
 import math
 import os
 import subprocess
@@ -196,9 +197,13 @@ def test_a_stale_error_of_the_models_context_is_not_reported():
         model.hidden = 0  # refused, the model unchanged: its context keeps the error
     assert theirs.last_error.startswith("hidden: ")
     with llmem.Estimate(context=ours) as est:
-        # A failure naming no field stays without one.
-        with pytest.raises(llmem.InvalidArgument) as info:
-            est.max(model, llmem.Train(context=ours), "lora_rank", capacity=2**40)
+        # A failure naming no field stays without one (called directly: the
+        # binding refuses a field max() does not solve for before the call).
+        out, train = ctypes.c_int64(), llmem.Train(context=ours)
+        with pytest.raises(llmem.InvalidArgument) as info, ours._lock:
+            ours.check(LIB.llmem_estimate_max(est._handle, model._handle, train._handle, None,
+                                              llmem.TRAIN_FIELDS["lora_rank"].key, 3, 2**40,
+                                              ctypes.byref(out)))
         assert info.value.field is None and "batch or seq" in info.value.message
         # A failure naming its own field keeps it.
         with pytest.raises(llmem.Inconsistent) as info:
@@ -229,3 +234,81 @@ def test_numbers_as_text_are_read_as_the_cli_reads_them(keyword, text):
 def test_numbers_as_text_in_decimal_form_are_taken():
     with llmem.Train(batch="+4", seq="0256", dropout=".5", lora_dropout="1e-1") as train:
         assert (train.batch, train.seq, train.dropout, train.lora_dropout) == (4, 256, 0.5, 0.1)
+
+
+def test_a_preset_name_is_a_str_or_bytes():
+    # .encode() of anything else was an AttributeError; bytes are taken as
+    # from_hf_config takes a bytes path.
+    for name in (None, 3, ["gpt2"]):
+        with pytest.raises(TypeError, match="name: expected a str or bytes, got %s"
+                           % type(name).__name__):
+            llmem.Model.from_preset(name)
+    with llmem.Model.from_preset(b"gpt2") as a, llmem.Model.from_preset("gpt2") as b:
+        assert a.to_dict() == b.to_dict()
+    for path in (None, 3):
+        with pytest.raises(TypeError, match="path: expected"):
+            llmem.Model.from_hf_config(path)
+    # bytes(3) was three NULs handed to the JSON reader
+    for text in (None, 3, [123, 125]):
+        with pytest.raises(TypeError, match="text: expected a str or bytes"):
+            llmem.Model.from_hf_json(text)
+    for call in (llmem.largest_fitting, llmem.sweep, llmem.plan):
+        with pytest.raises(TypeError, match="model must be a preset name or a llmem.Model, "
+                           "not NoneType"):
+            call(None, capacity=2**40) if call is llmem.largest_fitting else call(None)
+
+
+def test_a_family_is_a_name_or_an_int():
+    # None and 1.5 raised ctypes.ArgumentError; True was family 1 (gpt2).
+    for family in (None, 1.5, True, b"llama"):
+        with pytest.raises(TypeError, match="family: expected a name or an int, got %s"
+                           % type(family).__name__):
+            llmem.Model(family)
+    gpt2 = dict(llmem.MODEL_FIELDS["family"].choices)["gpt2"]
+    assert llmem.Model(gpt2).family == "gpt2"
+    # ctypes wrapped a code beyond a C int: 2**40 was "unknown value 0"
+    with pytest.raises(llmem.OutOfRange, match="family: value 1099511627776 out of range"):
+        llmem.Model(1 << 40)
+
+
+def test_largest_fitting_names_a_field_it_does_not_solve_for():
+    # "key -1 is neither": the name never reached the message.
+    with pytest.raises(llmem.InvalidArgument) as info:
+        llmem.largest_fitting("gpt2", "bogus", capacity=2**40)
+    assert str(info.value) == "field: 'bogus' is not one of batch, seq"
+    with pytest.raises(llmem.InvalidArgument, match="'lora_rank' is not one of batch, seq"):
+        llmem.largest_fitting("gpt2", "lora_rank", capacity=2**40)
+    with pytest.raises(TypeError, match="field: expected a str, got NoneType"):
+        llmem.largest_fitting("gpt2", None, capacity=2**40)
+    assert llmem.largest_fitting("gpt2", "seq", capacity=2**40) > 0
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda: llmem.Train(precision="bf16\x00xx"), "precision"),
+    (lambda: llmem.Train(gpu="H100\x00junk"), "gpu"),
+    (lambda: llmem.Train(lora_targets=["q_proj\x00", "v_proj"]), "lora-targets"),
+    (lambda: llmem.Train(batch="4\x005"), "batch"),
+    (lambda: llmem.Model("llama\x00x"), "family"),
+    (lambda: llmem.Parallel(sharding="zero3\x00"), "sharding"),
+    (lambda: llmem.estimate("gpt2", attention="flash\x00"), "attention"),
+])
+def test_a_nul_inside_a_field_value_is_refused(call, field):
+    # ctypes ended the string at the NUL: "bf16\0xx" was bf16.
+    with pytest.raises(llmem.InvalidArgument) as info:
+        call()
+    assert str(info.value).startswith("%s: embedded NUL character in " % field)
+    assert info.value.field == field.replace("-", "_")
+
+
+def test_a_nul_inside_a_name_or_a_path_is_refused(tmp_path):
+    for name in ("gpt2\x00junk", b"gpt2\x00"):
+        with pytest.raises(llmem.InvalidArgument, match="name: embedded NUL character"):
+            llmem.Model.from_preset(name)
+    with pytest.raises(llmem.InvalidArgument, match="name: embedded NUL"):
+        llmem.estimate("gpt2\x00junk")
+    # "/tmp\0x" was /tmp
+    for path in (str(tmp_path) + "\x00x", os.fsencode(tmp_path) + b"\x00x"):
+        with pytest.raises(llmem.InvalidArgument, match="path: embedded NUL character"):
+            llmem.Model.from_hf_config(path)
+        with pytest.raises(llmem.InvalidArgument, match="path: embedded NUL character"):
+            llmem.Weights(path)

@@ -235,3 +235,22 @@ def test_a_field_the_setup_does_not_read_is_refused():
     with pytest.raises(llmem.Inconsistent, match=r"^bucket-elements: 1000 is not read"):
         llmem.estimate("meta-llama/Llama-3.2-1B", dp=4, sharding="fsdp-full",
                        bucket_elements=1000)
+
+
+@pytest.mark.parametrize("make,keyword", [
+    (llmem.Train, "precision"), (llmem.Train, "optimizer"), (llmem.Train, "batch"),
+    (llmem.Train, "dropout"), (llmem.Train, "lora_targets"), (llmem.Parallel, "sharding"),
+    (llmem.Parallel, "dp"), (llmem.Plan, "gpus"),
+    (lambda **kw: llmem.Model("llama", **kw), "norm"),
+])
+def test_none_is_a_value_only_of_the_gpu(make, keyword):
+    # precision=None was "value 0 out of range [1, 5]": a value never given.
+    name = keyword.replace("_", "-")
+    with pytest.raises(TypeError, match="^%s: None is not a value of this field" % name):
+        make(**{keyword: None})
+    obj = make()
+    before = obj.get(keyword)
+    with pytest.raises(TypeError, match="^%s: None" % name):
+        setattr(obj, keyword, None)
+    assert obj.get(keyword) == before
+    assert llmem.Train(gpu=None).gpu is None

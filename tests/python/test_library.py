@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Loading the library: where it is found, and the version check."""
+import ctypes.util
 import os
 
 import pytest
@@ -33,6 +34,19 @@ def test_the_variable_is_the_only_place_tried_when_set(tmp_path):
     rc, _, err = run_python("import llmem", env)
     assert rc != 0
     assert "ImportError" in err and "LLMEM_LIBRARY" in err and "libmissing.so" in err
+
+
+def test_a_library_that_is_not_libllmem_is_refused():
+    # The C math library loaded, then its missing llmem_version_number was an
+    # AttributeError.
+    other = ctypes.util.find_library("m")
+    if other is None:
+        pytest.skip("no C math library to load")
+    env = dict(os.environ, LLMEM_LIBRARY=other)
+    rc, _, err = run_python("import llmem", env)
+    assert rc != 0 and "AttributeError" not in err
+    assert ("ImportError: llmem: the library at %s is not libllmem (missing symbol "
+            "llmem_version_number)" % other) in err
 
 
 class _FakeLibrary:

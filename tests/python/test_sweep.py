@@ -63,3 +63,23 @@ def test_bad_arguments():
         llmem.sweep(LLAMA_1B, [1], level="nvidia-smi")
     with pytest.raises(TypeError, match="sweep"):
         llmem.sweep(LLAMA_1B, [1], no_such_field=1)
+
+
+@pytest.mark.parametrize("batch,seq,message", [
+    ([True, 2], None, r"batch\[0\]: expected an int, got bool"),
+    ([1, 2], [64, False], r"seq\[1\]: expected an int, got bool"),
+    ([1, 2.0], None, r"batch\[1\]: expected an int, got float"),
+    (None, [64, "128"], r"seq\[1\]: expected an int, got str"),
+    (4, None, r"batch: expected a sequence of ints, got int"),
+    ("12", None, r"batch: expected a sequence of ints, got str"),
+    (bytes(8), None, r"batch: expected a sequence of ints, got bytes"),
+], ids=["bool", "bool-in-seq", "float", "str-in-seq", "int", "str", "bytes"])
+def test_points_are_ints_as_the_fields_take_them(batch, seq, message):
+    # True was batch 1 (Train(batch=True) is refused); bytes were read as raw int64s.
+    with pytest.raises(TypeError, match="^sweep\\(\\): " + message):
+        llmem.sweep(LLAMA_1B, batch, seq)
+    with pytest.raises(TypeError, match="batch: expected an int, got bool"):
+        llmem.Train(batch=True)
+    # any iterable of ints is a column
+    assert llmem.sweep(LLAMA_1B, iter([1, 2]), range(64, 66)) == \
+        llmem.sweep(LLAMA_1B, [1, 2], [64, 65])
