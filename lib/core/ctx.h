@@ -17,7 +17,11 @@ void *llmem__alloc(llmem_ctx *ctx, size_t bytes);
 void *llmem__calloc(llmem_ctx *ctx, size_t bytes);
 void llmem__free(llmem_ctx *ctx, void *ptr);
 
-/* Record a message on ctx (when not NULL) and return status. */
+/* Record a message on ctx (when not NULL) and return status.
+ * A NULL handle has no context and returns LLMEM_EINVAL alone; a NULL
+ * pointer argument beside a valid handle fails here, naming the call and the
+ * argument ("llmem_model_get_int: out is NULL"), or the context would still
+ * show an earlier call's message as this one's. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif

@@ -807,7 +807,7 @@ int llmem_estimate_get_u64(const llmem_estimate *e, int key, uint64_t *out)
     if (rc != LLMEM_OK)
         return rc;
     if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: out pointer is NULL");
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_get_u64: out is NULL");
     switch (key) {
     case LLMEM_EST_PARAMS_TOTAL: *out = e->r.params_total; break;
     case LLMEM_EST_PARAMS_TRAINABLE: *out = e->r.params_trainable; break;
@@ -826,7 +826,9 @@ int llmem_estimate_phase_bytes(const llmem_estimate *e, int phase, uint64_t *out
     int rc = require_valid(e);
     if (rc != LLMEM_OK)
         return rc;
-    if (out == NULL || phase < 1 || phase > PHASE_COUNT)
+    if (out == NULL)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_phase_bytes: out is NULL");
+    if (phase < 1 || phase > PHASE_COUNT)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown phase %d", phase);
     *out = e->r.phase_peak[phase - 1];
     return LLMEM_OK;
@@ -837,7 +839,9 @@ int llmem_estimate_term(const llmem_estimate *e, int kind, const llmem_term **ou
     int rc = require_valid(e);
     if (rc != LLMEM_OK)
         return rc;
-    if (out == NULL || kind < 1 || kind > TERM_COUNT)
+    if (out == NULL)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_term: out is NULL");
+    if (kind < 1 || kind > TERM_COUNT)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
     *out = &e->r.term[kind - 1];
     return LLMEM_OK;
@@ -896,7 +900,7 @@ int llmem_estimate_rank_get_u64(const llmem_estimate *e, size_t rank, int key, u
     if (rc != LLMEM_OK)
         return rc;
     if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: out pointer is NULL");
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_rank_get_u64: out is NULL");
     const est_results *r = &e->rank[rank];
     const rank_class *c = &e->rank_class[rank];
     switch (key) {
@@ -929,7 +933,9 @@ int llmem_estimate_rank_phase_bytes(const llmem_estimate *e, size_t rank, int ph
     int rc = require_rank(e, rank);
     if (rc != LLMEM_OK)
         return rc;
-    if (out == NULL || phase < 1 || phase > PHASE_COUNT)
+    if (out == NULL)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_rank_phase_bytes: out is NULL");
+    if (phase < 1 || phase > PHASE_COUNT)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown phase %d", phase);
     *out = e->rank[rank].phase_peak[phase - 1];
     return LLMEM_OK;
@@ -941,7 +947,9 @@ int llmem_estimate_rank_term(const llmem_estimate *e, size_t rank, int kind,
     int rc = require_rank(e, rank);
     if (rc != LLMEM_OK)
         return rc;
-    if (out == NULL || kind < 1 || kind > TERM_COUNT)
+    if (out == NULL)
+        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_rank_term: out is NULL");
+    if (kind < 1 || kind > TERM_COUNT)
         return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
     *out = &e->rank[rank].term[kind - 1];
     return LLMEM_OK;

@@ -127,8 +127,10 @@ void llmem_weights_free(llmem_weights *w)
 
 int llmem_weights_get_u64(const llmem_weights *w, int key, uint64_t *out)
 {
-    if (w == NULL || out == NULL)
+    if (w == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(w->ctx, LLMEM_EINVAL, "llmem_weights_get_u64: out is NULL");
     switch (key) {
     case LLMEM_WEIGHTS_PARAMS: *out = w->t.params; break;
     case LLMEM_WEIGHTS_BYTES: *out = w->t.bytes; break;

@@ -97,8 +97,10 @@ int llmem_model_set_double(llmem_model *m, int key, double value)
 int llmem_model_get_double(const llmem_model *m, int key, double *out)
 {
     const field_desc *f;
-    if (m == NULL || out == NULL)
+    if (m == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "llmem_model_get_double: out is NULL");
     int rc = llmem_fields_row(m->ctx, &llmem_model_fields, key, &f);
     if (rc != LLMEM_OK)
         return rc;
@@ -137,8 +139,10 @@ int llmem_model_set_str(llmem_model *m, int key, const char *value)
 int llmem_model_get_int(const llmem_model *m, int key, int64_t *out)
 {
     const field_desc *f;
-    if (m == NULL || out == NULL)
+    if (m == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "llmem_model_get_int: out is NULL");
     int rc = llmem_fields_row(m->ctx, &llmem_model_fields, key, &f);
     if (rc != LLMEM_OK)
         return rc;
@@ -175,9 +179,10 @@ int llmem_model_param_count(llmem_model *m, uint64_t *out)
 {
     model_shape s;
     model_params p;
-    if (m == NULL || out == NULL)
-        return m ? llmem__fail(m->ctx, LLMEM_EINVAL, "param_count: out pointer is NULL")
-                 : LLMEM_EINVAL;
+    if (m == NULL)
+        return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(m->ctx, LLMEM_EINVAL, "llmem_model_param_count: out is NULL");
     int rc = llmem_model_resolve(m, &s, &p);
     if (rc != LLMEM_OK)
         return rc;

@@ -84,8 +84,6 @@ int llmem_pack_setting_get(llmem_ctx *ctx, const field_table *t, const int64_t *
                            int64_t *out)
 {
     const field_desc *f;
-    if (out == NULL)
-        return llmem__fail(ctx, LLMEM_EINVAL, "%s: NULL argument", t->object_name);
     int rc = llmem_fields_row(ctx, t, key, &f);
     if (rc != LLMEM_OK)
         return rc;

@@ -70,6 +70,8 @@ int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out)
 {
     if (fit == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(fit->ctx, LLMEM_EINVAL, "llmem_fit_get_int: out is NULL");
     return llmem_pack_setting_get(fit->ctx, &llmem_fit_fields, fit->i, key, out);
 }
 
@@ -160,8 +162,10 @@ size_t llmem_fit_count(const llmem_fit *fit)
 
 int llmem_fit_best(const llmem_fit *fit, size_t *option)
 {
-    if (fit == NULL || option == NULL)
+    if (fit == NULL)
         return LLMEM_EINVAL;
+    if (option == NULL)
+        return llmem__fail(fit->ctx, LLMEM_EINVAL, "llmem_fit_best: option is NULL");
     for (size_t i = 0; i < fit->count; i++)
         if (fit->opt[i].fits) {
             *option = i;
@@ -172,8 +176,10 @@ int llmem_fit_best(const llmem_fit *fit, size_t *option)
 
 int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *out)
 {
-    if (fit == NULL || out == NULL)
+    if (fit == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(fit->ctx, LLMEM_EINVAL, "llmem_fit_get_u64: out is NULL");
     if (option >= fit->count)
         return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: option %zu of %zu", option, fit->count);
     const fit_option *o = &fit->opt[option];

@@ -76,6 +76,8 @@ int llmem_pack_get_int(const llmem_pack *p, int key, int64_t *out)
 {
     if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_pack_get_int: out is NULL");
     return llmem_pack_setting_get(p->ctx, &llmem_pack_fields, p->i, key, out);
 }
 
@@ -158,8 +160,10 @@ int llmem_pack_add_job(llmem_pack *p, const char *id, uint64_t bytes, int level,
 
 int llmem_pack_get_u64(const llmem_pack *p, int key, uint64_t *out)
 {
-    if (p == NULL || out == NULL)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_pack_get_u64: out is NULL");
     if (key < LLMEM_PACK_GPUS_USED || key >= PACK_RESULT_END)
         return llmem__fail(p->ctx, LLMEM_EINVAL, "pack: unknown result key %d", key);
     if (!p->ran)
@@ -180,8 +184,10 @@ const char *llmem_pack_job_id(const llmem_pack *p, size_t job)
 
 int llmem_pack_job_u64(const llmem_pack *p, size_t job, int key, uint64_t *out)
 {
-    if (p == NULL || out == NULL)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_pack_job_u64: out is NULL");
     if (job >= p->njobs)
         return llmem__fail(p->ctx, LLMEM_ERANGE, "pack: job %zu of %zu", job, p->njobs);
     if (!p->ran)
@@ -232,8 +238,10 @@ const char *llmem_pack_job_resource(const llmem_pack *p, size_t job)
 
 int llmem_pack_gpu_u64(const llmem_pack *p, size_t gpu, int key, uint64_t *out)
 {
-    if (p == NULL || out == NULL)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_pack_gpu_u64: out is NULL");
     if (!p->ran)
         return llmem__fail(p->ctx, LLMEM_EINCONSISTENT, "pack: no result (run it first)");
     if (gpu >= p->ngpus)

@@ -78,7 +78,8 @@ void llmem_pack_layout_stats(const pack_type *t, unsigned kind_mask, layout_stat
 #define PACK_KEY_END (LLMEM_PACK_EXACT_LIMIT + 1)
 extern const field_table llmem_fit_fields, llmem_pack_fields;
 
-/* Setters and getter over a handle's ints[] (the message names the field). */
+/* Setters and getter over a handle's ints[] (the message names the field);
+ * the getter's caller checks out, naming itself. */
 int llmem_pack_setting_int(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
                            int64_t value);
 int llmem_pack_setting_str(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,

@@ -57,8 +57,10 @@ int llmem_parallel_set_str(llmem_parallel *p, int key, const char *value)
 
 int llmem_parallel_get_int(const llmem_parallel *p, int key, int64_t *out)
 {
-    if (p == NULL || out == NULL)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_parallel_get_int: out is NULL");
     if (llmem_fields_find(&llmem_parallel_fields, key) == NULL)
         return llmem__fail(p->ctx, LLMEM_EINVAL, "parallel: unknown field key %d", key);
     *out = p->i[key];

@@ -55,8 +55,10 @@ int llmem_plan_set_int(llmem_plan *p, int key, int64_t value)
 
 int llmem_plan_get_int(const llmem_plan *p, int key, int64_t *out)
 {
-    if (p == NULL || out == NULL)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_plan_get_int: out is NULL");
     if (llmem_fields_find(&llmem_plan_fields, key) == NULL)
         return llmem__fail(p->ctx, LLMEM_EINVAL, "plan: unknown field key %d", key);
     *out = p->i[key];
@@ -132,8 +134,10 @@ size_t llmem_plan_result_count(const llmem_plan *p)
 
 int llmem_plan_result_get_u64(const llmem_plan *p, size_t index, int key, uint64_t *out)
 {
-    if (p == NULL || out == NULL)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_plan_result_get_u64: out is NULL");
     if (index >= p->nresults)
         return llmem__fail(p->ctx, LLMEM_ERANGE, "plan: result %zu of %zu", index, p->nresults);
     const plan_result *r = &p->results[index];
@@ -153,8 +157,10 @@ int llmem_plan_result_get_u64(const llmem_plan *p, size_t index, int key, uint64
 
 int llmem_plan_result_layout(const llmem_plan *p, size_t index, llmem_parallel *out)
 {
-    if (p == NULL || out == NULL)
+    if (p == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(p->ctx, LLMEM_EINVAL, "llmem_plan_result_layout: layout is NULL");
     if (index >= p->nresults)
         return llmem__fail(p->ctx, LLMEM_ERANGE, "plan: result %zu of %zu", index, p->nresults);
     for (int key = LLMEM_PARALLEL_DP; key < PARALLEL_KEY_END; key++) {

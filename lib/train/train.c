@@ -115,8 +115,10 @@ int llmem_train_set_str(llmem_train *t, int key, const char *value)
 
 int llmem_train_get_int(const llmem_train *t, int key, int64_t *out)
 {
-    if (t == NULL || out == NULL)
+    if (t == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(t->ctx, LLMEM_EINVAL, "llmem_train_get_int: out is NULL");
     const field_desc *f = llmem_fields_find(&llmem_train_fields, key);
     if (f == NULL || f->kind == FIELD_REAL)
         return llmem__fail(t->ctx, LLMEM_EINVAL, "train: key %d is not an integer field", key);
@@ -126,8 +128,10 @@ int llmem_train_get_int(const llmem_train *t, int key, int64_t *out)
 
 int llmem_train_get_double(const llmem_train *t, int key, double *out)
 {
-    if (t == NULL || out == NULL)
+    if (t == NULL)
         return LLMEM_EINVAL;
+    if (out == NULL)
+        return llmem__fail(t->ctx, LLMEM_EINVAL, "llmem_train_get_double: out is NULL");
     const field_desc *f = llmem_fields_find(&llmem_train_fields, key);
     if (f == NULL || f->kind != FIELD_REAL)
         return llmem__fail(t->ctx, LLMEM_EINVAL, "train: key %d is not a real field", key);

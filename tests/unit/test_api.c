@@ -592,6 +592,147 @@ API_TEST(null, hf_calls_reject_null)
     llmem_ctx_free(ctx);
 }
 
+/* A NULL pointer argument beside a valid handle fails through the handle's
+ * context: the message names the call and the argument, and no message an
+ * earlier call left (here one with a field) stays to be read as this one's. */
+static void leave_stale_error(llmem_ctx *ctx, llmem_model *m)
+{
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HIDDEN, -5), LLMEM_ERANGE);
+    cr_assert_eq(llmem_ctx_error_field(ctx, NULL, NULL), LLMEM_OK);
+}
+
+static void assert_null_named(llmem_ctx *ctx, int rc, const char *call, const char *arg)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, "%s: %s is NULL", call, arg);
+    cr_assert_eq(rc, LLMEM_EINVAL, "%s gave %d", call, rc);
+    cr_assert_str_eq(llmem_ctx_error(ctx), needle);
+    cr_assert_eq(llmem_ctx_error_field(ctx, NULL, NULL), LLMEM_ENOTFOUND,
+                 "%s kept the earlier error's field", call);
+}
+
+/* A small safetensors file: header length, header, 8 bytes of data. */
+static llmem_weights *new_weights(llmem_ctx *ctx)
+{
+    static const char header[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    unsigned char buf[8 + sizeof header - 1 + 8] = { 0 };
+    llmem_weights *w = NULL;
+    for (int i = 0; i < 8; i++)
+        buf[i] = (unsigned char)((uint64_t)(sizeof header - 1) >> (8 * i));
+    memcpy(buf + 8, header, sizeof header - 1);
+    cr_assert_eq(llmem_weights_open_buffer(ctx, buf, sizeof buf, &w), LLMEM_OK, "%s",
+                 llmem_ctx_error(ctx));
+    return w;
+}
+
+API_TEST(null, null_out_names_the_call)
+{
+    llmem_ctx *ctx = new_ctx();
+    llmem_model *m = new_preset(ctx);
+    llmem_train *t = new_train(ctx);
+    llmem_estimate *e = new_estimate(ctx);
+    llmem_parallel *l = NULL;
+    llmem_plan *p = NULL;
+    llmem_fit *fit = NULL;
+    llmem_pack *pack = NULL;
+    cr_assert_eq(llmem_parallel_new(ctx, &l), LLMEM_OK);
+    cr_assert_eq(llmem_plan_new(ctx, &p), LLMEM_OK);
+    cr_assert_eq(llmem_fit_new(ctx, &fit), LLMEM_OK);
+    cr_assert_eq(llmem_pack_new(ctx, &pack), LLMEM_OK);
+    peak_of(ctx, e, m, t); /* the estimate's getters need a result */
+
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_model_get_int(m, LLMEM_MODEL_HIDDEN, NULL),
+                      "llmem_model_get_int", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_model_get_double(m, LLMEM_MODEL_ATTENTION_DROPOUT, NULL),
+                      "llmem_model_get_double", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_model_param_count(m, NULL), "llmem_model_param_count", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_train_get_int(t, LLMEM_TRAIN_BATCH, NULL),
+                      "llmem_train_get_int", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_train_get_double(t, LLMEM_TRAIN_DROPOUT, NULL),
+                      "llmem_train_get_double", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_parallel_get_int(l, LLMEM_PARALLEL_TP, NULL),
+                      "llmem_parallel_get_int", "out");
+
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, NULL),
+                      "llmem_estimate_get_u64", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_estimate_phase_bytes(e, LLMEM_PHASE_FORWARD, NULL),
+                      "llmem_estimate_phase_bytes", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_estimate_term(e, LLMEM_TERM_DATA, NULL),
+                      "llmem_estimate_term", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_estimate_rank_get_u64(e, 0, LLMEM_EST_PEAK_ALLOCATED, NULL),
+                      "llmem_estimate_rank_get_u64", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_estimate_rank_phase_bytes(e, 0, LLMEM_PHASE_FORWARD, NULL),
+                      "llmem_estimate_rank_phase_bytes", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_estimate_rank_term(e, 0, LLMEM_TERM_DATA, NULL),
+                      "llmem_estimate_rank_term", "out");
+
+    /* Checked before the index: no run needed. */
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_plan_get_int(p, LLMEM_PLAN_GPUS, NULL), "llmem_plan_get_int",
+                      "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_plan_result_get_u64(p, 0, LLMEM_PLAN_PEAK_DEVICE, NULL),
+                      "llmem_plan_result_get_u64", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_plan_result_layout(p, 0, NULL), "llmem_plan_result_layout",
+                      "layout");
+
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_fit_get_int(fit, LLMEM_FIT_MARGIN_PERMILLE, NULL),
+                      "llmem_fit_get_int", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_fit_best(fit, NULL), "llmem_fit_best", "option");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_fit_get_u64(fit, 0, LLMEM_FIT_FITS, NULL), "llmem_fit_get_u64",
+                      "out");
+
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_pack_get_int(pack, LLMEM_PACK_GPUS_PER_NODE, NULL),
+                      "llmem_pack_get_int", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, NULL),
+                      "llmem_pack_get_u64", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_STATUS, NULL),
+                      "llmem_pack_job_u64", "out");
+    leave_stale_error(ctx, m);
+    assert_null_named(ctx, llmem_pack_gpu_u64(pack, 0, LLMEM_PACK_GPU_TYPE, NULL),
+                      "llmem_pack_gpu_u64", "out");
+
+    if (hf_supported(ctx)) {
+        llmem_weights *w = new_weights(ctx);
+        leave_stale_error(ctx, m);
+        assert_null_named(ctx, llmem_weights_get_u64(w, LLMEM_WEIGHTS_PARAMS, NULL),
+                          "llmem_weights_get_u64", "out");
+        llmem_weights_free(w);
+    }
+
+    /* A NULL handle has no context: the message stays, EINVAL alone. */
+    leave_stale_error(ctx, m);
+    cr_assert_eq(llmem_model_get_int(NULL, LLMEM_MODEL_HIDDEN, NULL), LLMEM_EINVAL);
+    assert_error_mentions(ctx, "hidden", "-5");
+    llmem_pack_free(pack);
+    llmem_fit_free(fit);
+    llmem_plan_free(p);
+    llmem_parallel_free(l);
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    llmem_ctx_free(ctx);
+}
+
 /* ---- error messages name the field -------------------------------------- */
 
 API_TEST(errors, model_field_out_of_range)
