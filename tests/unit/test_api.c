@@ -611,6 +611,13 @@ static void assert_null_named(llmem_ctx *ctx, int rc, const char *call, const ch
                  "%s kept the earlier error's field", call);
 }
 
+/* A stale message first, then the call with its NULL pointer (m and ctx in scope). */
+#define NULL_NAMED(call, function, arg)                                                        \
+    do {                                                                                       \
+        leave_stale_error(ctx, m);                                                             \
+        assert_null_named(ctx, (call), function, arg);                                         \
+    } while (0)
+
 /* A small safetensors file: header length, header, 8 bytes of data. */
 static llmem_weights *new_weights(llmem_ctx *ctx)
 {
@@ -641,81 +648,58 @@ API_TEST(null, null_out_names_the_call)
     cr_assert_eq(llmem_pack_new(ctx, &pack), LLMEM_OK);
     peak_of(ctx, e, m, t); /* the estimate's getters need a result */
 
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_model_get_int(m, LLMEM_MODEL_HIDDEN, NULL),
-                      "llmem_model_get_int", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_model_get_double(m, LLMEM_MODEL_ATTENTION_DROPOUT, NULL),
-                      "llmem_model_get_double", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_model_param_count(m, NULL), "llmem_model_param_count", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_train_get_int(t, LLMEM_TRAIN_BATCH, NULL),
-                      "llmem_train_get_int", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_train_get_double(t, LLMEM_TRAIN_DROPOUT, NULL),
-                      "llmem_train_get_double", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_parallel_get_int(l, LLMEM_PARALLEL_TP, NULL),
-                      "llmem_parallel_get_int", "out");
+    NULL_NAMED(llmem_model_get_int(m, LLMEM_MODEL_HIDDEN, NULL),
+               "llmem_model_get_int", "out");
+    NULL_NAMED(llmem_model_get_double(m, LLMEM_MODEL_ATTENTION_DROPOUT, NULL),
+               "llmem_model_get_double", "out");
+    NULL_NAMED(llmem_model_param_count(m, NULL), "llmem_model_param_count", "out");
+    NULL_NAMED(llmem_train_get_int(t, LLMEM_TRAIN_BATCH, NULL),
+               "llmem_train_get_int", "out");
+    NULL_NAMED(llmem_train_get_double(t, LLMEM_TRAIN_DROPOUT, NULL),
+               "llmem_train_get_double", "out");
+    NULL_NAMED(llmem_parallel_get_int(l, LLMEM_PARALLEL_TP, NULL),
+               "llmem_parallel_get_int", "out");
 
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, NULL),
-                      "llmem_estimate_get_u64", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_estimate_phase_bytes(e, LLMEM_PHASE_FORWARD, NULL),
-                      "llmem_estimate_phase_bytes", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_estimate_term(e, LLMEM_TERM_DATA, NULL),
-                      "llmem_estimate_term", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_estimate_rank_get_u64(e, 0, LLMEM_EST_PEAK_ALLOCATED, NULL),
-                      "llmem_estimate_rank_get_u64", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_estimate_rank_phase_bytes(e, 0, LLMEM_PHASE_FORWARD, NULL),
-                      "llmem_estimate_rank_phase_bytes", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_estimate_rank_term(e, 0, LLMEM_TERM_DATA, NULL),
-                      "llmem_estimate_rank_term", "out");
+    NULL_NAMED(llmem_estimate_get_u64(e, LLMEM_EST_PEAK_ALLOCATED, NULL),
+               "llmem_estimate_get_u64", "out");
+    NULL_NAMED(llmem_estimate_phase_bytes(e, LLMEM_PHASE_FORWARD, NULL),
+               "llmem_estimate_phase_bytes", "out");
+    NULL_NAMED(llmem_estimate_term(e, LLMEM_TERM_DATA, NULL),
+               "llmem_estimate_term", "out");
+    NULL_NAMED(llmem_estimate_rank_get_u64(e, 0, LLMEM_EST_PEAK_ALLOCATED, NULL),
+               "llmem_estimate_rank_get_u64", "out");
+    NULL_NAMED(llmem_estimate_rank_phase_bytes(e, 0, LLMEM_PHASE_FORWARD, NULL),
+               "llmem_estimate_rank_phase_bytes", "out");
+    NULL_NAMED(llmem_estimate_rank_term(e, 0, LLMEM_TERM_DATA, NULL),
+               "llmem_estimate_rank_term", "out");
 
     /* Checked before the index: no run needed. */
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_plan_get_int(p, LLMEM_PLAN_GPUS, NULL), "llmem_plan_get_int",
-                      "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_plan_result_get_u64(p, 0, LLMEM_PLAN_PEAK_DEVICE, NULL),
-                      "llmem_plan_result_get_u64", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_plan_result_layout(p, 0, NULL), "llmem_plan_result_layout",
-                      "layout");
+    NULL_NAMED(llmem_plan_get_int(p, LLMEM_PLAN_GPUS, NULL), "llmem_plan_get_int",
+               "out");
+    NULL_NAMED(llmem_plan_result_get_u64(p, 0, LLMEM_PLAN_PEAK_DEVICE, NULL),
+               "llmem_plan_result_get_u64", "out");
+    NULL_NAMED(llmem_plan_result_layout(p, 0, NULL), "llmem_plan_result_layout",
+               "layout");
 
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_fit_get_int(fit, LLMEM_FIT_MARGIN_PERMILLE, NULL),
-                      "llmem_fit_get_int", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_fit_best(fit, NULL), "llmem_fit_best", "option");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_fit_get_u64(fit, 0, LLMEM_FIT_FITS, NULL), "llmem_fit_get_u64",
-                      "out");
+    NULL_NAMED(llmem_fit_get_int(fit, LLMEM_FIT_MARGIN_PERMILLE, NULL),
+               "llmem_fit_get_int", "out");
+    NULL_NAMED(llmem_fit_best(fit, NULL), "llmem_fit_best", "option");
+    NULL_NAMED(llmem_fit_get_u64(fit, 0, LLMEM_FIT_FITS, NULL), "llmem_fit_get_u64",
+               "out");
 
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_pack_get_int(pack, LLMEM_PACK_GPUS_PER_NODE, NULL),
-                      "llmem_pack_get_int", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, NULL),
-                      "llmem_pack_get_u64", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_STATUS, NULL),
-                      "llmem_pack_job_u64", "out");
-    leave_stale_error(ctx, m);
-    assert_null_named(ctx, llmem_pack_gpu_u64(pack, 0, LLMEM_PACK_GPU_TYPE, NULL),
-                      "llmem_pack_gpu_u64", "out");
+    NULL_NAMED(llmem_pack_get_int(pack, LLMEM_PACK_GPUS_PER_NODE, NULL),
+               "llmem_pack_get_int", "out");
+    NULL_NAMED(llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, NULL),
+               "llmem_pack_get_u64", "out");
+    NULL_NAMED(llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_STATUS, NULL),
+               "llmem_pack_job_u64", "out");
+    NULL_NAMED(llmem_pack_gpu_u64(pack, 0, LLMEM_PACK_GPU_TYPE, NULL),
+               "llmem_pack_gpu_u64", "out");
 
     if (hf_supported(ctx)) {
         llmem_weights *w = new_weights(ctx);
-        leave_stale_error(ctx, m);
-        assert_null_named(ctx, llmem_weights_get_u64(w, LLMEM_WEIGHTS_PARAMS, NULL),
-                          "llmem_weights_get_u64", "out");
+        NULL_NAMED(llmem_weights_get_u64(w, LLMEM_WEIGHTS_PARAMS, NULL),
+                   "llmem_weights_get_u64", "out");
         llmem_weights_free(w);
     }
 
