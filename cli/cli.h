@@ -44,6 +44,8 @@ int cli_cmd_fit(int argc, char **argv);
 int cli_cmd_pack(int argc, char **argv);
 int cli_cmd_version(int argc, char **argv);
 int cli_cmd_help(int argc, char **argv);
+/* Whether `llmem NAME` is a command (`llmem help NAME`). */
+int cli_is_command(const char *name);
 
 /* The usage text, generated from the flag table. */
 void cli_usage(FILE *out);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* `llmem version` and `llmem help`: neither takes flags. */
+/* `llmem version` and `llmem help`: no flags but --help, and help may name a
+ * command (one usage text covers them all). */
 #include "cli.h"
 
 #include <llmem.h>
+
+#include <string.h>
 
 static int no_arguments(const char *command, int argc, char **argv)
 {
@@ -13,8 +16,15 @@ static int no_arguments(const char *command, int argc, char **argv)
     return 1;
 }
 
+static int asks_help(int argc, char **argv)
+{
+    return argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+}
+
 int cli_cmd_version(int argc, char **argv)
 {
+    if (asks_help(argc, argv))
+        return cli_cmd_help(0, argv);
     if (!no_arguments("version", argc, argv))
         return CLI_EXIT_USAGE;
     /* The command is built with the library's header; say so if the library
@@ -30,6 +40,10 @@ int cli_cmd_version(int argc, char **argv)
 
 int cli_cmd_help(int argc, char **argv)
 {
+    if (argc == 1 && (cli_is_command(argv[0]) || asks_help(argc, argv))) {
+        cli_usage(stdout); /* `llmem help estimate`: the flags of every command */
+        return CLI_EXIT_OK;
+    }
     if (!no_arguments("help", argc, argv))
         return CLI_EXIT_USAGE;
     cli_usage(stdout);

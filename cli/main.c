@@ -29,6 +29,11 @@ static const command *find_command(const char *name)
     return NULL;
 }
 
+int cli_is_command(const char *name)
+{
+    return find_command(name) != NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {

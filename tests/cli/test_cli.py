@@ -502,6 +502,14 @@ def check_errors(t, llmem):
         rc, out, err = llmem.run(*args)
         t.check(rc == status and err.startswith("llmem: ") and out == "",
                 "llmem %s: usage error" % " ".join(args), (rc, err))
+    # help for a command, and --help after version, print the usage
+    for args in (["help", "estimate"], ["help", "pack"], ["version", "--help"], ["help", "-h"]):
+        rc, out, err = llmem.run(*args)
+        t.check(rc == 0 and "Training:" in out and err == "",
+                "llmem %s: the usage, exit 0" % " ".join(args), (rc, err))
+    rc, out, err = llmem.run("help", "estimate", "x")
+    t.check(rc == 2 and "takes no arguments" in err, "llmem help estimate x: usage error",
+            (rc, err))
 
 
 def check_equals(t, llmem):
