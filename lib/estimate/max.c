@@ -10,7 +10,8 @@
 
 /* The smallest value tried past what the estimate counts (EOVERFLOW) or
  * models for the searched field (ENOTSUP naming it: SDPA's masked kernel
- * from a sliding window on, for head sizes it does not take), with that
+ * from a sliding window on, for head sizes it does not take; or, for seq,
+ * pipeline stages once alternate layers' window is reached), with that
  * run's status and message. */
 typedef struct beyond_range {
     int64_t value;
@@ -25,6 +26,19 @@ static int names_field(llmem_estimate *e, int key)
            object == LLMEM_OBJECT_TRAIN && field == key;
 }
 
+/* Whether an ENOTSUP is a value of the searched field beyond what is
+ * modelled: one naming that field, or, for seq, the pipeline refusal of a
+ * sliding window on alternate layers once seq reaches it (it names pp, the
+ * other way out: llmem_layout_check_point), which every longer seq meets. */
+static int beyond_modelled(llmem_estimate *e, int key)
+{
+    int object = 0, field = 0;
+    if (names_field(e, key))
+        return 1;
+    return key == LLMEM_TRAIN_SEQ && llmem_ctx_error_field(e->ctx, &object, &field) == LLMEM_OK &&
+           object == LLMEM_OBJECT_PARALLEL && field == LLMEM_PARALLEL_PP;
+}
+
 /* 1: value fits; 0: it does not; < 0: an error other than "too large". A
  * value beyond the estimate's range (kept in *beyond), or beyond what the
  * model takes for the searched field itself (a sequence longer than learned
@@ -35,7 +49,7 @@ static int fits(llmem_estimate *e, llmem_model *model, llmem_train *t,
 {
     t->i[key] = value;
     int rc = llmem_estimate_run_parallel(e, model, t, parallel);
-    if (rc == LLMEM_EOVERFLOW || (rc == LLMEM_ENOTSUP && names_field(e, key))) {
+    if (rc == LLMEM_EOVERFLOW || (rc == LLMEM_ENOTSUP && beyond_modelled(e, key))) {
         if (value < beyond->value) {
             beyond->value = value;
             beyond->rc = rc;

@@ -353,6 +353,18 @@ Test(window, gemma2_pipelines_are_refused_from_the_window_on)
               llmem_ctx_error(ctx));
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 4095), LLMEM_OK);
     cr_expect_eq(llmem_estimate_run_parallel(est, m, t, l), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    /* The largest seq that fits stops below the window, saying why (it was
+     * refused as the job's failure: found by the estimate fuzzer) */
+    int64_t most = 0;
+    cr_expect_eq(llmem_estimate_max(est, m, t, l, LLMEM_TRAIN_SEQ, LLMEM_LEVEL_ALLOCATED,
+                                    UINT64_MAX / 8, &most),
+                 LLMEM_ENOTSUP, "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(most, 4095);
+    cr_expect(strstr(llmem_ctx_error(ctx), "4096 is not modelled (pp: 2") != NULL, "%s",
+              llmem_ctx_error(ctx));
+    int object = 0, key = 0;
+    llmem_ctx_error_field(ctx, &object, &key);
+    cr_expect(object == LLMEM_OBJECT_TRAIN && key == LLMEM_TRAIN_SEQ);
     cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, 4096), LLMEM_OK);
     cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, "eager"), LLMEM_OK);
     cr_expect_eq(llmem_estimate_run_parallel(est, m, t, l), LLMEM_OK, "%s", llmem_ctx_error(ctx));
