@@ -67,9 +67,6 @@ static void add_adapters(tensor_list *l, const place *a_in, const place *b_out, 
     add(l, b_out, out, s->lora_rank, count, LORA_DT, 1);
 }
 
-/* Routed experts (no biases in any supported family), the router, and the
- * shared expert with its gate. LoRA targeting gate, up or down adapts every
- * routed expert's projection and the shared expert's. */
 /* A MoE layer's router: its weight, and its bias where it has one. */
 static void add_router(tensor_list *l, const place *router, const model_shape *m, const setup *s,
                        uint64_t count, int trainable)
@@ -82,6 +79,9 @@ static void add_router(tensor_list *l, const place *router, const model_shape *m
         add(l, router, m->experts, 1, count, s->param_dt, m->path == PATH_LATENT ? 0 : trainable);
 }
 
+/* Routed experts (no biases in any supported family), the router, and the
+ * shared expert with its gate. LoRA targeting gate, up or down adapts every
+ * routed expert's projection and the shared expert's. */
 static void add_experts(tensor_list *l, const place *at, const model_shape *m, const setup *s,
                         uint64_t count, int trainable, int adapters)
 {

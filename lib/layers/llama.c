@@ -106,24 +106,27 @@ static tid moe_routed_grouped(build *b, const model_shape *m, const seg_spec *s,
     return out;
 }
 
+/* Qwen2-MoE's shared expert output times sigmoid(shared_expert_gate(h)),
+ * where the model has the gate (F.sigmoid saves its output). */
+static tid gate_shared(build *b, const model_shape *m, const seg_spec *s, tid h, tid shared)
+{
+    if (!m->shared_gate)
+        return shared;
+    tid g = op_linear(b, h, m->hidden, 1, s->weights_trainable, 0);
+    tid sig = llmem_graph_op(b->g, tensor_elems(b, g), b->g->t[g].dt, &g, 1, SAVE_OUT, 0, 0, 0, 0);
+    return op_mul(b, sig, shared);
+}
+
 /* Qwen2MoeSparseMoeBlock of transformers 5.x: the shared expert first, then
  * the routed experts, the sigmoid gate, and the shared output added in place
  * to the routed one. */
 static tid moe_mlp_grouped(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
-    uint64_t H = m->hidden;
     if (m->shared_intermediate == 0)
         return llmem_seg_routed_sp(b, m, s, h, moe_routed_grouped);
-    tid shared = llmem_seg_gated_mlp(b, s, h, H, m->shared_intermediate, 0);
+    tid shared = llmem_seg_gated_mlp(b, s, h, m->hidden, m->shared_intermediate, 0);
     tid out = llmem_seg_routed_sp(b, m, s, h, moe_routed_grouped);
-    if (m->shared_gate) {
-        tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
-        shared = op_mul(b,
-                        llmem_graph_op(b->g, tensor_elems(b, g), b->g->t[g].dt, &g, 1, SAVE_OUT, 0,
-                                       0, 0, 0),
-                        shared); /* F.sigmoid saves its output */
-    }
-    tid sum = op_add(b, out, shared); /* expert_output += shared_expert_output */
+    tid sum = op_add(b, out, gate_shared(b, m, s, h, shared)); /* expert_output += ... */
     llmem_graph_view(b->g, sum, out);
     return sum;
 }
@@ -132,21 +135,13 @@ static tid moe_mlp_grouped(build *b, const model_shape *m, const seg_spec *s, ti
  * same (rank's) input. */
 static tid moe_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
 {
-    uint64_t H = m->hidden;
     if (b->experts != LLMEM_EXPERTS_IMPL_LOOP)
         return moe_mlp_grouped(b, m, s, h);
     tid out = llmem_seg_routed_sp(b, m, s, h, moe_routed);
     if (m->shared_intermediate > 0) {
         /* the shared expert's gate_proj, up_proj and down_proj match PEFT's targets too */
-        tid shared = llmem_seg_gated_mlp(b, s, h, H, m->shared_intermediate, 0);
-        if (m->shared_gate) {
-            tid g = op_linear(b, h, H, 1, s->weights_trainable, 0);
-            shared = op_mul(b,
-                            llmem_graph_op(b->g, tensor_elems(b, g), b->g->t[g].dt, &g, 1, SAVE_OUT,
-                                           0, 0, 0, 0),
-                            shared); /* F.sigmoid saves its output */
-        }
-        out = op_add(b, out, shared);
+        tid shared = llmem_seg_gated_mlp(b, s, h, m->hidden, m->shared_intermediate, 0);
+        out = op_add(b, out, gate_shared(b, m, s, h, shared));
     }
     return out;
 }
