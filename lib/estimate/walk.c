@@ -925,9 +925,6 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     int pos_emb = e->positions;
     if (in->embedding)
         simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);
-    int pos_head = e->positions;
-    if (in->head)
-        simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
 
     shared_bytes sb = llmem_layers_shared_bytes(&b, m, &emb_spec);
     uint64_t ids_saved = in->embedding ? sb.ids_saved : 0;
@@ -941,6 +938,14 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         ngroups = place_other_mask(groups, ngroups, in->chunks, &other_before);
     if (other_before == -1)
         other_mask = 0; /* held with the rest */
+    /* The model's forward returns after the final norm: its locals (the
+     * mask, unless checkpoints hold it) go then, inside the head segment. */
+    b.model_locals = locals + first_held + (ckpt ? sb.ids_unheld : mask - ids_saved) +
+                     (other_before == -2 ? other_mask : 0);
+    head_spec.model_locals = b.model_locals > 0;
+    int pos_head = e->positions;
+    if (in->head)
+        simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
 
     walk_trace *t = in->trace;
     int fwd_mode = ckpt ? checkpointed_forward(recompute_mode(s)) : SIM_PLAIN;
@@ -1015,11 +1020,9 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         if (i == 0 && first_alone)
             w.live += first_held;
     }
-    /* the model's forward returns before the head: its locals go (the mask,
-     * unless checkpoints hold it) */
-    w.live -= locals + first_held + (ckpt ? sb.ids_unheld : mask - ids_saved);
-    if (other_before == -2)
-        w.live -= other_mask; /* no checkpoint in the graph takes it */
+    /* the model's locals go when its forward returns: within the head's
+     * segment, after the final norm (b.model_locals) */
+    w.live -= b.model_locals;
     if (in->head) {
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
                   FWD_OF(pos_head), w.grads, held_all + gather->head);

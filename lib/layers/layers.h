@@ -48,6 +48,8 @@ typedef struct seg_spec {
     int embedded_input;    /* a decoder layer fed by the embedding, in embedding_dt (layer_input_dt) */
     int full_attention;    /* a layer without the sliding window where the others have it
                               (Gemma-2's odd layers): no window mask */
+    int model_locals;      /* the head: the model's forward locals ride through the final
+                              norm (build's model_locals bytes) */
 } seg_spec;
 
 /* Bytes per element of a decoder layer's input: the residual stream's,

@@ -290,6 +290,13 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
     tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, residual_dt(b, m), ROLE_INPUT,
                                s->input_rg);
     tid last_layer = x;
+    /* The base model's forward returns after its final norm (and OPT's
+     * project_out): until then its locals (inputs_embeds, the position ids,
+     * the masks) stay bound. */
+    int model_tail = m->final_norm || m->embed_dim != m->hidden;
+    tid locals = s->model_locals && model_tail
+                     ? llmem_graph_tensor(b->g, b->model_locals, 1, ROLE_INPUT, 0)
+                     : -1;
     llmem_region(b, "norm");
     if (m->final_norm) {
         x = llmem_seg_norm(b, m, s, x);
@@ -299,6 +306,7 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
         llmem_region(b, "head");
         x = op_linear(b, x, m->hidden, m->embed_dim, s->projections_trainable, 0);
     }
+    llmem_graph_hold(b->g, locals);
     llmem_region(b, "loss");
     if (s->chunked_loss) {
         chunked_head_loss(b, m, s, x);

@@ -30,6 +30,8 @@ typedef struct build {
     int hold_input;   /* the segment's input stays referenced (checkpoint recompute) */
     uint64_t sp;      /* sequence parallelism: residual-stream tokens split over sp ranks */
     uint64_t ep;      /* expert parallelism: experts of a layer split over ep ranks */
+    uint64_t model_locals; /* the head: bytes the model's forward keeps bound until it
+                            * returns after the final norm (lib/layers/segments.c) */
     uint64_t loss_chunk; /* 0: the fused loss's chunk follows the tokens; else fixed at this
                           * (LOSS_CHUNK_ALL: all the tokens), as a compiled walk's samples
                           * take their caller's (lib/layers/segments.c) */
