@@ -94,6 +94,7 @@ static void find_context(seg_cache *c, const model_shape *m, const build *b)
     settings.batch = settings.seq = settings.tokens = 0;
     settings.hold_input = 0;
     settings.loss_chunk = 0; /* the queries' piece says it */
+    settings.model_locals = 0; /* the head's spec says it */
     uint64_t hash = mix_bytes(mix_bytes(0, m, sizeof *m), &settings, sizeof settings);
     for (int i = 0; i < SEG_CONTEXTS; i++) {
         seg_context *x = &c->contexts[i];

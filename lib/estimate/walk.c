@@ -939,10 +939,17 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     if (other_before == -1)
         other_mask = 0; /* held with the rest */
     /* The model's forward returns after the final norm: its locals (the
-     * mask, unless checkpoints hold it) go then, inside the head segment. */
+     * mask, unless checkpoints hold it) go then, inside the head segment.
+     * Their bytes follow batch and seq; the cache's context (the model and
+     * the build's settings) and the head's key (what else decides them)
+     * fix the rest. */
     b.model_locals = locals + first_held + (ckpt ? sb.ids_unheld : mask - ids_saved) +
                      (other_before == -2 ? other_mask : 0);
-    head_spec.model_locals = b.model_locals > 0;
+    head_spec.model_locals =
+        b.model_locals == 0
+            ? 0
+            : 1 | in->embedding << 1 | emb_spec.input_rg << 2 | emb_spec.weights_trainable << 3 |
+                  (first_held > 0) << 4 | (other_before == -2) << 5 | (int)s->grad_ckpt << 6;
     int pos_head = e->positions;
     if (in->head)
         simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);

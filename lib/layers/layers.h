@@ -49,7 +49,8 @@ typedef struct seg_spec {
     int full_attention;    /* a layer without the sliding window where the others have it
                               (Gemma-2's odd layers): no window mask */
     int model_locals;      /* the head: the model's forward locals ride through the final
-                              norm (build's model_locals bytes) */
+                              norm (build's model_locals bytes); nonzero, a key of what
+                              decides them besides batch, seq and the build (walk.c) */
 } seg_spec;
 
 /* Bytes per element of a decoder layer's input: the residual stream's,
