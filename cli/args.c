@@ -2,6 +2,7 @@
 #include "args.h"
 
 #include "cli.h"
+#include "opts.h"
 
 #include <llmem.h>
 #include <stdio.h>
@@ -103,9 +104,10 @@ static const cli_flag flags[] = {
                "default: the config's"),
 
     TRAIN("batch", "batch", LLMEM_TRAIN_BATCH, CLI_KIND_INT, "N",
-          "micro-batch size; a list (1,2,4) makes a grid of peaks with --seq's"),
+          "micro-batch size; a list of distinct values (1,2,4) makes a grid of peaks "
+          "with --seq's"),
     TRAIN("seq", "seq", LLMEM_TRAIN_SEQ, CLI_KIND_INT, "N",
-          "sequence length in tokens; a list (1024,4096) makes a grid"),
+          "sequence length in tokens; a list of distinct values (1024,4096) makes a grid"),
     TRAIN("precision", "precision", LLMEM_TRAIN_PRECISION, CLI_KIND_NAME, NULL,
           "precision recipe"),
     TRAIN("optimizer", "optimizer", LLMEM_TRAIN_OPTIMIZER, CLI_KIND_NAME, NULL,
@@ -178,8 +180,8 @@ static const cli_flag flags[] = {
     { "gpus", "gpus", CLI_TARGET_PLAN, LLMEM_PLAN_GPUS, CLI_KIND_INT, "N",
       "plan: GPUs to lay the job on" },
     { "gpus-per-node", "gpus_per_node", CLI_TARGET_PLAN, LLMEM_PLAN_GPUS_PER_NODE, CLI_KIND_INT,
-      "N", "plan: GPUs a node holds (tensor parallelism stays within one); divides --gpus "
-      "unless at least --gpus" },
+      "N", "plan: GPUs a node holds (tensor parallelism stays within one), 0 to 1024; "
+      "divides --gpus unless at least --gpus; 0 = no node boundary, as pack's" },
     { "max-micro-batch", "max_micro_batch", CLI_TARGET_PLAN, LLMEM_PLAN_MAX_MICRO_BATCH,
       CLI_KIND_INT, "N", "plan: the largest micro-batch tried" },
     { "global-batch", "global_batch", CLI_TARGET_PLAN, LLMEM_PLAN_GLOBAL_BATCH, CLI_KIND_INT, "N",
@@ -238,10 +240,7 @@ const char *cli_message_body(const cli_flag *flag, const char *message)
         llmem_parallel_field_info(flag->key, &name, NULL, NULL);
     else if (flag->target == CLI_TARGET_PLAN)
         llmem_plan_field_info(flag->key, &name, NULL, NULL);
-    size_t n = name ? strlen(name) : 0;
-    if (n > 0 && strncmp(message, name, n) == 0 && message[n] == ':' && message[n + 1] == ' ')
-        return message + n + 2;
-    return message;
+    return cli_message_after_field(message, name);
 }
 
 const cli_flag *cli_flag_for_field(int object, int key)

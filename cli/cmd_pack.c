@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `llmem pack --gpu NAME[:COUNT][,NAME[:COUNT]...] [--gpus N] --jobs FILE
- * [--margin P] [--gpus-per-node N] [--config-name NAME]
+ * [--margin P] [--gpus-per-node N (0, the default: no node boundary)] [--config-name NAME]
  * [--json | --format text|json|mig-parted|nvidia-smi]`: many jobs onto few
  * GPUs with valid MIG layouts. FILE is a JSON array of jobs, each with an
  * "id" and either "memory_bytes" (with an optional "memory_level": device or
@@ -585,10 +585,17 @@ static int settings(llmem_ctx *ctx, llmem_pack *pack, const cli_opt *opts)
             return 0;
         }
     }
-    if (opts[OPT_PER_NODE].value &&
-        llmem_pack_set_str(pack, LLMEM_PACK_GPUS_PER_NODE, opts[OPT_PER_NODE].value) != LLMEM_OK) {
-        cli_error("--gpus-per-node '%s': %s", opts[OPT_PER_NODE].value,
-                  cli_message_tail(llmem_ctx_error(ctx)));
+    /* Read as `llmem plan --gpus-per-node` reads it, with the same messages. */
+    const char *per_node_text = opts[OPT_PER_NODE].value, *field = NULL;
+    int64_t per_node;
+    if (per_node_text == NULL)
+        return 1;
+    if (!cli_opt_count("gpus-per-node", per_node_text, &per_node))
+        return 0;
+    if (llmem_pack_set_int(pack, LLMEM_PACK_GPUS_PER_NODE, per_node) != LLMEM_OK) {
+        llmem_pack_field_info(LLMEM_PACK_GPUS_PER_NODE, &field, NULL, NULL);
+        cli_error("--gpus-per-node '%s': %s", per_node_text,
+                  cli_message_after_field(llmem_ctx_error(ctx), field));
         return 0;
     }
     return 1;

@@ -4,6 +4,7 @@
 #include "args.h"
 #include "cli.h"
 #include "number.h"
+#include "opts.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +35,6 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
 {
     int64_t n = 0;
     double d = 0;
-    cli_number number;
     switch (f->target) {
     case CLI_TARGET_CAPACITY:
         if (!cli_parse_size(v, &req->capacity)) {
@@ -68,15 +68,8 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
         break;
     case CLI_TARGET_TOP:
     case CLI_TARGET_PLAN:
-        number = cli_parse_int(v, &n);
-        if (number == CLI_NUMBER_RANGE) {
-            cli_error("--%s '%s': too large for a count", f->name, v);
+        if (!cli_opt_count(f->name, v, &n))
             return CLI_EXIT_USAGE;
-        }
-        if (number != CLI_NUMBER_OK || n < 0) {
-            cli_error("--%s '%s': not a count", f->name, v);
-            return CLI_EXIT_USAGE;
-        }
         if (f->target == CLI_TARGET_TOP && n == 0) {
             /* 0 would print the counts and no layout at all. */
             cli_error("--top '%s': at least 1 (the layouts to print)", v);
@@ -267,7 +260,9 @@ static int set_field(cli_request *req, const cli_flag *f, const char *v, int *rc
 }
 
 /* --batch or --seq as a list ("1,2,4"): each value set (so checked) as the
- * flag alone would be, then kept for the grid; the train keeps the first. */
+ * flag alone would be, then kept for the grid; the train keeps the first. A
+ * value given twice ("1,2,2", or "2,02") is refused: it would print the same
+ * row or column twice, and is more likely a slip than a wish. */
 static int set_list(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const char *v)
 {
     int axis = f->key == LLMEM_TRAIN_SEQ; /* grid[0]: batches, grid[1]: seqs */
@@ -290,7 +285,15 @@ static int set_list(llmem_ctx *ctx, cli_request *req, const cli_flag *f, const c
             cli_error("--%s '%s': %s", f->name, item, cli_message_body(f, llmem_ctx_error(ctx)));
             return rc == LLMEM_ENOMEM ? CLI_EXIT_ESTIMATE : CLI_EXIT_USAGE;
         }
-        llmem_train_get_int(req->train, f->key, &req->grid[axis][req->ngrid[axis]++]);
+        int64_t value = 0;
+        llmem_train_get_int(req->train, f->key, &value);
+        for (int k = 0; k < req->ngrid[axis]; k++)
+            if (req->grid[axis][k] == value) {
+                cli_error("--%s '%s': %lld is given twice (each value is a %s of the grid)",
+                          f->name, v, (long long)value, axis == 0 ? "row" : "column");
+                return CLI_EXIT_USAGE;
+            }
+        req->grid[axis][req->ngrid[axis]++] = value;
         p += n;
         if (*p == '\0')
             break;

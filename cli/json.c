@@ -180,6 +180,12 @@ void json_real(json_writer *w, const char *key, double value)
     fprintf(w->out, "%s%s", buf, strpbrk(buf, ".eE") ? "" : ".0");
 }
 
+void json_null(json_writer *w, const char *key)
+{
+    start_value(w, key);
+    fputs("null", w->out);
+}
+
 void json_bool(json_writer *w, const char *key, int value)
 {
     start_value(w, key);

@@ -30,5 +30,6 @@ void json_i64(json_writer *w, const char *key, int64_t value);
 /* A finite real; a non-finite one (which JSON cannot hold) is written as null. */
 void json_real(json_writer *w, const char *key, double value);
 void json_bool(json_writer *w, const char *key, int value);
+void json_null(json_writer *w, const char *key);
 
 #endif

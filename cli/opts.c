@@ -2,6 +2,7 @@
 #include "opts.h"
 
 #include "cli.h"
+#include "number.h"
 
 #include <llmem.h>
 
@@ -89,6 +90,30 @@ int cli_opt_margin(const char *name, const char *value, int64_t *permille)
     }
     *permille = (int64_t)(v * 10.0 + 0.5);
     return 1;
+}
+
+int cli_opt_count(const char *name, const char *value, int64_t *out)
+{
+    int64_t n = 0;
+    cli_number number = cli_parse_int(value, &n);
+    if (number == CLI_NUMBER_RANGE) {
+        cli_error("--%s '%s': too large for a count", name, value);
+        return 0;
+    }
+    if (number != CLI_NUMBER_OK || n < 0) {
+        cli_error("--%s '%s': not a count", name, value);
+        return 0;
+    }
+    *out = n;
+    return 1;
+}
+
+const char *cli_message_after_field(const char *message, const char *field)
+{
+    size_t n = field != NULL ? strlen(field) : 0;
+    if (n > 0 && strncmp(message, field, n) == 0 && message[n] == ':' && message[n + 1] == ' ')
+        return message + n + 2;
+    return message;
 }
 
 /* A library message without its leading "<object>: ". */

@@ -26,9 +26,16 @@ int cli_opt_u64(const char *name, const char *value, uint64_t min, uint64_t max,
 /* --margin P: a percentage in [0, 90) ("5" or "5%"), as `llmem plan` reads
  * it, into thousandths. */
 int cli_opt_margin(const char *name, const char *value, int64_t *permille);
+/* A count ("8"), as every count flag reads it: "not a count" for anything
+ * else, a negative number included, "too large for a count" beyond 64 bits.
+ * The bounds are the library's field's, checked when it is set. */
+int cli_opt_count(const char *name, const char *value, int64_t *out);
 
 /* A library message without its leading "<object>: " ("gpu: ..."). */
 const char *cli_message_tail(const char *message);
+/* A library message about field without its leading "<field>: "
+ * ("gpus-per-node: value 0 out of range [0, 1024]"). */
+const char *cli_message_after_field(const char *message, const char *field);
 /* "device" or "reserved" into an llmem_level; 0 for another word. */
 int cli_parse_level(const char *value, int *level);
 /* The catalog index of GPU name; prints "--flag 'name': why" and returns 0

@@ -62,7 +62,14 @@ static void write_settings(json_writer *w, const cli_request *req,
         switch (f->kind) {
         case CLI_KIND_NAME:
         case CLI_KIND_NAMES: json_string(w, f->json, s.text); break;
-        case CLI_KIND_REAL: json_real(w, f->json, s.d); break;
+        case CLI_KIND_REAL:
+            /* An unset dropout reads -1, "each site at the model's own": no
+             * value to show but null; the sites' own are under "architecture". */
+            if (s.d < 0)
+                json_null(w, f->json);
+            else
+                json_real(w, f->json, s.d);
+            break;
         case CLI_KIND_INT:
         case CLI_KIND_TEXT:
         case CLI_KIND_SWITCH: json_i64(w, f->json, s.i); break;

@@ -111,7 +111,9 @@ void cli_usage(FILE *out)
           "                              jobs onto few GPUs with valid MIG layouts; FILE: a JSON\n"
           "                              array of {\"id\", \"memory_bytes\" or estimate flags by\n"
           "                              name, \"min_compute\"}; --gpus N (each type's count),\n"
-          "                              --margin P, --gpus-per-node N, --config-name NAME,\n"
+          "                              --margin P, --gpus-per-node N (0 to 1024: one\n"
+          "                              mig-parted config a node; 0 = one for all, the\n"
+          "                              default), --config-name NAME,\n"
           "                              --format text|json|mig-parted|nvidia-smi, --json\n"
           "  version, --version          the versions of llmem and libllmem\n"
           "  help, --help                this help\n",

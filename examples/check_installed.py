@@ -8,7 +8,15 @@ with its prefix redefined to the DESTDIR copy, compiles the example with
 `cc $(pkg-config --cflags --libs libllmem)`, checks that the program loads
 the installed libllmem.so.0 and that its output matches the in-tree build.
 
-usage: check_installed.py MESON PKG_CONFIG BUILD_ROOT EXAMPLE_C IN_TREE_EXE VERSION CC... [-- CFLAGS...]
+It checks the .pc too: json-c, when the library reads Hugging Face files
+with it (HF_DEP json-c; none otherwise), is private to libllmem.so (llmem.h
+includes nothing of it), so a shared-only install's .pc requires no other
+package: `pkg-config --cflags --libs libllmem` works with no other .pc on
+the search path (a machine without json-c's development files), and
+`--static --libs` still gives -ljson-c.
+
+usage: check_installed.py MESON PKG_CONFIG BUILD_ROOT EXAMPLE_C IN_TREE_EXE VERSION HF_DEP
+                          CC... [-- CFLAGS...]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
 import os
@@ -38,12 +46,45 @@ def find_pc(root):
     raise SystemExit("FAIL: meson install put no libllmem.pc under %s" % root)
 
 
+def check_private_deps(pkg_config, pc_args, pc, libdir, flags, hf_dep):
+    """What the .pc asks of the machine beyond libllmem: nothing for a shared
+    link; the private libraries for a static one. Returns the problems."""
+    problems = []
+    if os.path.exists(os.path.join(libdir, "libllmem.a")):
+        # A static archive's links need json-c's own flags: Meson's Requires.
+        print("libllmem.a installed: the .pc may require json-c")
+        return problems
+    with open(pc, encoding="utf-8") as f:
+        requires = re.findall(r"^Requires(?:\.private)?:.*$", f.read(), re.M)
+    if requires:
+        problems.append("a shared-only libllmem.pc requires other packages: %s"
+                        % "; ".join(requires))
+    # Only the staged .pc on the search path: json-c's is as good as absent.
+    alone = {k: v for k, v in os.environ.items() if k != "PKG_CONFIG_PATH"}
+    alone["PKG_CONFIG_LIBDIR"] = os.path.dirname(pc)
+    shared = run(pc_args + ["--cflags", "--libs", "libllmem"], env=alone,
+                 what="pkg-config --cflags --libs with no other .pc")
+    static = run(pc_args + ["--static", "--libs", "libllmem"], env=alone,
+                 what="pkg-config --static --libs with no other .pc")
+    print("with no other .pc: --cflags --libs: %s; --static --libs: %s"
+          % (shared.strip(), static.strip()))
+    if shared.split() != flags.split():
+        problems.append("pkg-config --cflags --libs says %r with no other .pc, %r with them"
+                        % (shared.strip(), flags.strip()))
+    if hf_dep == "json-c" and "-ljson-c" not in static.split():
+        problems.append("pkg-config --static --libs lacks -ljson-c: %s" % static.strip())
+    if "-ljson-c" in flags.split():
+        problems.append("a shared link gets -ljson-c (libllmem.so needs it itself): %s"
+                        % flags.strip())
+    return problems
+
+
 def main(argv):
-    if len(argv) < 8:
+    if len(argv) < 9:
         sys.stderr.write(__doc__)
         return 2
-    meson, pkg_config, build_root, example_c, in_tree_exe, version = argv[1:7]
-    rest = argv[7:]
+    meson, pkg_config, build_root, example_c, in_tree_exe, version, hf_dep = argv[1:8]
+    rest = argv[8:]
     cc, extra = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest \
         else (rest, [])
     if not pkg_config:
@@ -81,6 +122,7 @@ def main(argv):
                 problems.append("%s is not installed in %s" % (name, libdir))
         if "-lllmem" not in flags.split():
             problems.append("pkg-config --libs lacks -lllmem")
+        problems += check_private_deps(pkg_config, pc_args, pc, libdir, flags, hf_dep)
         if problems:
             print("\n".join("FAIL: " + p for p in problems))
             return 1

@@ -1036,12 +1036,13 @@ enum llmem_plan_key {
      * setup names a GPU (#LLMEM_TRAIN_GPU), whose #LLMEM_GPU_USABLE_BYTES a 0
      * here stands for. */
     LLMEM_PLAN_GPU_BYTES = 2,
-    /** GPUs a node holds (8). Ranks are placed node by node, tp fastest; a job on more
-     * GPUs than a node holds takes whole nodes: llmem_plan_run() refuses a value that
-     * neither divides #LLMEM_PLAN_GPUS nor is at least it (#LLMEM_EINCONSISTENT naming
-     * this field). Tensor-parallel groups stay within a node: tp (a power of two) up to
-     * the GPUs when the job fits one node, else the tp that divide this (a node of 6
-     * takes tp 1 and 2, of 3 only tp 1). */
+    /** GPUs a node holds (8), 0 to 1024; 0: no node boundary, every GPU in one node
+     * (as #LLMEM_PACK_GPUS_PER_NODE's 0). Ranks are placed node by node, tp fastest; a
+     * job on more GPUs than a node holds takes whole nodes: llmem_plan_run() refuses a
+     * value that neither divides #LLMEM_PLAN_GPUS nor is at least it
+     * (#LLMEM_EINCONSISTENT naming this field). Tensor-parallel groups stay within a
+     * node: tp (a power of two) up to the GPUs when the job fits one node, else the tp
+     * that divide this (a node of 6 takes tp 1 and 2, of 3 only tp 1). */
     LLMEM_PLAN_GPUS_PER_NODE = 3,
     LLMEM_PLAN_MAX_MICRO_BATCH = 4, /**< largest micro-batch tried (64) */
     LLMEM_PLAN_GLOBAL_BATCH = 5,    /**< sequences per optimizer step; 0: 2 x pp micro-batches */
@@ -1349,8 +1350,9 @@ enum llmem_pack_key {
     /** Safety margin kept free of a slice, in thousandths, as
      * #LLMEM_FIT_MARGIN_PERMILLE (default 50 = 5 %). */
     LLMEM_PACK_MARGIN_PERMILLE = 1,
-    /** GPUs per node in the mig-parted output: one config per node, devices
-     * numbered within the node; 0 (default) = one config for all GPUs. */
+    /** GPUs per node in the mig-parted output, 0 to 1024 (as
+     * #LLMEM_PLAN_GPUS_PER_NODE): one config per node, devices numbered within
+     * the node; 0 (default): no node boundary, one config for all GPUs. */
     LLMEM_PACK_GPUS_PER_NODE = 2,
     /** Largest exact search: the number of states (product over job classes of
      * count + 1) up to which the optimum is searched exactly (default 200000;

@@ -404,10 +404,32 @@ struct TimelinePoint {
     std::uint64_t total() const noexcept { return parameters + optimizer + data + temporary; }
 };
 
-/** A rank's timeline: its points in order and the index of the first at the peak. */
+/**
+ * A rank's timeline: its points in order and the index of the first at the
+ * peak. With no points (Estimate::record_timeline() not called before the
+ * run, or the article's formula) there is no peak point: test empty() first,
+ * or use peak_point(), which throws then.
+ */
 struct Timeline {
     std::vector<TimelinePoint> points; /**< empty when none was recorded */
-    std::size_t peak;                  /**< points[peak].total() is the rank's peak_allocated */
+    /** Index into points of the first at the largest total: the rank's
+     * peak_allocated unless the room filled first (llmem_estimate_timeline_peak()).
+     * 0, and no valid index, when points is empty. */
+    std::size_t peak;
+    /** Whether no point was recorded (then peak indexes nothing). */
+    bool empty() const noexcept { return points.empty(); }
+    /** points[peak]; throws llmem::error (#LLMEM_ERANGE, as
+     * llmem_estimate_timeline_point() past the last point) when empty(). */
+    const TimelinePoint &peak_point() const
+    {
+        if (points.empty())
+            throw error(LLMEM_ERANGE, "timeline: no points (call record_timeline() before "
+                                      "run() to record them)");
+        if (peak >= points.size()) /* only a Timeline built by hand */
+            throw error(LLMEM_ERANGE, "timeline: peak " + std::to_string(peak) + " of " +
+                                          std::to_string(points.size()) + " points");
+        return points[peak];
+    }
 };
 
 /** An llmem_estimate: reusable; run() allocates nothing. */
@@ -533,7 +555,7 @@ public:
         detail::check(llmem_estimate_timeline(p_.get(), capacity, expand ? 1 : 0), ctx_);
         return *this;
     }
-    /** The most loaded rank's timeline (no points unless recorded). */
+    /** The most loaded rank's timeline (no points, empty(), unless recorded). */
     Timeline timeline() const { return rank_timeline(peak_rank()); }
     /** Rank @p rank's timeline. */
     Timeline rank_timeline(std::size_t rank) const

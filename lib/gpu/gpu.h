@@ -17,6 +17,12 @@
 
 #define GPU_MIB (UINT64_C(1) << 20)
 
+/* The most GPUs a node may hold, in the planner's and the pack's
+ * gpus-per-node (both take 0 for no node boundary): well above the largest
+ * NVLink domain sold (GB200 NVL72: 72 GPUs; NVL576 announced), so a larger
+ * number is more likely a slip than a node. */
+#define GPU_MAX_PER_NODE 1024
+
 /* Architectures; every value has a row in archs.c (a compile-time check). */
 typedef enum gpu_arch {
     ARCH_SM70 = 1, /* Volta: V100 */

@@ -15,6 +15,7 @@
 #include "pack/pack.h"
 
 #include "core/ctx.h"
+#include "gpu/gpu.h"
 
 
 /* As the planner's margin-permille: at most 90 % kept free. */
@@ -32,7 +33,8 @@ const field_table llmem_fit_fields = FIELD_TABLE(LLMEM_OBJECT_FIT, "fit", fit_ro
 
 static const field_desc pack_rows[] = {
     MARGIN_ROW(LLMEM_PACK_MARGIN_PERMILLE),
-    { LLMEM_PACK_GPUS_PER_NODE, "gpus-per-node", FIELD_INT, 0, 1 << 16, 0, 0, NULL },
+    /* 0: no node boundary, one config for every GPU. */
+    { LLMEM_PACK_GPUS_PER_NODE, "gpus-per-node", FIELD_INT, 0, GPU_MAX_PER_NODE, 0, 0, NULL },
     /* 200,000 states: the dynamic program stays well under a second with the
      * few hundred fillings of a typical class set (bench/bench_pack.c). */
     { LLMEM_PACK_EXACT_LIMIT, "exact-limit", FIELD_INT, 0, 1 << 24, 0, 200000, NULL },

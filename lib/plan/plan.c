@@ -78,6 +78,12 @@ uint64_t llmem_plan_gpu_bytes(const llmem_plan *p, const llmem_train *train)
     return llmem_gpu_row((size_t)gpu - 1)->usable;
 }
 
+uint64_t llmem_plan_gpus_per_node(const llmem_plan *p)
+{
+    int64_t per_node = p->i[LLMEM_PLAN_GPUS_PER_NODE];
+    return (uint64_t)(per_node != 0 ? per_node : p->i[LLMEM_PLAN_GPUS]);
+}
+
 int llmem_plan_run(llmem_plan *p, llmem_model *model, const llmem_train *train)
 {
     if (p == NULL)
@@ -91,7 +97,7 @@ int llmem_plan_run(llmem_plan *p, llmem_model *model, const llmem_train *train)
                                  "GPU in the training setup)");
     /* The cost model places ranks node by node (cost.c): a job larger than
      * a node takes whole nodes, or some groups would straddle a partial one. */
-    int64_t gpus = p->i[LLMEM_PLAN_GPUS], per_node = p->i[LLMEM_PLAN_GPUS_PER_NODE];
+    int64_t gpus = p->i[LLMEM_PLAN_GPUS], per_node = (int64_t)llmem_plan_gpus_per_node(p);
     if (gpus > per_node && gpus % per_node != 0)
         return llmem__fail_field(p->ctx, LLMEM_OBJECT_PLAN, LLMEM_PLAN_GPUS_PER_NODE,
                                  LLMEM_EINCONSISTENT,

@@ -58,6 +58,10 @@ void llmem_plan_cost(const plan_cost_input *in, plan_result *out);
  * usable memory of the training setup's GPU (LLMEM_TRAIN_GPU); 0 for neither. */
 uint64_t llmem_plan_gpu_bytes(const llmem_plan *p, const llmem_train *train);
 
+/* The GPUs a node holds: LLMEM_PLAN_GPUS_PER_NODE, or when that is 0 (no node
+ * boundary) all LLMEM_PLAN_GPUS, one node. */
+uint64_t llmem_plan_gpus_per_node(const llmem_plan *p);
+
 /* Enumerate and rank (search.c); the planner's fields are checked. */
 int llmem_plan_search(llmem_plan *plan, llmem_model *model, const llmem_train *train);
 

@@ -226,7 +226,7 @@ static int try_layout(search *x, uint64_t dp, uint64_t pp)
     if ((rc = llmem_setup_resolve(&x->t, &x->m, p->ctx, &s)) != LLMEM_OK ||
         (rc = llmem_layout_resolve(p->ctx, p->layout, &x->m, &s, &l)) != LLMEM_OK)
         return rc;
-    plan_cost_input in = { &x->m, &x->params, &s, &l, b, (uint64_t)p->i[LLMEM_PLAN_GPUS_PER_NODE] };
+    plan_cost_input in = { &x->m, &x->params, &s, &l, b, llmem_plan_gpus_per_node(p) };
     llmem_plan_cost(&in, &r);
     return add_result(p, &r);
 }
@@ -270,7 +270,7 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
     setup s;
     if ((rc = llmem_setup_resolve(train, &x.m, p->ctx, &s)) != LLMEM_OK)
         return rc;
-    uint64_t gpus = (uint64_t)p->i[LLMEM_PLAN_GPUS], per_node = (uint64_t)p->i[LLMEM_PLAN_GPUS_PER_NODE];
+    uint64_t gpus = (uint64_t)p->i[LLMEM_PLAN_GPUS], per_node = llmem_plan_gpus_per_node(p);
     uint64_t margin = (uint64_t)p->i[LLMEM_PLAN_MARGIN_PERMILLE];
     x.capacity = llmem_plan_gpu_bytes(p, train) / 1000 * (1000 - margin);
     int fused = train->i[LLMEM_TRAIN_ATTENTION] != LLMEM_ATTENTION_EAGER;

@@ -111,7 +111,11 @@ def check_json(t, llmem):
                     "peak_reserved_bytes", "peak_device_bytes", "batch", "seq", "lora_rank",
                     "freeze_layers", "grad_accum", "article_param_bytes"):
             t.check(is_int(d.get(key)), "%s: %s is an integer" % (label, key), d.get(key))
-        t.check(isinstance(d.get("dropout"), float), "%s: dropout is a real" % label)
+        # Unset, dropout is null (each site at the model's own, under
+        # architecture), never the library's -1.
+        t.check(isinstance(d.get("dropout"), float) if "--dropout" in args
+                else "dropout" in d and d["dropout"] is None,
+                "%s: dropout is a real when set, else null" % label, d.get("dropout"))
         t.check(isinstance(d.get("model_modified"), bool), "%s: model_modified is a bool" % label)
         for key in ("terms", "terms_max"):
             obj = d.get(key, {})
@@ -218,16 +222,23 @@ def check_defaults(t, llmem):
     rc, out, err = llmem.run("estimate", "--batch", "2")
     t.check("the defaults:" not in out, "with a training flag the note is gone", out)
     # Dropout: each site at the model's own probability (the Trainer's train mode).
-    t.check(d["dropout"] == -1, "--json alone: dropout -1, the model's own", d["dropout"])
+    t.check("dropout" in d and d["dropout"] is None,
+            "--json alone: dropout null (each site at the model's own)", d.get("dropout"))
     gpt2 = llmem.json("--model", "gpt2")
     t.check((gpt2["architecture"]["attention_dropout"], gpt2["architecture"]["hidden_dropout"],
              gpt2["architecture"]["embedding_dropout"]) == (0.1, 0.1, 0.1),
             "GPT-2's attn_pdrop, resid_pdrop and embd_pdrop are echoed", gpt2["architecture"])
-    for args in (["--dropout", "0.1"], ["--dropout", "model"], ["--dropout", "-1"]):
+    for args, shown in ((["--dropout", "0.1"], 0.1), (["--dropout", "model"], None),
+                        (["--dropout", "-1"], None)):
         e = llmem.json("--model", "gpt2", *args)
         t.check(e["peak_allocated_bytes"] == gpt2["peak_allocated_bytes"],
                 "GPT-2's default dropout is %s's" % " ".join(args),
                 (e["peak_allocated_bytes"], gpt2["peak_allocated_bytes"]))
+        t.check(e["dropout"] == shown and (shown is not None or "dropout" in e),
+                "%s: --json's dropout is %r" % (" ".join(args), shown), e.get("dropout"))
+    grid = llmem.json("--model", "gpt2", "--batch", "1,2")
+    t.check("dropout" in grid and grid["dropout"] is None, "a grid's JSON: dropout null too",
+            grid.get("dropout"))
     off = llmem.json("--model", "gpt2", "--dropout", "0")
     t.check(off["dropout"] == 0 and off["peak_allocated_bytes"] < gpt2["peak_allocated_bytes"],
             "--dropout 0 turns GPT-2's dropouts off", off["peak_allocated_bytes"])

@@ -199,11 +199,21 @@ def check_grid(t, llmem):
             "the table: a row a batch, a cell a seq", out[-600:])
     for args, needle in ((["--batch", "1,0,2"], "--batch '0'"), (["--seq", "64,,128"], "--seq"),
                          (["--batch", "1,2,"], "--batch"),
-                         (["--batch", ",".join(["1"] * 33)], "at most 32"),
+                         (["--batch", ",".join(str(b) for b in range(1, 34))], "at most 32"),
                          (["--batch", "1,2", "--max", "seq", "--capacity", "1GiB"], "--max"),
                          (["--seq", "1,2", "--timeline"], "--timeline")):
         rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, *args)
         t.check(rc == 2 and out == "" and needle in err, "%s is refused" % " ".join(args), err)
+    # A value given twice would print its row (column) twice: refused, naming
+    # the flag, the list and the value, as it reads (02 is 2).
+    row, column = "(each value is a row of the grid)", "(each value is a column of the grid)"
+    for args, err_wanted in ((["--batch", "1,2,2", "--seq", "512"],
+                              "--batch '1,2,2': 2 is given twice " + row),
+                             (["--seq", "512,512"], "--seq '512,512': 512 is given twice " + column),
+                             (["--batch", "2,1,02"], "--batch '2,1,02': 2 is given twice " + row)):
+        rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, *args)
+        t.check(rc == 2 and out == "" and err == "llmem: %s\n" % err_wanted,
+                "%s: a repeated value is refused" % " ".join(args), (rc, out[-300:], err))
     rc, out, err = llmem.run("estimate", "--model", "openai-community/gpt2", "--seq", "512,2048")
     t.check(rc == 1 and out == "" and "--seq" in err and "sweep point 1" in err,
             "a point the model refuses: named", err)
@@ -381,6 +391,14 @@ def check_plan_nodes(t, llmem):
                               "--json")
     t.check(rc == 0 and {p["tp"] for p in d["layouts"]} == {1, 2},
             "one node of 6: tp up to what divides 6", {p["tp"] for p in d["layouts"]})
+    # 0: no node boundary (as pack's 0), every GPU in one node: the answer of
+    # a node at least --gpus, tp up to the GPUs (12 GPUs: 16 would not divide).
+    rc, zero, err = llmem.answer(*base, "--gpus", "12", "--gpus-per-node", "0", "--top",
+                                 "100000", "--json")
+    one_node = llmem.answer(*base, "--gpus", "12", "--gpus-per-node", "12", "--top", "100000",
+                            "--json")[1]
+    t.check(rc == 0 and zero == one_node and {p["tp"] for p in zero["layouts"]} == {1, 2, 4},
+            "--gpus-per-node 0: one node of every GPU", (rc, err))
 
 
 def catalog(llmem):

@@ -435,6 +435,27 @@ def check_pack_errors(t, llmem):
                        ["--model"], "pack: estimate flags belong in the file")
         expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--margin", "95"], 2,
                        ["--margin '95'", "[0, 90)"], "pack: a margin beyond the bound")
+        # --gpus-per-node as `llmem plan` reads it: the same range (0 to 1024,
+        # 0 no node boundary) and the same messages, naming the flag and value.
+        plan = ["plan", "--model", "gpt2", "--gpus", "8", "--capacity", "80GiB"]
+        for value, needle in (("-1", "not a count"), ("abc", "not a count"),
+                              ("1025", "value 1025 out of range [0, 1024]"),
+                              ("99999999999999999999", "too large for a count")):
+            rc, out, err = llmem.run("pack", "--gpu", "H100", "--jobs", good,
+                                     "--gpus-per-node", value)
+            plan_rc, _, plan_err = llmem.run(*plan, "--gpus-per-node", value)
+            t.check(rc == 2 and out == "" and plan_rc == 2 and err == plan_err and
+                    err == "llmem: --gpus-per-node '%s': %s\n" % (value, needle),
+                    "pack: --gpus-per-node %r refused as plan refuses it" % value,
+                    (rc, err, plan_rc, plan_err))
+        for value in ("0", "1024"):
+            rc, out, err = llmem.run("pack", "--gpu", "H100", "--jobs", good,
+                                     "--gpus-per-node", value, "--format", "mig-parted")
+            plan_rc = llmem.run(*plan, "--gpus-per-node", value, "--json")[0]
+            t.check(rc == 0 and plan_rc == 0 and
+                    ("\n  llmem:\n" if value == "0" else "\n  llmem-node-0:\n") in out,
+                    "pack and plan: --gpus-per-node %s is in range for both" % value,
+                    (rc, plan_rc, out, err))
         d = llmem.json("pack", "--gpu", "H100", "--jobs", write_jobs(tmp, "empty.json", "[]"), "--json")
         t.check(d["gpus_used"] == 0 and d["jobs"] == [], "pack: no jobs, no GPUs")
         # A config name is a plain YAML key: one that would change or break the

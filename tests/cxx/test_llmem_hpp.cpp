@@ -394,8 +394,28 @@ void timeline_as_the_c_api()
     llmem::Train train(ctx);
     train.set(LLMEM_TRAIN_BATCH, 2).set(LLMEM_TRAIN_SEQ, 1024).set(LLMEM_TRAIN_GRAD_CKPT, "full");
     llmem::Estimate est(ctx);
-    check(est.run(model, train).timeline().points.empty(), "no timeline unless recorded");
+    const llmem::Timeline none = est.run(model, train).timeline();
+    check(none.points.empty() && none.empty(), "no timeline unless recorded, and empty() says so");
+    int status = 0;
+    std::string message;
+    try {
+        none.peak_point();
+    } catch (const llmem::error &e) {
+        status = e.status();
+        message = e.what();
+    }
+    check(status == LLMEM_ERANGE && message.find("record_timeline()") != std::string::npos,
+          "peak_point() of an empty timeline throws ERANGE, saying how to record one");
+    status = 0;
+    try {
+        llmem::Timeline{}.peak_point();
+    } catch (const llmem::error &e) {
+        status = e.status();
+    }
+    check(status == LLMEM_ERANGE, "a value-initialized timeline is empty and has no peak point");
     const llmem::Timeline t = est.record_timeline(1 << 16).run(model, train).timeline();
+    check(!t.empty() && &t.peak_point() == &t.points[t.peak],
+          "a recorded timeline is not empty; peak_point() is points[peak]");
 
     llmem_estimate *c = nullptr;
     llmem_estimate_new(ctx.native(), &c);

@@ -188,6 +188,19 @@ def test_gpus_per_node_takes_whole_nodes():
                           seq=512).layouts
 
 
+def test_gpus_per_node_zero_is_one_node():
+    """0, as a pack's gpus-per-node 0, is no node boundary: every GPU in one
+    node, the plan of a node of --gpus; 1025 is beyond both handles' range."""
+    gpt2 = "openai-community/gpt2"
+    zero, one_node = (llmem.plan(gpt2, gpus=12, gpus_per_node=n, gpu_bytes=80 * GIB, seq=512)
+                      for n in (0, 12))
+    assert [(p.layout, p.micro_batch, p.tokens_per_second) for p in zero.layouts] == \
+        [(p.layout, p.micro_batch, p.tokens_per_second) for p in one_node.layouts]
+    assert {p.layout["tp"] for p in zero.layouts} == {1, 2, 4}
+    with llmem.Plan() as planner, pytest.raises(llmem.OutOfRange):
+        planner.gpus_per_node = 1025
+
+
 @pytest.mark.parametrize("gpus,per_node,tps", [(12, 6, {1, 2}), (12, 3, {1}), (6, 6, {1, 2}),
                                                (16, 8, {1, 2, 4})])
 def test_tensor_parallel_groups_stay_within_a_node(gpus, per_node, tps):

@@ -1186,6 +1186,18 @@ Test(pack, bad_input)
     cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);
     cr_expect_eq(object, LLMEM_OBJECT_PACK);
     cr_expect_eq(key, LLMEM_PACK_GPUS_PER_NODE);
+    /* The planner's gpus-per-node takes the same range: 0 (no node boundary)
+     * to 1024. */
+    int64_t pack_min = -1, pack_max = -1, plan_min = -1, plan_max = -1;
+    cr_expect_eq(llmem_pack_field_info(LLMEM_PACK_GPUS_PER_NODE, NULL, &pack_min, &pack_max),
+                 LLMEM_OK);
+    cr_expect_eq(llmem_plan_field_info(LLMEM_PLAN_GPUS_PER_NODE, NULL, &plan_min, &plan_max),
+                 LLMEM_OK);
+    cr_expect(pack_min == 0 && pack_max == 1024 && plan_min == 0 && plan_max == 1024,
+              "gpus-per-node: pack [%lld, %lld], plan [%lld, %lld]", (long long)pack_min,
+              (long long)pack_max, (long long)plan_min, (long long)plan_max);
+    cr_expect_eq(llmem_pack_set_int(pack, LLMEM_PACK_GPUS_PER_NODE, 1025), LLMEM_ERANGE);
+    cr_expect_str_eq(llmem_ctx_error(ctx), "gpus-per-node: value 1025 out of range [0, 1024]");
     cr_expect_eq(llmem_pack_set_str(pack, LLMEM_PACK_MARGIN_PERMILLE, "x"), LLMEM_EINVAL);
     int64_t margin;
     cr_expect_eq(llmem_pack_get_int(pack, LLMEM_PACK_MARGIN_PERMILLE, &margin), LLMEM_OK);
