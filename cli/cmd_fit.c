@@ -98,6 +98,16 @@ static const char *option_resource(const llmem_fit *fit, size_t gpu, size_t i)
     return llmem_mig_profile_resource(gpu, (size_t)option(fit, i, LLMEM_FIT_PROFILE));
 }
 
+/* A size for the text. The library saturates a need or a requirement that
+ * does not fit in 64 bits at UINT64_MAX: "or more" when it may have. */
+static void format_need(uint64_t bytes, int saturated, char *buf, size_t cap)
+{
+    if (bytes == UINT64_MAX)
+        snprintf(buf, cap, "2^64 - 1 bytes%s", saturated ? " or more" : "");
+    else
+        cli_format_gib(bytes, buf, cap);
+}
+
 static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int64_t margin)
 {
     char a[32], b[32], c[32];
@@ -105,8 +115,9 @@ static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int
     uint64_t slices = 0;
     const fit_rank *peak = &job->rank[job->peak];
     llmem_gpu_get_u64(gpu, LLMEM_GPU_MIG_COMPUTE_SLICES, &slices);
-    cli_format_gib(option(fit, 0, LLMEM_FIT_NEED_BYTES), a, sizeof a);
-    cli_format_gib(option(fit, 0, LLMEM_FIT_REQUIRED_BYTES), b, sizeof b);
+    format_need(option(fit, 0, LLMEM_FIT_NEED_BYTES), job->level == LLMEM_LEVEL_RESERVED, a,
+                sizeof a);
+    format_need(option(fit, 0, LLMEM_FIT_REQUIRED_BYTES), 1, b, sizeof b);
     printf("GPU       %s (%s)\n", llmem_gpu_name(gpu), llmem_gpu_get_str(gpu, LLMEM_GPU_DEVICE_NAME));
     if (job->model && job->nranks > 1)
         printf("Job       %s: %zu ranks that differ; the most loaded (stage %llu) peaks at %s "
@@ -126,7 +137,10 @@ static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int
         char comp[48];
         cli_format_gib(option(fit, i, LLMEM_FIT_USABLE_BYTES), a, sizeof a);
         cli_format_gib(option(fit, i, LLMEM_FIT_HEADROOM_BYTES), b, sizeof b);
-        cli_format_gib(option(fit, i, LLMEM_FIT_SHORTFALL_BYTES), c, sizeof c);
+        if (option(fit, i, LLMEM_FIT_SHORTFALL_BYTES) == UINT64_MAX)
+            snprintf(c, sizeof c, "need beyond 64 bits");
+        else
+            cli_format_gib(option(fit, i, LLMEM_FIT_SHORTFALL_BYTES), c, sizeof c);
         if (slices)
             snprintf(comp, sizeof comp, "%llu/%llu",
                      (unsigned long long)option(fit, i, LLMEM_FIT_COMPUTE_SLICES),
@@ -207,7 +221,7 @@ static int fit_verdict(const llmem_fit *fit, size_t gpu, const fit_job *job, int
     if (llmem_fit_best(fit, &best) == LLMEM_OK)
         return CLI_EXIT_OK;
     /* fit holds the most loaded rank's options (fit_run runs it last). */
-    cli_format_gib(option(fit, 0, LLMEM_FIT_REQUIRED_BYTES), need, sizeof need);
+    format_need(option(fit, 0, LLMEM_FIT_REQUIRED_BYTES), 1, need, sizeof need);
     cli_error("no option of %s holds the job: %s needs a slice of %s (%g%% kept free)",
               llmem_gpu_name(gpu), job->nranks > 1 ? "its most loaded rank" : "it", need,
               (double)margin / 10);

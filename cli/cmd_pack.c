@@ -259,7 +259,8 @@ static int add_job(job_env *env, const char *path, const jobs_file *file, size_t
         cli_error("no memory: give 'memory_bytes' or estimate fields (such as model)");
         goto done;
     }
-    if (mem && (!integer_field(mem, UINT64_MAX - 1, &bytes) || bytes == 0)) {
+    /* The whole range llmem_pack_add_job() takes, 2^64 - 1 included. */
+    if (mem && (!integer_field(mem, UINT64_MAX, &bytes) || bytes == 0)) {
         cli_error("field 'memory_bytes': a positive integer of bytes is required (got %s)",
                   mem->kind == JOBS_STRING ? "a string" : mem->text ? mem->text : "a literal");
         goto done;
@@ -495,6 +496,9 @@ static int print_json(const llmem_pack *pack)
             uint64_t g = job_u64(pack, j, LLMEM_PACK_JOB_GPU);
             size_t type = (size_t)gpu_type(pack, (size_t)g);
             json_u64(&w, "gpu", g);
+            /* The resource name alone does not say which type (an H100's and
+             * an A100 80GB's 1g.10gb are both nvidia.com/mig-1g.10gb). */
+            json_string(&w, "gpu_type", llmem_gpu_name(type));
             json_string(&w, "profile", slice_name(pack, j, type, LLMEM_PACK_JOB_PROFILE));
             json_u64(&w, "start", job_u64(pack, j, LLMEM_PACK_JOB_START));
             json_u64(&w, "usable_bytes", job_u64(pack, j, LLMEM_PACK_JOB_USABLE_BYTES));

@@ -53,10 +53,12 @@ typedef struct cli_request {
 } cli_request;
 
 /* The capacity less the margin: what a device peak must fit (the margin's
- * arithmetic of --max, the grid, plan and fit: docs/mig.md, "Fitting"). */
+ * arithmetic of --max, the grid, plan and fit: docs/mig.md, "Fitting"):
+ * floor(capacity x (1000 - margin) / 1000), exactly, without overflow. */
 static inline uint64_t cli_usable(uint64_t capacity, int margin_permille)
 {
-    return capacity / 1000 * (uint64_t)(1000 - margin_permille);
+    uint64_t keep = (uint64_t)(1000 - margin_permille);
+    return capacity / 1000 * keep + capacity % 1000 * keep / 1000;
 }
 
 /* Whether the request asks for a grid. */

@@ -20,7 +20,7 @@ typedef struct cli_gpu_fit {
     int margin_permille;
     int has_peak;                        /* 0: no peak to judge (a plan where nothing fits) */
     uint64_t peak;
-    int fits;                            /* peak <= capacity / 1000 x (1000 - margin) */
+    int fits;                            /* peak <= floor(capacity x (1000 - margin) / 1000) */
     int64_t headroom;                    /* capacity - peak; negative: short by */
 } cli_gpu_fit;
 

@@ -56,10 +56,13 @@ static int peek(parser *p)
 static int expect(parser *p, char c, const char *what)
 {
     if (peek(p) != c) {
+        unsigned char got = p->s < p->end ? (unsigned char)*p->s : 0;
         if (p->s >= p->end)
             fail(p, "unexpected end of file (expected %s)", what);
-        else
-            fail(p, "expected %s, got '%c'", what, *p->s);
+        else if (got >= 0x20 && got < 0x7f)
+            fail(p, "expected %s, got '%c'", what, got);
+        else /* a control or non-ASCII byte, named rather than written raw */
+            fail(p, "expected %s, got byte 0x%02x", what, got);
         return 0;
     }
     p->s++;
@@ -349,6 +352,11 @@ int cli_jobs_read(const char *path, jobs_file *out)
         return 0;
     }
     parser p = { path, text, text + len, 1, 0 };
+    /* A UTF-8 byte-order mark is skipped: RFC 8259 (section 8.1) lets a
+     * parser "ignore the presence of a byte order mark rather than treating
+     * it as an error", and editors on Windows write one. */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        p.s += 3;
     if (expect(&p, '[', "a JSON array of jobs ('[')")) {
         if (peek(&p) == ']') {
             p.s++;

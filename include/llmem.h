@@ -1221,6 +1221,9 @@ LLMEM_API const char *llmem_mig_profile_name(size_t gpu, size_t profile);
 /**
  * Kubernetes extended-resource name the NVIDIA GPU operator exposes for the
  * profile under its "mixed" MIG strategy ("nvidia.com/mig-3g.40gb"), or NULL.
+ * As NVIDIA's device plugin names it, a variant's '+' is '.':
+ * "1g.10gb+me" is "nvidia.com/mig-1g.10gb.me" (a '+' is not valid in a
+ * resource name). The name does not say which GPU type: docs/mig.md.
  * @since 0.2.0
  */
 LLMEM_API const char *llmem_mig_profile_resource(size_t gpu, size_t profile);
@@ -1252,9 +1255,12 @@ LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *nam
  * context), or a count without the context (#LLMEM_LEVEL_RESERVED: a
  * reserved-level peak, from PyTorch or a scheduler), to which the GPU's
  * context is added: every MIG instance runs its own process with its own
- * context. The margin is the planner's: a share of the option's memory kept
- * free, so an option of U usable bytes holds a need N when
- * N <= U / 1000 x (1000 - margin) (integer division).
+ * context. The margin is the planner's share: of an option's U usable bytes
+ * it keeps exactly ceil(U x margin / 1000) free, so the option holds a need N
+ * when N <= U - ceil(U x margin / 1000) (with margin 0, N <= U). A need or a
+ * requirement beyond 64 bits is held by no option (see
+ * #LLMEM_FIT_SHORTFALL_BYTES). Changing a setting drops the options of the
+ * last run (llmem_fit_count() is 0 again); setting a value it has keeps them.
  * @{
  */
 /** Opaque fit: settings and the options of the last run. @since 0.2.0 */
@@ -1279,13 +1285,17 @@ enum llmem_fit_result {
     LLMEM_FIT_WHOLE_GPU = 2,      /**< 1 for the whole GPU (MIG disabled), else 0 */
     LLMEM_FIT_FITS = 3,           /**< 1 when the option holds the job with the margin */
     LLMEM_FIT_USABLE_BYTES = 4,   /**< the option's usable bytes */
-    LLMEM_FIT_NEED_BYTES = 5,     /**< the job's device-level bytes (context included) */
+    /** The job's device-level bytes (context included); UINT64_MAX when
+     * reserved-level bytes plus the context exceed 64 bits (saturated). */
+    LLMEM_FIT_NEED_BYTES = 5,
     /** The least usable bytes that hold the need with the margin:
-     * 1000 x ceil(need / (1000 - margin)). */
+     * ceil(1000 x need / (1000 - margin)); UINT64_MAX when that, or the
+     * need, exceeds 64 bits (saturated: no option holds it). */
     LLMEM_FIT_REQUIRED_BYTES = 6,
     /** usable - need when usable >= need, else 0. */
     LLMEM_FIT_HEADROOM_BYTES = 7,
-    /** required - usable when the option does not hold the job, else 0. */
+    /** required - usable when the option does not hold the job, else 0;
+     * UINT64_MAX when the need or the requirement exceeds 64 bits. */
     LLMEM_FIT_SHORTFALL_BYTES = 8,
     LLMEM_FIT_COMPUTE_SLICES = 9  /**< the option's compute slices (the GPU's for the whole GPU) */
 };
@@ -1294,9 +1304,12 @@ enum llmem_fit_result {
 LLMEM_API int llmem_fit_new(llmem_ctx *ctx, llmem_fit **out);
 /** Free a fit; NULL is allowed. @since 0.2.0 */
 LLMEM_API void llmem_fit_free(llmem_fit *fit);
-/** Set a setting (#llmem_fit_key). @return #LLMEM_ERANGE out of bounds. @since 0.2.0 */
+/**
+ * Set a setting (#llmem_fit_key); a new value drops the options of the last
+ * run. @return #LLMEM_ERANGE out of bounds. @since 0.2.0
+ */
 LLMEM_API int llmem_fit_set_int(llmem_fit *fit, int key, int64_t value);
-/** Set a setting from text ("50"). @since 0.2.0 */
+/** Set a setting from text ("50"), as llmem_fit_set_int(). @since 0.2.0 */
 LLMEM_API int llmem_fit_set_str(llmem_fit *fit, int key, const char *value);
 /** Read a setting. @since 0.2.0 */
 LLMEM_API int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out);
@@ -1309,9 +1322,11 @@ LLMEM_API int llmem_fit_field_info(int key, const char **name, int64_t *min, int
  * Fit @p bytes at @p level (#LLMEM_LEVEL_DEVICE, or #LLMEM_LEVEL_RESERVED to
  * add the GPU's CUDA context) to GPU @p gpu: every plain MIG profile and the
  * whole GPU, ordered by usable bytes (then compute slices). Allocates nothing.
+ * A need beyond 64 bits, or one whose margin takes the requirement there, is
+ * no error: no option holds it, as llmem_pack_run() places such a job
+ * nowhere (#LLMEM_FIT_SHORTFALL_BYTES is UINT64_MAX).
  * @return #LLMEM_ERANGE for a bad GPU index or zero bytes, #LLMEM_EINVAL for
- * another level, #LLMEM_EOVERFLOW when the need overflows 64 bits. On failure
- * the previous result is kept. @since 0.2.0
+ * another level. On failure the previous result is kept. @since 0.2.0
  */
 LLMEM_API int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level);
 /** Number of options of the last run (0 before any). @since 0.2.0 */
@@ -1408,12 +1423,17 @@ enum llmem_pack_job_key {
      * the type for a whole GPU. */
     LLMEM_PACK_JOB_PROFILE = 3,
     LLMEM_PACK_JOB_START = 4,      /**< first placement slot of its instance (0 for a whole GPU) */
-    LLMEM_PACK_JOB_NEED_BYTES = 5, /**< device-level need on its GPU type (context included) */
+    /** Device-level need on its GPU type (context included); for a job that
+     * fits nowhere, on the type of #LLMEM_PACK_JOB_LARGEST_GPU, UINT64_MAX when
+     * reserved-level bytes plus the context exceed 64 bits (saturated); for a
+     * job without room, its bytes as given (no type chosen). */
+    LLMEM_PACK_JOB_NEED_BYTES = 5,
     LLMEM_PACK_JOB_USABLE_BYTES = 6, /**< usable bytes of its slice */
     LLMEM_PACK_JOB_HEADROOM_BYTES = 7, /**< usable - need */
     /** For a job that fits nowhere: the usable bytes it would need with the
      * margin (as #LLMEM_FIT_REQUIRED_BYTES) minus those of the largest option
-     * (see #LLMEM_PACK_JOB_LARGEST_GPU). */
+     * (see #LLMEM_PACK_JOB_LARGEST_GPU); UINT64_MAX when the need or that
+     * requirement exceeds 64 bits. */
     LLMEM_PACK_JOB_SHORTFALL_BYTES = 8,
     /** For a job that fits nowhere: the catalog index of the GPU type whose
      * largest option (MIG profile or whole GPU) comes closest. */
@@ -1436,9 +1456,12 @@ enum llmem_pack_gpu_key {
 LLMEM_API int llmem_pack_new(llmem_ctx *ctx, llmem_pack **out);
 /** Free a pack; NULL is allowed. @since 0.2.0 */
 LLMEM_API void llmem_pack_free(llmem_pack *pack);
-/** Set a setting (#llmem_pack_key). @return #LLMEM_ERANGE out of bounds. @since 0.2.0 */
+/**
+ * Set a setting (#llmem_pack_key); a new value drops the last result (see
+ * llmem_pack_run()). @return #LLMEM_ERANGE out of bounds. @since 0.2.0
+ */
 LLMEM_API int llmem_pack_set_int(llmem_pack *pack, int key, int64_t value);
-/** Set a setting from text. @since 0.2.0 */
+/** Set a setting from text, as llmem_pack_set_int(). @since 0.2.0 */
 LLMEM_API int llmem_pack_set_str(llmem_pack *pack, int key, const char *value);
 /** Read a setting. @since 0.2.0 */
 LLMEM_API int llmem_pack_get_int(const llmem_pack *pack, int key, int64_t *out);
@@ -1447,16 +1470,19 @@ LLMEM_API int llmem_pack_field_info(int key, const char **name, int64_t *min, in
 /**
  * Add @p count GPUs of type @p gpu (a catalog index) to the fleet; @p count 0
  * means as many as needed. Types are tried in the order added; adding a type
- * again adds to its count. At most 8 types. @since 0.2.0
+ * again adds to its count. At most 8 types. Drops the last result (see
+ * llmem_pack_run()). @since 0.2.0
  */
 LLMEM_API int llmem_pack_add_gpu(llmem_pack *pack, size_t gpu, uint64_t count);
 /**
  * Add a job: its @p id (copied; any text), its memory @p bytes at @p level
  * (#LLMEM_LEVEL_DEVICE, or #LLMEM_LEVEL_RESERVED to add each GPU type's CUDA
  * context) and the compute slices it needs at least
- * (@p min_compute, 0 for any). @return #LLMEM_ERANGE for zero bytes or a
+ * (@p min_compute, 0 for any). Any @p bytes from 1 to UINT64_MAX; a need
+ * beyond 64 bits fits nowhere. Drops the last result (see llmem_pack_run()).
+ * @return #LLMEM_ERANGE for zero bytes or a
  * negative or too large @p min_compute, #LLMEM_EINVAL for a NULL id or a bad
- * level; the message names the job. @since 0.2.0
+ * level; the message names the job (a refused job drops nothing). @since 0.2.0
  */
 LLMEM_API int llmem_pack_add_job(llmem_pack *pack, const char *id, uint64_t bytes, int level,
                                  int64_t min_compute);
@@ -1464,8 +1490,11 @@ LLMEM_API int llmem_pack_add_job(llmem_pack *pack, const char *id, uint64_t byte
 LLMEM_API void llmem_pack_clear(llmem_pack *pack);
 /**
  * Pack the jobs onto the fleet: the most jobs it holds, then the fewest GPUs
- * (then the larger jobs). @return #LLMEM_OK even when some jobs fit
- * nowhere or find no room (see #LLMEM_PACK_JOBS_UNPLACED);
+ * (then the larger jobs). The result lasts until the problem changes: a job
+ * or a GPU added, a setting changed to a new value, or llmem_pack_clear()
+ * drops it, and the getters and outputs then answer as before any run
+ * (#LLMEM_EINCONSISTENT, a NULL resource). @return #LLMEM_OK even when some
+ * jobs fit nowhere or find no room (see #LLMEM_PACK_JOBS_UNPLACED);
  * #LLMEM_EINCONSISTENT when no GPU type was added; #LLMEM_ENOMEM.
  * @since 0.2.0
  */
@@ -1489,9 +1518,14 @@ LLMEM_API int llmem_pack_gpu_u64(const llmem_pack *pack, size_t gpu, int key, ui
 /**
  * The layout as an NVIDIA mig-parted configuration (YAML: `version: v1`,
  * `mig-configs`, per GPU or group of equal GPUs `devices`, `mig-enabled` and
- * `mig-devices` counts). The config is named @p name ("llmem" when NULL;
- * letters, digits, '.', '_' and '-' only, else #LLMEM_EINVAL), or
- * "<name>-node-<k>" per node with #LLMEM_PACK_GPUS_PER_NODE. Writes at most
+ * `mig-devices` counts). The config is named @p name ("llmem" when NULL), or
+ * "<name>-node-<k>" per node with #LLMEM_PACK_GPUS_PER_NODE, written as a
+ * quoted YAML key. The GPU operator selects a config by the node label
+ * nvidia.com/mig.config, so each config name must be a Kubernetes label
+ * value: at most 63 characters, "-node-<k>" included, of letters, digits,
+ * '.', '_' and '-', beginning and ending with a letter or digit; else
+ * #LLMEM_EINVAL, the message naming the value. No `device-filter`: an entry
+ * applies to the GPUs at its indices whatever their type. Writes at most
  * @p cap bytes with a terminating NUL into @p buf; @p len_out (may be NULL)
  * gets the length without the NUL. A NULL @p buf asks for the length.
  * @return #LLMEM_EBUFFER when @p cap is too small (nothing useful written).
@@ -1500,9 +1534,12 @@ LLMEM_API int llmem_pack_gpu_u64(const llmem_pack *pack, size_t gpu, int key, ui
 LLMEM_API int llmem_pack_mig_parted(const llmem_pack *pack, const char *name, char *buf,
                                     size_t cap, size_t *len_out);
 /**
- * The layout as `nvidia-smi` commands, one GPU a line, largest profiles first
- * with explicit placements (`nvidia-smi mig -i 0 -cgi 3g.40gb:4,2g.20gb:0 -C`),
- * so creation never fails on fragmentation. Buffer as llmem_pack_mig_parted().
+ * The layout as `nvidia-smi` commands: per GPU with MIG, its compute and GPU
+ * instances destroyed first (`nvidia-smi mig -i 0 -dci || true`, then `-dgi`:
+ * a destroy that finds none exits nonzero), its MIG mode set, and its
+ * instances created in one line, largest profiles first with explicit
+ * placements (`nvidia-smi mig -i 0 -cgi 3g.40gb:4,2g.20gb:0 -C`), so creation
+ * never fails on fragmentation. Buffer as llmem_pack_mig_parted().
  * @since 0.2.0
  */
 LLMEM_API int llmem_pack_nvidia_smi(const llmem_pack *pack, char *buf, size_t cap,

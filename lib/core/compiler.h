@@ -11,4 +11,13 @@
 #define LLMEM_NOINLINE
 #endif
 
+/* A printf-like function: the format is argument fmt, its values start at
+ * argument first (0 for a va_list). Callers' formats are checked, and the
+ * function may pass fmt on to vprintf without -Wformat-nonliteral. */
+#if defined(__GNUC__)
+#define LLMEM_PRINTF(fmt, first) __attribute__((format(printf, fmt, first)))
+#else
+#define LLMEM_PRINTF(fmt, first)
+#endif
+
 #endif

@@ -77,6 +77,7 @@ void llmem__free(llmem_ctx *ctx, void *ptr)
         ctx->allocator.free(ctx->allocator.user, ptr);
 }
 
+LLMEM_PRINTF(4, 0)
 static void set_message(llmem_ctx *ctx, int object, int key, const char *fmt, va_list ap)
 {
     vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);

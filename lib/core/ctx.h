@@ -3,6 +3,7 @@
 #ifndef LLMEM_CORE_CTX_H
 #define LLMEM_CORE_CTX_H
 
+#include "core/compiler.h"
 #include "llmem.h"
 
 #define LLMEM_ERROR_CAP 256
@@ -22,15 +23,11 @@ void llmem__free(llmem_ctx *ctx, void *ptr);
  * pointer argument beside a valid handle fails here, naming the call and the
  * argument ("llmem_model_get_int: out is NULL"), or the context would still
  * show an earlier call's message as this one's. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
+LLMEM_PRINTF(3, 4)
 int llmem__fail(llmem_ctx *ctx, int status, const char *fmt, ...);
 
 /* As llmem__fail, and remember which field (llmem_object, key) the error is about. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 5, 6)))
-#endif
+LLMEM_PRINTF(5, 6)
 int llmem__fail_field(llmem_ctx *ctx, int object, int key, int status, const char *fmt, ...);
 
 /* Record on ctx the last error of another context, its field included: a

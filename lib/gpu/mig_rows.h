@@ -6,12 +6,36 @@
 #include "gpu/gpu.h"
 #include "llmem.h"
 
-/* A row: name, compute slices, slots, start mask, maximum count, variant,
- * uncertainty bits, SMs, usable MiB, source. The Kubernetes resource is the
- * GPU operator's "mixed" strategy name, nvidia.com/mig-<profile>. */
-#define MIG_ROW(name, compute, slots, starts, max, variant, uncertain, sms, mib, source)     \
-    { name, "nvidia.com/mig-" name, compute, slots, starts, max, variant, uncertain, sms, \
+/* The Kubernetes resource of a profile is the name NVIDIA's k8s-device-plugin
+ * gives it under the "mixed" MIG strategy: "mig-" and the profile's name with
+ * every '+' replaced by '.', under the "nvidia.com/" prefix
+ * (NVIDIA/k8s-device-plugin internal/rm/rm.go, AddDefaultResourcesToConfig:
+ * strings.ReplaceAll("mig-"+p.String(), "+", "."), commit 014b4ec; the name
+ * must pass k8s.io NameIsDNSSubdomain, api/config/v1/resources.go, where '+'
+ * is not allowed). So "1g.10gb" is nvidia.com/mig-1g.10gb and "1g.10gb+me"
+ * nvidia.com/mig-1g.10gb.me. A variant's suffix is written twice below, as
+ * nvidia-smi names it and as the resource does; tests/unit/test_gpu.c checks
+ * every resource against the rule. */
+#define MIG_SUFFIX_ME "+me"
+#define MIG_RESOURCE_SUFFIX_ME ".me"
+#define MIG_SUFFIX_GFX "+gfx"
+#define MIG_RESOURCE_SUFFIX_GFX ".gfx"
+#define MIG_SUFFIX_ME_ALL "+me.all"
+#define MIG_RESOURCE_SUFFIX_ME_ALL ".me.all"
+#define MIG_SUFFIX_NO_ME "-me"
+#define MIG_RESOURCE_SUFFIX_NO_ME "-me"
+
+/* A plain profile's row: name, compute slices, slots, start mask, maximum
+ * count, uncertainty bits, SMs, usable MiB, source. */
+#define MIG_ROW(name, compute, slots, starts, max, uncertain, sms, mib, source)                  \
+    { name, "nvidia.com/mig-" name, compute, slots, starts, max, LLMEM_MIG_PLAIN, uncertain, sms, \
       (uint64_t)(mib) * GPU_MIB, source }
+
+/* A variant's row: its base profile's name and the variant, ME, GFX, ME_ALL
+ * or NO_ME (llmem_mig_variant without LLMEM_MIG_), then as MIG_ROW. */
+#define MIG_VARIANT_ROW(base, v, compute, slots, starts, max, uncertain, sms, mib, source)   \
+    { base MIG_SUFFIX_##v, "nvidia.com/mig-" base MIG_RESOURCE_SUFFIX_##v, compute, slots, \
+      starts, max, LLMEM_MIG_##v, uncertain, sms, (uint64_t)(mib) * GPU_MIB, source }
 
 #define MIG_TABLE(slots, compute, rows) { slots, compute, rows, sizeof(rows) / sizeof((rows)[0]) }
 
@@ -25,8 +49,6 @@
 #define S8_4G 0x01u
 #define S8_7G 0x01u
 
-#define PLAIN LLMEM_MIG_PLAIN
-#define ME LLMEM_MIG_ME
 #define MEM_EST MIG_MEMORY_ESTIMATED
 #define PL_INF MIG_PLACEMENTS_INFERRED
 

@@ -146,13 +146,15 @@ static int get_int(reader *r, const char *const *names, size_t n, int required, 
     return LLMEM_OK;
 }
 
+/* A boolean field, or dflt when absent or null. *out is written on failure
+ * too (dflt): the compiler cannot see that wrong_type() returns an error, and
+ * would warn that a caller's flag may be read uninitialized. */
 static int get_flag(reader *r, const char *name, int dflt, int *out)
 {
     const hf_jv *v;
-    if (!llmem_hf_json_member(r->root, name, &v) || v == NULL) {
-        *out = dflt;
+    *out = dflt;
+    if (!llmem_hf_json_member(r->root, name, &v) || v == NULL)
         return LLMEM_OK;
-    }
     int b = llmem_hf_json_bool(v);
     if (b < 0)
         return wrong_type(r, name, "a boolean", v);

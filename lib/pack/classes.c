@@ -47,32 +47,41 @@ static int keyed_cmp(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static uint64_t job_need(const pack_type *t, const pack_job *j, int *overflow)
+/* The job's need on type t: its bytes, plus the context when they exclude
+ * it; UINT64_MAX (saturated) and 0 when that exceeds 64 bits, else 1. */
+static int job_need(const pack_type *t, const pack_job *j, uint64_t *need)
 {
-    *overflow = 0;
-    if (j->level == LLMEM_LEVEL_DEVICE)
-        return j->bytes;
+    if (j->level == LLMEM_LEVEL_DEVICE) {
+        *need = j->bytes;
+        return 1;
+    }
     if (j->bytes > UINT64_MAX - t->context) {
-        *overflow = 1;
+        *need = UINT64_MAX;
         return 0;
     }
-    return j->bytes + t->context;
+    *need = j->bytes + t->context;
+    return 1;
 }
 
-/* The kinds of t that hold j (bit k), with its requirement on t. */
-static uint8_t holding_kinds(const pack_type *t, const pack_job *j, int64_t margin,
-                             uint64_t *required)
+/* The least usable bytes of t that hold j: 1, or 0 when they exceed 64 bits
+ * (*required is then UINT64_MAX). */
+static int requirement(const pack_type *t, const pack_job *j, int64_t margin, uint64_t *required)
 {
-    int overflow;
-    uint64_t need = job_need(t, j, &overflow);
-    uint64_t req = overflow ? 0 : llmem_pack_required(need, margin);
+    uint64_t need;
+    *required = UINT64_MAX;
+    return job_need(t, j, &need) && llmem_pack_required(need, margin, required);
+}
+
+/* The kinds of t that hold j (bit k). */
+static uint8_t holding_kinds(const pack_type *t, const pack_job *j, int64_t margin)
+{
+    uint64_t required;
     uint8_t mask = 0;
-    *required = req;
-    if (req == 0)
+    if (!requirement(t, j, margin, &required))
         return 0;
     for (int k = 0; k < t->nkinds; k++) {
         const pack_kind *kd = &t->kind[k];
-        if (kd->usable >= req && (kd->whole || kd->compute >= j->min_compute))
+        if (kd->usable >= required && (kd->whole || kd->compute >= j->min_compute))
             mask |= (uint8_t)(1u << k);
     }
     return mask;
@@ -83,6 +92,7 @@ static uint8_t holding_kinds(const pack_type *t, const pack_job *j, int64_t marg
 static void fits_nowhere(const pack_run *r, pack_job *j, int64_t margin)
 {
     uint64_t best_usable = 0, best_req = 0;
+    int exact = 1;
     j->status = LLMEM_PACK_FITS_NOWHERE;
     for (int t = 0; t < r->ntypes; t++) {
         const pack_type *ty = &r->types[t];
@@ -91,19 +101,16 @@ static void fits_nowhere(const pack_run *r, pack_job *j, int64_t margin)
             if (!kd->whole && kd->compute < j->min_compute)
                 continue;
             if (kd->usable > best_usable) {
-                uint64_t req;
-                int overflow;
-                holding_kinds(ty, j, margin, &req);
+                exact = requirement(ty, j, margin, &best_req);
                 best_usable = kd->usable;
-                best_req = req;
                 j->largest_gpu = ty->gpu;
                 j->largest_profile = kd->profile;
-                j->need = job_need(ty, j, &overflow);
+                job_need(ty, j, &j->need);
             }
         }
     }
-    /* A need that overflows 64 bits lacks "everything". */
-    j->shortfall = best_req == 0 ? UINT64_MAX : best_req - best_usable;
+    /* A requirement beyond 64 bits lacks "everything" (as the fit's). */
+    j->shortfall = exact ? best_req - best_usable : UINT64_MAX;
 }
 
 int llmem_pack_classify(pack_run *r)
@@ -119,11 +126,11 @@ int llmem_pack_classify(pack_run *r)
     }
     for (size_t jx = 0; jx < p->njobs; jx++) {
         pack_job *j = &p->jobs[jx];
-        uint64_t sig = 0, req;
+        uint64_t sig = 0;
         j->status = 0;
         j->shortfall = 0;
         for (int t = 0; t < r->ntypes; t++)
-            sig |= (uint64_t)holding_kinds(&r->types[t], j, margin, &req) << (8 * t);
+            sig |= (uint64_t)holding_kinds(&r->types[t], j, margin) << (8 * t);
         if (sig == 0) {
             fits_nowhere(r, j, margin);
             continue;

@@ -3,7 +3,8 @@
  * The fit handle: every plain MIG profile of a GPU and the whole GPU, by
  * usable bytes, each with whether it holds a job's device-level need with the
  * margin (usable >= the least bytes that hold it, llmem_pack_required), its
- * headroom or its shortfall.
+ * headroom or its shortfall. Changing a setting drops the options, which were
+ * worked out with the old one.
  */
 #include "pack/pack.h"
 
@@ -52,18 +53,33 @@ void llmem_fit_free(llmem_fit *fit)
         llmem__free(fit->ctx, fit);
 }
 
+/* A setting changed: the options of the last run answered the old one. */
+static void drop_if_changed(llmem_fit *fit, const int64_t *before)
+{
+    if (memcmp(before, fit->i, sizeof fit->i) != 0)
+        fit->count = 0;
+}
+
 int llmem_fit_set_int(llmem_fit *fit, int key, int64_t value)
 {
+    int64_t before[FIT_KEY_END];
     if (fit == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_int(fit->ctx, &llmem_fit_fields, fit->i, key, value);
+    memcpy(before, fit->i, sizeof before);
+    int rc = llmem_pack_setting_int(fit->ctx, &llmem_fit_fields, fit->i, key, value);
+    drop_if_changed(fit, before);
+    return rc;
 }
 
 int llmem_fit_set_str(llmem_fit *fit, int key, const char *value)
 {
+    int64_t before[FIT_KEY_END];
     if (fit == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_str(fit->ctx, &llmem_fit_fields, fit->i, key, value);
+    memcpy(before, fit->i, sizeof before);
+    int rc = llmem_pack_setting_str(fit->ctx, &llmem_fit_fields, fit->i, key, value);
+    drop_if_changed(fit, before);
+    return rc;
 }
 
 int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out)
@@ -123,15 +139,14 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
         return llmem__fail(fit->ctx, LLMEM_EINVAL,
                            "fit: level %d: the device or the reserved level expected", level);
     uint64_t context = llmem_gpu_arch_row(g->arch)->context;
-    uint64_t need = bytes;
-    if (level == LLMEM_LEVEL_RESERVED) {
-        if (bytes > UINT64_MAX - context)
-            return llmem__fail(fit->ctx, LLMEM_EOVERFLOW, "fit: bytes plus context overflow");
-        need += context;
-    }
-    uint64_t required = llmem_pack_required(need, fit->i[LLMEM_FIT_MARGIN_PERMILLE]);
-    if (required == 0)
-        return llmem__fail(fit->ctx, LLMEM_EOVERFLOW, "fit: need with margin overflows");
+    /* A need or a requirement beyond 64 bits is held by no option, as a
+     * packed job that fits nowhere: both saturate at UINT64_MAX, and the
+     * shortfall is UINT64_MAX ("beyond 64 bits"). */
+    int exact = level != LLMEM_LEVEL_RESERVED || bytes <= UINT64_MAX - context;
+    uint64_t need = !exact ? UINT64_MAX : level == LLMEM_LEVEL_RESERVED ? bytes + context : bytes;
+    uint64_t required = UINT64_MAX;
+    if (exact)
+        exact = llmem_pack_required(need, fit->i[LLMEM_FIT_MARGIN_PERMILLE], &required);
     uint64_t min_compute = (uint64_t)fit->i[LLMEM_FIT_MIN_COMPUTE];
     size_t profiles = g->mig ? g->mig->count : 0;
     for (size_t i = 0; i < profiles; i++) {
@@ -144,9 +159,11 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
         fit_option *o = &list[i];
         o->need = need;
         o->required = required;
-        o->fits = o->usable >= required && (o->whole || o->compute >= min_compute);
+        o->fits = exact && o->usable >= required && (o->whole || o->compute >= min_compute);
         o->headroom = o->usable >= need ? o->usable - need : 0;
-        o->shortfall = o->fits ? 0 : (o->usable < required ? required - o->usable : 0);
+        o->shortfall = !exact ? UINT64_MAX
+                       : o->fits || o->usable >= required ? 0
+                                                          : required - o->usable;
     }
     memcpy(fit->opt, list, n * sizeof list[0]);
     fit->count = n;

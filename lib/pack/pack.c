@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The pack handle: settings, the fleet, the jobs, and the result's getters.
- * The run itself is in run.c. */
+ * The run itself is in run.c. What changes the problem (a job or a GPU added,
+ * a setting changed) drops the last result, so that no getter or output
+ * answers for a problem that is no longer the handle's: they answer as before
+ * any run. */
 #include "pack/pack.h"
 
 #include "core/ctx.h"
@@ -58,18 +61,34 @@ void llmem_pack_free(llmem_pack *p)
     llmem__free(p->ctx, p);
 }
 
+/* A setting changed: the result answered the old one (the margin decides
+ * which slices hold a job, the node size numbers the GPUs). */
+static void drop_if_changed(llmem_pack *p, const int64_t *before)
+{
+    if (memcmp(before, p->i, sizeof p->i) != 0)
+        llmem_pack_drop_result(p);
+}
+
 int llmem_pack_set_int(llmem_pack *p, int key, int64_t value)
 {
+    int64_t before[PACK_KEY_END];
     if (p == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_int(p->ctx, &llmem_pack_fields, p->i, key, value);
+    memcpy(before, p->i, sizeof before);
+    int rc = llmem_pack_setting_int(p->ctx, &llmem_pack_fields, p->i, key, value);
+    drop_if_changed(p, before);
+    return rc;
 }
 
 int llmem_pack_set_str(llmem_pack *p, int key, const char *value)
 {
+    int64_t before[PACK_KEY_END];
     if (p == NULL)
         return LLMEM_EINVAL;
-    return llmem_pack_setting_str(p->ctx, &llmem_pack_fields, p->i, key, value);
+    memcpy(before, p->i, sizeof before);
+    int rc = llmem_pack_setting_str(p->ctx, &llmem_pack_fields, p->i, key, value);
+    drop_if_changed(p, before);
+    return rc;
 }
 
 int llmem_pack_get_int(const llmem_pack *p, int key, int64_t *out)
@@ -99,11 +118,13 @@ int llmem_pack_add_gpu(llmem_pack *p, size_t gpu, uint64_t count)
                 p->type_limit[t] = count == 0 || count > UINT64_MAX - p->type_limit[t]
                                        ? 0
                                        : p->type_limit[t] + count;
+            llmem_pack_drop_result(p);
             llmem__ok(p->ctx);
             return LLMEM_OK;
         }
     if (p->ntypes >= PACK_MAX_TYPES)
         return llmem__fail(p->ctx, LLMEM_ERANGE, "pack: at most %d GPU types", PACK_MAX_TYPES);
+    llmem_pack_drop_result(p);
     p->type_gpu[p->ntypes] = gpu;
     p->type_limit[p->ntypes] = count;
     p->ntypes++;
@@ -148,6 +169,7 @@ int llmem_pack_add_job(llmem_pack *p, const char *id, uint64_t bytes, int level,
     if (copy == NULL)
         return llmem__fail(p->ctx, LLMEM_ENOMEM, "pack: out of memory");
     memcpy(copy, id, len + 1);
+    llmem_pack_drop_result(p);
     pack_job *j = &p->jobs[p->njobs++];
     memset(j, 0, sizeof *j);
     j->id = copy;

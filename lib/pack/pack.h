@@ -73,7 +73,7 @@ typedef struct layout_stats {
  * k; the whole GPU excluded), for tests and docs/mig.md. */
 void llmem_pack_layout_stats(const pack_type *t, unsigned kind_mask, layout_stats *out);
 
-/* --- the fields of the fit and pack handles (fields.c) --- */
+/* --- the fields of the fit and pack handles (pack_fields.c) --- */
 #define FIT_KEY_END (LLMEM_FIT_MIN_COMPUTE + 1)
 #define PACK_KEY_END (LLMEM_PACK_EXACT_LIMIT + 1)
 extern const field_table llmem_fit_fields, llmem_pack_fields;
@@ -87,8 +87,10 @@ int llmem_pack_setting_str(llmem_ctx *ctx, const field_table *t, int64_t *ints, 
 int llmem_pack_setting_get(llmem_ctx *ctx, const field_table *t, const int64_t *ints, int key,
                            int64_t *out);
 
-/* The least usable bytes that hold need with the margin (fields.c); 0 beyond 64 bits. */
-uint64_t llmem_pack_required(uint64_t need, int64_t margin_permille);
+/* The least usable bytes that hold need with the margin (pack_fields.c),
+ * ceil(1000 x need / (1000 - margin)): 1, or 0 when it exceeds 64 bits
+ * (*required is then UINT64_MAX, which no option has). */
+int llmem_pack_required(uint64_t need, int64_t margin_permille, uint64_t *required);
 
 /* --- the packing problem --- */
 typedef struct pack_job {

@@ -36,8 +36,8 @@ struct llmem_parallel {
 extern const field_table llmem_parallel_fields;
 
 /* A field set away from its default that the layout does not read (the
- * shard group without hybrid sharding, ...: parallel/unread.c), refused
- * naming it; else LLMEM_OK. */
+ * shard group without hybrid sharding, ...: parallel/parallel_unread.c),
+ * refused naming it; else LLMEM_OK. */
 int llmem_parallel_check_unread(llmem_ctx *ctx, const llmem_parallel *p);
 
 /* A sharding engine: what it shards over its group, and how its step runs. */

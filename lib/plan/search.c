@@ -272,7 +272,10 @@ int llmem_plan_search(llmem_plan *p, llmem_model *model, const llmem_train *trai
         return rc;
     uint64_t gpus = (uint64_t)p->i[LLMEM_PLAN_GPUS], per_node = llmem_plan_gpus_per_node(p);
     uint64_t margin = (uint64_t)p->i[LLMEM_PLAN_MARGIN_PERMILLE];
-    x.capacity = llmem_plan_gpu_bytes(p, train) / 1000 * (1000 - margin);
+    /* The margin keeps ceil(U x margin / 1000) free: floor(U x keep / 1000)
+     * is left, exactly, as fit and pack count it (pack/pack_fields.c). */
+    uint64_t usable = llmem_plan_gpu_bytes(p, train), keep = 1000 - margin;
+    x.capacity = usable / 1000 * keep + usable % 1000 * keep / 1000;
     int fused = train->i[LLMEM_TRAIN_ATTENTION] != LLMEM_ATTENTION_EAGER;
     uint64_t seq = (uint64_t)train->i[LLMEM_TRAIN_SEQ];
     int64_t *L = p->layout->i;

@@ -360,7 +360,7 @@ def check_plan_rejections(t, llmem):
                        "--cp", cp, "--ep", ep, "--sp", sp, "--sharding", sharding, "--offload",
                        offload, "--grad-ckpt", ckpt, "--micro-batches",
                        str(2 * int(pp) if int(pp) > 1 else 1))
-        t.check(e["peak_device_bytes"] == int(need) > int(usable) == GIB // 1000 * 950,
+        t.check(e["peak_device_bytes"] == int(need) > int(usable) == GIB * 950 // 1000,
                 "the example's bytes are that layout's at micro-batch 1", (e["peak_device_bytes"],
                                                                           fit[0]))
     rc, out, err = llmem.answer("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--capacity",
@@ -498,7 +498,7 @@ def check_gpu(t, llmem):
     rc, d, err = llmem.answer("estimate", "--model", "Llama-3.1-70B", "--gpu", "H100-80GB", "--dp",
                               "8", "--fsdp", "full", "--grad-ckpt", "full", "--batch", "2",
                               "--seq", "4096", "--json")
-    t.check(d["gpu"]["fits"] == (d["peak_device_bytes"] <= d["gpu"]["usable_bytes"] // 1000 * 950)
+    t.check(d["gpu"]["fits"] == (d["peak_device_bytes"] <= d["gpu"]["usable_bytes"] * 950 // 1000)
             and d["gpu"]["headroom_bytes"] == d["gpu"]["usable_bytes"] - d["peak_device_bytes"]
             and rc == (0 if d["gpu"]["fits"] else 3),
             "a layout: the verdict is on the most loaded rank", (rc, d["gpu"]))
@@ -549,7 +549,7 @@ def check_plan_gpu(t, llmem):
     best = d["layouts"][0]
     t.check(g["headroom_bytes"] == usable - best["peak_device_bytes"],
             "headroom: the best layout's", (g, best))
-    t.check(all(p["peak_device_bytes"] <= usable // 1000 * 950 for p in d["layouts"]),
+    t.check(all(p["peak_device_bytes"] <= usable * 950 // 1000 for p in d["layouts"]),
             "every layout within the GPU less the margin")
     flags = ["--model", LLAMA_32_1B, "--seq", "1024", "--batch", str(best["micro_batch"]),
              "--grad-ckpt", best["grad_ckpt"], "--micro-batches", str(best["micro_batches"]),

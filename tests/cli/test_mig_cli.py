@@ -63,7 +63,8 @@ def parse_mig_parted(text):
         indent = len(line) - len(line.lstrip(" "))
         body = line.strip()
         if indent == 2:
-            m = re.fullmatch(r"([A-Za-z0-9_.-]+):( \[\])?", body)
+            # Config names are quoted keys (a plain `null` reads as no string).
+            m = re.fullmatch(r'"([A-Za-z0-9_.-]+)":( \[\])?', body)
             assert m, "config name: %r" % line
             current = configs.setdefault(m.group(1), [])
             entry = None
@@ -123,9 +124,10 @@ def check_fit(t, llmem):
     usable = [o["usable_bytes"] for o in d["options"]]
     t.check(usable == sorted(usable) and d["options"][-1]["name"] == "whole", "fit: smallest first, whole GPU listed")
     t.check(d["options"][0]["headroom_bytes"] == 9728 * MIB - 7 * GIB, "fit: headroom of the slice")
-    # The planner's margin: a slice of U bytes holds N when U // 1000 * (1000 - 50) >= N.
-    t.check(d["required_bytes"] == -(-7 * GIB // 950) * 1000 and d["margin_permille"] == 50,
-            "fit: the default 5% margin, kept free as `llmem plan` keeps it", d["required_bytes"])
+    # The margin keeps ceil(U * 50 / 1000) of a slice's U bytes free, exactly: U holds N
+    # when U - ceil(U * 50 / 1000) >= N, so the least U is ceil(1000 N / 950).
+    t.check(d["required_bytes"] == -(-7 * GIB * 1000 // 950) and d["margin_permille"] == 50,
+            "fit: the default 5% margin, kept free exactly", d["required_bytes"])
     for size in ("7GiB", "7 GiB", "7168MiB", "7516192768B"):
         sized = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", size, "--json")
         t.check(sized["need_bytes"] == d["need_bytes"] == 7 * GIB,
@@ -133,15 +135,30 @@ def check_fit(t, llmem):
     pct = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "5%", "--json")
     t.check(pct["required_bytes"] == d["required_bytes"], "fit: --margin 5% is --margin 5")
     ten = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--margin", "10", "--json")
-    t.check(ten["required_bytes"] == -(-7 * GIB // 900) * 1000, "fit: --margin 10")
+    t.check(ten["required_bytes"] == -(-7 * GIB * 1000 // 900), "fit: --margin 10")
+    # Margin 0 keeps nothing free: 1g.5gb's 4.75 GiB hold 4864 MiB (they were rounded down
+    # to whole thousands, 336 B short).
+    z = llmem.json("fit", "--gpu", "A100-40GB", "--bytes", "4864MiB", "--margin", "0", "--json")
+    t.check(z["best"] == "1g.5gb" and z["required_bytes"] == 4864 * MIB and
+            z["options"][0]["headroom_bytes"] == 0, "fit: margin 0 holds an exact fit", z["best"])
     r = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(9 * GIB + 300 * MIB), "--margin", "0",
                    "--bytes-level", "reserved", "--json")
     t.check(r["need_bytes"] == 9 * GIB + 300 * MIB + 287 * MIB and r["best"] == "1g.20gb",
             "fit: a reserved-level count gets the CUDA context", r["best"])
-    # A shortfall below 1 MiB: in bytes, never "0 MiB" (1g.10gb's 9.50 GiB less 672 B).
-    rc, out, err = llmem.run("fit", "--gpu", "A100-80GB", "--bytes", "9.5GiB", "--margin", "0")
+    # A shortfall below 1 MiB: in bytes, never "0 MiB" (1g.10gb's 9.50 GiB, 672 B short).
+    rc, out, err = llmem.run("fit", "--gpu", "A100-80GB", "--bytes", str(9728 * MIB + 672),
+                             "--margin", "0")
     t.check(rc == 0 and re.search(r"^1g\.10gb .* no +\(672 B\)$", out, re.M) is not None and
             " 0 MiB" not in out, "fit: a small shortfall in bytes, not 0 MiB", out)
+    # 2^64 - 1 bytes: no option holds them, exit 3 as `llmem pack` places such a job nowhere
+    # (it was exit 1, "need with margin overflows").
+    rc, big, err = llmem.answer("fit", "--gpu", "A100-40GB", "--bytes", str(2**64 - 1), "--json")
+    t.check(rc == 3 and big["best"] is None and big["need_bytes"] == 2**64 - 1 and
+            big["required_bytes"] == 2**64 - 1 and
+            all(o["shortfall_bytes"] == 2**64 - 1 and not o["fits"] for o in big["options"]) and
+            err == "llmem: no option of A100-40GB holds the job: it needs a slice of 2^64 - 1 "
+            "bytes or more (5% kept free)\n", "fit: a need beyond 64 bits with the margin: exit 3",
+            (rc, err))
     c = llmem.json("fit", "--gpu", "h100", "--bytes", str(12 * GIB), "--min-compute", "2", "--json")
     t.check(c["best"] == "2g.20gb", "fit: --min-compute", c["best"])
     est_args = ["--model", "gpt2", "--method", "full", "--batch", "4", "--seq", "256"]
@@ -244,6 +261,8 @@ def check_pack(t, llmem):
         jobs = {j["id"]: j for j in r["jobs"]}
         t.check(all(j["resource"] == "nvidia.com/mig-" + j["profile"] for j in jobs.values()),
                 "pack: a Kubernetes resource per job")
+        t.check(all(j["gpu_type"] == "A100-80GB" for j in jobs.values()),
+                "pack: each placed job names its GPU type")
         t.check(jobs["reserved"]["need_bytes"] == 9000000000 + 287 * MIB and
                 jobs["reserved"]["profile"].startswith("2g"), "pack: memory_level and min_compute",
                 jobs["reserved"])
@@ -281,6 +300,10 @@ def check_pack(t, llmem):
             print("ok %d - pack: PyYAML reads the config # SKIP no PyYAML" % (t.count + 1))
             t.count += 1
         rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", path, "--format", "nvidia-smi")
+        cmds = [l for l in out.splitlines() if not l.startswith("#")]
+        t.check(cmds[:3] == ["nvidia-smi mig -i 0 -dci || true", "nvidia-smi mig -i 0 -dgi || true",
+                             "nvidia-smi -i 0 -mig 1"],
+                "pack: nvidia-smi destroys the GPU's instances before it creates its own", out)
         cgi = [l for l in out.splitlines() if " -cgi " in l]
         m = re.fullmatch(r"nvidia-smi mig -i 0 -cgi (\S+) -C", cgi[0]) if cgi else None
         tuples = [x.split(":") for x in m.group(1).split(",")] if m else []
@@ -306,7 +329,7 @@ def check_pack(t, llmem):
                 and status[-1] == "fits-nowhere", "pack: a limited fleet, jobs without room", status)
         huge = f["jobs"][-1]
         t.check(huge["largest_gpu"] == "A100-80GB" and huge["largest_option"] == "whole" and
-                huge["shortfall_bytes"] == -(-300 * GIB // 950) * 1000 - cat["A100-80GB"]["usable_bytes"],
+                huge["shortfall_bytes"] == -(-300 * GIB * 1000 // 950) - cat["A100-80GB"]["usable_bytes"],
                 "pack: a job that fits nowhere, with the largest slice and its shortfall", huge)
         rc, out, _ = llmem.run("pack", "--gpu", "A100-80GB:3", "--jobs", mpath)
         t.check(rc == 3 and "fits nowhere" in out and "no room" in out,
@@ -335,6 +358,36 @@ def check_pack(t, llmem):
                     devices == [0, 1] * 5, "pack: one config per node (10 GPUs, 2 a node)", out)
         except AssertionError as e:
             t.check(False, "pack: one config per node", "%s\n%s" % (e, out))
+        # Mixed types: an H100's 1g.10gb and an A100 80GB's are the same resource, so
+        # each job names its GPU type (the mig-parted YAML does only in a comment).
+        nine = write_jobs(tmp, "nine.json", [{"id": "n%d" % i, "memory_bytes": 9 * GIB}
+                                             for i in range(14)])
+        mix = llmem.json("pack", "--gpu", "A100-80GB:1,H100-SXM:1", "--jobs", nine, "--json")
+        types = {g["index"]: g["type"] for g in mix["gpus"]}
+        placed = [j for j in mix["jobs"] if j["status"] == "placed"]
+        t.check(len(placed) == 14 and sorted(set(types.values())) == ["A100-80GB", "H100-SXM"] and
+                all(j["gpu_type"] == types[j["gpu"]] for j in placed) and
+                {j["resource"] for j in placed} == {"nvidia.com/mig-1g.10gb"},
+                "pack: a mixed fleet: the same resource on both types, the type per job",
+                [(j["gpu_type"], j["resource"]) for j in placed])
+        # A UTF-8 byte-order mark is skipped; 2^64 - 1 bytes, as the C API takes them,
+        # fit nowhere (exit 3, as `llmem fit`).
+        bom = os.path.join(tmp, "bom.json")
+        with open(bom, "wb") as f:
+            f.write(b"\xef\xbb\xbf" + json.dumps([{"id": "a", "memory_bytes": 5 * GIB},
+                                                 {"id": "max", "memory_bytes": 2**64 - 1},
+                                                 {"id": "r", "memory_bytes": 2**64 - 100,
+                                                  "memory_level": "reserved"}]).encode())
+        rc, out, err = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", bom, "--json")
+        try:
+            f = json.loads(out)
+            st = {j["id"]: j for j in f["jobs"]}
+            ok = (rc == 3 and st["a"]["status"] == "placed" and
+                  all(st[k]["status"] == "fits-nowhere" and st[k]["need_bytes"] == 2**64 - 1 and
+                      st[k]["shortfall_bytes"] == 2**64 - 1 for k in ("max", "r")))
+        except (ValueError, KeyError):
+            ok, st = False, None
+        t.check(ok, "pack: a BOM skipped; needs beyond 64 bits fit nowhere, saturated", (rc, err, st))
         # A limited fleet places the most jobs it can: 2,000 jobs of 1-50 GiB on
         # 2 A100s hold 14 (seven instances a GPU, and more than 14 jobs fit a
         # 1g.10gb). It placed 2 (a 7g.80gb each) and called that optimal.
@@ -453,18 +506,35 @@ def check_pack_errors(t, llmem):
                                      "--gpus-per-node", value, "--format", "mig-parted")
             plan_rc = llmem.run(*plan, "--gpus-per-node", value, "--json")[0]
             t.check(rc == 0 and plan_rc == 0 and
-                    ("\n  llmem:\n" if value == "0" else "\n  llmem-node-0:\n") in out,
+                    ('\n  "llmem":\n' if value == "0" else '\n  "llmem-node-0":\n') in out,
                     "pack and plan: --gpus-per-node %s is in range for both" % value,
                     (rc, plan_rc, out, err))
         d = llmem.json("pack", "--gpu", "H100", "--jobs", write_jobs(tmp, "empty.json", "[]"), "--json")
         t.check(d["gpus_used"] == 0 and d["jobs"] == [], "pack: no jobs, no GPUs")
-        # A config name is a plain YAML key: one that would change or break the
-        # document is refused, naming the character (it was written as is).
-        for name, needle in (("a: b", "0x3a at 1"), ("", "empty"), ("x\ny: z", "0x0a at 1"),
-                             ("#c", "0x23 at 0")):
+        # A config name is a Kubernetes label value (the GPU operator selects it
+        # by the node label nvidia.com/mig.config), "-node-<k>" included: one that
+        # is not is refused, naming the value and the character; names are quoted
+        # YAML keys.
+        for name, needle in (("a: b", "config-name 'a: b': character 0x3a at 1"),
+                             ("", "config-name '': empty"),
+                             ("x\ny: z", "config-name 'x\\x0ay: z': character 0x0a at 1"),
+                             ("#c", "0x23 at 0"), ("-x", "must begin and end"),
+                             ("x.", "must begin and end"),
+                             ("n" * 64, "64 characters, more than the 63")):
             expect_failure(t, llmem, ["pack", "--gpu", "H100", "--jobs", good, "--format",
                                       "mig-parted", "--config-name", name], 1,
-                           ["config-name", needle], "pack: config name %r refused" % name)
+                           ["config-name", needle, "nvidia.com/mig.config"],
+                           "pack: config name %r refused" % name[:20])
+        rc, out, err = llmem.run("pack", "--gpu", "H100", "--jobs", good, "--format", "mig-parted",
+                                 "--config-name", "null")
+        t.check(rc == 0 and '\n  "null":\n' in out, "pack: config names are quoted keys", out)
+        try:
+            import yaml  # optional
+            t.check(list(yaml.safe_load(out)["mig-configs"]) == ["null"],
+                    "pack: PyYAML reads the name null as a string")
+        except ImportError:
+            print("ok %d - pack: PyYAML reads null as a string # SKIP no PyYAML" % (t.count + 1))
+            t.count += 1
 
 
 GROUPS = {

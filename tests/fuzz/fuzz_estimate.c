@@ -1106,10 +1106,11 @@ done:
 /* ---- Invariant 8: fitting and packing the estimate --------------------- */
 
 /* Whether usable bytes hold need with permille kept free, as fit and pack
- * document it: usable / 1000 x (1000 - margin) >= need. */
+ * document it: usable - ceil(usable x margin / 1000) >= need (usable below
+ * 2^54: the product fits in 64 bits). */
 static int holds(uint64_t usable, uint64_t need, uint64_t permille)
 {
-    return usable / 1000 * (1000 - permille) >= need;
+    return usable - (usable * permille + 999) / 1000 >= need;
 }
 
 static uint64_t fit_u64(const llmem_fit *f, size_t option, int key)
@@ -1147,11 +1148,17 @@ static void check_fit(llmem_ctx *ctx, const job *j, uint64_t bytes)
     int rc = llmem_fit_run(f, gpu, bytes, LLMEM_LEVEL_DEVICE);
     check_status(ctx, rc, "fit");
     if (rc != LLMEM_OK) {
-        CHECK(rc == LLMEM_EOVERFLOW, "fit: %llu bytes refused: %s", (unsigned long long)bytes,
-              llmem_ctx_error(ctx));
+        CHECK(0, "fit: %llu bytes refused: %s", (unsigned long long)bytes, llmem_ctx_error(ctx));
         llmem_fit_free(f);
         return;
     }
+    /* The least usable bytes that hold the need, ceil(1000 bytes / (1000 -
+     * margin)); UINT64_MAX (saturated) beyond 64 bits, where nothing holds. */
+    uint64_t keep = 1000 - margin, want = UINT64_MAX;
+    uint64_t rest = (bytes % keep * 1000 + keep - 1) / keep;
+    int exact = bytes / keep <= UINT64_MAX / 1000 && bytes / keep * 1000 <= UINT64_MAX - rest;
+    if (exact)
+        want = bytes / keep * 1000 + rest;
     for (size_t p = 0; p < gpu_u64(gpu, LLMEM_GPU_MIG_PROFILES); p++)
         plain += mig_u64(gpu, p, LLMEM_MIG_VARIANT) == LLMEM_MIG_PLAIN;
     CHECK(llmem_fit_count(f) == plain, "fit: %zu options, %zu plain profiles and the GPU",
@@ -1161,15 +1168,14 @@ static void check_fit(llmem_ctx *ctx, const job *j, uint64_t bytes)
         uint64_t required = fit_u64(f, i, LLMEM_FIT_REQUIRED_BYTES);
         CHECK(usable >= previous, "fit: option %zu out of order", i);
         CHECK(fit_u64(f, i, LLMEM_FIT_NEED_BYTES) == bytes, "fit: need");
-        CHECK(fits == (uint64_t)holds(usable, bytes, margin), "fit: option %zu fits %llu", i,
-              (unsigned long long)fits);
-        CHECK(required % 1000 == 0 &&
-                  required / 1000 == (bytes + (1000 - margin) - 1) / (1000 - margin),
-              "fit: required %llu for %llu", (unsigned long long)required,
+        CHECK(fits == (uint64_t)(exact && holds(usable, bytes, margin)),
+              "fit: option %zu fits %llu", i, (unsigned long long)fits);
+        CHECK(required == want, "fit: required %llu for %llu", (unsigned long long)required,
               (unsigned long long)bytes);
         CHECK(fit_u64(f, i, LLMEM_FIT_HEADROOM_BYTES) == (usable >= bytes ? usable - bytes : 0),
               "fit: headroom");
-        CHECK(fit_u64(f, i, LLMEM_FIT_SHORTFALL_BYTES) == (fits ? 0 : required - usable),
+        CHECK(fit_u64(f, i, LLMEM_FIT_SHORTFALL_BYTES) ==
+                  (!exact ? UINT64_MAX : fits ? 0 : required - usable),
               "fit: shortfall");
         CHECK(llmem_fit_name(f, i) != NULL, "fit: option %zu has no name", i);
         if (fits && first == SIZE_MAX)

@@ -152,8 +152,7 @@ def test_plan_verdict_equals_the_cli(model, settings, flags):
         (gpu["capacity_bytes"], gpu["margin_permille"], gpu["fits"], gpu["headroom_bytes"])
     if result.fits:
         assert result.best == result.layouts[0]
-        assert result.best.peak_device <= result.gpu_bytes // 1000 * (1000 -
-                                                                      result.margin_permille)
+        assert result.best.peak_device <= result.gpu_bytes * (1000 - result.margin_permille) // 1000
     else:
         assert result.best is None and result.layouts == ()
 
@@ -244,7 +243,7 @@ def test_every_rejection_has_an_example():
     est = llmem.estimate(LLAMA_1B, batch=1, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=sp,
                          sharding=m.group(7), offload=m.group(8), grad_ckpt=m.group(9),
                          micro_batches=2 * pp if pp > 1 else 1)
-    assert est.peak_device == int(m.group(10)) > int(m.group(11)) == GIB // 1000 * 950
+    assert est.peak_device == int(m.group(10)) > int(m.group(11)) == GIB * 950 // 1000
     split = llmem.plan(LLAMA_1B, gpus=4, gpu_bytes=80 * GIB, global_batch=6)
     examples = {r.reason: r.example for r in split.rejected}
     assert examples["the global batch does not split over dp"] == \

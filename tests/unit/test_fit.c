@@ -51,12 +51,13 @@ static const char *best_name(void)
     return rc == LLMEM_OK ? llmem_fit_name(fit, b) : "none";
 }
 
-/* The least usable bytes that hold need with a margin kept free, as the
- * planner counts it: U / 1000 x (1000 - margin) >= need. */
+/* The least usable bytes that hold need with a margin kept free: U holds N
+ * when N <= U - ceil(U x margin / 1000), so U >= ceil(1000 N / (1000 -
+ * margin)). For needs below 2^53 (1000 N fits in 64 bits). */
 static uint64_t required(uint64_t need, uint64_t permille)
 {
     uint64_t keep = 1000 - permille;
-    return (need + keep - 1) / keep * 1000;
+    return (need * 1000 + keep - 1) / keep;
 }
 
 Test(fit, defaults)
@@ -105,21 +106,111 @@ Test(fit, smallest_slice_first_with_headroom)
 Test(fit, the_margin_decides_at_the_boundary)
 {
     size_t a100 = gpu("A100-80GB");
+    uint64_t usable = 9728 * MIB; /* 1g.10gb */
     cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 0), LLMEM_OK);
-    /* Without a margin, a slice holds what is a whole thousand bytes below
-     * its usable memory (the planner's rounding). */
-    uint64_t exact = 9728 * MIB / 1000 * 1000;
-    cr_assert_eq(llmem_fit_run(fit, a100, exact, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    /* Without a margin a slice holds its usable bytes, every one of them. */
+    cr_assert_eq(llmem_fit_run(fit, a100, usable, LLMEM_LEVEL_DEVICE), LLMEM_OK);
     cr_expect_str_eq(best_name(), "1g.10gb", "the usable bytes fit without a margin");
-    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 9728 * MIB - exact);
-    cr_assert_eq(llmem_fit_run(fit, a100, exact + 1, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), usable);
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0);
+    cr_assert_eq(llmem_fit_run(fit, a100, usable + 1, LLMEM_LEVEL_DEVICE), LLMEM_OK);
     cr_expect_str_eq(best_name(), "1g.20gb");
-    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), exact + 1000 - 9728 * MIB);
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), 1);
+    /* 5 %: ceil(U x 50 / 1000) kept free, exactly; U / 1000 x 950 lost up to
+     * 999 bytes more to the rounding (311 here). */
     cr_assert_eq(llmem_fit_set_str(fit, LLMEM_FIT_MARGIN_PERMILLE, "50"), LLMEM_OK);
+    uint64_t most = usable - (usable * 50 + 999) / 1000;
+    cr_expect_eq(most - usable / 1000 * 950, 311);
+    cr_assert_eq(llmem_fit_run(fit, a100, most, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.10gb", "%llu bytes with 5 %% kept free",
+                     (unsigned long long)most);
+    cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), required(most, 50));
+    cr_expect_leq(opt(0, LLMEM_FIT_REQUIRED_BYTES), usable);
+    cr_assert_eq(llmem_fit_run(fit, a100, most + 1, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.20gb");
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), required(most + 1, 50) - usable);
     cr_assert_eq(llmem_fit_run(fit, a100, 9 * GIB + 100 * MIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
     cr_expect_str_eq(best_name(), "1g.20gb", "9.1 GiB > 95 %% of 9.5 GiB");
     cr_expect_gt(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0, "headroom without the margin");
     cr_expect_eq(opt(0, LLMEM_FIT_FITS), 0);
+}
+
+/* The review's case: 1g.5gb (4.75 GiB) refused 4864 MiB at margin 0, 336 B
+ * short, the usable bytes rounded down to a whole thousand. */
+Test(fit, margin_zero_holds_an_exact_fit)
+{
+    size_t a100 = gpu("A100-40GB");
+    cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, a100, 4864 * MIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.5gb");
+    cr_expect_eq(opt(0, LLMEM_FIT_FITS), 1);
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), 0);
+    cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), 4864 * MIB);
+    /* Every option: required is the need itself, and fits is usable >= need. */
+    for (size_t i = 0; i < llmem_fit_count(fit); i++)
+        cr_expect_eq(opt(i, LLMEM_FIT_FITS), opt(i, LLMEM_FIT_USABLE_BYTES) >= 4864 * MIB);
+}
+
+/* A need beyond 64 bits, or one whose margin takes it there, is held by no
+ * option, as pack's "fits nowhere": need and requirement saturated at
+ * UINT64_MAX, the shortfall UINT64_MAX. It was LLMEM_EOVERFLOW ("need with
+ * margin overflows") for 2^64 - 1 device-level bytes, which pack placed
+ * nowhere. */
+Test(fit, needs_beyond_64_bits_fit_nowhere)
+{
+    size_t a100 = gpu("A100-80GB");
+    size_t b;
+    cr_assert_eq(llmem_fit_run(fit, a100, UINT64_MAX, LLMEM_LEVEL_DEVICE), LLMEM_OK, "%s",
+                 llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_fit_count(fit), 7);
+    cr_expect_eq(llmem_fit_best(fit, &b), LLMEM_ENOTFOUND);
+    for (size_t i = 0; i < llmem_fit_count(fit); i++) {
+        cr_expect_eq(opt(i, LLMEM_FIT_FITS), 0);
+        cr_expect_eq(opt(i, LLMEM_FIT_NEED_BYTES), UINT64_MAX, "2^64 - 1 bytes, exact");
+        cr_expect_eq(opt(i, LLMEM_FIT_REQUIRED_BYTES), UINT64_MAX, "saturated");
+        cr_expect_eq(opt(i, LLMEM_FIT_SHORTFALL_BYTES), UINT64_MAX, "beyond 64 bits");
+    }
+    cr_assert_eq(llmem_fit_run(fit, a100, UINT64_MAX - 100, LLMEM_LEVEL_RESERVED), LLMEM_OK);
+    cr_expect_eq(llmem_fit_best(fit, &b), LLMEM_ENOTFOUND);
+    cr_expect_eq(opt(0, LLMEM_FIT_NEED_BYTES), UINT64_MAX, "bytes plus context, saturated");
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), UINT64_MAX);
+    /* Margin 0: 2^64 - 1 bytes need exactly that many, a shortfall in bytes. */
+    cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, a100, UINT64_MAX, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), UINT64_MAX);
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), UINT64_MAX - opt(0, LLMEM_FIT_USABLE_BYTES));
+    /* The largest margin on the largest need that stays within 64 bits. */
+    cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 900), LLMEM_OK);
+    uint64_t most = UINT64_MAX / 10; /* 1000 x most / 100 <= 2^64 - 1 */
+    cr_assert_eq(llmem_fit_run(fit, a100, most, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), most * 10);
+    cr_expect_lt(opt(0, LLMEM_FIT_SHORTFALL_BYTES), UINT64_MAX);
+    cr_assert_eq(llmem_fit_run(fit, a100, most + 1, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), UINT64_MAX);
+}
+
+/* A setting changed after a run drops its options (they answered the old
+ * setting, and read as current); the same value keeps them. */
+Test(fit, a_changed_setting_drops_the_options)
+{
+    size_t a100 = gpu("A100-80GB");
+    cr_assert_eq(llmem_fit_run(fit, a100, 9 * GIB + 100 * MIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_assert_eq(llmem_fit_count(fit), 7);
+    cr_expect_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 50), LLMEM_OK);
+    cr_expect_eq(llmem_fit_count(fit), 7, "the same margin");
+    cr_expect_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 901), LLMEM_ERANGE);
+    cr_expect_eq(llmem_fit_count(fit), 7, "a refused value changes nothing");
+    cr_expect_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, 0), LLMEM_OK);
+    cr_expect_eq(llmem_fit_count(fit), 0, "options of the 5 %% margin dropped");
+    uint64_t v;
+    cr_expect_eq(llmem_fit_get_u64(fit, 0, LLMEM_FIT_FITS, &v), LLMEM_ERANGE);
+    cr_expect_null(llmem_fit_name(fit, 0));
+    size_t b;
+    cr_expect_eq(llmem_fit_best(fit, &b), LLMEM_ENOTFOUND);
+    cr_assert_eq(llmem_fit_run(fit, a100, 9 * GIB + 100 * MIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+    cr_expect_str_eq(best_name(), "1g.10gb", "without a margin it fits");
+    cr_expect_eq(llmem_fit_set_str(fit, LLMEM_FIT_MIN_COMPUTE, "2"), LLMEM_OK);
+    cr_expect_eq(llmem_fit_count(fit), 0);
 }
 
 Test(fit, reserved_bytes_get_the_context)
@@ -179,8 +270,6 @@ Test(fit, bad_input)
     cr_expect_eq(llmem_fit_run(fit, a100, 0, LLMEM_LEVEL_DEVICE), LLMEM_ERANGE);
     cr_expect_eq(llmem_fit_run(fit, llmem_gpu_count(), GIB, LLMEM_LEVEL_DEVICE), LLMEM_ERANGE);
     cr_expect_eq(llmem_fit_run(fit, a100, GIB, 7), LLMEM_EINVAL);
-    cr_expect_eq(llmem_fit_run(fit, a100, UINT64_MAX, LLMEM_LEVEL_RESERVED), LLMEM_EOVERFLOW);
-    cr_expect_eq(llmem_fit_run(fit, a100, UINT64_MAX, LLMEM_LEVEL_DEVICE), LLMEM_EOVERFLOW);
     cr_expect_eq(llmem_fit_count(fit), 0, "failed runs leave no result");
     cr_expect_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, -1), LLMEM_ERANGE);
     cr_expect_eq(llmem_ctx_error_field(ctx, &object, &key), LLMEM_OK);

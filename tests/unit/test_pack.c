@@ -98,11 +98,11 @@ static uint64_t rnd(uint64_t n)
 
 /* --- checking a result ------------------------------------------------- */
 
-/* Whether usable bytes hold need with a margin kept free, as the planner
- * counts it: usable / 1000 x (1000 - margin) >= need. */
+/* Whether usable bytes hold need with a margin kept free: what the margin
+ * keeps, ceil(usable x margin / 1000), exactly, usable - kept >= need. */
 static int holds(uint64_t usable, uint64_t need, uint64_t permille)
 {
-    return usable / 1000 * (1000 - permille) >= need;
+    return usable - (usable * permille + 999) / 1000 >= need;
 }
 
 typedef struct placed {
@@ -1051,7 +1051,7 @@ Test(pack, jobs_that_fit_nowhere_or_find_no_room)
     uint64_t profiles;
     llmem_gpu_get_u64(a100, LLMEM_GPU_MIG_PROFILES, &profiles);
     cr_expect_eq(job(0, LLMEM_PACK_JOB_LARGEST_PROFILE), profiles, "the whole GPU is largest");
-    uint64_t required = (200 * GIB + 949) / 950 * 1000; /* 5 % of it kept free */
+    uint64_t required = (200 * GIB * 1000 + 949) / 950; /* 5 % of it kept free */
     cr_expect_eq(job(0, LLMEM_PACK_JOB_SHORTFALL_BYTES), required - usable);
     uint64_t v;
     cr_expect_eq(llmem_pack_job_u64(pack, 0, LLMEM_PACK_JOB_GPU, &v), LLMEM_ENOTFOUND);
@@ -1089,7 +1089,7 @@ Test(pack, outputs)
     cr_expect_eq(strlen(buf), len);
     cr_expect_str_eq(buf, "version: v1\n"
                           "mig-configs:\n"
-                          "  demo:\n"
+                          "  \"demo\":\n"
                           "    # A100-80GB\n"
                           "    - devices: [0]\n"
                           "      mig-enabled: true\n"
@@ -1097,8 +1097,14 @@ Test(pack, outputs)
                           "        \"4g.40gb\": 1\n"
                           "        \"3g.40gb\": 1\n");
     cr_assert_eq(llmem_pack_nvidia_smi(pack, buf, sizeof buf, NULL), LLMEM_OK);
-    cr_expect_str_eq(buf, "# node 0\n"
+    cr_expect_str_eq(buf, "# Each MIG-capable GPU: its compute and GPU instances destroyed (a "
+                          "destroy that finds none\n"
+                          "# exits nonzero: ignored), its MIG mode set, its instances created at "
+                          "explicit placements.\n"
+                          "# node 0\n"
                           "# GPU 0: A100-80GB\n"
+                          "nvidia-smi mig -i 0 -dci || true\n"
+                          "nvidia-smi mig -i 0 -dgi || true\n"
                           "nvidia-smi -i 0 -mig 1\n"
                           "nvidia-smi mig -i 0 -cgi 4g.40gb:0,3g.40gb:4 -C\n");
     cr_expect_str_eq(llmem_pack_job_resource(pack, 1), "nvidia.com/mig-4g.40gb");
@@ -1123,7 +1129,7 @@ Test(pack, outputs_with_no_gpu_used)
     memset(buf, 'x', sizeof buf);
     cr_assert_eq(llmem_pack_mig_parted(pack, "demo", buf, sizeof buf, &len), LLMEM_OK);
     cr_expect_eq(strlen(buf), len);
-    cr_expect_str_eq(buf, "version: v1\nmig-configs:\n  demo: []\n");
+    cr_expect_str_eq(buf, "version: v1\nmig-configs:\n  \"demo\": []\n");
 }
 
 Test(pack, nodes_in_the_mig_parted_config)
@@ -1135,8 +1141,8 @@ Test(pack, nodes_in_the_mig_parted_config)
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
     char buf[2048];
     cr_assert_eq(llmem_pack_mig_parted(pack, NULL, buf, sizeof buf, NULL), LLMEM_OK);
-    cr_expect(strstr(buf, "  llmem-node-0:\n"), "%s", buf);
-    cr_expect(strstr(buf, "  llmem-node-2:\n"), "%s", buf);
+    cr_expect(strstr(buf, "  \"llmem-node-0\":\n"), "%s", buf);
+    cr_expect(strstr(buf, "  \"llmem-node-2\":\n"), "%s", buf);
     cr_expect(strstr(buf, "devices: [0, 1]"), "%s", buf);
     cr_expect(!strstr(buf, "llmem-node-3"), "%s", buf);
     uint64_t node, dev;
@@ -1144,6 +1150,255 @@ Test(pack, nodes_in_the_mig_parted_config)
     cr_assert_eq(llmem_pack_gpu_u64(pack, 4, LLMEM_PACK_GPU_DEVICE, &dev), LLMEM_OK);
     cr_expect_eq(node, 2);
     cr_expect_eq(dev, 0);
+}
+
+/* What each getter and output answers on a handle without a result. */
+typedef struct no_result {
+    int get, job, gpu, mig_parted, nvidia_smi;
+    const char *resource;
+} no_result;
+
+static no_result answers(const llmem_pack *p)
+{
+    no_result a;
+    uint64_t v;
+    size_t len;
+    a.get = llmem_pack_get_u64(p, LLMEM_PACK_JOBS_PLACED, &v);
+    a.job = llmem_pack_job_u64(p, 0, LLMEM_PACK_JOB_STATUS, &v);
+    a.gpu = llmem_pack_gpu_u64(p, 0, LLMEM_PACK_GPU_TYPE, &v);
+    a.mig_parted = llmem_pack_mig_parted(p, NULL, NULL, 0, &len);
+    a.nvidia_smi = llmem_pack_nvidia_smi(p, NULL, 0, &len);
+    a.resource = llmem_pack_job_resource(p, 0);
+    return a;
+}
+
+static void expect_no_result(const char *after)
+{
+    no_result a = answers(pack);
+    cr_expect(a.get == LLMEM_EINCONSISTENT && a.job == LLMEM_EINCONSISTENT &&
+                  a.gpu == LLMEM_EINCONSISTENT && a.mig_parted == LLMEM_EINCONSISTENT &&
+                  a.nvidia_smi == LLMEM_EINCONSISTENT && a.resource == NULL,
+              "after %s: get %d, job %d, gpu %d, mig-parted %d, nvidia-smi %d, resource %s",
+              after, a.get, a.job, a.gpu, a.mig_parted, a.nvidia_smi,
+              a.resource ? a.resource : "NULL");
+}
+
+static void expect_result(const char *after)
+{
+    uint64_t v;
+    cr_expect_eq(llmem_pack_get_u64(pack, LLMEM_PACK_JOBS_PLACED, &v), LLMEM_OK, "after %s",
+                 after);
+}
+
+/* A job or a GPU added, or a setting changed, after a run drops its result:
+ * it read as valid (job statuses, JOBS_PLACED, the mig-parted config of the
+ * old layout), and a job added after the run had status 0. The getters then
+ * answer as before any run. */
+Test(pack, a_change_drops_the_result)
+{
+    /* A handle that never ran answers so; a dropped result must too. */
+    llmem_pack *fresh;
+    cr_assert_eq(llmem_pack_new(ctx, &fresh), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_gpu(fresh, gpu("A100-80GB"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(fresh, "a", 10 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    no_result before_run = answers(fresh);
+    cr_expect_eq(before_run.get, LLMEM_EINCONSISTENT);
+    cr_expect_eq(before_run.job, LLMEM_EINCONSISTENT);
+    cr_expect_null(before_run.resource);
+    llmem_pack_free(fresh);
+
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "a", 10 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    expect_result("a run");
+    cr_expect_eq(llmem_pack_add_job(pack, "zero", 0, LLMEM_LEVEL_DEVICE, 0), LLMEM_ERANGE);
+    expect_result("a refused job (nothing changed)");
+    cr_assert_eq(llmem_pack_add_job(pack, "b", 20 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    expect_no_result("a job added");
+    uint64_t v;
+    cr_expect_eq(llmem_pack_job_u64(pack, 1, LLMEM_PACK_JOB_STATUS, &v), LLMEM_EINCONSISTENT,
+                 "the new job has no status 0");
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_eq(result(LLMEM_PACK_JOBS_PLACED), 2);
+
+    cr_expect_eq(llmem_pack_add_gpu(pack, llmem_gpu_count(), 1), LLMEM_ERANGE);
+    expect_result("a refused GPU");
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("H100"), 1), LLMEM_OK);
+    expect_no_result("a GPU type added");
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("H100"), 2), LLMEM_OK);
+    expect_no_result("GPUs added to a type");
+
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 50), LLMEM_OK);
+    expect_result("the margin set to its value");
+    cr_expect_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 901), LLMEM_ERANGE);
+    expect_result("a refused margin");
+    cr_assert_eq(llmem_pack_set_str(pack, LLMEM_PACK_MARGIN_PERMILLE, "0"), LLMEM_OK);
+    expect_no_result("the margin changed");
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_GPUS_PER_NODE, 4), LLMEM_OK);
+    expect_no_result("gpus-per-node changed (it numbers the GPUs)");
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_EXACT_LIMIT, 10), LLMEM_OK);
+    expect_no_result("exact-limit changed");
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    llmem_pack_clear(pack);
+    cr_expect_eq(llmem_pack_get_u64(pack, LLMEM_PACK_JOBS_PLACED, &v), LLMEM_EINCONSISTENT);
+}
+
+/* The margin keeps ceil(U x margin / 1000) free, exactly: with none, a slice
+ * holds its usable bytes (4864 MiB went to a 1g.10gb, the 1g.5gb's 4.75 GiB
+ * rounded down to a whole thousand bytes). */
+Test(pack, margin_zero_holds_an_exact_fit)
+{
+    size_t a100 = gpu("A100-40GB");
+    cr_assert_eq(llmem_pack_add_gpu(pack, a100, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "exact", 4864 * MIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_str_eq(llmem_pack_job_resource(pack, 0), "nvidia.com/mig-1g.5gb");
+    cr_expect_eq(job(0, LLMEM_PACK_JOB_HEADROOM_BYTES), 0);
+    /* 5 %: the most the 1g.5gb holds is its bytes less ceil(5 % of them). */
+    uint64_t usable = 4864 * MIB, most = usable - (usable * 50 + 999) / 1000;
+    llmem_pack_clear(pack);
+    cr_assert_eq(llmem_pack_add_gpu(pack, a100, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 50), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "most", most, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "more", most + 1, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_expect_str_eq(llmem_pack_job_resource(pack, 0), "nvidia.com/mig-1g.5gb");
+    cr_expect_str_eq(llmem_pack_job_resource(pack, 1), "nvidia.com/mig-1g.10gb");
+}
+
+/* A need beyond 64 bits fits nowhere and says so: a reserved-level job's
+ * bytes plus the context reported need_bytes 0; now UINT64_MAX (saturated),
+ * with the shortfall UINT64_MAX, as llmem_fit_run() reports it. */
+Test(pack, needs_beyond_64_bits_fit_nowhere)
+{
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "r", UINT64_MAX - 10, LLMEM_LEVEL_RESERVED, 0),
+                 LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "d", UINT64_MAX, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    for (size_t j = 0; j < 2; j++) {
+        cr_expect_eq(job(j, LLMEM_PACK_JOB_STATUS), LLMEM_PACK_FITS_NOWHERE);
+        cr_expect_eq(job(j, LLMEM_PACK_JOB_NEED_BYTES), UINT64_MAX, "job %zu", j);
+        cr_expect_eq(job(j, LLMEM_PACK_JOB_SHORTFALL_BYTES), UINT64_MAX, "job %zu", j);
+    }
+    /* The fit answers the same: no option, the same figures. */
+    llmem_fit *fit;
+    uint64_t v;
+    size_t best;
+    cr_assert_eq(llmem_fit_new(ctx, &fit), LLMEM_OK);
+    cr_assert_eq(llmem_fit_run(fit, gpu("A100-80GB"), UINT64_MAX - 10, LLMEM_LEVEL_RESERVED),
+                 LLMEM_OK);
+    cr_expect_eq(llmem_fit_best(fit, &best), LLMEM_ENOTFOUND);
+    cr_assert_eq(llmem_fit_get_u64(fit, 0, LLMEM_FIT_NEED_BYTES, &v), LLMEM_OK);
+    cr_expect_eq(v, UINT64_MAX);
+    llmem_fit_free(fit);
+}
+
+/* A config is selected by the node label nvidia.com/mig.config, so every
+ * config name, "-node-<k>" included, is a Kubernetes label value (63
+ * characters at most, letters, digits, '.', '_', '-', beginning and ending
+ * with a letter or digit); names are quoted YAML keys ("null", "yes" would
+ * read as no string). */
+Test(pack, config_names_are_label_values)
+{
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
+    for (int j = 0; j < 11; j++)
+        cr_assert_eq(llmem_pack_add_job(pack, "big", 70 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    char buf[4096];
+    static const char *const good[] = { "null", "yes", "123", "a", "A.b_c-9" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char key[64];
+        cr_expect_eq(llmem_pack_mig_parted(pack, good[i], buf, sizeof buf, NULL), LLMEM_OK, "%s",
+                     good[i]);
+        snprintf(key, sizeof key, "\n  \"%s\":\n", good[i]);
+        cr_expect(strstr(buf, key) != NULL, "%s quoted: %s", good[i], buf);
+    }
+    static const struct {
+        const char *name, *says;
+    } bad[] = {
+        { "-a", "config-name '-a': must begin and end with a letter or digit" },
+        { "a-", "config-name 'a-': must begin and end" },
+        { "_a", "must begin and end" },
+        { "a.", "must begin and end" },
+        { "a b", "config-name 'a b': character 0x20 at 1" },
+        { "x\ny: z", "config-name 'x\\x0ay: z': character 0x0a at 1" },
+        { "", "config-name '': empty" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(llmem_pack_mig_parted(pack, bad[i].name, buf, sizeof buf, NULL),
+                     LLMEM_EINVAL, "%s", bad[i].says);
+        cr_expect(strstr(llmem_ctx_error(ctx), bad[i].says) != NULL, "'%s' lacks '%s'",
+                  llmem_ctx_error(ctx), bad[i].says);
+        cr_expect(strstr(llmem_ctx_error(ctx), "nvidia.com/mig.config") != NULL, "%s",
+                  llmem_ctx_error(ctx));
+        cr_expect(strchr(llmem_ctx_error(ctx), '\n') == NULL, "no raw newline");
+    }
+    char name[80];
+    memset(name, 'n', sizeof name);
+    name[63] = '\0';
+    cr_expect_eq(llmem_pack_mig_parted(pack, name, buf, sizeof buf, NULL), LLMEM_OK, "63");
+    name[63] = 'n';
+    name[64] = '\0';
+    cr_expect_eq(llmem_pack_mig_parted(pack, name, buf, sizeof buf, NULL), LLMEM_EINVAL, "64");
+    cr_expect(strstr(llmem_ctx_error(ctx), "64 characters, more than the 63") != NULL, "%s",
+              llmem_ctx_error(ctx));
+    /* Per node: 11 GPUs, one a node, the last config "<name>-node-10". */
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_GPUS_PER_NODE, 1), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    name[55] = '\0'; /* 55 + "-node-10" = 63 */
+    cr_expect_eq(llmem_pack_mig_parted(pack, name, buf, sizeof buf, NULL), LLMEM_OK, "%s",
+                 llmem_ctx_error(ctx));
+    cr_expect(strstr(buf, "-node-10\":\n") != NULL, "%s", buf);
+    name[55] = 'n';
+    name[56] = '\0';
+    cr_expect_eq(llmem_pack_mig_parted(pack, name, buf, sizeof buf, NULL), LLMEM_EINVAL);
+    cr_expect(strstr(llmem_ctx_error(ctx), "its last node's config name is 64 characters") !=
+                  NULL,
+              "%s", llmem_ctx_error(ctx));
+}
+
+/* The nvidia-smi commands destroy what a GPU holds before creating its
+ * layout (they assumed an empty GPU, and -cgi fails on a taken placement):
+ * compute instances, then GPU instances, each allowed to find none. */
+Test(pack, nvidia_smi_destroys_what_is_there_first)
+{
+    size_t a100 = gpu("A100-80GB"), p7;
+    cr_assert_eq(llmem_mig_profile_find(ctx, a100, "7g.80gb", &p7), LLMEM_OK);
+    uint64_t whole = 0, seven = mig(a100, p7, LLMEM_MIG_USABLE_BYTES);
+    llmem_gpu_get_u64(a100, LLMEM_GPU_USABLE_BYTES, &whole);
+    cr_assert_gt(whole, seven, "the whole A100 80GB holds more than its 7g.80gb");
+    cr_assert_eq(llmem_pack_add_gpu(pack, a100, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "whole", whole, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "small", 5 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_assert_eq(result(LLMEM_PACK_GPUS_USED), 2);
+    char buf[2048];
+    cr_assert_eq(llmem_pack_nvidia_smi(pack, buf, sizeof buf, NULL), LLMEM_OK);
+    for (unsigned d = 0; d < 2; d++) {
+        char dci[64], dgi[64], mode[64];
+        uint64_t mig_on = 0;
+        llmem_pack_gpu_u64(pack, d, LLMEM_PACK_GPU_MIG, &mig_on);
+        snprintf(dci, sizeof dci, "\nnvidia-smi mig -i %u -dci || true\n", d);
+        snprintf(dgi, sizeof dgi, "\nnvidia-smi mig -i %u -dgi || true\n", d);
+        snprintf(mode, sizeof mode, "\nnvidia-smi -i %u -mig %d\n", d, mig_on ? 1 : 0);
+        const char *a = strstr(buf, dci), *b = strstr(buf, dgi), *c = strstr(buf, mode);
+        cr_expect(a && b && c && a < b && b < c, "GPU %u: destroy CIs, GIs, then the mode:\n%s",
+                  d, buf);
+    }
+    /* Without MIG nothing is created, nor destroyed. */
+    llmem_pack_clear(pack);
+    cr_assert_eq(llmem_pack_add_gpu(pack, gpu("L4"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_add_job(pack, "a", 5 * GIB, LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+    cr_assert_eq(llmem_pack_nvidia_smi(pack, buf, sizeof buf, NULL), LLMEM_OK);
+    cr_expect(strstr(buf, "\nnvidia-smi") == NULL, "%s", buf);
 }
 
 Test(pack, reserved_jobs_count_the_context)

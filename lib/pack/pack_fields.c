@@ -4,8 +4,10 @@
  * (core/fields.h), and the margin arithmetic they share.
  *
  * The margin is the planner's (LLMEM_PLAN_MARGIN_PERMILLE): a share of the
- * memory kept free, in thousandths, so U usable bytes hold N when
- * N <= U / 1000 x (1000 - margin). Default 50 (5 %): the estimator's
+ * memory kept free, in thousandths, ceil(U x margin / 1000) of U usable
+ * bytes, so U holds N when N <= U - ceil(U x margin / 1000), that is
+ * N <= floor(U x (1000 - margin) / 1000), exactly (no byte lost to rounding
+ * the thousand: margin 0 keeps nothing free). Default 50 (5 %): the estimator's
  * allocated-level peak matches measured steps to 0.01 % (docs/validation.md),
  * but what it does not model is larger: the caching allocator's
  * fragmentation, and a CUDA context reported between 256 and 426 MiB against
@@ -45,15 +47,21 @@ typedef char pack_fields_cover_every_key[sizeof pack_rows / sizeof pack_rows[0] 
                                              : -1];
 const field_table llmem_pack_fields = FIELD_TABLE(LLMEM_OBJECT_PACK, "pack", pack_rows);
 
-uint64_t llmem_pack_required(uint64_t need, int64_t margin_permille)
+int llmem_pack_required(uint64_t need, int64_t margin_permille, uint64_t *required)
 {
-    /* The least U with U / 1000 x (1000 - margin) >= need:
-     * U / 1000 >= ceil(need / (1000 - margin)). 0 beyond 64 bits. */
+    /* The least U with floor(U x keep / 1000) >= need (keep = 1000 - margin):
+     * U x keep >= 1000 x need, U = ceil(1000 x need / keep). With need =
+     * q x keep + r (r < keep <= 1000), that is 1000 q + ceil(1000 r / keep),
+     * which overflows only where the result does. */
     uint64_t keep = (uint64_t)(1000 - margin_permille);
-    uint64_t thousands = need / keep + (need % keep != 0);
-    if (thousands > UINT64_MAX / 1000)
+    uint64_t q = need / keep, r = need % keep;
+    uint64_t rest = (1000 * r + keep - 1) / keep;
+    if (q > UINT64_MAX / 1000 || q * 1000 > UINT64_MAX - rest) {
+        *required = UINT64_MAX;
         return 0;
-    return thousands * 1000;
+    }
+    *required = q * 1000 + rest;
+    return 1;
 }
 
 int llmem_pack_setting_int(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
