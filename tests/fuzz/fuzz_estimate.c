@@ -1048,7 +1048,8 @@ static void check_plan(llmem_ctx *ctx, llmem_estimate *e, const job *j, const in
     check_status(ctx, rc, "plan");
     if (rc != LLMEM_OK)
         goto done;
-    uint64_t capacity = bytes / 1000 * (uint64_t)(1000 - margin);
+    uint64_t keep = (uint64_t)(1000 - margin); /* floor(bytes x keep / 1000), exactly */
+    uint64_t capacity = bytes / 1000 * keep + bytes % 1000 * keep / 1000;
     for (size_t i = 0; i < llmem_plan_rejected_count(p); i++) {
         const char *reason = NULL, *example = NULL;
         uint64_t n = 0;
