@@ -3,7 +3,7 @@
  * bench_pack: how fast llmem_pack_run() packs generated job sets, and how
  * far each result is from its proven lower bound.
  *
- *     bench_pack [JOBS]        (default 10000)
+ *     bench_pack [JOBS [CALLS]]  (default 10000 and 400)
  *
  * Each scenario draws JOBS jobs from a fixed seed (the same every run): a
  * memory need uniform in [1, MAX] GiB, and in the "compute" scenarios one job
@@ -12,6 +12,18 @@
  * jobs placed and the upper bound on them. The fleets with counts
  * (NAME:COUNT) are limited: the packer places the most jobs it can, and the
  * bound on the jobs says how far that can be from the most possible.
+ *
+ * Then the calls a scheduler makes: CALLS problems per set drawn from a fixed
+ * seed, each of 1 to 100 jobs (memory uniform in [1, MAX] GiB with MAX one of
+ * 10 to 160, device or reserved level, one job in five asking for 1 to 7
+ * compute slices), a margin of 0 to 50 %, and a fleet of one GPU type (the
+ * first set) or of two to eight distinct types of the catalog (the second),
+ * each type without a limit or with 1 to 8 GPUs. Each problem runs three
+ * times and the least CPU time counts (the machines are shared). It prints
+ * the median, 90th percentile and worst milliseconds per call, the worst
+ * problem, and the results summed over the set (GPUs used, jobs placed,
+ * proven optimal) with a digest of every layout (each GPU's type, each
+ * job's status, GPU, profile and start), so that two builds can be compared.
  */
 #define _POSIX_C_SOURCE 200112L
 
@@ -63,6 +75,14 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The process's CPU time: a call's, on a machine shared with other work. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int fill(llmem_ctx *ctx, llmem_pack *pack, const scenario *s, size_t jobs, uint64_t seed)
 {
     char fleet[128], id[32];
@@ -91,13 +111,171 @@ static int fill(llmem_ctx *ctx, llmem_pack *pack, const scenario *s, size_t jobs
     return 1;
 }
 
+/* --- the calls a scheduler makes --- */
+
+#define CALL_MAX_JOBS 100
+#define CALL_MAX_TYPES 8
+
+typedef struct call_set {
+    const char *name;
+    int min_types, max_types;
+} call_set;
+
+static const call_set call_sets[] = { { "one type", 1, 1 }, { "2 to 8 types", 2, CALL_MAX_TYPES } };
+
+/* A problem of the set (from the current seed); its fleet in text. */
+static int draw_call(llmem_pack *pack, const call_set *set, char *fleet, size_t cap,
+                     size_t *njobs)
+{
+    static const uint64_t max_gib[] = { 10, 20, 40, 80, 160 };
+    size_t ngpus = llmem_gpu_count(), chosen[CALL_MAX_TYPES];
+    int ntypes = set->min_types + (int)rnd((uint64_t)(set->max_types - set->min_types + 1));
+    size_t len = 0;
+    char id[32];
+    llmem_pack_clear(pack);
+    fleet[0] = '\0';
+    for (int t = 0; t < ntypes; t++) {
+        size_t gpu;
+        int fresh;
+        do {
+            gpu = (size_t)rnd(ngpus);
+            fresh = 1;
+            for (int u = 0; u < t; u++)
+                fresh &= chosen[u] != gpu;
+        } while (!fresh);
+        chosen[t] = gpu;
+        uint64_t count = rnd(2) ? 0 : 1 + rnd(8);
+        if (llmem_pack_add_gpu(pack, gpu, count) != LLMEM_OK)
+            return 0;
+        len += (size_t)snprintf(fleet + len, cap - len, "%s%s", t ? "," : "", llmem_gpu_name(gpu));
+        if (count && len < cap)
+            len += (size_t)snprintf(fleet + len, cap - len, ":%llu", (unsigned long long)count);
+        if (len >= cap)
+            return 0;
+    }
+    if (llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, (int64_t)rnd(501)) != LLMEM_OK)
+        return 0;
+    uint64_t gib = max_gib[rnd(sizeof max_gib / sizeof max_gib[0])];
+    *njobs = 1 + (size_t)rnd(CALL_MAX_JOBS);
+    for (size_t j = 0; j < *njobs; j++) {
+        uint64_t bytes = (1 + rnd(gib)) * (UINT64_C(1) << 30) - rnd(1024) * (UINT64_C(1) << 20);
+        int level = rnd(2) ? LLMEM_LEVEL_DEVICE : LLMEM_LEVEL_RESERVED;
+        int64_t compute = rnd(5) == 0 ? 1 + (int64_t)rnd(7) : 0;
+        snprintf(id, sizeof id, "job-%zu", j);
+        if (llmem_pack_add_job(pack, id, bytes, level, compute) != LLMEM_OK)
+            return 0;
+    }
+    return 1;
+}
+
+static uint64_t digest_add(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xFF;
+        h *= UINT64_C(1099511628211);
+    }
+    return h;
+}
+
+/* The layout of the last run, folded into h. */
+static uint64_t digest_layout(const llmem_pack *pack, uint64_t h)
+{
+    uint64_t used = 0, v = 0;
+    llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, &used);
+    h = digest_add(h, used);
+    for (uint64_t g = 0; g < used; g++) {
+        llmem_pack_gpu_u64(pack, (size_t)g, LLMEM_PACK_GPU_TYPE, &v);
+        h = digest_add(h, v);
+    }
+    static const int keys[] = { LLMEM_PACK_JOB_STATUS, LLMEM_PACK_JOB_GPU, LLMEM_PACK_JOB_PROFILE,
+                                LLMEM_PACK_JOB_START };
+    for (size_t j = 0; j < llmem_pack_job_count(pack); j++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            v = UINT64_MAX;
+            llmem_pack_job_u64(pack, j, keys[k], &v); /* fails for an unplaced job's GPU */
+            h = digest_add(h, v);
+        }
+    return h;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench_calls(llmem_pack *pack, size_t calls)
+{
+    double *ms = malloc(calls * sizeof *ms);
+    if (ms == NULL)
+        return 0;
+    printf("\n%zu calls per set as a scheduler makes them (1-%d jobs, any margin); "
+           "CPU time per call, the least of 3 runs\n\n",
+           calls, CALL_MAX_JOBS);
+    printf("%-13s %9s %8s %9s %6s %7s %7s %16s  %s\n", "set", "median ms", "p90 ms", "worst ms",
+           "GPUs", "placed", "optimal", "digest", "worst call");
+    for (size_t si = 0; si < sizeof call_sets / sizeof call_sets[0]; si++) {
+        const call_set *set = &call_sets[si];
+        uint64_t h = UINT64_C(1469598103934665603), gpus = 0, placed = 0, optimal = 0;
+        char fleet[256], worst_fleet[256] = "";
+        size_t worst_jobs = 0;
+        int64_t worst_margin = 0;
+        double worst = -1;
+        state = 7000 + si;
+        for (size_t i = 0; i < calls; i++) {
+            size_t njobs;
+            uint64_t seed = state;
+            double best = 1e9;
+            for (int rep = 0; rep < 3; rep++) {
+                state = seed;
+                if (!draw_call(pack, set, fleet, sizeof fleet, &njobs)) {
+                    free(ms);
+                    return 0;
+                }
+                double t0 = cpu_now();
+                if (llmem_pack_run(pack) != LLMEM_OK) {
+                    free(ms);
+                    return 0;
+                }
+                double dt = cpu_now() - t0;
+                best = dt < best ? dt : best;
+            }
+            ms[i] = best * 1e3;
+            uint64_t v = 0;
+            llmem_pack_get_u64(pack, LLMEM_PACK_GPUS_USED, &v);
+            gpus += v;
+            llmem_pack_get_u64(pack, LLMEM_PACK_JOBS_PLACED, &v);
+            placed += v;
+            llmem_pack_get_u64(pack, LLMEM_PACK_OPTIMAL, &v);
+            optimal += v;
+            h = digest_layout(pack, h);
+            if (ms[i] > worst) {
+                worst = ms[i];
+                worst_jobs = njobs;
+                llmem_pack_get_int(pack, LLMEM_PACK_MARGIN_PERMILLE, &worst_margin);
+                snprintf(worst_fleet, sizeof worst_fleet, "%s", fleet);
+            }
+        }
+        qsort(ms, calls, sizeof *ms, cmp_double);
+        printf("%-13s %9.3f %8.3f %9.3f %6llu %7llu %7llu %016llx  %zu jobs, margin %lld/1000, "
+               "%s\n",
+               set->name, ms[calls / 2], ms[calls * 9 / 10], worst, (unsigned long long)gpus,
+               (unsigned long long)placed, (unsigned long long)optimal, (unsigned long long)h,
+               worst_jobs, (long long)worst_margin, worst_fleet);
+    }
+    free(ms);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     size_t jobs = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 10000;
+    size_t calls = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 400;
     llmem_ctx *ctx = NULL;
     llmem_pack *pack = NULL;
-    if (jobs == 0 || llmem_ctx_new(&ctx, NULL) != LLMEM_OK || llmem_pack_new(ctx, &pack) != LLMEM_OK) {
-        fprintf(stderr, "usage: bench_pack [JOBS > 0]\n");
+    if (jobs == 0 || calls == 0 || llmem_ctx_new(&ctx, NULL) != LLMEM_OK ||
+        llmem_pack_new(ctx, &pack) != LLMEM_OK) {
+        fprintf(stderr, "usage: bench_pack [JOBS > 0 [CALLS > 0]]\n");
         return 1;
     }
     printf("%zu jobs per scenario; time is the best of 3 runs of llmem_pack_run()\n\n", jobs);
@@ -132,6 +310,10 @@ int main(int argc, char **argv)
                (unsigned long long)bound,
                bound ? 100.0 * (double)(used - bound) / (double)bound : 0.0, optimal ? "yes" : "no",
                (unsigned long long)placed, most_text);
+    }
+    if (!bench_calls(pack, calls)) {
+        fprintf(stderr, "bench_pack: %s\n", llmem_ctx_error(ctx));
+        return 1;
     }
     llmem_pack_free(pack);
     llmem_ctx_free(ctx);

@@ -82,7 +82,14 @@ static int table(pack_run *r, const uint64_t *demand, const space *sp, int type,
             n[i] = 0;
         }
         uint32_t best = NONE, pick = 0;
-        for (size_t j = 0; j < r->nfill; j++) {
+        /* f is monotone (any part of a demand needs no more GPUs): f[s] is
+         * at least each f[s - e_i] and 1, so the first filling that reaches
+         * that is the one the scan would keep. NONE below means NONE here. */
+        uint32_t floor_f = 1;
+        for (uint32_t i = 0; i < k; i++)
+            if (n[i] > 0 && f[s - sp->radix[i]] > floor_f)
+                floor_f = f[s - sp->radix[i]];
+        for (size_t j = 0; j < r->nfill && best > floor_f; j++) {
             uint64_t next = 0;
             int useful = 0;
             if (type >= 0 && r->fill[j].type != type)
@@ -178,8 +185,15 @@ static void convolve(const space *sp, const uint64_t *demand, uint32_t *h, const
         uint64_t sub = 0;
         digits(sp, demand, s, n);
         memset(m, 0, sizeof m);
+        /* The convolution is monotone too: out[s] is at least each
+         * out[s - e_i] (computed: smaller indices), so the scan may stop at
+         * the first part that reaches it. */
+        uint32_t floor_h = 0;
+        for (uint32_t i = 0; i < sp->k; i++)
+            if (n[i] > 0 && out[s - sp->radix[i]] > floor_h)
+                floor_h = out[s - sp->radix[i]];
         /* Every part m <= n, in index order (sub is its index). */
-        for (;;) {
+        for (; floor_h != NONE && best > floor_h;) {
             if (g[sub] != NONE && h[s - sub] != NONE && g[sub] + h[s - sub] < best) {
                 best = g[sub] + h[s - sub];
                 pick = (uint32_t)sub;

@@ -47,6 +47,45 @@ static size_t fill_columns(const double *a, size_t m, uint32_t k, size_t *start,
     return e;
 }
 
+/* The start of the simplex: for each row i, the filling with units of its
+ * class alone and the most of them (the first of equals in fill[] order),
+ * on a type without a limit where one holds it (lrow[type] UINT32_MAX; lrow
+ * NULL: no type has one): basis[i] (SIZE_MAX when none) and most[i]. One
+ * pass over the fillings, each one's only row found once, where a search
+ * per row read every filling's k counts (k^2 m: most of an LP's time with
+ * thousands of fillings). 0 when out of memory. */
+static int singleton_starts(const pack_run *r, const double *a, size_t m, uint32_t k,
+                            const uint32_t *lrow, size_t *basis, double *most)
+{
+    int *free_type = llmem__calloc(r->p->ctx, (k + 1) * sizeof *free_type);
+    if (free_type == NULL)
+        return 0;
+    for (uint32_t i = 0; i < k; i++) {
+        basis[i] = SIZE_MAX;
+        most[i] = 0;
+    }
+    for (size_t j = 0; j < m; j++) {
+        uint32_t i = UINT32_MAX, units = 0;
+        for (uint32_t c = 0; c < k; c++)
+            if (a[j * k + c] != 0) {
+                i = c;
+                units++;
+            }
+        if (units != 1)
+            continue;
+        int is_free = lrow == NULL || lrow[r->fill[j].type] == UINT32_MAX;
+        if (free_type[i] && !is_free)
+            continue;
+        if ((is_free && !free_type[i]) || a[j * k + i] > most[i]) {
+            most[i] = a[j * k + i];
+            basis[i] = j;
+            free_type[i] = is_free;
+        }
+    }
+    llmem__free(r->p->ctx, free_type);
+    return 1;
+}
+
 /* The bound of class prices y >= 0 on a fleet with room[t] GPUs of type t:
  * one of type t covers at most m_t = max over its fillings of F . y, and the
  * GPUs must cover n . y (llmem_pack_cover). */
@@ -139,27 +178,13 @@ static int lp_limited(pack_run *r, const double *a, const double *n, uint32_t k,
      * holds it; the limit rows' surplus, or their artificial where the
      * singletons exceed the count. */
     double usage[PACK_MAX_TYPES] = { 0 };
+    /* l.xb, which the inversion sets, holds the singletons' counts meanwhile. */
+    if (!singleton_starts(r, a, nf, k, lrow, l.basis, l.xb))
+        goto done;
     for (uint32_t i = 0; i < k; i++) {
-        size_t best = SIZE_MAX;
-        double most = 0;
-        int best_free = 0;
-        for (size_t j = 0; j < nf; j++) {
-            double others = 0;
-            int is_free = lrow[r->fill[j].type] == UINT32_MAX;
-            for (uint32_t c = 0; c < k; c++)
-                others += c == i ? 0 : a[j * k + c];
-            if (others != 0 || a[j * k + i] == 0 || (best_free && !is_free))
-                continue;
-            if ((is_free && !best_free) || a[j * k + i] > most) {
-                most = a[j * k + i];
-                best = j;
-                best_free = is_free;
-            }
-        }
-        if (best == SIZE_MAX)
+        if (l.basis[i] == SIZE_MAX)
             goto done;
-        l.basis[i] = best;
-        usage[r->fill[best].type] += n[i] / most;
+        usage[r->fill[l.basis[i]].type] += n[i] / l.xb[i];
     }
     int artificial = 0;
     for (int t = 0; t < r->ntypes; t++) {
@@ -543,22 +568,12 @@ int llmem_pack_lp(pack_run *r, const uint64_t *demand, const uint64_t *room, uin
     l.cost = cost;
     l.b = n;
     /* Start: each row's singleton, the filling with the most units of its class. */
-    for (uint32_t i = 0; i < k; i++) {
-        size_t best = SIZE_MAX;
-        double most = 0;
-        for (size_t j = 0; j < m; j++) {
-            double others = 0;
-            for (uint32_t q = 0; q < k; q++)
-                others += q == i ? 0 : a[j * k + q];
-            if (others == 0 && a[j * k + i] > most) {
-                most = a[j * k + i];
-                best = j;
-            }
-        }
-        if (best == SIZE_MAX)
+    /* l.xb, which the inversion sets, holds their counts meanwhile. */
+    if (!singleton_starts(r, a, m, k, NULL, l.basis, l.xb))
+        goto done;
+    for (uint32_t i = 0; i < k; i++)
+        if (l.basis[i] == SIZE_MAX)
             goto done; /* a class no filling holds alone: cannot happen */
-        l.basis[i] = best;
-    }
     if (!llmem_simplex_invert(&l) || !llmem_simplex_run(&l))
         goto counts;
     /* The primal, for rounding. */
