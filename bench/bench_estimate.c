@@ -26,10 +26,15 @@
  *        bench_estimate --calls LABEL N [PRESET]  (N calls of one configuration, untimed)
  *        bench_estimate --time LABEL N [PRESET]   (the best of N batches of one, ns per estimate)
  *        bench_estimate --presets                 (the preset names)
+ *        bench_estimate --instructions [CASES]    (part 2's calls once each, under
+ *            callgrind: bench/bench_first_runs.sh prints their instructions)
  */
 #define _POSIX_C_SOURCE 200112L
 
 #include <llmem.h>
+#ifdef LLMEM_BENCH_CALLGRIND
+#include <valgrind/callgrind.h>
+#endif
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -401,11 +406,29 @@ enum { FIRST, SECOND, MISS, HIT, KINDS };
 static const char *const kind_name[KINDS] = { "first run", "second run", "cache miss",
                                               "cache hit" };
 
-static double time_call(llmem_estimate *e, llmem_model *m, llmem_train *t, int *rc)
+/* --instructions: part 2 calls each estimate once, between callgrind's
+ * zeroing of its counters and a dump named after the call (instructions
+ * are what a machine's load does not change: docs/benchmarks.md). */
+static int count_instructions;
+
+static double time_call(llmem_estimate *e, llmem_model *m, llmem_train *t, int *rc,
+                        const char *name)
 {
-    double t0 = now_ns();
-    *rc = llmem_estimate_run(e, m, t);
-    double dt = now_ns() - t0;
+    double t0 = now_ns(), dt;
+#ifdef LLMEM_BENCH_CALLGRIND
+    if (count_instructions) {
+        CALLGRIND_ZERO_STATS;
+        *rc = llmem_estimate_run(e, m, t);
+        char refused[260]; /* part 2 skips the case: so does bench_first_runs.sh */
+        snprintf(refused, sizeof refused, "refused %s", name);
+        CALLGRIND_DUMP_STATS_AT(*rc == LLMEM_OK ? name : refused);
+    } else
+#endif
+    {
+        (void)name;
+        *rc = llmem_estimate_run(e, m, t);
+    }
+    dt = now_ns() - t0;
     uint64_t peak = 0;
     llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &peak);
     sink += peak;
@@ -420,10 +443,45 @@ static int cmp_double(const void *a, const void *b)
 
 #define REPEATS 5
 
+/* "preset precision method ckpt=... attention loss optimizer bB sS" of call kind k. */
+static void describe(char *buf, size_t cap, const char *preset, int k, const draw *d1,
+                     const draw *d2, int64_t b2, int64_t s2)
+{
+    const draw *d = k < MISS ? d1 : d2;
+    snprintf(buf, cap, "%s %s %s ckpt=%s %s %s %s b%" PRId64 " s%" PRId64, preset, d->precision,
+             d->method, d->ckpt, d->attention, d->loss, d->optimizer,
+             k == FIRST ? d1->batch : k == SECOND ? b2 : d2->batch,
+             k == FIRST ? d1->seq : k == SECOND ? s2 : d2->seq);
+}
+
 typedef struct worst {
     double ns;
     char what[200];
 } worst;
+
+/* Part 2's table: per call kind, the median, p90, p99 and worst of the
+ * cases' medians (sorted here), the share over 3 us and the worst raw call. */
+static void print_latencies(double *med[KINDS], const worst *w, const worst *raw, int n,
+                            size_t npresets, int skipped)
+{
+    printf("\n2. No single call slow: %d cases of %zu presets x random setups (seeded), each "
+           "on a fresh handle, %d times (median kept); %d refused combinations skipped\n",
+           n, npresets, REPEATS, skipped);
+    printf("%-12s %9s %9s %9s %9s %9s %9s  %s\n", "call", "median", "p90", "p99", "worst",
+           "over 3u", "raw worst", "worst case");
+    for (int k = 0; k < KINDS && n > 0; k++) {
+        int over = 0; /* cases over the 3 us bound (#13) */
+        qsort(med[k], (size_t)n, sizeof med[k][0], cmp_double);
+        while (over < n && med[k][n - 1 - over] > 3e3)
+            over++;
+        printf("%-12s %8.2fu %8.2fu %8.2fu %8.2fu %8.1f%% %8.2fu  %s\n", kind_name[k],
+               med[k][n / 2] / 1e3, med[k][(n * 9) / 10] / 1e3, med[k][(n * 99) / 100] / 1e3,
+               w[k].ns / 1e3, 100.0 * over / n, raw[k].ns / 1e3, w[k].what);
+    }
+    printf("(u = microseconds; \"worst\" is the largest per-case median, \"over 3u\" the "
+           "share of cases whose median is over 3 us, \"raw worst\" the largest single call, "
+           "preemption included)\n");
+}
 
 static void latency_sweep(llmem_ctx *ctx, int cases)
 {
@@ -450,20 +508,25 @@ static void latency_sweep(llmem_ctx *ctx, int cases)
         draw d1 = random_draw(max_seq), d2 = random_draw(max_seq);
         int64_t b2 = 1 + (int64_t)rnd(16), s2 = d1.seq > 4 ? d1.seq / 2 : d1.seq + 1;
         double times[KINDS][REPEATS];
+        char name[KINDS][240];
         int ok = 1;
-        for (int r = 0; r < REPEATS && ok; r++) {
+        for (int k = 0; k < KINDS; k++) { /* a callgrind dump's name: "#case kind: what" */
+            int len = snprintf(name[k], sizeof name[k], "#%d %s: ", c, kind_name[k]);
+            describe(name[k] + len, sizeof name[k] - (size_t)len, preset, k, &d1, &d2, b2, s2);
+        }
+        for (int r = 0; r < (count_instructions ? 1 : REPEATS) && ok; r++) {
             llmem_estimate *e;
             int rc[KINDS];
             if (llmem_estimate_new(ctx, &e) != LLMEM_OK)
                 die(ctx, "llmem_estimate_new", LLMEM_ENOMEM);
             apply_draw(t1, &d1);
             apply_draw(t2, &d2);
-            times[FIRST][r] = time_call(e, m, t1, &rc[FIRST]);
+            times[FIRST][r] = time_call(e, m, t1, &rc[FIRST], name[FIRST]);
             llmem_train_set_int(t1, LLMEM_TRAIN_BATCH, b2);
             llmem_train_set_int(t1, LLMEM_TRAIN_SEQ, s2);
-            times[SECOND][r] = time_call(e, m, t1, &rc[SECOND]);
-            times[MISS][r] = time_call(e, m, t2, &rc[MISS]);
-            times[HIT][r] = time_call(e, m, t2, &rc[HIT]);
+            times[SECOND][r] = time_call(e, m, t1, &rc[SECOND], name[SECOND]);
+            times[MISS][r] = time_call(e, m, t2, &rc[MISS], name[MISS]);
+            times[HIT][r] = time_call(e, m, t2, &rc[HIT], name[HIT]);
             llmem_estimate_free(e);
             for (int k = 0; k < KINDS; k++)
                 ok &= rc[k] == LLMEM_OK;
@@ -473,17 +536,17 @@ static void latency_sweep(llmem_ctx *ctx, int cases)
             llmem_model_free(m);
             continue;
         }
+        if (count_instructions) {
+            n++;
+            llmem_model_free(m);
+            continue;
+        }
         for (int k = 0; k < KINDS; k++) {
             qsort(times[k], REPEATS, sizeof times[k][0], cmp_double);
             med[k][n] = times[k][REPEATS / 2];
             if (med[k][n] > w[k].ns || times[k][REPEATS - 1] > raw[k].ns) {
                 char what[200];
-                snprintf(what, sizeof what, "%s %s %s ckpt=%s %s %s b%" PRId64 " s%" PRId64,
-                         preset, k < MISS ? d1.precision : d2.precision,
-                         k < MISS ? d1.method : d2.method, k < MISS ? d1.ckpt : d2.ckpt,
-                         k < MISS ? d1.attention : d2.attention, k < MISS ? d1.loss : d2.loss,
-                         k == FIRST ? d1.batch : k == SECOND ? b2 : d2.batch,
-                         k == FIRST ? d1.seq : k == SECOND ? s2 : d2.seq);
+                describe(what, sizeof what, preset, k, &d1, &d2, b2, s2);
                 if (med[k][n] > w[k].ns) {
                     w[k].ns = med[k][n];
                     snprintf(w[k].what, sizeof w[k].what, "%s", what);
@@ -497,23 +560,11 @@ static void latency_sweep(llmem_ctx *ctx, int cases)
         n++;
         llmem_model_free(m);
     }
-    printf("\n2. No single call slow: %d cases of %zu presets x random setups (seeded), each "
-           "on a fresh handle, %d times (median kept); %d refused combinations skipped\n",
-           n, npresets, REPEATS, skipped);
-    printf("%-12s %9s %9s %9s %9s %9s %9s  %s\n", "call", "median", "p90", "p99", "worst",
-           "over 3u", "raw worst", "worst case");
-    for (int k = 0; k < KINDS && n > 0; k++) {
-        int over = 0; /* cases over the 3 us bound (#13) */
-        qsort(med[k], (size_t)n, sizeof med[k][0], cmp_double);
-        while (over < n && med[k][n - 1 - over] > 3e3)
-            over++;
-        printf("%-12s %8.2fu %8.2fu %8.2fu %8.2fu %8.1f%% %8.2fu  %s\n", kind_name[k],
-               med[k][n / 2] / 1e3, med[k][(n * 9) / 10] / 1e3, med[k][(n * 99) / 100] / 1e3,
-               w[k].ns / 1e3, 100.0 * over / n, raw[k].ns / 1e3, w[k].what);
-    }
-    printf("(u = microseconds; \"worst\" is the largest per-case median, \"over 3u\" the "
-           "share of cases whose median is over 3 us, \"raw worst\" the largest single call, "
-           "preemption included)\n");
+    if (count_instructions) /* nothing timed */
+        printf("%d cases, %d refused combinations skipped: each call a callgrind dump\n", n,
+               skipped);
+    else
+        print_latencies(med, w, raw, n, npresets, skipped);
     for (int k = 0; k < KINDS; k++)
         free(med[k]);
     llmem_train_free(t1);
@@ -568,6 +619,23 @@ int main(int argc, char **argv)
     bench b;
     int timed = (argc == 4 || argc == 5) && strcmp(argv[1], "--time") == 0;
     int calls = ((argc == 4 || argc == 5) && strcmp(argv[1], "--calls") == 0) || timed;
+    if ((argc == 2 || argc == 3) && strcmp(argv[1], "--instructions") == 0) {
+#ifdef LLMEM_BENCH_CALLGRIND
+        llmem_ctx *ctx;
+        int cases = argc == 3 ? atoi(argv[2]) : 300;
+        if (cases <= 0 || llmem_ctx_new(&ctx, NULL) != LLMEM_OK) {
+            fprintf(stderr, "usage: bench_estimate --instructions [CASES > 0]\n");
+            return EXIT_FAILURE;
+        }
+        count_instructions = 1;
+        latency_sweep(ctx, cases);
+        llmem_ctx_free(ctx);
+        return EXIT_SUCCESS;
+#else
+        fprintf(stderr, "bench_estimate: built without valgrind/callgrind.h\n");
+        return EXIT_FAILURE;
+#endif
+    }
     if (argc == 2 && strcmp(argv[1], "--presets") == 0) {
         for (size_t i = 0; i < llmem_preset_count(); i++)
             printf("%s\n", llmem_preset_name(i));
