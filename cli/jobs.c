@@ -362,6 +362,7 @@ int cli_jobs_read(const char *path, jobs_file *out)
             p.s++;
         } else {
             for (;;) {
+                peek(&p); /* the job's own line, past the blank lines before it */
                 int line = p.line;
                 if (!expect(&p, '{', "a job object ('{')"))
                     break;

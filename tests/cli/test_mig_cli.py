@@ -432,6 +432,9 @@ def check_pack_errors(t, llmem):
     cases = [
         ('[{"id": "a", "model": "gpt2", "batch": "x"}]', ["job 'a' (#1)", "--batch 'x'"], "a bad estimate value"),
         ('[{"id": "a", "bacth": 8, "model": "gpt2"}]', ["job 'a' (#1)", "unknown field 'bacth'"], "an unknown field"),
+        # A job's line is its opening brace's, past the blank lines before it.
+        ('[{"id": "a", "memory_bytes": 5},\n\n  {"id": "b", "bacth": 8, "model": "gpt2"}]',
+         [":3:", "job 'b' (#2)", "unknown field 'bacth'"], "an error on a later job's own line"),
         ('[{"id": "a", "memory_bytes": -5}]', ["job 'a'", "'memory_bytes'"], "negative bytes"),
         ('[{"id": "a", "memory_bytes": 0}]', ["job 'a'", "'memory_bytes'"], "zero bytes"),
         ('[{"id": "a", "memory_bytes": 1.5e9}]', ["job 'a'", "'memory_bytes'"], "fractional bytes"),
