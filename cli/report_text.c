@@ -244,7 +244,7 @@ static void print_dropout(FILE *out, const text_settings *s)
 static void print_setup(FILE *out, const cli_request *req, const text_settings *s, int article)
 {
     const char *defaults =
-        req->train_flags ? "" : " (the defaults: what " CLI_DEFAULTS_SOURCE " does)";
+        req->train_flags ? "" : " (the defaults: " CLI_DEFAULTS_SOURCE ", bf16=True on fp32 weights)";
     if (article) { /* what its sum reads */
         fprintf(out, "%-*s%s, ", LABEL_WIDTH, "Setup", s->optimizer.text);
         print_values(out, "batch", req->grid[0], req->ngrid[0], s->batch.i);

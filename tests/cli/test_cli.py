@@ -189,7 +189,7 @@ def check_defaults(t, llmem):
     t.check(rc == 0 and err == "", "llmem estimate with no flags succeeds", err)
     t.check(LLAMA_32_1B in out, "it names the model it used", out)
     t.check("default" in out, "it says the model is the default", out)
-    t.check("the defaults: what transformers 5.x with PyTorch 2.11 does" in out,
+    t.check("the defaults: transformers 5.x with PyTorch 2.11, bf16=True on fp32 weights" in out,
             "the Setup line says whose defaults these are", out)
     t.check("bf16-mixed: fp32 weights; a bf16 checkpoint in its own dtype (transformers 5.x) "
             "is --precision bf16-autocast" in out,
