@@ -862,7 +862,11 @@ enum llmem_term_kind {
     LLMEM_TERM_PARAMETERS = 1, /**< weights by dtype, quantization constants */
     LLMEM_TERM_OPTIMIZER = 2,  /**< gradients, optimizer states, fp32 master weights */
     LLMEM_TERM_DATA = 3,       /**< the batch tensors */
-    LLMEM_TERM_TEMPORARY = 4   /**< activations, attention and loss buffers, transients */
+    /** activations, attention and loss buffers, transients; its components:
+     * "activations" (a peak in forward), "activations_and_grads" (in
+     * backward: saved activations and gradients in flight), "optimizer_step",
+     * "gathered_parameters", "gradient_bucket" */
+    LLMEM_TERM_TEMPORARY = 4
 };
 /** Name of a term ("parameters", ...), or NULL for an unknown value. @since 0.1.0 */
 LLMEM_API const char *llmem_term_name(int kind);

@@ -63,9 +63,19 @@ void llmem_terms_phased(est_results *r, const step_static *st, const walk_result
     uint64_t bucket = in_backward ? backward_bucket : 0;
     if (bucket > temp - gathered)
         bucket = temp - gathered;
+    /* What the rest is, by the phase of the peak: in backward the saved
+     * activations still held and the gradients in flight (an activation's,
+     * a tied embedding's second contribution summed out of place), which
+     * the step does not tell apart at its peak. */
+    static const char *const rest_name[] = {
+        [LLMEM_PHASE_FORWARD] = "activations",
+        [LLMEM_PHASE_LOSS_BACKWARD] = "activations_and_grads",
+        [LLMEM_PHASE_BACKWARD] = "activations_and_grads",
+        [LLMEM_PHASE_OPTIMIZER] = "optimizer_step",
+    };
     llmem_term_set(temporary, LLMEM_TERM_TEMPORARY, temp, w->temp_max);
-    llmem_term_add(temporary, w->peak_phase == LLMEM_PHASE_OPTIMIZER ? "optimizer_step"
-                                                                     : "activations",
+    int known = w->peak_phase >= LLMEM_PHASE_FORWARD && w->peak_phase <= LLMEM_PHASE_OPTIMIZER;
+    llmem_term_add(temporary, known ? rest_name[w->peak_phase] : "activations",
                    temp - gathered - bucket);
     if (gathered)
         llmem_term_add(temporary, "gathered_parameters", gathered);

@@ -740,7 +740,7 @@ Test(parallel, zero2s_bucket_is_a_temporary_of_its_own)
     cr_expect_eq(bucket, UINT64_C(500000000) * 2);
     const llmem_term *t;
     cr_assert_eq(llmem_estimate_rank_term(f.e, 0, LLMEM_TERM_TEMPORARY, &t), LLMEM_OK);
-    cr_expect_eq(component(&f, 0, LLMEM_TERM_TEMPORARY, "activations") + bucket,
+    cr_expect_eq(component(&f, 0, LLMEM_TERM_TEMPORARY, "activations_and_grads") + bucket,
                  llmem_term_bytes_at_peak(t));
     /* ZeRO-3 holds its bucket from initialization: an optimizer component. */
     set(&f, LLMEM_PARALLEL_SHARDING, "zero3");
@@ -773,6 +773,7 @@ Test(parallel, gathered_parameters_are_a_temporary_of_their_own)
             const llmem_term *t;
             cr_assert_eq(llmem_estimate_rank_term(f.e, 0, LLMEM_TERM_TEMPORARY, &t), LLMEM_OK);
             uint64_t act = component(&f, 0, LLMEM_TERM_TEMPORARY, "activations") +
+                           component(&f, 0, LLMEM_TERM_TEMPORARY, "activations_and_grads") +
                            component(&f, 0, LLMEM_TERM_TEMPORARY, "optimizer_step");
             uint64_t gathered = component(&f, 0, LLMEM_TERM_TEMPORARY, "gathered_parameters");
             uint64_t bucket = component(&f, 0, LLMEM_TERM_TEMPORARY, "gradient_bucket");
