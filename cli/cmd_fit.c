@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `llmem fit --gpu NAME [estimate flags | --bytes SIZE [--bytes-level L]]
- * [--margin P] [--min-compute N] [--json]`: which MIG profiles of a GPU, and
+ * [--margin P] [--min-compute N] [--driver N] [--json]`: which MIG profiles of a GPU, and
  * whether the whole GPU, hold a job. The job is an estimate (the flags of
  * `llmem estimate`, layout flags included: each rank is fitted, and the
  * slice for the layout is the one its most loaded rank needs), estimated
  * with the GPU's CUDA context and cuBLAS workspace, or a plain byte count.
- * No option holds it: the output for all of them, and exit 3.
+ * With --driver, the options are the profiles that driver branch has, under
+ * its names. No option holds it: the output for all of them, and exit 3.
  */
 #include "args.h"
 #include "cli.h"
@@ -19,7 +20,10 @@
 #include <llmem.h>
 #include <string.h>
 
-enum { OPT_GPU, OPT_MARGIN, OPT_BYTES, OPT_LEVEL, OPT_COMPUTE, OPT_JSON, OPT_HELP, OPT_COUNT };
+enum {
+    OPT_GPU, OPT_MARGIN, OPT_BYTES, OPT_LEVEL, OPT_COMPUTE, OPT_DRIVER, OPT_JSON, OPT_HELP,
+    OPT_COUNT
+};
 
 #define FIT_MAX_RANKS 64
 
@@ -91,11 +95,15 @@ static uint64_t option(const llmem_fit *fit, size_t i, int key)
     return v;
 }
 
+/* The option's Kubernetes resource, under the fit's driver branch. */
 static const char *option_resource(const llmem_fit *fit, size_t gpu, size_t i)
 {
+    int64_t driver = 0;
     if (option(fit, i, LLMEM_FIT_WHOLE_GPU))
         return "nvidia.com/gpu";
-    return llmem_mig_profile_resource(gpu, (size_t)option(fit, i, LLMEM_FIT_PROFILE));
+    llmem_fit_get_int(fit, LLMEM_FIT_DRIVER, &driver);
+    return llmem_mig_profile_driver_resource(gpu, (size_t)option(fit, i, LLMEM_FIT_PROFILE),
+                                             driver);
 }
 
 /* A size for the text. The library saturates a need or a requirement that
@@ -249,6 +257,18 @@ static int fit_run(llmem_ctx *ctx, llmem_fit *fit, const cli_opt *opts, size_t g
                   cli_message_tail(llmem_ctx_error(ctx)));
         return CLI_EXIT_USAGE;
     }
+    if (opts[OPT_DRIVER].value) {
+        int64_t driver = 0;
+        const char *field = NULL;
+        if (!cli_opt_driver("driver", opts[OPT_DRIVER].value, &driver))
+            return CLI_EXIT_USAGE;
+        if (llmem_fit_set_int(fit, LLMEM_FIT_DRIVER, driver) != LLMEM_OK) {
+            llmem_fit_field_info(LLMEM_FIT_DRIVER, &field, NULL, NULL);
+            cli_error("--driver '%s': %s", opts[OPT_DRIVER].value,
+                      cli_message_after_field(llmem_ctx_error(ctx), field));
+            return CLI_EXIT_USAGE;
+        }
+    }
     for (size_t n = 0; n <= job->nranks; n++) {
         /* Every rank, then the most loaded again for the options printed. */
         fit_rank *k = &job->rank[n < job->nranks ? n : job->peak];
@@ -259,12 +279,8 @@ static int fit_run(llmem_ctx *ctx, llmem_fit *fit, const cli_opt *opts, size_t g
         }
         llmem_fit_get_u64(fit, 0, LLMEM_FIT_REQUIRED_BYTES, &k->required);
         if (llmem_fit_best(fit, &best) == LLMEM_OK) {
-            uint64_t whole = 0;
-            llmem_fit_get_u64(fit, best, LLMEM_FIT_WHOLE_GPU, &whole);
             k->best = llmem_fit_name(fit, best);
-            k->resource = whole ? "nvidia.com/gpu"
-                                : llmem_mig_profile_resource(gpu, (size_t)option(fit, best,
-                                                                                 LLMEM_FIT_PROFILE));
+            k->resource = option_resource(fit, gpu, best);
         }
     }
     return CLI_EXIT_OK;
@@ -275,7 +291,8 @@ int cli_cmd_fit(int argc, char **argv)
     cli_opt opts[OPT_COUNT] = {
         [OPT_GPU] = { "gpu", 0, NULL },         [OPT_MARGIN] = { "margin", 0, NULL },
         [OPT_BYTES] = { "bytes", 0, NULL },     [OPT_LEVEL] = { "bytes-level", 0, NULL },
-        [OPT_COMPUTE] = { "min-compute", 0, NULL }, [OPT_JSON] = { "json", 1, NULL },
+        [OPT_COMPUTE] = { "min-compute", 0, NULL }, [OPT_DRIVER] = { "driver", 0, NULL },
+        [OPT_JSON] = { "json", 1, NULL },
         [OPT_HELP] = { "help", 1, NULL },
     };
     fit_job job;

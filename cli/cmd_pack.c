@@ -2,7 +2,7 @@
 /*
  * `llmem pack --gpu NAME[:COUNT][,NAME[:COUNT]...] [--gpus N] --jobs FILE
  * [--margin P] [--gpus-per-node N (0, the default: no node boundary)] [--config-name NAME]
- * [--json | --format text|json|mig-parted|nvidia-smi]`: many jobs onto few
+ * [--driver N] [--json | --format text|json|mig-parted|nvidia-smi]`: many jobs onto few
  * GPUs with valid MIG layouts. FILE is a JSON array of jobs, each with an
  * "id" and either "memory_bytes" (with an optional "memory_level": device or
  * reserved) or the flags of `llmem estimate` by name ("model", "method",
@@ -25,8 +25,8 @@
 #include <string.h>
 
 enum {
-    OPT_GPU, OPT_GPUS, OPT_JOBS, OPT_MARGIN, OPT_PER_NODE, OPT_NAME, OPT_FORMAT, OPT_JSON,
-    OPT_HELP, OPT_COUNT
+    OPT_GPU, OPT_GPUS, OPT_JOBS, OPT_MARGIN, OPT_PER_NODE, OPT_NAME, OPT_DRIVER, OPT_FORMAT,
+    OPT_JSON, OPT_HELP, OPT_COUNT
 };
 
 typedef enum out_format { OUT_TEXT, OUT_JSON, OUT_MIG_PARTED, OUT_NVIDIA_SMI } out_format;
@@ -309,11 +309,15 @@ static uint64_t job_u64(const llmem_pack *pack, size_t j, int key)
     return v;
 }
 
+/* The job's profile as the pack's driver branch names it. */
 static const char *slice_name(const llmem_pack *pack, size_t j, size_t gpu_type, int key)
 {
     uint64_t profile = job_u64(pack, j, key), profiles = 0;
+    int64_t driver = 0;
     llmem_gpu_get_u64(gpu_type, LLMEM_GPU_MIG_PROFILES, &profiles);
-    return profile == profiles ? "whole" : llmem_mig_profile_name(gpu_type, (size_t)profile);
+    llmem_pack_get_int(pack, LLMEM_PACK_DRIVER, &driver);
+    return profile == profiles ? "whole"
+                               : llmem_mig_profile_driver_name(gpu_type, (size_t)profile, driver);
 }
 
 static uint64_t gpu_type(const llmem_pack *pack, size_t gpu)
@@ -579,7 +583,7 @@ static int parse_format(const cli_opt *opts, out_format *fmt)
 
 static int settings(llmem_ctx *ctx, llmem_pack *pack, const cli_opt *opts)
 {
-    int64_t margin;
+    int64_t margin, driver;
     if (opts[OPT_MARGIN].value) {
         if (!cli_opt_margin("margin", opts[OPT_MARGIN].value, &margin))
             return 0;
@@ -589,8 +593,18 @@ static int settings(llmem_ctx *ctx, llmem_pack *pack, const cli_opt *opts)
             return 0;
         }
     }
-    /* Read as `llmem plan --gpus-per-node` reads it, with the same messages. */
     const char *per_node_text = opts[OPT_PER_NODE].value, *field = NULL;
+    if (opts[OPT_DRIVER].value) {
+        if (!cli_opt_driver("driver", opts[OPT_DRIVER].value, &driver))
+            return 0;
+        if (llmem_pack_set_int(pack, LLMEM_PACK_DRIVER, driver) != LLMEM_OK) {
+            llmem_pack_field_info(LLMEM_PACK_DRIVER, &field, NULL, NULL);
+            cli_error("--driver '%s': %s", opts[OPT_DRIVER].value,
+                      cli_message_after_field(llmem_ctx_error(ctx), field));
+            return 0;
+        }
+    }
+    /* Read as `llmem plan --gpus-per-node` reads it, with the same messages. */
     int64_t per_node;
     if (per_node_text == NULL)
         return 1;
@@ -660,7 +674,8 @@ int cli_cmd_pack(int argc, char **argv)
         [OPT_GPU] = { "gpu", 0, NULL },        [OPT_GPUS] = { "gpus", 0, NULL },
         [OPT_JOBS] = { "jobs", 0, NULL },      [OPT_MARGIN] = { "margin", 0, NULL },
         [OPT_PER_NODE] = { "gpus-per-node", 0, NULL },
-        [OPT_NAME] = { "config-name", 0, NULL }, [OPT_FORMAT] = { "format", 0, NULL },
+        [OPT_NAME] = { "config-name", 0, NULL }, [OPT_DRIVER] = { "driver", 0, NULL },
+        [OPT_FORMAT] = { "format", 0, NULL },
         [OPT_JSON] = { "json", 1, NULL },      [OPT_HELP] = { "help", 1, NULL },
     };
     out_format fmt;

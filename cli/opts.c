@@ -108,6 +108,28 @@ int cli_opt_count(const char *name, const char *value, int64_t *out)
     return 1;
 }
 
+int cli_opt_driver(const char *name, const char *value, int64_t *branch)
+{
+    char major[24];
+    size_t n = strcspn(value, ".");
+    int ok = n > 0 && n < sizeof major;
+    /* Digits, then ".<digits>" groups. */
+    for (size_t i = 0; ok && value[i] != '\0'; i++)
+        ok = value[i] == '.' ? i > 0 && isdigit((unsigned char)value[i + 1])
+                             : isdigit((unsigned char)value[i]) != 0;
+    if (!ok) {
+        cli_error("--%s '%s': a driver branch (535) or version (535.129.03)", name, value);
+        return 0;
+    }
+    memcpy(major, value, n);
+    major[n] = '\0';
+    if (cli_parse_int(major, branch) != CLI_NUMBER_OK) {
+        cli_error("--%s '%s': too large for a driver branch", name, value);
+        return 0;
+    }
+    return 1;
+}
+
 const char *cli_message_after_field(const char *message, const char *field)
 {
     size_t n = field != NULL ? strlen(field) : 0;

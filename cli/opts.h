@@ -31,6 +31,11 @@ int cli_opt_margin(const char *name, const char *value, int64_t *permille);
  * The bounds are the library's field's, checked when it is set. */
 int cli_opt_count(const char *name, const char *value, int64_t *out);
 
+/* An NVIDIA driver: its major branch ("535"), or a full version
+ * ("535.129.03", as nvidia-smi prints it) of which the branch is taken.
+ * The bounds are the library's field's (LLMEM_FIT_DRIVER), checked when set. */
+int cli_opt_driver(const char *name, const char *value, int64_t *branch);
+
 /* A library message without its leading "<object>: " ("gpu: ..."). */
 const char *cli_message_tail(const char *message);
 /* A library message about field without its leading "<field>: "

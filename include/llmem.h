@@ -1202,7 +1202,12 @@ enum llmem_mig_key {
      * profile's placements. Fitting and packing use plain profiles only. */
     LLMEM_MIG_VARIANT = 7,
     /** Bit mask of #llmem_mig_uncertain; 0 when every value was observed on this GPU. */
-    LLMEM_MIG_UNCERTAIN = 8
+    LLMEM_MIG_UNCERTAIN = 8,
+    /** The first NVIDIA driver branch that has the profile, as NVIDIA states
+     * it (the A100 40 GB's `1g.10gb`: 525); 0 when no source gives one (every
+     * branch that drives the GPU). docs/mig.md, "Driver versions".
+     * @since 0.2.0 */
+    LLMEM_MIG_SINCE_DRIVER = 9
 };
 
 /** Variants of a MIG profile. @since 0.2.0 */
@@ -1240,6 +1245,22 @@ LLMEM_API const char *llmem_mig_profile_source(size_t gpu, size_t profile);
  */
 LLMEM_API int llmem_mig_profile_get_u64(size_t gpu, size_t profile, int key, uint64_t *out);
 /**
+ * Name of profile @p profile of GPU @p gpu as NVIDIA driver branch @p driver
+ * names it: the major version (535 for 535.129.03), 0 for the newest
+ * (llmem_mig_profile_name()). Drivers 535 and 545 name the A100 80 GB's
+ * `3g.40gb` "3g.39gb" (the same instance). NULL for a bad index, a driver
+ * outside 0-999, or a profile the branch does not have
+ * (#LLMEM_MIG_SINCE_DRIVER). @since 0.2.0
+ */
+LLMEM_API const char *llmem_mig_profile_driver_name(size_t gpu, size_t profile, int64_t driver);
+/**
+ * Kubernetes resource of the profile under driver branch @p driver, as
+ * llmem_mig_profile_resource() of llmem_mig_profile_driver_name()'s name
+ * ("nvidia.com/mig-3g.39gb" on 535); NULL likewise. @since 0.2.0
+ */
+LLMEM_API const char *llmem_mig_profile_driver_resource(size_t gpu, size_t profile,
+                                                        int64_t driver);
+/**
  * Find a profile of GPU @p gpu by name, case-insensitively ("3g.40gb",
  * "1g.10gb+me"). @p ctx may be NULL. @return #LLMEM_ENOTFOUND for a name the
  * GPU does not have (the message lists the GPU's profiles), #LLMEM_ERANGE for
@@ -1252,8 +1273,9 @@ LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *nam
 /**
  * @defgroup fit Fitting a job to a GPU or MIG slice
  * Which MIG profiles of a GPU, and whether the whole GPU, hold a job's
- * memory with a safety margin: every plain profile and the whole GPU, smallest
- * usable memory first, each with its headroom or shortfall. The job is a byte
+ * memory with a safety margin: every plain profile (of the driver branch,
+ * #LLMEM_FIT_DRIVER), smallest usable memory first, then the whole GPU, each
+ * with its headroom or shortfall. The job is a byte
  * count of a #llmem_level: either its device-level peak (#LLMEM_LEVEL_DEVICE,
  * llmem_estimate_get_u64() with #LLMEM_EST_PEAK_DEVICE, which counts the CUDA
  * context), or a count without the context (#LLMEM_LEVEL_RESERVED: a
@@ -1278,7 +1300,14 @@ enum llmem_fit_key {
     LLMEM_FIT_MARGIN_PERMILLE = 1,
     /** Minimum compute slices the job asks for (0-7, int); the whole GPU
      * satisfies any. Default 0. */
-    LLMEM_FIT_MIN_COMPUTE = 2
+    LLMEM_FIT_MIN_COMPUTE = 2,
+    /** The NVIDIA driver's major branch on the GPU (0-999: 535 for
+     * 535.129.03); default 0, the newest. The options are the profiles that
+     * branch has (#LLMEM_MIG_SINCE_DRIVER: no A100 40 GB `1g.10gb` before
+     * 525), named as it names them (llmem_fit_name(): "3g.39gb" on 535 and
+     * 545 for the A100 80 GB's `3g.40gb`, with the same bytes).
+     * @since 0.2.0 */
+    LLMEM_FIT_DRIVER = 3
 };
 
 /** Keys of one option of a fit, for llmem_fit_get_u64(). @since 0.2.0 */
@@ -1325,7 +1354,9 @@ LLMEM_API int llmem_fit_field_info(int key, const char **name, int64_t *min, int
 /**
  * Fit @p bytes at @p level (#LLMEM_LEVEL_DEVICE, or #LLMEM_LEVEL_RESERVED to
  * add the GPU's CUDA context) to GPU @p gpu: every plain MIG profile and the
- * whole GPU, ordered by usable bytes (then compute slices). Allocates nothing.
+ * whole GPU, ordered by usable bytes (then compute slices), the whole GPU
+ * last (a MIG profile's lgip figure may exceed the whole GPU's: docs/mig.md).
+ * Allocates nothing.
  * A need beyond 64 bits, or one whose margin takes the requirement there, is
  * no error: no option holds it, as llmem_pack_run() places such a job
  * nowhere (#LLMEM_FIT_SHORTFALL_BYTES is UINT64_MAX).
@@ -1342,7 +1373,8 @@ LLMEM_API size_t llmem_fit_count(const llmem_fit *fit);
 LLMEM_API int llmem_fit_best(const llmem_fit *fit, size_t *option);
 /** Read a value of option @p option (#llmem_fit_result). @since 0.2.0 */
 LLMEM_API int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *out);
-/** Name of option @p option: the profile's name, or "whole" for the whole GPU. @since 0.2.0 */
+/** Name of option @p option: the profile's name as the #LLMEM_FIT_DRIVER
+ * branch names it, or "whole" for the whole GPU. @since 0.2.0 */
 LLMEM_API const char *llmem_fit_name(const llmem_fit *fit, size_t option);
 /** @} */
 
@@ -1376,7 +1408,13 @@ enum llmem_pack_key {
     /** Largest exact search: the number of states (product over job classes of
      * count + 1) up to which the optimum is searched exactly (default 200000;
      * 0 = never). */
-    LLMEM_PACK_EXACT_LIMIT = 3
+    LLMEM_PACK_EXACT_LIMIT = 3,
+    /** The NVIDIA driver's major branch on the fleet (0-999), as
+     * #LLMEM_FIT_DRIVER; default 0, the newest. Every step uses only the
+     * profiles that branch has and only the layouts it accepts (no `4g` with
+     * a `3g` on an A100 before 510), and the outputs (mig-parted, nvidia-smi,
+     * llmem_pack_job_resource()) use its names. @since 0.2.0 */
+    LLMEM_PACK_DRIVER = 4
 };
 
 /** Keys of the result for llmem_pack_get_u64(). @since 0.2.0 */

@@ -66,6 +66,26 @@ const char *llmem_mig_profile_resource(size_t gpu, size_t profile)
     return p ? p->resource : NULL;
 }
 
+/* The profile as branch driver has it, or NULL. */
+static const mig_profile_desc *on_driver(size_t gpu, size_t profile, int64_t driver)
+{
+    const mig_profile_desc *p = llmem_gpu_profile(gpu, profile);
+    if (p == NULL || driver < 0 || driver > GPU_DRIVER_MAX || !llmem_mig_on_driver(p, driver))
+        return NULL;
+    return p;
+}
+
+const char *llmem_mig_profile_driver_name(size_t gpu, size_t profile, int64_t driver)
+{
+    return on_driver(gpu, profile, driver) ? llmem_mig_driver_name(gpu, profile, driver) : NULL;
+}
+
+const char *llmem_mig_profile_driver_resource(size_t gpu, size_t profile, int64_t driver)
+{
+    return on_driver(gpu, profile, driver) ? llmem_mig_driver_resource(gpu, profile, driver)
+                                           : NULL;
+}
+
 const char *llmem_mig_profile_source(size_t gpu, size_t profile)
 {
     const mig_profile_desc *p = llmem_gpu_profile(gpu, profile);
@@ -88,6 +108,7 @@ int llmem_mig_profile_get_u64(size_t gpu, size_t profile, int key, uint64_t *out
     case LLMEM_MIG_SMS: *out = p->sms; break;
     case LLMEM_MIG_VARIANT: *out = p->variant; break;
     case LLMEM_MIG_UNCERTAIN: *out = p->uncertain; break;
+    case LLMEM_MIG_SINCE_DRIVER: *out = p->since; break;
     default: return LLMEM_EINVAL;
     }
     return LLMEM_OK;

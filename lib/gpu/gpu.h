@@ -68,7 +68,20 @@ typedef struct mig_profile_desc {
     uint16_t sms;         /* 0: unknown */
     uint64_t usable;      /* bytes, as nvidia-smi mig -lgip reports inside the instance */
     const char *source;
+    uint16_t since;       /* the first driver branch that has it; 0: every branch (no fact) */
 } mig_profile_desc;
+
+/* The highest driver branch the driver settings take (LLMEM_FIT_DRIVER,
+ * LLMEM_PACK_DRIVER): branches are three digits (R450 to R580 today). */
+#define GPU_DRIVER_MAX 999
+
+/* Two profiles, by their (slots, compute slices), that drivers before branch
+ * `since` refuse to hold together on one GPU. */
+typedef struct mig_pair_rule {
+    uint8_t slots_a, compute_a, slots_b, compute_b;
+    uint16_t since;
+    const char *source;
+} mig_pair_rule;
 
 /* The MIG profiles one GPU (or a family sharing them) offers. */
 typedef struct mig_table {
@@ -76,6 +89,8 @@ typedef struct mig_table {
     uint8_t compute; /* compute slices: 7, or 4 */
     const mig_profile_desc *profiles;
     size_t count;
+    const mig_pair_rule *pairs; /* combinations older drivers refuse (NULL: none) */
+    size_t npairs;
 } mig_table;
 
 /* The whole GPUs, in catalog order: row index + 1 (gpus.c places each row by
@@ -107,6 +122,18 @@ const gpu_desc *llmem_gpu_row(size_t index);
 const arch_desc *llmem_gpu_arch_row(int arch);
 /* Profile `profile` of GPU `gpu`, or NULL. */
 const mig_profile_desc *llmem_gpu_profile(size_t gpu, size_t profile);
+
+/* Driver branches (mig_drivers.c): driver is a major branch (535 for
+ * 535.129.03), 0 for the newest. Whether branch driver has profile m. */
+int llmem_mig_on_driver(const mig_profile_desc *m, int64_t driver);
+/* Whether rule r refuses profiles a and b together on branch driver. */
+int llmem_mig_pair_refused(const mig_pair_rule *r, const mig_profile_desc *a,
+                           const mig_profile_desc *b, int64_t driver);
+/* The name and the Kubernetes resource branch driver gives profile `profile`
+ * of GPU `gpu` (a few drivers renamed a profile; the bytes are the same), or
+ * NULL for a bad index. */
+const char *llmem_mig_driver_name(size_t gpu, size_t profile, int64_t driver);
+const char *llmem_mig_driver_resource(size_t gpu, size_t profile, int64_t driver);
 
 /* The GPUs as the values of an enumerated field (LLMEM_TRAIN_GPU): canonical
  * names, and text found as llmem_gpu_find() finds it (aliases, folding). */

@@ -25,19 +25,30 @@
 #define MIG_SUFFIX_NO_ME "-me"
 #define MIG_RESOURCE_SUFFIX_NO_ME "-me"
 
-/* A plain profile's row: name, compute slices, slots, start mask, maximum
- * count, uncertainty bits, SMs, usable MiB, source. */
-#define MIG_ROW(name, compute, slots, starts, max, uncertain, sms, mib, source)                  \
+/* A plain profile's row that exists from driver branch `since` on (a fact
+ * the row's source states, "R525+"): name, compute slices, slots, start
+ * mask, maximum count, uncertainty bits, SMs, usable MiB, source. */
+#define MIG_ROW_FROM(since, name, compute, slots, starts, max, uncertain, sms, mib, source)      \
     { name, "nvidia.com/mig-" name, compute, slots, starts, max, LLMEM_MIG_PLAIN, uncertain, sms, \
-      (uint64_t)(mib) * GPU_MIB, source }
+      (uint64_t)(mib) * GPU_MIB, source, since }
+
+/* A row without a driver fact: on every branch. */
+#define MIG_ROW(...) MIG_ROW_FROM(0, __VA_ARGS__)
 
 /* A variant's row: its base profile's name and the variant, ME, GFX, ME_ALL
  * or NO_ME (llmem_mig_variant without LLMEM_MIG_), then as MIG_ROW. */
-#define MIG_VARIANT_ROW(base, v, compute, slots, starts, max, uncertain, sms, mib, source)   \
-    { base MIG_SUFFIX_##v, "nvidia.com/mig-" base MIG_RESOURCE_SUFFIX_##v, compute, slots, \
-      starts, max, LLMEM_MIG_##v, uncertain, sms, (uint64_t)(mib) * GPU_MIB, source }
+#define MIG_VARIANT_ROW_FROM(since, base, v, compute, slots, starts, max, uncertain, sms, mib,  \
+                             source)                                                           \
+    { base MIG_SUFFIX_##v, "nvidia.com/mig-" base MIG_RESOURCE_SUFFIX_##v, compute, slots,     \
+      starts, max, LLMEM_MIG_##v, uncertain, sms, (uint64_t)(mib) * GPU_MIB, source, since }
+#define MIG_VARIANT_ROW(...) MIG_VARIANT_ROW_FROM(0, __VA_ARGS__)
 
-#define MIG_TABLE(slots, compute, rows) { slots, compute, rows, sizeof(rows) / sizeof((rows)[0]) }
+#define MIG_TABLE(slots, compute, rows) \
+    { slots, compute, rows, sizeof(rows) / sizeof((rows)[0]), NULL, 0 }
+/* A table with pair rules (combinations older drivers refuse). */
+#define MIG_TABLE_PAIRS(slots, compute, rows, pairs)                                    \
+    { slots, compute, rows, sizeof(rows) / sizeof((rows)[0]), pairs,                   \
+      sizeof(pairs) / sizeof((pairs)[0]) }
 
 /* Placements on the 8-memory-slice grid (mig_configs.md, section 1):
  * 1g {0..6}:1, the double-memory 1g {0,2,4,6}:2, 2g {0,2,4}:2, 3g {0,4}:4,

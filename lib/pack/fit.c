@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The fit handle: every plain MIG profile of a GPU and the whole GPU, by
- * usable bytes, each with whether it holds a job's device-level need with the
+ * The fit handle: every plain MIG profile of a GPU that the driver branch
+ * (LLMEM_FIT_DRIVER) has, by usable bytes, then the whole GPU, each with whether it holds a job's device-level need with the
  * margin (usable >= the least bytes that hold it, llmem_pack_required), its
  * headroom or its shortfall. Changing a setting drops the options, which were
  * worked out with the old one.
@@ -27,6 +27,7 @@ struct llmem_fit {
     int64_t i[FIT_KEY_END];
     double d[FIT_KEY_END];
     size_t gpu, count;
+    int64_t driver; /* the branch of the options (their names) */
     fit_option opt[FIT_MAX_OPTIONS];
 };
 
@@ -96,16 +97,21 @@ int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max)
     return llmem_fields_info(&llmem_fit_fields, key, name, min, max, NULL);
 }
 
-/* Smaller usable bytes first, then fewer compute slices; the whole GPU after
- * a profile of the same size. */
+/* Smaller usable bytes first, then fewer compute slices; the whole GPU
+ * last. A profile's bytes are its lgip figure and the whole GPU's the CUDA
+ * total with MIG off, the lowest of each over the drivers reported: on the
+ * H100 SXM the 7g.80gb's (81152 MiB) is above the whole GPU's (81079 MiB, a
+ * CUDA 13.0 driver), from different drivers (docs/mig.md). A slice of the
+ * GPU is no larger option than the GPU itself, so the whole GPU comes after
+ * it whatever the two figures. */
 static int option_before(const fit_option *a, const fit_option *b)
 {
+    if (a->whole != b->whole)
+        return b->whole;
     if (a->usable != b->usable)
         return a->usable < b->usable;
     if (a->compute != b->compute)
         return a->compute < b->compute;
-    if (a->whole != b->whole)
-        return b->whole;
     return a->profile < b->profile;
 }
 
@@ -151,7 +157,8 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
     size_t profiles = g->mig ? g->mig->count : 0;
     for (size_t i = 0; i < profiles; i++) {
         const mig_profile_desc *m = &g->mig->profiles[i];
-        if (m->variant == LLMEM_MIG_PLAIN && n < FIT_MAX_OPTIONS - 1)
+        if (m->variant == LLMEM_MIG_PLAIN && llmem_mig_on_driver(m, fit->i[LLMEM_FIT_DRIVER]) &&
+            n < FIT_MAX_OPTIONS - 1)
             add_option(list, &n, i, 0, m->usable, m->compute);
     }
     add_option(list, &n, profiles, 1, g->usable, g->mig ? g->mig->compute : 0);
@@ -168,6 +175,7 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
     memcpy(fit->opt, list, n * sizeof list[0]);
     fit->count = n;
     fit->gpu = gpu;
+    fit->driver = fit->i[LLMEM_FIT_DRIVER];
     llmem__ok(fit->ctx);
     return LLMEM_OK;
 }
@@ -221,5 +229,5 @@ const char *llmem_fit_name(const llmem_fit *fit, size_t option)
         return NULL;
     if (fit->opt[option].whole)
         return "whole";
-    return llmem_gpu_profile(fit->gpu, fit->opt[option].profile)->name;
+    return llmem_mig_driver_name(fit->gpu, fit->opt[option].profile, fit->driver);
 }

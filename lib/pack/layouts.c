@@ -8,6 +8,12 @@
  * up to at most the GPU's (mig_configs.md). Layouts are enumerated once,
  * slot by slot from the left: at each slot either nothing starts there or one
  * instance does, so each positional layout is met exactly once.
+ *
+ * A driver branch (LLMEM_PACK_DRIVER) shapes the type here, in one place,
+ * so that every step sees the same kinds and layouts: its kinds are the
+ * profiles the branch has, and two kinds a pair rule of the GPU refuses
+ * together on that branch (the A100's 4g + 3g before R510) are kept apart
+ * by the walk, so no feasible state holds both.
  */
 #include "pack/pack.h"
 
@@ -68,9 +74,14 @@ static int can_place(const walk *w, int k, unsigned at)
 {
     const pack_kind *p = &w->t->kind[k];
     uint32_t span = ((UINT32_C(1) << p->slots) - 1) << at;
-    return (w->mask >> k & 1) && !p->whole && (p->starts >> at & 1) &&
-           at + p->slots <= w->t->grid && w->count[k] < p->max &&
-           w->compute + p->compute <= w->t->compute && (w->occupied & span) == 0;
+    if (!(w->mask >> k & 1) || p->whole || !(p->starts >> at & 1) ||
+        at + p->slots > w->t->grid || w->count[k] >= p->max ||
+        w->compute + p->compute > w->t->compute || (w->occupied & span) != 0)
+        return 0;
+    for (int j = 0; j < w->t->nkinds; j++)
+        if ((w->t->apart[k] >> j & 1) && w->count[j] > 0)
+            return 0;
+    return 1;
 }
 
 static int is_maximal(const walk *w)
@@ -111,7 +122,21 @@ static void walk_from(walk *w, unsigned slot)
     }
 }
 
-int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit)
+/* apart[]: the pairs of kinds the GPU's pair rules refuse on the branch. */
+static void keep_apart(pack_type *t, const mig_table *mig)
+{
+    for (size_t r = 0; r < mig->npairs; r++)
+        for (int a = 0; a < t->nkinds; a++)
+            for (int b = 0; b < t->nkinds; b++) {
+                const mig_profile_desc *pa = &mig->profiles[t->kind[a].profile];
+                const mig_profile_desc *pb = &mig->profiles[t->kind[b].profile];
+                if (llmem_mig_pair_refused(&mig->pairs[r], pa, pb, t->driver))
+                    t->apart[a] |= (uint8_t)(1u << b);
+            }
+}
+
+int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit,
+                         int64_t driver)
 {
     const gpu_desc *g = llmem_gpu_row(gpu);
     memset(t, 0, sizeof *t);
@@ -119,13 +144,14 @@ int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limi
         return llmem__fail(ctx, LLMEM_ERANGE, "pack: no GPU of index %zu", gpu);
     t->gpu = gpu;
     t->limit = limit;
+    t->driver = driver;
     t->context = llmem_gpu_arch_row(g->arch)->context;
     if (g->mig != NULL) {
         t->grid = g->mig->slots;
         t->compute = g->mig->compute;
         for (size_t i = 0; i < g->mig->count && t->nkinds < PACK_MAX_KINDS - 1; i++) {
             const mig_profile_desc *m = &g->mig->profiles[i];
-            if (m->variant != LLMEM_MIG_PLAIN)
+            if (m->variant != LLMEM_MIG_PLAIN || !llmem_mig_on_driver(m, driver))
                 continue;
             pack_kind *k = &t->kind[t->nkinds++];
             k->profile = i;
@@ -136,6 +162,7 @@ int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limi
             k->usable = m->usable;
         }
         sort_kinds(t->kind, t->nkinds);
+        keep_apart(t, g->mig);
     }
     /* The whole GPU, MIG disabled: one job, tried after every profile. */
     pack_kind *w = &t->kind[t->nkinds++];

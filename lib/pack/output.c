@@ -70,7 +70,7 @@ static int same_content(const pack_gpu *a, const pack_gpu *b)
 
 static const char *kind_name(const pack_type *t, int k)
 {
-    return llmem_gpu_profile(t->gpu, t->kind[k].profile)->name;
+    return llmem_mig_driver_name(t->gpu, t->kind[k].profile, t->driver);
 }
 
 static void config_entry(const llmem_pack *p, out *o, size_t first, size_t last)

@@ -255,7 +255,7 @@ const char *llmem_pack_job_resource(const llmem_pack *p, size_t job)
     const pack_type *t = &p->types[p->gpus[j->gpu].type];
     if (t->kind[j->kind].whole)
         return "nvidia.com/gpu";
-    return llmem_gpu_profile(t->gpu, t->kind[j->kind].profile)->resource;
+    return llmem_mig_driver_resource(t->gpu, t->kind[j->kind].profile, t->driver);
 }
 
 int llmem_pack_gpu_u64(const llmem_pack *p, size_t gpu, int key, uint64_t *out)

@@ -46,11 +46,15 @@ typedef struct pack_type {
     uint32_t states;    /* number of count vectors */
     uint8_t *feasible;  /* [states]: 1 when a positional layout realizes it */
     uint8_t most_units; /* most instances one GPU holds */
+    int64_t driver;     /* the branch it was set up for (its names) */
+    uint8_t apart[PACK_MAX_KINDS]; /* bit j of apart[k]: kinds k and j never share a GPU */
 } pack_type;
 
 /* --- layouts.c: a type's kinds and feasible states --- */
-/* Set up type t for catalog GPU gpu (allocates t->feasible). */
-int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit);
+/* Set up type t for catalog GPU gpu under driver branch driver (0: the
+ * newest): the profiles and layouts that branch has (allocates t->feasible). */
+int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit,
+                         int64_t driver);
 void llmem_pack_type_free(llmem_ctx *ctx, pack_type *t);
 /* Count of kind k in state s. */
 unsigned llmem_pack_count(const pack_type *t, uint32_t s, int k);
@@ -74,8 +78,8 @@ typedef struct layout_stats {
 void llmem_pack_layout_stats(const pack_type *t, unsigned kind_mask, layout_stats *out);
 
 /* --- the fields of the fit and pack handles (pack_fields.c) --- */
-#define FIT_KEY_END (LLMEM_FIT_MIN_COMPUTE + 1)
-#define PACK_KEY_END (LLMEM_PACK_EXACT_LIMIT + 1)
+#define FIT_KEY_END (LLMEM_FIT_DRIVER + 1)
+#define PACK_KEY_END (LLMEM_PACK_DRIVER + 1)
 extern const field_table llmem_fit_fields, llmem_pack_fields;
 
 /* Setters and getter over a handle's ints[] (the message names the field);

@@ -23,10 +23,15 @@
 /* As the planner's margin-permille: at most 90 % kept free. */
 #define MARGIN_ROW(key) { key, "margin-permille", FIELD_INT, 0, 900, 0, 50, NULL }
 
+/* The driver's major branch (535 for 535.129.03); 0, the default: the
+ * newest, the catalog as it is (lib/gpu/mig_drivers.c). */
+#define DRIVER_ROW(key) { key, "driver", FIELD_INT, 0, GPU_DRIVER_MAX, 0, 0, NULL }
+
 static const field_desc fit_rows[] = {
     MARGIN_ROW(LLMEM_FIT_MARGIN_PERMILLE),
     /* The most compute slices of any MIG grid (7). */
     { LLMEM_FIT_MIN_COMPUTE, "min-compute", FIELD_INT, 0, 7, 0, 0, NULL },
+    DRIVER_ROW(LLMEM_FIT_DRIVER),
 };
 typedef char fit_fields_cover_every_key[sizeof fit_rows / sizeof fit_rows[0] + 1 == FIT_KEY_END
                                             ? 1
@@ -40,6 +45,7 @@ static const field_desc pack_rows[] = {
     /* 200,000 states: the dynamic program stays well under a second with the
      * few hundred fillings of a typical class set (bench/bench_pack.c). */
     { LLMEM_PACK_EXACT_LIMIT, "exact-limit", FIELD_INT, 0, 1 << 24, 0, 200000, NULL },
+    DRIVER_ROW(LLMEM_PACK_DRIVER),
 };
 typedef char pack_fields_cover_every_key[sizeof pack_rows / sizeof pack_rows[0] + 1 ==
                                                  PACK_KEY_END

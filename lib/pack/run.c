@@ -415,8 +415,8 @@ int llmem_pack_run(llmem_pack *p)
     r.types = p->types;
     r.ntypes = p->ntypes;
     for (int t = 0; t < p->ntypes; t++)
-        if ((rc = llmem_pack_type_init(ctx, &p->types[t], p->type_gpu[t], p->type_limit[t])) !=
-            LLMEM_OK)
+        if ((rc = llmem_pack_type_init(ctx, &p->types[t], p->type_gpu[t], p->type_limit[t],
+                                       p->i[LLMEM_PACK_DRIVER])) != LLMEM_OK)
             goto fail;
     llmem_pack_room(&r, r.room);
     for (int t = 0; t < r.ntypes; t++)

@@ -540,11 +540,89 @@ def check_pack_errors(t, llmem):
             t.count += 1
 
 
+def check_driver(t, llmem):
+    """--driver N on fit and pack: the branch's profiles, layouts and names."""
+    def fit(gpu, bytes_, *extra):
+        return llmem.json("fit", "--gpu", gpu, "--bytes", str(bytes_), "--json", *extra)
+
+    def names(result):
+        return [o["name"] for o in result["options"]]
+
+    # A100 40 GB: 1g.10gb from R525 (MIG UG note); a 9 GiB job takes a 2g.10gb before.
+    for driver, best in (("510", "2g.10gb"), ("524", "2g.10gb"), ("525", "1g.10gb"),
+                         ("525.147.05", "1g.10gb"), ("0", "1g.10gb"), (None, "1g.10gb")):
+        extra = ("--driver", driver) if driver is not None else ()
+        r = fit("A100-40GB", 9 * GIB, *extra)
+        t.check(r["best"] == best and r["resource"] == "nvidia.com/mig-" + best
+                and ("1g.10gb" in names(r)) == (best == "1g.10gb"),
+                "fit A100-40GB 9 GiB --driver %s: %s" % (driver, best), json.dumps(r)[:400])
+    # The A100 80 GB's 3g.40gb is 3g.39gb on R535 and R545, with the same bytes.
+    for driver in ("535", "545", "550", "534", "0"):
+        name = "3g.39gb" if driver in ("535", "545") else "3g.40gb"
+        r = fit("A100-80GB", 30 * GIB, "--driver", driver)
+        opt = [o for o in r["options"] if o["name"] == name]
+        t.check(r["best"] == name and r["resource"] == "nvidia.com/mig-" + name and len(opt) == 1
+                and opt[0]["usable_bytes"] == 40192 * MIB
+                and opt[0]["resource"] == "nvidia.com/mig-" + name,
+                "fit A100-80GB --driver %s: %s" % (driver, name), json.dumps(r)[:400])
+    rc, out, err = llmem.run("fit", "--gpu", "A100-80GB", "--bytes", "30GiB", "--driver", "535")
+    t.check(rc == 0 and "3g.39gb" in out and "3g.40gb" not in out
+            and "nvidia.com/mig-3g.39gb" in out, "fit text names 3g.39gb on R535", out)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pair = write_jobs(tmp, "pair.json", [{"id": "a", "memory_bytes": 35 * GIB},
+                                            {"id": "b", "memory_bytes": 35 * GIB}])
+        for driver in ("535", "545", "550", None):
+            name = "3g.39gb" if driver in ("535", "545") else "3g.40gb"
+            other = "3g.40gb" if name == "3g.39gb" else "3g.39gb"
+            extra = ["--driver", driver] if driver is not None else []
+            outs = {}
+            for fmt in ("mig-parted", "nvidia-smi", "json", "text"):
+                rc, out, err = llmem.run("pack", "--gpu", "A100-80GB", "--jobs", pair,
+                                         "--format", fmt, *extra)
+                outs[fmt] = out
+                t.check(rc == 0 and name in out and other not in out,
+                        "pack --driver %s --format %s names %s" % (driver, fmt, name), out + err)
+            cfg = parse_mig_parted(outs["mig-parted"])
+            entries = list(cfg.values())[0]
+            t.check(entries[0]["mig-devices"] == {name: 2}, "mig-parted %s: 2" % name,
+                    outs["mig-parted"])
+            t.check("-cgi %s:0,%s:4 -C" % (name, name) in outs["nvidia-smi"],
+                    "nvidia-smi creates %s at 0 and 4" % name, outs["nvidia-smi"])
+            res = json.loads(outs["json"])
+            jobs = res["jobs"]
+            t.check(all(j["profile"] == name and j["resource"] == "nvidia.com/mig-" + name
+                        for j in jobs), "pack JSON jobs on %s" % name, json.dumps(jobs)[:400])
+
+        # 4g + 3g on one A100 from R510 only (MIG UG, Concepts).
+        two = write_jobs(tmp, "two.json", [{"id": "a", "memory_bytes": 15 * GIB, "min_compute": 4},
+                                           {"id": "b", "memory_bytes": 18 * GIB}])
+        for driver, gpus in (("0", 1), ("510", 1), ("509", 2), ("500", 2)):
+            r = llmem.json("pack", "--gpu", "A100-40GB", "--jobs", two, "--json", "--driver", driver)
+            t.check(r["gpus_used"] == gpus and r["optimal"],
+                    "pack 4g-job + 3g-job on A100-40GB --driver %s: %d GPUs" % (driver, gpus),
+                    json.dumps(r)[:400])
+        nine = write_jobs(tmp, "nine.json", [{"id": "n", "memory_bytes": 9 * GIB}])
+        rc, out, err = llmem.run("pack", "--gpu", "A100-40GB", "--jobs", nine, "--driver", "510",
+                                 "--format", "mig-parted")
+        t.check(rc == 0 and '"2g.10gb": 1' in out and "1g.10gb" not in out,
+                "pack 9 GiB on A100-40GB --driver 510: 2g.10gb", out + err)
+        for bad, needle in (("1000", "value 1000 out of range [0, 999]"),
+                            ("abc", "a driver branch (535) or version (535.129.03)"),
+                            ("-5", "a driver branch"), ("535.", "a driver branch"),
+                            ("99999999999999999999", "too large")):
+            expect_failure(t, llmem, ["pack", "--gpu", "A100-40GB", "--jobs", nine, "--driver", bad],
+                           2, ["--driver '%s'" % bad, needle], "pack --driver %s refused" % bad)
+            expect_failure(t, llmem, ["fit", "--gpu", "A100-40GB", "--bytes", "1GiB", "--driver", bad],
+                           2, ["--driver '%s'" % bad, needle], "fit --driver %s refused" % bad)
+
+
 GROUPS = {
     "gpus": check_gpus,
     "fit": check_fit,
     "pack": check_pack,
     "pack-errors": check_pack_errors,
+    "driver": check_driver,
 }
 
 

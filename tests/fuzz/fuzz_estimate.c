@@ -1167,7 +1167,11 @@ static void check_fit(llmem_ctx *ctx, const job *j, uint64_t bytes)
     for (size_t i = 0; i < llmem_fit_count(f); i++) {
         uint64_t usable = fit_u64(f, i, LLMEM_FIT_USABLE_BYTES), fits = fit_u64(f, i, LLMEM_FIT_FITS);
         uint64_t required = fit_u64(f, i, LLMEM_FIT_REQUIRED_BYTES);
-        CHECK(usable >= previous, "fit: option %zu out of order", i);
+        /* Profiles by usable bytes, then the whole GPU, last whatever its
+         * bytes (the H100's 7g.80gb figure is above its whole GPU's). */
+        int whole = fit_u64(f, i, LLMEM_FIT_WHOLE_GPU) != 0;
+        CHECK(whole ? i + 1 == llmem_fit_count(f) : usable >= previous,
+              "fit: option %zu out of order", i);
         CHECK(fit_u64(f, i, LLMEM_FIT_NEED_BYTES) == bytes, "fit: need");
         CHECK(fits == (uint64_t)(exact && holds(usable, bytes, margin)),
               "fit: option %zu fits %llu", i, (unsigned long long)fits);

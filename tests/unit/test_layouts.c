@@ -66,7 +66,7 @@ Test(layouts, eight_slot_gpus_have_the_derived_counts)
             continue;
         pack_type t;
         layout_stats s;
-        cr_assert_eq(llmem_pack_type_init(ctx, &t, g, 0), LLMEM_OK, "%s", d->id.name);
+        cr_assert_eq(llmem_pack_type_init(ctx, &t, g, 0, 0), LLMEM_OK, "%s", d->id.name);
         llmem_pack_layout_stats(&t, kinds(&t, 1), &s);
         cr_expect_eq(s.maximal_positional, 19, "%s classic: %llu maximal layouts", d->id.name,
                      (unsigned long long)s.maximal_positional);
@@ -88,13 +88,50 @@ Test(layouts, eight_slot_gpus_have_the_derived_counts)
     cr_expect_geq(seen, 12, "8-slot MIG GPUs in the catalog: %d", seen);
 }
 
+/* Before R510 no A100 holds a 4g with a 3g (UG, Concepts): of the 19
+ * classic maximal layouts, 4g@0 + 3g@4 goes, and 4g + 2g + 1g and 4g + 3x1g
+ * stay maximal (mig_configs.md: "older drivers allow 18"). Other GPUs and
+ * R510 on keep 19. The A100 40 GB's 1g.10gb (R525+) is no kind before 525. */
+Test(layouts, a100_before_r510_has_no_4g_with_3g)
+{
+    const char *names[] = { "A100-40GB", "A100-80GB" };
+    for (size_t i = 0; i < 2; i++) {
+        const int64_t drivers[] = { 500, 509, 510, 0 };
+        for (size_t d = 0; d < 4; d++) {
+            pack_type t;
+            layout_stats s;
+            cr_assert_eq(llmem_pack_type_init(ctx, &t, gpu_index(names[i]), 0, drivers[d]),
+                         LLMEM_OK);
+            llmem_pack_layout_stats(&t, kinds(&t, 1), &s);
+            int old = drivers[d] != 0 && drivers[d] < 510;
+            cr_expect_eq(s.maximal_positional, old ? 18 : 19, "%s R%lld: %llu", names[i],
+                         (long long)drivers[d], (unsigned long long)s.maximal_positional);
+            int k4 = kind_of(&t, 4, 4), k3 = kind_of(&t, 3, 4);
+            cr_assert(k4 >= 0 && k3 >= 0);
+            cr_expect_eq(t.feasible[t.step[k4] + t.step[k3]], !old, "%s R%lld 4g + 3g",
+                         names[i], (long long)drivers[d]);
+            cr_expect(t.feasible[t.step[k4]] && t.feasible[2 * t.step[k3]]);
+            int double_1g = kind_of(&t, 1, 2) >= 0;
+            cr_expect_eq(double_1g, drivers[d] == 0, "%s R%lld: double-memory 1g", names[i],
+                         (long long)drivers[d]);
+            llmem_pack_type_free(ctx, &t);
+        }
+    }
+    pack_type t;
+    layout_stats s;
+    cr_assert_eq(llmem_pack_type_init(ctx, &t, gpu_index("H100"), 0, 500), LLMEM_OK);
+    llmem_pack_layout_stats(&t, kinds(&t, 1), &s);
+    cr_expect_eq(s.maximal_positional, 19, "H100 has no pair rule");
+    llmem_pack_type_free(ctx, &t);
+}
+
 Test(layouts, four_slot_grids)
 {
     const char *names[] = { "A30", "RTX-PRO-6000" };
     for (size_t i = 0; i < 2; i++) {
         pack_type t;
         layout_stats s;
-        cr_assert_eq(llmem_pack_type_init(ctx, &t, gpu_index(names[i]), 0), LLMEM_OK);
+        cr_assert_eq(llmem_pack_type_init(ctx, &t, gpu_index(names[i]), 0, 0), LLMEM_OK);
         llmem_pack_layout_stats(&t, kinds(&t, 0), &s);
         cr_expect_eq(s.maximal_positional, 5, "%s maximal layouts %llu", names[i],
                      (unsigned long long)s.maximal_positional);
@@ -117,7 +154,7 @@ static uint32_t state_of(const pack_type *t, const int *kind, const unsigned *co
 Test(layouts, placement_rules_on_the_a100)
 {
     pack_type t;
-    cr_assert_eq(llmem_pack_type_init(ctx, &t, gpu_index("A100-80GB"), 0), LLMEM_OK);
+    cr_assert_eq(llmem_pack_type_init(ctx, &t, gpu_index("A100-80GB"), 0, 0), LLMEM_OK);
     int g1 = kind_of(&t, 1, 1), g1x2 = kind_of(&t, 1, 2), g2 = kind_of(&t, 2, 2);
     int g3 = kind_of(&t, 3, 4), g4 = kind_of(&t, 4, 4), g7 = kind_of(&t, 7, 8);
     cr_assert(g1 >= 0 && g1x2 >= 0 && g2 >= 0 && g3 >= 0 && g4 >= 0 && g7 >= 0);

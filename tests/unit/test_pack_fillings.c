@@ -328,7 +328,8 @@ static void run_fillings(llmem_pack *p, pack_run *r)
     r->types = p->types;
     r->ntypes = p->ntypes;
     for (int t = 0; t < p->ntypes; t++)
-        cr_assert_eq(llmem_pack_type_init(ctx, &p->types[t], p->type_gpu[t], p->type_limit[t]),
+        cr_assert_eq(llmem_pack_type_init(ctx, &p->types[t], p->type_gpu[t], p->type_limit[t],
+                                          p->i[LLMEM_PACK_DRIVER]),
                      LLMEM_OK);
     llmem_pack_room(r, r->room);
     for (int t = 0; t < r->ntypes; t++)
