@@ -132,7 +132,8 @@ static const cli_flag flags[] = {
           "LoRA rank, for --method lora or qlora"),
     TRAIN("lora-targets", "lora_targets", LLMEM_TRAIN_LORA_TARGETS, CLI_KIND_NAMES,
           "M[,M...]", "LoRA target modules by name, as PEFT's target_modules: resolved in the "
-          "model's family, for --method lora or qlora"),
+          "model's family (all-linear: every linear but the output head), for --method lora "
+          "or qlora"),
     TRAIN("lora-dropout", "lora_dropout", LLMEM_TRAIN_LORA_DROPOUT, CLI_KIND_REAL, "P",
           "PEFT's lora_dropout in [0, 1): each adapter's own dropout on its input, for "
           "--method lora or qlora"),
@@ -191,10 +192,11 @@ static const cli_flag flags[] = {
     { "top", NULL, CLI_TARGET_TOP, 0, CLI_KIND_INT, "K",
       "plan: layouts to print, at least 1 (default 10)" },
     { "capacity", NULL, CLI_TARGET_CAPACITY, 0, CLI_KIND_TEXT, "SIZE",
-      "memory of one GPU (bytes, or 80GiB, 79.6GB) for --max, a grid, plan, --svg's line "
-      "and --gpu's fit; wins over --gpu's" },
+      "usable memory of one GPU (bytes, or 80GiB or 80Gi binary, 79.6GB or 80G decimal, "
+      "units in any case), wins over --gpu's: the fit "
+      "(exit 3 if not), --max, a grid, plan, --svg's line" },
     { "margin", NULL, CLI_TARGET_MARGIN, 0, CLI_KIND_REAL, "P",
-      "percent of the capacity to keep free, for --max, a grid, plan and --gpu's fit "
+      "percent of the capacity to keep free, for the fit, --max, a grid and plan "
       "(default 5)" },
     { "max", NULL, CLI_TARGET_MAX, 0, CLI_KIND_TEXT, "batch|seq",
       "the largest batch (or seq) whose device peak fits --capacity (or --gpu)" },

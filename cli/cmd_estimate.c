@@ -43,31 +43,22 @@ static void print_library_error(llmem_ctx *ctx, int argc, char **argv, int rc,
     cli_error("--%s: %s", f->name, cli_message_body(f, message));
 }
 
-/* --timeline, --capacity and --margin add to some outputs only: without one
- * of those they would be accepted and dropped, so they are refused. */
+/* --timeline and --margin add to some outputs only: without one of those
+ * they would be accepted and dropped, so they are refused. (--capacity alone
+ * asks whether the estimate fits it, as --gpu does.) */
 static int check_job_flags(const cli_request *req)
 {
-    int grid = cli_is_grid(req);
     /* The table always has the timeline, as a sparkline under "Phase peaks". */
     if (req->timeline && !req->json) {
         cli_error("--timeline adds the timeline's points to the JSON: add --json (the table "
                   "shows the timeline as a sparkline)");
         return CLI_EXIT_USAGE;
     }
-    /* The capacity is what --gpu's fit line, --max and a grid measure against,
-     * and --svg draws. */
-    if (req->capacity > 0 && !req->capacity_from_gpu &&
-        !(req->has_gpu || req->max_key != 0 || grid || req->svg != NULL)) {
-        cli_error("--capacity is read by --max, a --batch or --seq list, --svg and --gpu's fit "
-                  "line only: add one of them");
-        return CLI_EXIT_USAGE;
-    }
-    /* The margin is kept free of that capacity by the fit line, --max and a
-     * grid; --svg draws the capacity alone. */
-    if (req->margin_given && !(req->has_gpu || req->max_key != 0 || (grid && req->capacity > 0))) {
-        cli_error("--margin is what --gpu's fit line, --max and a --batch or --seq list keep "
-                  "free of a GPU's memory: add --gpu NAME, or --capacity SIZE with --max or a "
-                  "list");
+    /* The margin is kept free of the capacity (--gpu's usable memory or
+     * --capacity) by the fit line, --max and a grid. */
+    if (req->margin_given && req->capacity == 0) {
+        cli_error("--margin is what the fit line, --max and a --batch or --seq list keep free "
+                  "of a GPU's memory: add --gpu NAME or --capacity SIZE");
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
@@ -102,9 +93,10 @@ static int weights_verdict(const cli_request *req, const cli_report *r)
     return CLI_EXIT_CHECK;
 }
 
-/* --gpu: the report says whether the peak fits the capacity less the margin;
- * the exit status tells a script that asked (`llmem estimate --gpu X && launch`)
- * when it does not. */
+/* --gpu or --capacity: the report says whether the peak fits the capacity
+ * less the margin; the exit status tells a script that asked (`llmem estimate
+ * --gpu X && launch`, or --capacity SIZE for a GPU the catalog lacks) when it
+ * does not. */
 static int fit_verdict(const cli_request *req, const cli_report *r)
 {
     cli_gpu_fit g;
@@ -123,12 +115,12 @@ static int fit_verdict(const cli_request *req, const cli_report *r)
 static int grid_verdict(const cli_request *req, const cli_grid *g)
 {
     size_t n = g->batches * g->seqs, least = 0;
-    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
+    uint64_t budget = cli_usable(req->capacity, req->margin_permille);
     char peak[CLI_NUMBER_CAP], room[3 * CLI_NUMBER_CAP];
     if (req->capacity == 0)
         return CLI_EXIT_OK;
     for (size_t i = 0; i < n; i++) {
-        if (g->peak[i] <= usable)
+        if (g->peak[i] <= budget)
             return CLI_EXIT_OK;
         if (g->peak[i] < g->peak[least])
             least = i;
@@ -139,6 +131,26 @@ static int grid_verdict(const cli_request *req, const cli_grid *g)
     return CLI_EXIT_CHECK;
 }
 
+/* What bounded --max's answer: the next value the layout takes is past the
+ * field's bound in the library ("field_max"), or, for seq, past a model's
+ * learned positions, which no capacity holds ("max_positions"); else that
+ * next value needs more memory than the budget ("memory"). */
+static const char *max_limit(const cli_request *req, int64_t best)
+{
+    int64_t step = (int64_t)llmem_parallel_step(req->parallel, req->max_key), bound = 0;
+    int64_t positions = 0, max_positions = 0;
+    llmem_train_field_info(req->max_key, NULL, NULL, &bound, NULL);
+    if (best > bound - step)
+        return "field_max";
+    if (req->max_key == LLMEM_TRAIN_SEQ &&
+        llmem_model_get_int(req->model, LLMEM_MODEL_POSITIONS, &positions) == LLMEM_OK &&
+        positions == LLMEM_POSITIONS_LEARNED &&
+        llmem_model_get_int(req->model, LLMEM_MODEL_MAX_POSITIONS, &max_positions) == LLMEM_OK &&
+        best + step > max_positions)
+        return "max_positions";
+    return "memory";
+}
+
 /* --max batch|seq: the largest value whose device peak fits the capacity
  * less the margin; the setup then takes it, so the report describes it.
  * When even the smallest value does not fit, the answer is no: the setup
@@ -146,16 +158,17 @@ static int grid_verdict(const cli_request *req, const cli_grid *g)
 static int solve_max(llmem_estimate *est, cli_request *req)
 {
     int64_t best = 0;
-    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
+    uint64_t budget = cli_usable(req->capacity, req->margin_permille);
     int rc = llmem_estimate_max(est, req->model, req->train, req->parallel, req->max_key,
-                                LLMEM_LEVEL_DEVICE, usable, &best);
+                                LLMEM_LEVEL_DEVICE, budget, &best);
     if (rc != LLMEM_OK)
         return rc;
     req->max_value = best;
     /* none fits: the smallest value the layout splits (the estimate's state) */
     req->max_smallest = best == 0 ? (int64_t)llmem_parallel_step(req->parallel, req->max_key)
                                   : 0;
-    req->usable = usable;
+    req->budget = budget;
+    req->max_limited_by = best > 0 ? max_limit(req, best) : "memory";
     return llmem_train_set_int(req->train, req->max_key, best > 0 ? best : req->max_smallest);
 }
 

@@ -95,7 +95,7 @@ static const char *name_of(int key, int64_t v)
     return llmem_parallel_value_name(key, v);
 }
 
-/* --gpu's verdict on the best layout's peak; 0 without --gpu. */
+/* The capacity's verdict on the best layout's peak (--gpu's usable memory or --capacity). */
 static int gpu_verdict(const cli_request *req, const llmem_plan *plan, cli_gpu_fit *g)
 {
     uint64_t peak = 0;

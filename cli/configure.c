@@ -18,15 +18,29 @@ typedef struct model_choice {
     const char *arch_flag; /* first architecture flag, for the message */
 } model_choice;
 
-/* The preset's full id, for a name that may be the part after the slash
- * (the library matches both but does not say which preset it chose). */
+/* ASCII case-insensitive equality, as the library matches preset names. */
+static int same_folded(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if ((*a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a) !=
+            (*b >= 'A' && *b <= 'Z' ? *b - 'A' + 'a' : *b))
+            return 0;
+    return *a == *b;
+}
+
+/* The preset's full id, for a name that may be the part after the slash or
+ * differ in case (the library matches them all, exact spellings first, but
+ * does not say which preset it chose). */
 static const char *preset_full_name(const char *name)
 {
-    for (size_t i = 0; i < llmem_preset_count(); i++) {
-        const char *full = llmem_preset_name(i), *slash = strchr(full, '/');
-        if (strcmp(full, name) == 0 || (slash != NULL && strcmp(slash + 1, name) == 0))
-            return full;
-    }
+    for (int exact = 1; exact >= 0; exact--)
+        for (size_t i = 0; i < llmem_preset_count(); i++) {
+            const char *full = llmem_preset_name(i), *slash = strchr(full, '/');
+            const char *part = slash != NULL ? slash + 1 : full;
+            if (exact ? strcmp(full, name) == 0 || strcmp(part, name) == 0
+                      : same_folded(full, name) || same_folded(part, name))
+                return full;
+        }
     return name;
 }
 

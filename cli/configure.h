@@ -40,7 +40,10 @@ typedef struct cli_request {
     int64_t max_value;       /* what --max found; 0: even the smallest does not fit */
     int64_t max_smallest;    /* with max_value 0: the smallest value the layout takes,
                               * which the setup then holds and the report describes */
-    uint64_t usable;         /* the capacity less the margin it was found within */
+    uint64_t budget;         /* the capacity less the margin it was found within */
+    const char *max_limited_by; /* what bounded --max's answer: "memory", "max_positions"
+                                 * (a model's learned positions) or "field_max" (the
+                                 * largest batch or seq the library takes) */
     uint64_t top;            /* plans to print */
     int64_t plan[16];        /* llmem_plan_key -> value given (plan_given bit set) */
     unsigned plan_given;
@@ -52,9 +55,10 @@ typedef struct cli_request {
     int ngrid[2];
 } cli_request;
 
-/* The capacity less the margin: what a device peak must fit (the margin's
- * arithmetic of --max, the grid, plan and fit: docs/mig.md, "Fitting"):
- * floor(capacity x (1000 - margin) / 1000), exactly, without overflow. */
+/* The capacity less the margin: the budget a device peak must fit (the
+ * margin's arithmetic of --max, the grid, plan and fit: docs/mig.md,
+ * "Fitting"): floor(capacity x (1000 - margin) / 1000), exactly, without
+ * overflow; the margin kept free is capacity - this, ceil(capacity x margin / 1000). */
 static inline uint64_t cli_usable(uint64_t capacity, int margin_permille)
 {
     uint64_t keep = (uint64_t)(1000 - margin_permille);

@@ -61,14 +61,34 @@ cli_number cli_parse_real(const char *s, double *out)
     return CLI_NUMBER_OK;
 }
 
+/* ASCII case-insensitive equality: units are read in any case. */
+static int same_unit(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if ((*a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a) !=
+            (*b >= 'A' && *b <= 'Z' ? *b - 'A' + 'a' : *b))
+            return 0;
+    return *a == *b;
+}
+
 int cli_parse_size(const char *s, uint64_t *out)
 {
+    /* IEC binary units (KiB, and Kubernetes' Ki), SI decimal ones (KB, and
+     * Kubernetes' K or k): GB has always been 10^9 here, as G is in a
+     * Kubernetes quantity. In any case: "80gb" is 80 GB, and "m" is mega, not
+     * Kubernetes' milli (a fraction of a byte is no size). */
     static const struct {
         const char *unit;
         double bytes;
-    } units[] = { { "", 1.0 },     { "B", 1.0 },       { "KiB", 1024.0 }, { "MiB", 1048576.0 },
-                  { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 }, { "KB", 1e3 },
-                  { "MB", 1e6 },   { "GB", 1e9 },      { "TB", 1e12 } };
+    } units[] = {
+        { "", 1.0 },   { "B", 1.0 },
+        { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 },
+        { "TiB", 1099511627776.0 }, { "PiB", 1125899906842624.0 },
+        { "Ki", 1024.0 },  { "Mi", 1048576.0 },  { "Gi", 1073741824.0 },
+        { "Ti", 1099511627776.0 },  { "Pi", 1125899906842624.0 },
+        { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 }, { "PB", 1e15 },
+        { "K", 1e3 },  { "M", 1e6 },  { "G", 1e9 },  { "T", 1e12 },  { "P", 1e15 },
+    };
     /* Plain digits are read exactly: a double holds integers to 2^53 only. */
     if (is_digit(*s) && strspn(s, "0123456789") == strlen(s)) {
         errno = 0;
@@ -93,7 +113,7 @@ int cli_parse_size(const char *s, uint64_t *out)
         /* bytes are whole: "1.5" or "1.5 B" is no size (1.5 KiB is) */
         if (units[i].bytes == 1.0 && v != floor(v))
             continue;
-        if (strcmp(end, units[i].unit) == 0 && v * units[i].bytes < 1.8e19) {
+        if (same_unit(end, units[i].unit) && v * units[i].bytes < 1.8e19) {
             *out = (uint64_t)(v * units[i].bytes);
             return *out > 0;
         }

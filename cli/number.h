@@ -19,12 +19,15 @@ cli_number cli_parse_int(const char *s, int64_t *out);
  * no hexadecimal, no inf or nan. */
 cli_number cli_parse_real(const char *s, double *out);
 /* A byte count as --capacity and fit's --bytes take it: "85899345920" (read
- * exactly), or a positive number with a unit: "80GiB", "79.6 GB" (B, KiB,
- * MiB, GiB, TiB, KB, MB, GB, TB). Returns 1 with *out > 0, else 0. */
+ * exactly), or a positive number with a unit, in any case: "80GiB", "80Gi",
+ * "79.6 GB", "80G", "80gb". Binary: KiB, MiB, GiB, TiB, PiB and Kubernetes'
+ * Ki, Mi, Gi, Ti, Pi; decimal: KB, MB, GB, TB, PB and K, M, G, T, P; B is
+ * bytes. Returns 1 with *out > 0, else 0. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* What a size may be, for messages. */
 #define CLI_SIZE_FORMS                                                                         \
-    "a size above 0 and below 2^64 bytes: whole bytes, or a number with KiB, MiB, GiB, TiB, "  \
-    "KB, MB, GB, TB"
+    "a size above 0 and below 2^64 bytes: whole bytes, or a number with a unit, in any "      \
+    "case: binary KiB, MiB, GiB, TiB, PiB (or Ki, Mi, Gi, Ti, Pi), decimal KB, MB, GB, TB, "  \
+    "PB (or K, M, G, T, P)"
 
 #endif

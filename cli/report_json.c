@@ -194,14 +194,18 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
         json_string(&w, "field", req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq");
         json_i64(&w, "value", req->max_value);
         json_bool(&w, "fits", req->max_value > 0);
+        /* what stopped the search: the budget, or a bound memory did not reach */
+        json_string(&w, "limited_by", req->max_limited_by);
         json_u64(&w, "capacity_bytes", req->capacity);
-        json_u64(&w, "usable_bytes", req->usable);
-        /* usable - the report's peak: negative (short by) when nothing fits
+        json_u64(&w, "usable_bytes", req->capacity);
+        json_u64(&w, "margin_bytes", req->capacity - req->budget);
+        json_u64(&w, "budget_bytes", req->budget);
+        /* budget - the report's peak: negative (short by) when nothing fits
          * and the report describes the smallest value the layout takes */
-        json_i64(&w, "headroom_bytes", (int64_t)req->usable - (int64_t)r->peak_device);
+        json_i64(&w, "headroom_bytes", cli_headroom(req->budget, r->peak_device));
         if (req->max_value > 0) {
-            json_string(&w, "smallest_value", NULL);
-            json_string(&w, "smallest_peak_device_bytes", NULL);
+            json_null(&w, "smallest_value");
+            json_null(&w, "smallest_peak_device_bytes");
         } else {
             json_i64(&w, "smallest_value", req->max_smallest);
             json_u64(&w, "smallest_peak_device_bytes", r->peak_device);
@@ -214,16 +218,23 @@ int cli_report_json(FILE *out, const cli_request *req, const cli_report *r)
     return LLMEM_OK;
 }
 
-/* A grid: the job, the layout, and each point's device peak (batch by
- * batch, seq by seq within), with whether it fits the capacity less the
- * margin when there is one. */
+/* A grid: the job, the layout, the capacity's verdict on the grid's smallest
+ * peak (`gpu`, as a single estimate's: whether any point fits), and each
+ * point's device peak (batch by batch, seq by seq within), with whether it
+ * fits the budget (the capacity less the margin) and its headroom when there
+ * is a capacity. */
 int cli_grid_json(FILE *out, const cli_request *req, const cli_report *r, const cli_grid *g)
 {
     json_writer w;
+    cli_gpu_fit fit;
     int rc = check_settings(req);
     if (rc != LLMEM_OK)
         return rc;
-    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
+    size_t n = g->batches * g->seqs, least = 0;
+    for (size_t i = 1; i < n; i++)
+        if (g->peak[i] < g->peak[least])
+            least = i;
+    int capacity = cli_gpu_fit_of(req, 1, g->peak[least], &fit);
     json_begin(&w, out);
     json_object_begin(&w, NULL);
     write_job(&w, req, r);
@@ -231,10 +242,8 @@ int cli_grid_json(FILE *out, const cli_request *req, const cli_report *r, const 
     json_u64(&w, "gpus", llmem_parallel_gpus(req->parallel));
     write_settings(&w, req, CLI_TARGET_PARALLEL);
     json_object_end(&w);
-    if (req->capacity > 0) {
-        json_u64(&w, "capacity_bytes", req->capacity);
-        json_u64(&w, "usable_bytes", usable);
-    }
+    if (capacity)
+        cli_gpu_fit_json(&w, &fit);
     json_array_begin(&w, "grid");
     for (size_t i = 0; i < g->batches; i++)
         for (size_t j = 0; j < g->seqs; j++) {
@@ -243,8 +252,10 @@ int cli_grid_json(FILE *out, const cli_request *req, const cli_report *r, const 
             json_i64(&w, "batch", g->batch[i]);
             json_i64(&w, "seq", g->seq[j]);
             json_u64(&w, "peak_device_bytes", peak);
-            if (req->capacity > 0)
-                json_bool(&w, "fits", peak <= usable);
+            if (capacity) {
+                json_bool(&w, "fits", peak <= fit.budget);
+                json_i64(&w, "headroom_bytes", cli_headroom(fit.budget, peak));
+            }
             json_object_end(&w);
         }
     json_array_end(&w);

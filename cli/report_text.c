@@ -471,20 +471,26 @@ int cli_report_text(FILE *out, const cli_request *req, const cli_report *r)
         cli_gpu_fit_text(out, &g, r->nranks > 1 ? "the most loaded rank's device peak"
                                                 : "device peak");
     if (req->max_key != 0) {
-        char cap[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP], peak[CLI_NUMBER_CAP];
+        char cap[CLI_NUMBER_CAP], room[CLI_NUMBER_CAP], peak[CLI_NUMBER_CAP], bound[96] = "";
         const char *field = req->max_key == LLMEM_TRAIN_BATCH ? "batch" : "seq";
-        cli_format_bytes(req->usable, cap, sizeof cap);
+        cli_format_bytes(req->budget, cap, sizeof cap);
+        /* A bound other than memory stopped the search: the answer is that bound's. */
+        if (strcmp(req->max_limited_by, "max_positions") == 0)
+            snprintf(bound, sizeof bound, " (the model's max positions; memory allows more)");
+        else if (strcmp(req->max_limited_by, "field_max") == 0)
+            snprintf(bound, sizeof bound, " (the largest %s the library takes; memory allows "
+                     "more)", field);
         if (req->max_value > 0) {
-            cli_format_bytes(req->usable - r->peak_device, room, sizeof room);
-            fprintf(out, "%-*sthe largest %s whose device peak fits %s (%s less %g%%): %lld, "
+            cli_format_bytes(req->budget - r->peak_device, room, sizeof room);
+            fprintf(out, "%-*sthe largest %s whose device peak fits %s (%s less %g%%): %lld%s, "
                          "%s to spare\n",
                     LABEL_WIDTH, "Max", field, cap,
                     req->capacity_from_gpu ? "the GPU's usable memory" : "capacity",
-                    req->margin_permille / 10.0, (long long)req->max_value, room);
+                    req->margin_permille / 10.0, (long long)req->max_value, bound, room);
         } else {
             /* The report describes the smallest value: the answer is no. */
             cli_format_bytes(r->peak_device, peak, sizeof peak);
-            cli_format_bytes(r->peak_device - req->usable, room, sizeof room);
+            cli_format_bytes(r->peak_device - req->budget, room, sizeof room);
             fprintf(out, "%-*sno %s fits %s (%s less %g%%): the smallest the layout takes, %lld, "
                          "needs %s, short by %s\n",
                     LABEL_WIDTH, "Max", field, cap,
@@ -508,11 +514,11 @@ int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const 
 {
     enum { CELL = 12 };
     text_settings s;
-    char cell[CLI_NUMBER_CAP], usable_text[CLI_NUMBER_CAP];
+    char cell[CLI_NUMBER_CAP], budget_text[CLI_NUMBER_CAP];
     int rc = read_settings(req, &s);
     if (rc != LLMEM_OK)
         return rc;
-    uint64_t usable = cli_usable(req->capacity, req->margin_permille);
+    uint64_t budget = cli_usable(req->capacity, req->margin_permille);
     print_model(out, req, r, &s);
     print_setup(out, req, &s, strcmp(s.formula.text, "article") == 0);
     print_layout(out, req, r);
@@ -522,8 +528,8 @@ int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const 
     if (req->capacity > 0) {
         cli_gpu_fit gpu;
         int named = cli_gpu_fit_of(req, 0, 0, &gpu) && req->capacity_from_gpu;
-        cli_format_gib(usable, usable_text, sizeof usable_text);
-        fprintf(out, "%-*s* fits %s (%s%s less %g%%)\n", LABEL_WIDTH, "", usable_text,
+        cli_format_gib(budget, budget_text, sizeof budget_text);
+        fprintf(out, "%-*s* fits %s (%s%s less %g%%)\n", LABEL_WIDTH, "", budget_text,
                 named ? gpu.name : "the capacity", named ? "'s usable memory" : "",
                 req->margin_permille / 10.0);
     }
@@ -538,7 +544,7 @@ int cli_grid_text(FILE *out, const cli_request *req, const cli_report *r, const 
         for (size_t j = 0; j < g->seqs; j++) {
             uint64_t peak = g->peak[i * g->seqs + j];
             cli_format_gib(peak, cell, sizeof cell);
-            fprintf(out, "%*s%c", CELL, cell, req->capacity > 0 && peak <= usable ? '*' : ' ');
+            fprintf(out, "%*s%c", CELL, cell, req->capacity > 0 && peak <= budget ? '*' : ' ');
         }
         fputc('\n', out);
     }

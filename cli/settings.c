@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Settings as the library holds them, with their names: an enumerated value's
  * name comes from the library (llmem_*_value_name), a LoRA module mask is
- * spelled with the names the library lists (llmem_train_choice). */
+ * spelled with the module names of the model's family
+ * (llmem_train_lora_modules), else with the names the library lists
+ * (llmem_train_choice). */
 #include "settings.h"
 
 #include <stdio.h>
@@ -62,7 +64,15 @@ int cli_setting_read(const cli_request *req, const cli_flag *flag,
         else
             snprintf(out->text, sizeof out->text, "%lld", (long long)out->i);
     } else if (flag->kind == CLI_KIND_NAMES) {
-        names_of(flag, out->i, out->text, sizeof out->text);
+        /* The LoRA targets as the model's family names its modules, which
+         * read back give the same estimate ("c_attn" on GPT-2, not the
+         * roles' "q_proj,v_proj"); role bits no names select exactly, or no
+         * model, spelled by roles. */
+        if (flag->target != CLI_TARGET_TRAIN || flag->key != LLMEM_TRAIN_LORA_TARGETS ||
+            req->model == NULL ||
+            llmem_train_lora_modules(req->train, req->model, out->text, sizeof out->text,
+                                     NULL) != LLMEM_OK)
+            names_of(flag, out->i, out->text, sizeof out->text);
     }
     return LLMEM_OK;
 }

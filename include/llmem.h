@@ -495,7 +495,10 @@ enum llmem_train_key {
     LLMEM_TRAIN_LORA_RANK = 9,      /**< LoRA rank r (int) */
     /** bitmask of #llmem_lora_target roles; or, as text, Hugging Face module names
      * ("q_proj,v_proj") resolved in the model's family when an estimate runs: names
-     * the family lacks select nothing, and none matching fails, as with PEFT */
+     * the family lacks select nothing, and none matching fails, as with PEFT.
+     * "all-linear" (since 0.2.0) is PEFT's keyword: every linear module of the
+     * decoder layers, not the output head (docs/memory-model.md says which in each
+     * family); llmem_train_lora_modules() names what the targets select */
     LLMEM_TRAIN_LORA_TARGETS = 10,
     LLMEM_TRAIN_FROZEN_LAYERS = 11, /**< first N decoder layers frozen (method freeze) */
     LLMEM_TRAIN_LOSS = 12,          /**< #llmem_loss */
@@ -708,6 +711,23 @@ LLMEM_API const char *llmem_train_choice(int key, size_t index, int64_t *value);
  * even at its default. @since 0.2.0
  */
 LLMEM_API const char *llmem_train_unread(const llmem_train *train, int key);
+/**
+ * The Hugging Face module names the LoRA targets of @p train select in
+ * @p model's family, with commas ("c_attn" for GPT-2's default q and v roles,
+ * "q_proj,v_proj" for Llama's, "qkv_proj" for Phi-3's; every linear module
+ * of the decoder layers for "all-linear"): names that, set as
+ * #LLMEM_TRAIN_LORA_TARGETS, give the same estimate, for showing a setup.
+ * Writes at most @p cap bytes with a terminating NUL into @p buf; @p len_out
+ * (may be NULL) gets the length without the NUL; a NULL @p buf asks for the
+ * length. Errors are recorded on @p train's context.
+ * @return #LLMEM_EBUFFER when @p cap is too small; #LLMEM_ENOTSUP when no
+ * names select exactly the linears role bits select (GPT-2's c_proj is both
+ * output projections: the o role alone has no name); an invalid model's or
+ * a target's error (no module matches: #LLMEM_EINCONSISTENT) as an estimate
+ * would report it. @since 0.2.0
+ */
+LLMEM_API int llmem_train_lora_modules(const llmem_train *train, llmem_model *model, char *buf,
+                                       size_t cap, size_t *len_out);
 /** @} */
 
 /**

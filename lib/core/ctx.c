@@ -77,10 +77,24 @@ void llmem__free(llmem_ctx *ctx, void *ptr)
         ctx->allocator.free(ctx->allocator.user, ptr);
 }
 
+/* Where a message too long for buf (of cap bytes, cap > 4) is cut: after the
+ * last whole word or list item that leaves room for "...". */
+void llmem__ellipsize(char *buf, size_t cap)
+{
+    size_t end = cap - 4; /* "..." and its terminator */
+    while (end > 0 && strchr(" |,;:", buf[end]) == NULL)
+        end--;
+    if (end == 0)
+        end = cap - 4; /* one word longer than the buffer: cut it */
+    memcpy(buf + end, "...", 4);
+}
+
 LLMEM_PRINTF(4, 0)
 static void set_message(llmem_ctx *ctx, int object, int key, const char *fmt, va_list ap)
 {
-    vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    int n = vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    if (n >= (int)sizeof ctx->error)
+        llmem__ellipsize(ctx->error, sizeof ctx->error);
     ctx->error_object = object;
     ctx->error_key = key;
 }

@@ -6,7 +6,13 @@
 #include "core/compiler.h"
 #include "llmem.h"
 
-#define LLMEM_ERROR_CAP 256
+/* Room for the longest message the library writes: an unknown name's
+ * message lists every name the field takes (the optimizers with their
+ * Trainer spellings, about 400 bytes; the LoRA module names, about 350), a
+ * suggestion and the text given (up to a few hundred bytes more), with
+ * margin. A message that still does not fit ends in "..." at a word's end
+ * (ctx.c). */
+#define LLMEM_ERROR_CAP 2048
 
 struct llmem_ctx {
     llmem_allocator allocator;
@@ -33,6 +39,10 @@ int llmem__fail_field(llmem_ctx *ctx, int object, int key, int status, const cha
 /* Record on ctx the last error of another context, its field included: a
  * handle reporting what failed in an object of another context. */
 int llmem__fail_from(llmem_ctx *ctx, const llmem_ctx *from, int status);
+
+/* End buf, a message vsnprintf cut at cap bytes (cap > 4), with "..." after
+ * its last whole word or list item rather than mid-word. */
+void llmem__ellipsize(char *buf, size_t cap);
 
 /* Clear the message before a call that succeeds. */
 void llmem__ok(llmem_ctx *ctx);

@@ -86,8 +86,13 @@ int llmem_fields_accept_real(llmem_ctx *ctx, const field_table *t, int key, doub
 static int unknown_name(llmem_ctx *ctx, const field_table *t, const field_desc *f,
                         const char *what, const char *name)
 {
-    char list[512];
+    char list[LLMEM_ERROR_CAP];
     llmem_names_list(f->values, list, sizeof list);
+    const char *close = llmem_names_closest(f->values, name);
+    if (close != NULL)
+        return llmem__fail_field(ctx, t->object, f->key, LLMEM_ENOTFOUND,
+                                 "%s: unknown %s '%s'; did you mean '%s'? (expected %s)", f->name,
+                                 what, name, close, list);
     return llmem__fail_field(ctx, t->object, f->key, LLMEM_ENOTFOUND,
                              "%s: unknown %s '%s' (expected %s)", f->name, what, name, list);
 }

@@ -3,6 +3,7 @@
 
 #include "llmem.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,6 +69,12 @@ static const name_value lora_target[] = {
     { "linear_qkv", LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V },
     { "linear_proj", LLMEM_LORA_O },
     { "linear_fc1", LLMEM_LORA_UP },    { "linear_fc2", LLMEM_LORA_DOWN },
+    /* PEFT's target_modules="all-linear": every linear of the decoder layers
+     * (model/modules.c says which in each family). Last, so a mask of
+     * roles is spelled with the names above. */
+    { LLMEM_LORA_ALL_LINEAR_NAME, LLMEM_LORA_Q | LLMEM_LORA_K | LLMEM_LORA_V | LLMEM_LORA_O |
+                                      LLMEM_LORA_GATE | LLMEM_LORA_UP | LLMEM_LORA_DOWN |
+                                      LLMEM_LORA_Q_A | LLMEM_LORA_KV_A },
 };
 /* A set of these names is a 64-bit mask of rows (model/modules.c). */
 typedef char lora_target_names_fit_a_mask[sizeof lora_target / sizeof lora_target[0] <= 64 ? 1 : -1];
@@ -140,6 +147,98 @@ void llmem_names_list(const name_table *t, char *buf, size_t cap)
             break;
         used += (size_t)n;
     }
+}
+
+/* The longest folded name compared; longer ones get no suggestion. */
+#define SUGGEST_MAX 96
+
+/* name folded into out (SUGGEST_MAX bytes): its length, or 0 when too long. */
+static size_t fold(const char *name, char *out)
+{
+    size_t n = 0;
+    for (; *name; name++) {
+        char c = *name;
+        if (c == '-' || c == '_' || c == ' ')
+            continue;
+        if (n + 1 >= SUGGEST_MAX)
+            return 0;
+        out[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* Edit distance of a (la bytes) and b (lb), both < SUGGEST_MAX: insertions,
+ * deletions, substitutions and swaps of two neighbours ("sdap" -> "sdpa"),
+ * each 1 (the optimal string alignment distance). Three rows: i - 2, i - 1
+ * and i. */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    size_t rows[3][SUGGEST_MAX];
+    for (size_t j = 0; j <= lb; j++)
+        rows[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t *row = rows[i % 3], *up = rows[(i + 2) % 3], *two = rows[(i + 1) % 3];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = up[j - 1] + (a[i - 1] != b[j - 1]);
+            if (up[j] + 1 < best)
+                best = up[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                two[j - 2] + 1 < best)
+                best = two[j - 2] + 1;
+            row[j] = best;
+        }
+    }
+    return rows[la % 3][lb];
+}
+
+/* How far candidate c is from the folded name q (lq bytes): lower is
+ * closer; SIZE_MAX when it is not close. Prefix matches rank after equal
+ * names and before any edit, shorter candidates first. */
+static size_t closeness(const char *q, size_t lq, const char *c)
+{
+    char fc[SUGGEST_MAX];
+    size_t lc = fold(c, fc);
+    if (lc == 0)
+        return SIZE_MAX;
+    if (lc == lq && memcmp(fc, q, lq) == 0)
+        return 0;
+    if (lq >= 3 && lc > lq && memcmp(fc, q, lq) == 0)
+        return 1 + (lc - lq); /* < SUGGEST_MAX */
+    size_t limit = lq / 3 > 1 ? lq / 3 : 1;
+    size_t d = edit_distance(q, lq, fc, lc);
+    return d <= limit ? SUGGEST_MAX + d : SIZE_MAX;
+}
+
+size_t llmem_names_suggest(const char *name, const char *(*at)(const void *table, size_t i),
+                           const void *table, size_t count)
+{
+    char q[SUGGEST_MAX];
+    size_t lq = name != NULL ? fold(name, q) : 0;
+    size_t best = count, best_score = SIZE_MAX;
+    for (size_t i = 0; lq > 0 && i < count; i++) {
+        size_t score = closeness(q, lq, at(table, i));
+        if (score < best_score) {
+            best = i;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+static const char *table_name_at(const void *table, size_t i)
+{
+    return llmem_names_at(table, i)->name;
+}
+
+const char *llmem_names_closest(const name_table *t, const char *name)
+{
+    size_t count = llmem_names_count(t);
+    size_t i = llmem_names_suggest(name, table_name_at, t, count);
+    return i < count ? llmem_names_at(t, i)->name : NULL;
 }
 
 const char *llmem_phase_name(int value)

@@ -55,6 +55,21 @@ const char *llmem_names_name(const name_table *t, int value);
 /* "a|b|c" into buf, for messages. */
 void llmem_names_list(const name_table *t, char *buf, size_t cap);
 
+/* For a "did you mean" after an unknown name: the index of the candidate
+ * closest to name, or count when none is close. Candidates are read through
+ * at(table, i), i < count. Names compare folded (ASCII case, '-', '_' and
+ * blanks ignored): the same folded name, then a candidate the folded name
+ * begins (at least 3 characters: "adamw8" -> "adamw-8bit"; the shortest
+ * wins), then an edit distance of at most a third of the name's length (at
+ * least 1). Ties go to the earlier candidate. */
+size_t llmem_names_suggest(const char *name, const char *(*at)(const void *table, size_t i),
+                           const void *table, size_t count);
+/* The name of t closest to name as above (aliases included), or NULL. */
+const char *llmem_names_closest(const name_table *t, const char *name);
+
+/* The LoRA target name that selects every linear module (PEFT's keyword). */
+#define LLMEM_LORA_ALL_LINEAR_NAME "all-linear"
+
 /* The enumerations without richer tables of their own. */
 extern const name_table llmem_names_norm, llmem_names_mlp, llmem_names_positions,
     llmem_names_grad_ckpt, llmem_names_attention, llmem_names_method, llmem_names_loss,

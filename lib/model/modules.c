@@ -140,6 +140,32 @@ static const module_row *find(const model_shape *m, const char *name)
     return NULL;
 }
 
+/* Every role of the modules m has. */
+static unsigned all_roles(const model_shape *m)
+{
+    const family_modules *f = modules_of(m->family);
+    unsigned roles = 0;
+    for (size_t i = 0; f != NULL && i < f->count; i++)
+        if (exists(m, f->rows[i].when))
+            roles |= f->rows[i].roles;
+    return roles;
+}
+
+int llmem_lora_modules_all_linear(uint64_t names)
+{
+    return (names & llmem_lora_modules_mask(LLMEM_LORA_ALL_LINEAR_NAME)) != 0;
+}
+
+unsigned llmem_lora_all_linear_roles(const model_shape *m, int experts_impl)
+{
+    unsigned roles = all_roles(m);
+    if (m->experts == 0 || experts_impl != LLMEM_EXPERTS_IMPL_GROUPED_MM)
+        return roles;
+    if (m->shared_intermediate > 0 || m->dense_layers > 0)
+        return 0;
+    return roles & ~(unsigned)(GATE | UP | DOWN);
+}
+
 unsigned llmem_lora_modules_roles(const model_shape *m, uint64_t names)
 {
     unsigned roles = 0;
@@ -184,4 +210,37 @@ void llmem_lora_modules_list(const model_shape *m, char *buf, size_t cap)
             break;
         used += (size_t)w;
     }
+}
+
+/* Whether roles and other select the same linears of m (and, with routed
+ * experts, whose MLP the roles select bit by bit, the same MLP roles). */
+static int same_selection(const model_shape *m, unsigned roles, unsigned other)
+{
+    model_linear lin[MODEL_MAX_LINEARS];
+    int n = llmem_model_layer_linears(m, lin);
+    for (int i = 0; i < n; i++)
+        if (((lin[i].lora_target & roles) != 0) != ((lin[i].lora_target & other) != 0))
+            return 0;
+    unsigned mlp = GATE | UP | DOWN;
+    return m->experts == 0 || (roles & mlp & all_roles(m)) == (other & mlp);
+}
+
+int llmem_lora_modules_names(const model_shape *m, unsigned roles, char *buf, size_t cap)
+{
+    const family_modules *f = modules_of(m->family);
+    unsigned named = 0;
+    size_t used = 0;
+    if (cap == 0)
+        return -1;
+    buf[0] = '\0';
+    for (size_t i = 0; f != NULL && i < f->count; i++) {
+        if (!exists(m, f->rows[i].when) || !(f->rows[i].roles & roles))
+            continue;
+        int w = snprintf(buf + used, cap - used, "%s%s", used ? "," : "", f->rows[i].name);
+        if (w < 0 || (size_t)w >= cap - used)
+            return -1;
+        used += (size_t)w;
+        named |= f->rows[i].roles;
+    }
+    return used > 0 && same_selection(m, roles, named) ? (int)used : -1;
 }

@@ -5,6 +5,7 @@
 #include "model/model.h"
 
 #include "core/ctx.h"
+#include "core/names.h"
 
 #include <string.h>
 
@@ -63,15 +64,65 @@ const char *llmem_preset_name(size_t index)
     return index < PRESET_COUNT ? presets[index].name : NULL;
 }
 
-/* Match the full id, or the part after the organisation ("Llama-2-7b-hf"). */
-static const preset *find(const char *name)
+/* The part after the organisation ("Llama-2-7b-hf"), or the whole id. */
+static const char *short_name(const char *full)
 {
-    for (size_t i = 0; i < PRESET_COUNT; i++) {
-        const char *full = presets[i].name, *slash = strchr(full, '/');
-        if (strcmp(full, name) == 0 || (slash && strcmp(slash + 1, name) == 0))
-            return &presets[i];
+    const char *slash = strchr(full, '/');
+    return slash != NULL ? slash + 1 : full;
+}
+
+/* ASCII case-insensitive equality: Hugging Face ids are case-insensitive
+ * (the Hub resolves "mistralai/mistral-7b-v0.1"). */
+static int same_folded(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+        char y = *b >= 'A' && *b <= 'Z' ? (char)(*b - 'A' + 'a') : *b;
+        if (x != y)
+            return 0;
     }
-    return NULL;
+    return *a == *b;
+}
+
+/* Match the full id or the part after the organisation, exactly or else
+ * ignoring case. A name two presets match ignoring case (none do today: a
+ * unit test checks) is ambiguous: the first is returned, the second in
+ * *other (else NULL). */
+static const preset *find(const char *name, const preset **other)
+{
+    const preset *found = NULL;
+    *other = NULL;
+    for (size_t i = 0; i < PRESET_COUNT; i++)
+        if (strcmp(presets[i].name, name) == 0 || strcmp(short_name(presets[i].name), name) == 0)
+            return &presets[i];
+    for (size_t i = 0; i < PRESET_COUNT; i++) {
+        if (!same_folded(presets[i].name, name) && !same_folded(short_name(presets[i].name), name))
+            continue;
+        if (found != NULL) {
+            *other = &presets[i];
+            return found;
+        }
+        found = &presets[i];
+    }
+    return found;
+}
+
+/* Candidate i of the suggestion: preset i / 2's full id, then its short name. */
+static const char *candidate(const void *table, size_t i)
+{
+    const preset *rows = table;
+    return i % 2 == 0 ? rows[i / 2].name : short_name(rows[i / 2].name);
+}
+
+static int unknown_preset(llmem_ctx *ctx, const char *name)
+{
+    size_t i = llmem_names_suggest(name, candidate, presets, 2 * PRESET_COUNT);
+    if (i < 2 * PRESET_COUNT)
+        return llmem__fail(ctx, LLMEM_ENOTFOUND,
+                           "model: unknown preset '%s'; did you mean '%s'? (see `llmem models`)",
+                           name, presets[i / 2].name);
+    return llmem__fail(ctx, LLMEM_ENOTFOUND, "model: unknown preset '%s' (see `llmem models`)",
+                       name);
 }
 
 int llmem_model_new_preset(llmem_ctx *ctx, const char *name, llmem_model **out)
@@ -83,10 +134,14 @@ int llmem_model_new_preset(llmem_ctx *ctx, const char *name, llmem_model **out)
         return LLMEM_EINVAL;
     if (name == NULL)
         return llmem__fail(ctx, LLMEM_EINVAL, "preset: name is NULL");
-    const preset *p = find(name);
-    if (p == NULL)
+    const preset *other;
+    const preset *p = find(name, &other);
+    if (other != NULL)
         return llmem__fail(ctx, LLMEM_ENOTFOUND,
-                           "model: unknown preset '%s' (see `llmem models`)", name);
+                           "model: preset '%s' is ambiguous ignoring case: '%s' or '%s'", name,
+                           p->name, other->name);
+    if (p == NULL)
+        return unknown_preset(ctx, name);
     int rc = llmem_model_new(ctx, p->family, out);
     if (rc != LLMEM_OK)
         return rc;

@@ -23,6 +23,16 @@ static int lora_targets_exist(const model_shape *m, unsigned targets)
     return 0;
 }
 
+static int fail_no_target(llmem_ctx *ctx, const model_shape *m)
+{
+    char modules[LLMEM_ERROR_CAP];
+    llmem_lora_modules_list(m, modules, sizeof modules);
+    return FAIL(ctx, LORA_TARGETS, LLMEM_EINCONSISTENT,
+                "lora-targets: no module of this %s model matches (PEFT would fail: "
+                "target modules not found); its modules: %s",
+                llmem_family(m->family)->id.name, modules);
+}
+
 int llmem_setup_check_point(llmem_ctx *ctx, const model_shape *m, const setup *s)
 {
     /* Learned position tables have max-positions rows: transformers cannot
@@ -68,6 +78,29 @@ static int check_experts(llmem_ctx *ctx, const model_shape *m, const setup *s)
     return LLMEM_OK;
 }
 
+int llmem_setup_lora_roles(llmem_ctx *ctx, const llmem_train *t, const model_shape *m,
+                           unsigned *roles)
+{
+    /* Bits are roles, in every family. */
+    if (t->lora_names == 0) {
+        *roles = (unsigned)t->i[LLMEM_TRAIN_LORA_TARGETS];
+        return LLMEM_OK;
+    }
+    /* Names select the modules of this family that bear them. */
+    *roles = llmem_lora_modules_roles(m, t->lora_names);
+    if (!llmem_lora_modules_all_linear(t->lora_names))
+        return LLMEM_OK;
+    unsigned all = llmem_lora_all_linear_roles(m, (int)t->i[LLMEM_TRAIN_EXPERTS_IMPL]);
+    if (all == 0)
+        return FAIL(ctx, LORA_TARGETS, LLMEM_ENOTSUP,
+                    "lora-targets: all-linear under grouped-mm adapts the shared expert's and "
+                    "the dense layers' MLP but not the routed experts (3-D parameters, not "
+                    "nn.Linear), which is not modelled; use --experts-impl loop, or name the "
+                    "modules");
+    *roles |= all;
+    return LLMEM_OK;
+}
+
 int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s)
 {
     memset(s, 0, sizeof *s);
@@ -98,12 +131,13 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
                                ? m->dropout[site]
                                : t->d[LLMEM_TRAIN_DROPOUT];
     s->lora_rank = (uint64_t)t->i[LLMEM_TRAIN_LORA_RANK];
-    /* Names select the modules of this family that bear them; bits, roles. */
-    s->lora_targets = t->lora_names != 0 ? llmem_lora_modules_roles(m, t->lora_names)
-                                         : (unsigned)t->i[LLMEM_TRAIN_LORA_TARGETS];
     s->frozen_layers = (uint64_t)t->i[LLMEM_TRAIN_FROZEN_LAYERS];
     s->grad_accum = (uint64_t)t->i[LLMEM_TRAIN_GRAD_ACCUM];
     int rc = llmem_train_check_unread(ctx, t);
+    if (rc != LLMEM_OK)
+        return rc;
+    /* After the check: targets set by name are read (method lora or qlora). */
+    rc = llmem_setup_lora_roles(ctx, t, m, &s->lora_targets);
     if (rc != LLMEM_OK)
         return rc;
     const precision_desc *p = llmem_precision(s->precision);
@@ -121,14 +155,8 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
                     "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "
                     "fp16-mixed or bf16), not fp32");
     if ((s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA) &&
-        !lora_targets_exist(m, s->lora_targets)) {
-        char modules[160];
-        llmem_lora_modules_list(m, modules, sizeof modules);
-        return FAIL(ctx, LORA_TARGETS, LLMEM_EINCONSISTENT,
-                    "lora-targets: no module of this %s model matches (PEFT would fail: "
-                    "target modules not found); its modules: %s",
-                    llmem_family(m->family)->id.name, modules);
-    }
+        !lora_targets_exist(m, s->lora_targets))
+        return fail_no_target(ctx, m);
     rc = check_experts(ctx, m, s);
     if (rc != LLMEM_OK)
         return rc;
@@ -148,5 +176,47 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
         return FAIL(ctx, LOSS, LLMEM_EINCONSISTENT,
                     "loss: the chunked cross-entropy with an output-head bias (head-bias) is not "
                     "modelled; use --loss upcast");
+    return LLMEM_OK;
+}
+
+/* The longest list of one family's module names, with margin (DeepSeek's
+ * nine: about 90 bytes). */
+#define LORA_NAMES_CAP 256
+
+int llmem_train_lora_modules(const llmem_train *train, llmem_model *model, char *buf,
+                             size_t cap, size_t *len_out)
+{
+    if (train == NULL)
+        return LLMEM_EINVAL;
+    llmem_ctx *ctx = train->ctx;
+    if (model == NULL)
+        return llmem__fail(ctx, LLMEM_EINVAL, "llmem_train_lora_modules: model is NULL");
+    model_shape m;
+    model_params params;
+    int rc = llmem_model_resolve(model, &m, &params);
+    if (rc != LLMEM_OK)
+        return llmem__fail_from(ctx, model->ctx, rc); /* the model's message and field */
+    unsigned roles;
+    if ((rc = llmem_setup_lora_roles(ctx, train, &m, &roles)) != LLMEM_OK)
+        return rc;
+    if (!lora_targets_exist(&m, roles))
+        return fail_no_target(ctx, &m);
+    char names[LORA_NAMES_CAP];
+    int n = llmem_lora_modules_names(&m, roles, names, sizeof names);
+    if (n < 0)
+        return FAIL(ctx, LORA_TARGETS, LLMEM_ENOTSUP,
+                    "lora-targets: no module names of this %s model select exactly the linears "
+                    "of roles 0x%x (a module that bears several of them, as GPT-2's c_proj, "
+                    "is named for them all)",
+                    llmem_family(m.family)->id.name, roles);
+    if (len_out != NULL)
+        *len_out = (size_t)n;
+    if (buf != NULL && cap <= (size_t)n)
+        return llmem__fail(ctx, LLMEM_EBUFFER,
+                           "llmem_train_lora_modules: %d bytes and a NUL do not fit in %zu", n,
+                           cap);
+    if (buf != NULL)
+        memcpy(buf, names, (size_t)n + 1);
+    llmem__ok(ctx);
     return LLMEM_OK;
 }

@@ -28,6 +28,11 @@ typedef struct setup {
     uint64_t cublas_workspace, cuda_context;
 } setup;
 
+/* The roles of the LoRA targets of t in model m: role bits as set, names
+ * resolved in m's family ("all-linear": model/modules.h). On failure, the
+ * status, the message naming the field. */
+int llmem_setup_lora_roles(llmem_ctx *ctx, const llmem_train *t, const model_shape *m,
+                           unsigned *roles);
 /* Read t, check it against the model m; the message names the field. */
 int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *ctx, setup *s);
 /* The part of those checks that depends on s's batch and seq (a sweep

@@ -62,9 +62,12 @@ class PlanResult:
     to (the planner's ``gpu_bytes``, or when that is 0 the usable memory of
     the training setup's ``gpu``), with ``margin_permille`` of it kept free;
     ``fits`` is whether the best layout (so any) fits it, as ``llmem plan``'s
-    ``gpu.fits``; ``gpu_headroom`` is ``gpu_bytes`` less the best layout's
-    device peak (``gpu.headroom_bytes``), None when nothing fits. Each
-    layout's ``headroom`` is the room below the margin's line instead."""
+    ``gpu.fits``; ``margin_bytes`` is the bytes kept free
+    (``ceil(gpu_bytes x margin_permille / 1000)``, ``gpu.margin_bytes``),
+    ``budget_bytes`` what is left for the peak (``gpu_bytes - margin_bytes``,
+    ``gpu.budget_bytes``), and ``gpu_headroom`` the budget less the best
+    layout's device peak (``gpu.headroom_bytes``, the best layout's
+    ``headroom``), None when nothing fits."""
 
     layouts: Tuple[PlannedLayout, ...]
     rejected: Tuple[Rejection, ...]
@@ -82,9 +85,21 @@ class PlanResult:
         return bool(self.layouts)
 
     @property
+    def margin_bytes(self) -> int:
+        """The bytes of the GPU kept free: ceil(gpu_bytes x margin_permille / 1000)."""
+        return self.gpu_bytes - self.budget_bytes
+
+    @property
+    def budget_bytes(self) -> int:
+        """What a layout's device peak must fit: floor(gpu_bytes x (1000 -
+        margin_permille) / 1000), as the planner counts it."""
+        return self.gpu_bytes * (1000 - self.margin_permille) // 1000
+
+    @property
     def gpu_headroom(self) -> Optional[int]:
-        """The GPU's bytes less the best layout's device peak; None when none fits."""
-        return self.gpu_bytes - self.layouts[0].peak_device if self.layouts else None
+        """The budget less the best layout's device peak (that layout's
+        ``headroom``); None when none fits."""
+        return self.budget_bytes - self.layouts[0].peak_device if self.layouts else None
 
 
 class Plan(Configurable):

@@ -7,8 +7,9 @@ from typing import Any, Optional
 
 from ._configurable import Configurable, add_properties
 from ._library import LIB
-from .context import Context, resolve
+from .context import Context, expect, locked, resolve
 from .fields import TRAIN_FIELDS
+from .model import Model
 
 
 class Train(Configurable):
@@ -25,8 +26,11 @@ class Train(Configurable):
     each dropout site runs at the model's own probability, as the Trainer
     runs the model; a probability replaces them all. ``lora_targets`` reads
     back as it was set: names (resolved in the model's family when an
-    estimate runs) or role bits (an int of ``llmem_lora_target`` bits, the
-    default q | v: every family's query and value projections). A misspelt
+    estimate runs; ``"all-linear"``, PEFT's keyword, is every linear module
+    of the decoder layers) or role bits (an int of ``llmem_lora_target``
+    bits, the default q | v: every family's query and value projections,
+    which have no names outside a family: :meth:`lora_modules` names them
+    for a model). A misspelt
     attribute (``train.bacth = 64``) raises AttributeError.
     """
 
@@ -46,6 +50,27 @@ class Train(Configurable):
             ctx.check(LIB.llmem_train_new(ctx._handle, ctypes.byref(ptr)))
             super().__init__(ptr, ctx)
         self.set(**fields)
+
+    def lora_modules(self, model: Model) -> str:
+        """The Hugging Face module names the LoRA targets select in
+        ``model``'s family, with commas: ``"c_attn"`` for GPT-2 and
+        ``"q_proj,v_proj"`` for Llama with the default q | v roles, every
+        linear module of the decoder layers for ``"all-linear"``. Set as
+        ``lora_targets``, they give the same estimate: what to show or save
+        for that model (``lora_targets`` itself reads back as it was set,
+        role bits as an int, which a Train without a model cannot name).
+        Raises llmem.Error when no names select exactly those linears (the o
+        role alone on GPT-2, whose c_proj is both output projections) or
+        none matches."""
+        expect(model, Model, "model")
+        with locked(self._context, model._context):
+            size = ctypes.c_size_t()
+            self._context.check(LIB.llmem_train_lora_modules(
+                self._handle, model._handle, None, 0, ctypes.byref(size)))
+            buf = ctypes.create_string_buffer(size.value + 1)
+            self._context.check(LIB.llmem_train_lora_modules(
+                self._handle, model._handle, buf, len(buf), None))
+        return buf.value.decode()
 
     def unread(self, keyword: str) -> Optional[str]:
         """Why the setup as it stands does not read field ``keyword`` ("needs

@@ -122,15 +122,15 @@ def check_max(t, llmem):
     d = llmem.json("--model", LLAMA_32_1B, "--method", "lora", "--seq", "1024", "--max", "batch",
                    "--capacity", "40GiB")
     best = d["max"]["value"]
-    t.check(best > 1 and d["batch"] == best and d["peak_device_bytes"] <= d["max"]["usable_bytes"],
+    t.check(best > 1 and d["batch"] == best and d["peak_device_bytes"] <= d["max"]["budget_bytes"],
             "--max batch fits", d["max"])
     more = llmem.json("--model", LLAMA_32_1B, "--method", "lora", "--seq", "1024", "--batch",
                       str(best + 1))
-    t.check(more["peak_device_bytes"] > d["max"]["usable_bytes"], "one more does not")
+    t.check(more["peak_device_bytes"] > d["max"]["budget_bytes"], "one more does not")
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--max", "batch")
     t.check(rc == 2 and "--capacity" in err, "--max needs --capacity", err)
     t.check(d["max"]["fits"] is True and d["max"]["smallest_value"] is None and
-            d["max"]["headroom_bytes"] == d["max"]["usable_bytes"] - d["peak_device_bytes"],
+            d["max"]["headroom_bytes"] == d["max"]["budget_bytes"] - d["peak_device_bytes"] >= 0,
             "--max that fits: fits, no smallest", d["max"])
     # Nothing fits: a capacity question answered no. The answer is printed (the
     # report describes the smallest value the layout takes, and what it needs),
@@ -140,7 +140,7 @@ def check_max(t, llmem):
     m = d["max"]
     t.check(rc == 3 and m["value"] == 0 and m["fits"] is False and m["smallest_value"] == 1 and
             d["batch"] == 1 and m["smallest_peak_device_bytes"] == d["peak_device_bytes"] > GIB and
-            m["headroom_bytes"] == m["usable_bytes"] - d["peak_device_bytes"] < 0 and
+            m["headroom_bytes"] == m["budget_bytes"] - d["peak_device_bytes"] < 0 and
             err.startswith("llmem: --max batch: no batch fits: even the smallest the layout "
                            "takes, 1, needs ") and err.count("\n") == 1,
             "nothing fits: the smallest batch's answer, exit 3", (rc, m, err))
@@ -186,8 +186,8 @@ def check_grid(t, llmem):
         for p in d["grid"]:
             own = llmem.json(*base, "--batch", str(p["batch"]), "--seq", str(p["seq"]))
             same = same and p["peak_device_bytes"] == own["peak_device_bytes"]
-            same = same and p["fits"] == (p["peak_device_bytes"] <= d["usable_bytes"])
-        t.check(same, "%s: each point is its own estimate, marked against the usable bytes" % label)
+            same = same and p["fits"] == (p["peak_device_bytes"] <= d["gpu"]["budget_bytes"])
+        t.check(same, "%s: each point is its own estimate, marked against the budget" % label)
     one = llmem.json("--model", LLAMA_32_1B, "--batch", "2,4")
     t.check(one["seq"] == 512 and [p["seq"] for p in one["grid"]] == [512, 512] and
             "fits" not in one["grid"][0], "one list: the other value the train's, no capacity")
@@ -419,13 +419,16 @@ def check_gpu(t, llmem):
     want = cat["H100-SXM"]
     t.check((g.get("name"), g.get("device_name"), g.get("arch")) ==
             ("H100-SXM", want["device_name"], "sm_90"), "the gpu object names the GPU", g)
-    t.check((g["usable_bytes"], g["context_bytes"], g["workspace_bytes"]) ==
+    t.check((g["gpu_usable_bytes"], g["context_bytes"], g["workspace_bytes"]) ==
             (want["usable_bytes"], want["context_bytes"], want["workspace_bytes"]),
             "the gpu object holds the catalog's numbers", g)
     t.check((g["capacity_bytes"], g["capacity_source"], g["margin_permille"]) ==
             (want["usable_bytes"], "gpu", 50), "the capacity is the GPU's usable memory", g)
-    t.check(g["fits"] is True and g["headroom_bytes"] == g["usable_bytes"] - h100["peak_device_bytes"],
-            "fits, headroom = usable - device peak", g)
+    t.check(g["usable_bytes"] == want["usable_bytes"] and
+            g["margin_bytes"] == -(-g["usable_bytes"] * 50 // 1000) and
+            g["budget_bytes"] == g["usable_bytes"] - g["margin_bytes"] and
+            g["fits"] is True and g["headroom_bytes"] == g["budget_bytes"] - h100["peak_device_bytes"],
+            "fits, headroom = usable - margin - device peak", g)
     t.check(all(h100[k] == none[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
                                             "peak_device_bytes")) and
             none["peak_device_bytes"] - none["peak_reserved_bytes"] == 287 * (1 << 20),
@@ -451,7 +454,8 @@ def check_gpu(t, llmem):
     rc, d, err = llmem.answer("estimate", *base, "--gpu", "H100", "--capacity", "8GiB", "--json")
     t.check((d["gpu"]["capacity_bytes"], d["gpu"]["capacity_source"], d["gpu"]["fits"]) ==
             (8 * GIB, "capacity", False) and
-            d["gpu"]["headroom_bytes"] == 8 * GIB - d["peak_device_bytes"] < 0,
+            d["gpu"]["usable_bytes"] == 8 * GIB and d["gpu"]["gpu_usable_bytes"] > 8 * GIB and
+            d["gpu"]["headroom_bytes"] == d["gpu"]["budget_bytes"] - d["peak_device_bytes"] < 0,
             "--capacity wins over the GPU's memory; does not fit: negative headroom", d["gpu"])
     t.check(rc == 3 and set(d) == set(h100) and d["peak_device_bytes"] == h100["peak_device_bytes"]
             and err.startswith("llmem: does not fit: device peak ") and
@@ -475,7 +479,8 @@ def check_gpu(t, llmem):
     rc, out, err = llmem.run("estimate", *base, "--gpu", "H100")
     t.check(rc == 0 and "GPU           H100-SXM (NVIDIA H100 80GB HBM3, sm_90): 79.18 GiB usable, "
             "CUDA context 287.00 MiB, cuBLAS workspace 32.00 MiB" in out and
-            "Fits          yes, with 5% kept free: device peak" in out and "to spare" in out,
+            "Fits          yes: device peak" in out and "79.18 GiB usable less 5% kept free "
+            "(75.22 GiB)" in out and "to spare" in out,
             "the text: the GPU line and the verdict", out)
     rc, out, err = llmem.run("estimate", "--gpu", "A100-40GB")
     t.check(rc == 0 and "the defaults: transformers" in out,
@@ -485,10 +490,14 @@ def check_gpu(t, llmem):
     capacity = none["peak_device_bytes"] * 101 // 100
     rc, d, err = llmem.answer("estimate", *base, "--gpu", "H100", "--capacity", str(capacity),
                               "--json")
-    t.check(rc == 3 and d["gpu"]["fits"] is False and d["gpu"]["headroom_bytes"] > 0,
-            "inside the 5% margin: does not fit (exit 3), headroom still positive", d["gpu"])
+    g = d["gpu"]
+    t.check(rc == 3 and g["fits"] is False and
+            g["headroom_bytes"] == g["budget_bytes"] - d["peak_device_bytes"] < 0 <
+            g["usable_bytes"] - d["peak_device_bytes"],
+            "inside the 5% margin: does not fit (exit 3), headroom below the budget negative", g)
     rc, out, err = llmem.run("estimate", *base, "--gpu", "H100", "--capacity", str(capacity))
-    t.check(rc == 3 and "inside the margin" in out, "the text says the margin is why", out)
+    t.check(rc == 3 and "less 5% kept free" in out and "short by" in out,
+            "the text says it is short of the budget", out)
     d = llmem.json(*base, "--gpu", "H100", "--capacity", str(capacity), "--margin", "0")
     t.check(d["gpu"]["fits"] is True and d["gpu"]["margin_permille"] == 0,
             "--margin 0: it fits", d["gpu"])
@@ -499,7 +508,7 @@ def check_gpu(t, llmem):
                               "8", "--fsdp", "full", "--grad-ckpt", "full", "--batch", "2",
                               "--seq", "4096", "--json")
     t.check(d["gpu"]["fits"] == (d["peak_device_bytes"] <= d["gpu"]["usable_bytes"] * 950 // 1000)
-            and d["gpu"]["headroom_bytes"] == d["gpu"]["usable_bytes"] - d["peak_device_bytes"]
+            and d["gpu"]["headroom_bytes"] == d["gpu"]["budget_bytes"] - d["peak_device_bytes"]
             and rc == (0 if d["gpu"]["fits"] else 3),
             "a layout: the verdict is on the most loaded rank", (rc, d["gpu"]))
 
@@ -511,7 +520,7 @@ def check_gpu(t, llmem):
             "--max with --gpu: the GPU's usable memory", (d["max"], e["max"]))
     rc, more, err = llmem.answer("estimate", *base, "--gpu", "A100-40GB", "--batch",
                                  str(d["max"]["value"] + 1), "--json")
-    t.check(d["peak_device_bytes"] <= d["max"]["usable_bytes"] < more["peak_device_bytes"] and
+    t.check(d["peak_device_bytes"] <= d["max"]["budget_bytes"] < more["peak_device_bytes"] and
             rc == 3 and more["gpu"]["fits"] is False,
             "--max with --gpu: one more does not fit (exit 3)", (rc, err))
     rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--max", "batch")
@@ -547,8 +556,9 @@ def check_plan_gpu(t, llmem):
             g.get("capacity_source") == "gpu" and g.get("fits") is True,
             "the gpu object: the GPU's memory, fits", g)
     best = d["layouts"][0]
-    t.check(g["headroom_bytes"] == usable - best["peak_device_bytes"],
-            "headroom: the best layout's", (g, best))
+    t.check(g["headroom_bytes"] == g["budget_bytes"] - best["peak_device_bytes"] ==
+            best["headroom_bytes"] and g["budget_bytes"] == usable - g["margin_bytes"],
+            "headroom: the best layout's, below the margin as the layouts'", (g, best))
     t.check(all(p["peak_device_bytes"] <= usable * 950 // 1000 for p in d["layouts"]),
             "every layout within the GPU less the margin")
     flags = ["--model", LLAMA_32_1B, "--seq", "1024", "--batch", str(best["micro_batch"]),
@@ -562,7 +572,9 @@ def check_plan_gpu(t, llmem):
     # The same bytes as --capacity without --gpu: the Hopper constants, larger peaks.
     rc, out, err = llmem.run(*args, "--capacity", str(usable))
     c = json.loads(out)
-    t.check("gpu" not in c and set(c) < set(d), "without --gpu: no gpu object, no key lost")
+    t.check(c["gpu"]["name"] is None and c["gpu"]["capacity_source"] == "capacity" and
+            c["gpu"]["usable_bytes"] == usable and set(c) == set(d) and
+            set(c["gpu"]) == set(d["gpu"]), "without --gpu: the same keys, no GPU named", c["gpu"])
     same = [p for p in c["layouts"] if {k: p[k] for k in ("dp", "tp", "pp", "sharding", "grad_ckpt",
                                                           "micro_batch")} ==
             {k: best[k] for k in ("dp", "tp", "pp", "sharding", "grad_ckpt", "micro_batch")}]
@@ -575,8 +587,9 @@ def check_plan_gpu(t, llmem):
             all(p["peak_device_bytes"] <= 20 * GIB for p in json.loads(out)["layouts"]),
             "plan: --capacity wins", g)
     rc, out, err = llmem.run("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--gpu", "A100-40GB")
-    t.check(rc == 0 and "GPU           A100-40GB" in out and "Fits          yes, with 5% kept free"
-            in out and "layouts fit" in out, "plan text: the GPU and the verdict", out)
+    t.check(rc == 0 and "GPU           A100-40GB" in out and "Fits          yes: the best layout's"
+            in out and "less 5% kept free" in out and "layouts fit" in out,
+            "plan text: the GPU and the verdict", out)
     # Nothing fits: said, the headroom is null, and exit 3.
     rc, d, err = llmem.answer("plan", "--model", "Llama-3.1-70B", "--gpus", "2", "--gpu", "T4",
                               "--json")
@@ -612,6 +625,130 @@ def check_plan_gpu(t, llmem):
             "405B on 1,024 H100s: layouts fit", err)
 
 
+def budget_consistent(v, peak):
+    """One meaning per key: usable (no margin), margin (ceil of usable x
+    permille / 1000), budget = usable - margin, headroom = budget - peak,
+    fits == (headroom >= 0). v is a gpu or max object; peak the device peak."""
+    usable, permille = v["usable_bytes"], v.get("margin_permille", 50)
+    return (v["margin_bytes"] == -(-usable * permille // 1000) and
+            v["budget_bytes"] == usable - v["margin_bytes"] == usable * (1000 - permille) // 1000 and
+            v["headroom_bytes"] == v["budget_bytes"] - peak and
+            v["fits"] == (v["headroom_bytes"] >= 0))
+
+
+def check_budget(t, llmem):
+    """--capacity alone is a fit check (D3); usable, margin, budget and headroom
+    mean the same in every output (D4); --max says what bounded it (D7)."""
+    # --capacity alone: the verdict and exit status --gpu gives, no GPU named.
+    base = ["--model", LLAMA_32_1B, "--method", "lora", "--seq", "1024"]
+    rc, d, err = llmem.answer("estimate", *base, "--capacity", "40GiB", "--json")
+    g = d.get("gpu", {})
+    t.check(rc == 0 and err == "" and g.get("fits") is True and g.get("name") is None and
+            g.get("capacity_source") == "capacity" and g.get("usable_bytes") == 40 * GIB,
+            "--capacity alone: fits, the gpu verdict, exit 0", (rc, g, err))
+    rc, d, err = llmem.answer("estimate", *base, "--capacity", "2GiB", "--json")
+    g = d.get("gpu", {})
+    t.check(rc == 3 and g.get("fits") is False and g.get("headroom_bytes", 0) < 0 and
+            err == "llmem: does not fit: device peak %s, above 1.90 GiB (--capacity 2.00 GiB "
+            "less 5%%)\n" % re.search(r"peak ([\d.]+ GiB)", err).group(1),
+            "--capacity alone: does not fit, exit 3, one line", (rc, g, err))
+    rc, out, err = llmem.answer("estimate", *base, "--capacity", "2GiB")
+    t.check(rc == 3 and "GPU    " not in out and
+            re.search(r"^Fits +no: device peak .* of 2\.00 GiB \(--capacity\) less 5% kept free "
+                      r"\(1\.90 GiB\), short by ", out, re.M),
+            "--capacity alone, text: the Fits line, no GPU line", out[:1200])
+    rc, out, err = llmem.answer("estimate", *base, "--capacity", "40GiB")
+    t.check(rc == 0 and re.search(r"^Fits +yes: device peak .* to spare", out, re.M),
+            "--capacity alone, text: fits", out[:1200])
+
+    # The same keys, the same meaning, in a single estimate, --max, a grid and
+    # plan, fitting or not.
+    big = ["--model", "meta-llama/Llama-3.1-8B"]
+    for args in ([*base, "--gpu", "H100"], [*base, "--capacity", "40GiB", "--margin", "7.3"],
+                 [*base, "--gpu", "T4", "--capacity", "1000000001"], [*big, "--gpu", "T4"],
+                 [*big, "--capacity", "79GiB"]):
+        rc, d, err = llmem.answer("estimate", *args, "--json")
+        t.check(budget_consistent(d["gpu"], d["peak_device_bytes"]) and
+                rc == (0 if d["gpu"]["fits"] else 3),
+                "estimate %s: budget = usable - margin, headroom = budget - peak" % " ".join(args),
+                d["gpu"])
+    for args in ([*big, "--method", "qlora", "--batch", "4", "--gpu", "A100-40GB", "--max", "seq"],
+                 [*base, "--capacity", "24GiB", "--max", "batch", "--margin", "12.5"],
+                 [*big, "--gpu", "T4", "--max", "batch"]):
+        rc, d, err = llmem.answer("estimate", *args, "--json")
+        m = dict(d["max"], margin_permille=d["gpu"]["margin_permille"])
+        t.check(budget_consistent(m, d["peak_device_bytes"]) and
+                budget_consistent(d["gpu"], d["peak_device_bytes"]) and
+                all(m[k] == d["gpu"][k] for k in ("usable_bytes", "margin_bytes", "budget_bytes",
+                                                  "headroom_bytes", "fits")) and
+                rc == (0 if m["fits"] else 3),
+                "--max %s: the max object and the gpu object agree" % " ".join(args), (m, d["gpu"]))
+    for args in ([*base, "--batch", "1,2,64", "--seq", "1024,8192", "--gpu", "H100"],
+                 [*base, "--batch", "1,4", "--capacity", "3GiB", "--margin", "2"],
+                 [*big, "--batch", "1,2", "--seq", "1024,2048", "--gpu", "H100"]):
+        rc, d, err = llmem.answer("estimate", *args, "--json")
+        g = d.get("gpu")
+        least = min(p["peak_device_bytes"] for p in d["grid"])
+        t.check(g is not None and "usable_bytes" not in d and budget_consistent(g, least) and
+                all(p["headroom_bytes"] == g["budget_bytes"] - p["peak_device_bytes"] and
+                    p["fits"] == (p["headroom_bytes"] >= 0) for p in d["grid"]) and
+                g["fits"] == any(p["fits"] for p in d["grid"]) and
+                rc == (0 if g["fits"] else 3),
+                "grid %s: the gpu object, each point's headroom below the budget" % " ".join(args),
+                (g, d["grid"]))
+    for args in (["--gpu", "H100", "--gpus", "8", "--seq", "4096"],
+                 ["--capacity", "60GiB", "--gpus", "4", "--margin", "10"]):
+        rc, d, err = llmem.answer("plan", *big, *args, "--json")
+        g = d["gpu"]
+        t.check(budget_consistent(g, d["layouts"][0]["peak_device_bytes"]) and
+                all(p["headroom_bytes"] == g["budget_bytes"] - p["peak_device_bytes"]
+                    for p in d["layouts"]),
+                "plan %s: the gpu object and every layout, headroom below the budget"
+                % " ".join(args), (g, d["layouts"][:1]))
+        rc, out, err = llmem.answer("plan", *big, *args)
+        spare = re.search(r"^Fits .*, ([\d.]+ [KMG]iB) \([\d.]+%\) to spare", out, re.M)
+        row = out.split("bubble")[1].splitlines()[1] if "bubble" in out else ""
+        t.check(spare is not None and (spare.group(1) + " (") in row,
+                "plan %s text: to spare is the best layout's headroom" % " ".join(args),
+                out[:1500])
+
+    rc, d, err = llmem.answer("plan", *big, "--capacity", "30GiB", "--gpus", "4", "--json")
+    g = d["gpu"]
+    t.check(rc == 3 and g["fits"] is False and g["headroom_bytes"] is None and
+            g["budget_bytes"] == g["usable_bytes"] - g["margin_bytes"] == 30 * GIB * 95 // 100,
+            "plan: nothing fits, the budget still said, no headroom", g)
+
+    # What bounded --max: GPT-2's 1024 learned positions, not memory.
+    rc, d, err = llmem.answer("estimate", "--model", "gpt2", "--max", "seq", "--gpu", "H100",
+                              "--json")
+    t.check(rc == 0 and d["max"]["value"] == 1024 and d["max"]["limited_by"] == "max_positions",
+            "--max seq on gpt2: limited by its max positions", d["max"])
+    rc, out, err = llmem.answer("estimate", "--model", "gpt2", "--max", "seq", "--gpu", "H100")
+    t.check(re.search(r"^Max .*: 1024 \(the model's max positions; memory allows more\), ", out,
+                      re.M), "the text says so", out[:1500])
+    rc, d, err = llmem.answer("estimate", *base[:4], "--max", "seq", "--capacity", "8GiB",
+                              "--json")
+    t.check(d["max"]["limited_by"] == "memory" and d["max"]["value"] > 0 and
+            llmem.answer("estimate", *base[:4], "--seq", str(d["max"]["value"] + 1),
+                         "--capacity", "8GiB", "--json")[0] == 3,
+            "--max seq on a rotary model: limited by memory, one more does not fit", d["max"])
+    rc, d, err = llmem.answer("estimate", "--model", "gpt2", "--seq", "64", "--max", "batch",
+                              "--capacity", "40GiB", "--json")
+    t.check(d["max"]["limited_by"] == "memory" and 1 < d["max"]["value"] < 1 << 24,
+            "--max batch: limited by memory", d["max"])
+    rc, d, err = llmem.answer("estimate", "--model", "gpt2", "--seq", "1", "--max", "batch",
+                              "--capacity", "1024TiB", "--json")
+    t.check(d["max"]["value"] == 1 << 24 and d["max"]["limited_by"] == "field_max",
+            "--max batch on 1 PiB: the largest batch the library takes", d["max"])
+    rc, out, err = llmem.answer("estimate", "--model", "gpt2", "--seq", "1", "--max", "batch",
+                                "--capacity", "1024TiB")
+    t.check("16777216 (the largest batch the library takes; memory allows more)" in out,
+            "the text says so", out[:1500])
+    rc, d, err = llmem.answer("estimate", *big, "--gpu", "T4", "--max", "batch", "--json")
+    t.check(rc == 3 and d["max"]["limited_by"] == "memory" and d["max"]["fits"] is False,
+            "nothing fits: limited by memory", d["max"])
+
+
 GROUPS = {
     "timeline": check_timeline,
     "svg": check_svg,
@@ -621,6 +758,7 @@ GROUPS = {
     "plan": check_plan,
     "gpu": check_gpu,
     "plan-gpu": check_plan_gpu,
+    "budget": check_budget,
 }
 
 

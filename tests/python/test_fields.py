@@ -254,3 +254,39 @@ def test_none_is_a_value_only_of_the_gpu(make, keyword):
         setattr(obj, keyword, None)
     assert obj.get(keyword) == before
     assert llmem.Train(gpu=None).gpu is None
+
+
+def test_lora_modules_names_the_targets_in_the_models_family():
+    # Role bits read back as an int (a Train has no family to name them in);
+    # lora_modules(model) names them, and those names set again give the
+    # same estimate.
+    for preset, names in (("gpt2", "c_attn"), ("meta-llama/Llama-3.2-1B", "q_proj,v_proj"),
+                          ("microsoft/Phi-3-mini-4k-instruct", "qkv_proj")):
+        model = llmem.Model.from_preset(preset)
+        with llmem.Train(method="lora") as train:
+            assert train.lora_modules(model) == names
+            again = llmem.Train(method="lora", lora_targets=train.lora_modules(model))
+            assert (llmem.Estimate().run(model, again).peak_allocated ==
+                    llmem.Estimate().run(model, train).peak_allocated)
+    with llmem.Train(method="lora", lora_targets="all-linear") as train:
+        assert train.lora_targets == "all-linear"
+        assert train.lora_modules(llmem.Model.from_preset("gpt2")) == "c_attn,c_proj,c_fc"
+        result = llmem.Estimate().run(llmem.Model.from_preset("meta-llama/Llama-3.1-8B"), train)
+        assert result.params_trainable == 20971520  # PEFT's count, r = 8
+    o_role = dict(llmem.TRAIN_FIELDS["lora_targets"].choices)["o_proj"]
+    with llmem.Train(method="lora", lora_targets=o_role) as train:
+        with pytest.raises(llmem.Error, match="c_proj"):
+            train.lora_modules(llmem.Model.from_preset("gpt2"))
+    with pytest.raises(TypeError):
+        llmem.Train().lora_modules("gpt2")
+
+
+def test_messages_keep_every_choice_and_suggest_a_near_name():
+    with pytest.raises(llmem.Error) as info:
+        llmem.Train(optimizer="adamw8")
+    assert "did you mean 'adamw-8bit'?" in str(info.value)
+    assert str(info.value).endswith("paged_lion_8bit|paged_lion_32bit)")
+    with pytest.raises(llmem.Error, match="did you mean 'meta-llama/Llama-3.1-8B'"):
+        llmem.Model.from_preset("Llama-3.1-8")
+    assert (llmem.Model.from_preset("LLAMA-3.2-1b").param_count ==
+            llmem.Model.from_preset("meta-llama/Llama-3.2-1B").param_count)

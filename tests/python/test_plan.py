@@ -150,8 +150,10 @@ def test_plan_verdict_equals_the_cli(model, settings, flags):
     assert proc.returncode == (0 if gpu["fits"] else 3)
     assert (result.gpu_bytes, result.margin_permille, result.fits, result.gpu_headroom) == \
         (gpu["capacity_bytes"], gpu["margin_permille"], gpu["fits"], gpu["headroom_bytes"])
+    assert (result.margin_bytes, result.budget_bytes) == (gpu["margin_bytes"], gpu["budget_bytes"])
     if result.fits:
         assert result.best == result.layouts[0]
+        assert result.gpu_headroom == result.best.headroom >= 0
         assert result.best.peak_device <= result.gpu_bytes * (1000 - result.margin_permille) // 1000
     else:
         assert result.best is None and result.layouts == ()

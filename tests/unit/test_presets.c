@@ -382,7 +382,7 @@ Test(presets, preset_fields_are_editable)
 Test(presets, unknown_preset)
 {
     static const char *const bad[] = { "no-such-org/no-such-model", "gpt3", "",
-                                       "openai-community/", "GPT2", "gpt2 " };
+                                       "openai-community/", "GPT-2", "gpt2 " };
     static int sentinel;
     llmem_ctx *ctx = NULL;
     cr_assert_eq(llmem_ctx_new(&ctx, NULL), LLMEM_OK);
