@@ -401,6 +401,25 @@ static void rank_layers(const cli_rank *rk, char *buf, size_t cap)
         snprintf(buf + used, cap - used, " (%llu chunks)", (unsigned long long)chunks);
 }
 
+/* The layers of a class of stages: those of each, consecutive and as many
+ * (layout.c), or the first stage's when they come in interleaved chunks. */
+static void class_layers(const cli_rank *rk, char *buf, size_t cap)
+{
+    uint64_t chunks = rk->chunks ? rk->chunks : 1;
+    if (rk->stages > 1 && chunks == 1) {
+        snprintf(buf, cap, "%llu-%llu (%llu a stage)", (unsigned long long)rk->layer_first,
+                 (unsigned long long)(rk->layer_first + rk->stages * rk->layers - 1),
+                 (unsigned long long)rk->layers);
+        return;
+    }
+    rank_layers(rk, buf, cap);
+    if (rk->stages > 1) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, cap - used, " on stage %llu, %llu later on each next",
+                 (unsigned long long)rk->stage, (unsigned long long)(rk->layers / chunks));
+    }
+}
+
 /* The layout line, and the ranks whose memory differs, when there is more than one GPU. */
 static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
 {
@@ -436,16 +455,19 @@ static void print_layout(FILE *out, const cli_request *req, const cli_report *r)
         char peak[CLI_NUMBER_CAP], host[CLI_NUMBER_CAP];
         cli_format_bytes(rk->peak_device, peak, sizeof peak);
         double in_flight = (double)rk->in_flight_x1000 / 1000.0;
-        char stages[48], layers[96];
+        char stages[48], layers[160];
         if (rk->stages > 1)
             snprintf(stages, sizeof stages, "stages %llu-%llu", (unsigned long long)rk->stage,
                      (unsigned long long)(rk->stage + rk->stages - 1));
         else
             snprintf(stages, sizeof stages, "stage %llu", (unsigned long long)rk->stage);
-        rank_layers(rk, layers, sizeof layers);
-        fprintf(out, "%-*s%s: layers %s, %g micro-batch%s in flight, %llu GPU%s: "
+        class_layers(rk, layers, sizeof layers);
+        /* A class is described by its first stage, which holds the most
+         * micro-batches in flight of them. */
+        fprintf(out, "%-*s%s: layers %s, %s%g micro-batch%s in flight, %llu GPU%s: "
                      "device peak %s%s",
-                LABEL_WIDTH, k == 0 ? "Ranks" : "", stages, layers, in_flight,
+                LABEL_WIDTH, k == 0 ? "Ranks" : "", stages, layers,
+                rk->stages > 1 ? "up to " : "", in_flight,
                 in_flight == 1.0 ? "" : "es", (unsigned long long)rk->gpus,
                 plural((double)rk->gpus), peak, k == r->peak_rank ? " (the most loaded: below)" : "");
         if (rk->host > 0) {

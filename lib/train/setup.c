@@ -55,6 +55,40 @@ int llmem_setup_check_point(llmem_ctx *ctx, const model_shape *m, const setup *s
     return LLMEM_OK;
 }
 
+/* What FlashAttention-2 runs (Dao-AILab/flash-attention, README, "FlashAttention-2
+ * currently supports"): Ampere, Ada or Hopper GPUs, fp16 and bf16 data, head
+ * dimensions up to 256; flash-attn raises on anything else rather than
+ * running. Newer NVIDIA GPUs and AMD's CDNA (its ROCm build) are taken as
+ * running it. */
+#define FLASH_MIN_CAPABILITY 80
+#define FLASH_MAX_HEAD_DIM 256
+
+static int check_flash(llmem_ctx *ctx, const llmem_train *t, const model_shape *m,
+                       const setup *s, const arch_desc *arch)
+{
+    if (s->attention != LLMEM_ATTENTION_FLASH)
+        return LLMEM_OK;
+    /* fp32 weights without autocast: transformers hands flash-attn the
+     * linears' dtype, fp32. */
+    if (s->compute_dt == 4)
+        return FAIL(ctx, ATTENTION, LLMEM_EINCONSISTENT,
+                    "attention: flash (FlashAttention-2) takes fp16 or bf16 only, and under "
+                    "precision fp32 nothing casts its inputs: use --attention sdpa, or a 16-bit "
+                    "or mixed precision");
+    if (m->head_dim > FLASH_MAX_HEAD_DIM)
+        return FAIL(ctx, ATTENTION, LLMEM_EINCONSISTENT,
+                    "attention: flash (FlashAttention-2) takes head dimensions up to %d, not "
+                    "head-dim %llu: use --attention sdpa",
+                    FLASH_MAX_HEAD_DIM, (unsigned long long)m->head_dim);
+    int gpu = (int)t->i[LLMEM_TRAIN_GPU];
+    if (gpu > 0 && arch->capability != 0 && arch->capability < FLASH_MIN_CAPABILITY)
+        return FAIL(ctx, ATTENTION, LLMEM_EINCONSISTENT,
+                    "attention: flash (FlashAttention-2) runs on Ampere or newer GPUs (sm_80 "
+                    "and up), not the %s (%s): use --attention sdpa",
+                    llmem_gpu_row((size_t)gpu - 1)->id.name, arch->name);
+    return LLMEM_OK;
+}
+
 /* Under grouped_mm transformers 5.x stores a layer's routed experts as two
  * 3-D parameters: PEFT's target_modules match modules (its target_parameters
  * is not modelled) and bitsandbytes' 4-bit quantization replaces nn.Linear
@@ -158,6 +192,9 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
         !lora_targets_exist(m, s->lora_targets))
         return fail_no_target(ctx, m);
     rc = check_experts(ctx, m, s);
+    if (rc != LLMEM_OK)
+        return rc;
+    rc = check_flash(ctx, t, m, s, arch);
     if (rc != LLMEM_OK)
         return rc;
     rc = llmem_setup_check_point(ctx, m, s);

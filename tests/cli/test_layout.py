@@ -110,6 +110,16 @@ def check_layout(t, llmem):
     t.check(len(loaded) == 1 and loaded[0]["peak_device_bytes"] == d["peak_device_bytes"],
             "the top-level keys are the most loaded rank's")
     t.check(sum(r["layers"] for r in ranks) == 16, "the stages split the 16 layers")
+    # A class of middle stages says all their layers, and that its first
+    # stage's micro-batches in flight are the most of them.
+    rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--pp", "8", "--micro-batches",
+                             "16")
+    t.check(rc == 0 and "stages 1-6: layers 2-13 (2 a stage), up to 7 micro-batches in flight"
+            in out, "a class of stages: its layers and 'up to'", out)
+    rc, out, err = llmem.run("estimate", "--model", LLAMA_32_1B, "--pp", "4", "--micro-batches",
+                             "8", "--schedule", "interleaved", "--virtual-stages", "2")
+    t.check(rc == 0 and "stages 1-2: layers 2-3, 10-11 (2 chunks) on stage 1, 2 later on each "
+            "next, up to" in out, "an interleaved class: its first stage's chunks", out)
     for flags, needle in ((["--tp", "3"], "--tp"), (["--pp", "99"], "--pp"),
                           (["--zero", "4"], "--zero"), (["--fsdp", "half"], "--fsdp"),
                           (["--offload", "optimizer"], "--offload"), (["--sp", "1"], "--sp")):

@@ -229,7 +229,7 @@ static const struct {
     double dropout;
 } grid_setups[] = {
     { "bf16-mixed", "full", "none", "eager", "upcast", 0.0 },
-    { "fp32", "full", "full", "flash", "upcast", 0.1 },
+    { "fp32", "full", "full", "sdpa", "upcast", 0.1 },
     { "bf16", "lora", "none", "flash", "chunked", 0.0 },
     { "bf16-mixed", "qlora", "full", "eager", "chunked", 0.1 },
     { "bf16-mixed", "freeze", "none", "eager", "upcast", 0.1 },

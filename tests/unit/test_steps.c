@@ -279,11 +279,11 @@ Test(steps, lora_dropout, .init = setup_est, .fini = teardown_est)
 /* ---- SDPA's backends ---------------------------------------------------- */
 
 /* 16-bit inputs run a fused kernel (cuDNN or flash): SDPA under bf16 autocast
- * casts q, k and v as --attention flash does and saves the same tensors. So
- * does fp32 with one kv head per query head on the memory-efficient backend
- * when head_dim is a multiple of 64 (its workspace then equals the fused
- * one's). fp32 with grouped kv heads falls back to the math path, which saves
- * the fp32 probabilities [B, H, S, S] of every layer. */
+ * casts q, k and v as --attention flash does and saves the same tensors.
+ * FlashAttention-2 takes no fp32 (flash_runs_where_flash_attn_does). fp32
+ * with grouped kv heads falls back to SDPA's math path, which saves the fp32
+ * probabilities [B, H, S, S] of every layer: a term in S^2 that no fused
+ * kernel has. */
 Test(steps, sdpa_backends, .init = setup_est, .fini = teardown_est)
 {
     static const char *const sixteen[] = { "bf16-mixed", "bf16" };
@@ -298,21 +298,66 @@ Test(steps, sdpa_backends, .init = setup_est, .fini = teardown_est)
         }
         llmem_model_free(m);
     }
-    llmem_model *gpt2 = preset("gpt2");
-    result sdpa, flash;
-    RUN(gpt2, &sdpa, S(ATTENTION, "sdpa"), S(PRECISION, "fp32"), S(BATCH, "2"));
-    RUN(gpt2, &flash, S(ATTENTION, "flash"), S(PRECISION, "fp32"), S(BATCH, "2"));
-    cr_expect_eq(sdpa.allocated, flash.allocated, "gpt2 fp32: memory-efficient backend");
-    llmem_model_free(gpt2);
 
+    /* The math path's forward, second difference over seq 512, 1024, 2048:
+     * c (2048^2 - 2 x 1024^2 + 512^2) for its S^2 coefficient c, at least the
+     * probabilities' 16 layers x batch 2 x 32 heads x 4 bytes. */
     llmem_model *gqa = preset("meta-llama/Llama-3.2-1B"); /* 32 heads, 8 kv heads */
-    result math, fused;
-    RUN(gqa, &math, S(ATTENTION, "sdpa"), S(PRECISION, "fp32"), S(BATCH, "2"), S(SEQ, "1024"));
-    RUN(gqa, &fused, S(ATTENTION, "flash"), S(PRECISION, "fp32"), S(BATCH, "2"), S(SEQ, "1024"));
-    uint64_t probs = U64(16) * 2 * 32 * 1024 * 1024 * 4, lse = U64(16) * 2 * 32 * 1024 * 4;
-    cr_expect_geq(math.phase[LLMEM_PHASE_FORWARD] - fused.phase[LLMEM_PHASE_FORWARD],
-                  probs - lse, "the math path saves each layer's fp32 probabilities");
+    result at[3];
+    RUN(gqa, &at[0], S(ATTENTION, "sdpa"), S(PRECISION, "fp32"), S(BATCH, "2"), S(SEQ, "512"));
+    RUN(gqa, &at[1], S(ATTENTION, "sdpa"), S(PRECISION, "fp32"), S(BATCH, "2"), S(SEQ, "1024"));
+    RUN(gqa, &at[2], S(ATTENTION, "sdpa"), S(PRECISION, "fp32"), S(BATCH, "2"), S(SEQ, "2048"));
+    uint64_t f0 = at[0].phase[LLMEM_PHASE_FORWARD], f1 = at[1].phase[LLMEM_PHASE_FORWARD],
+             f2 = at[2].phase[LLMEM_PHASE_FORWARD];
+    uint64_t probs = U64(16) * 2 * 32 * 4, second = U64(2048) * 2048 - 2 * U64(1024) * 1024 +
+                                                    U64(512) * 512;
+    cr_expect_geq(f2 + f0 - 2 * f1, probs * second,
+                  "the math path saves each layer's fp32 probabilities");
     llmem_model_free(gqa);
+}
+
+/* What FlashAttention-2 runs, and nothing else: fp16 or bf16 inputs (fp32
+ * without autocast refused), head dimensions up to 256, Ampere or newer
+ * GPUs (a GPU named older refused; AMD's CDNA and no GPU named taken). */
+static int run_flash(llmem_model *m, const char *precision, const char *gpu)
+{
+    llmem_train *t = NULL;
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, "flash"), LLMEM_OK);
+    cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_PRECISION, precision), LLMEM_OK);
+    if (gpu != NULL)
+        cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GPU, gpu), LLMEM_OK);
+    int rc = llmem_estimate_run(est, m, t);
+    llmem_train_free(t);
+    return rc;
+}
+
+Test(steps, flash_runs_where_flash_attn_does, .init = setup_est, .fini = teardown_est)
+{
+    static const char *const runs[] = { "bf16-mixed", "fp16-mixed", "bf16", "bf16-autocast" };
+    static const char *const newer[] = { "A100-40GB", "RTX-4090", "H100-SXM", "B200",
+                                         "RTX-5090", "MI300X" };
+    static const char *const older[] = { "V100-16GB", "T4" };
+    llmem_model *m = preset("meta-llama/Llama-3.2-1B");
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        cr_expect_eq(run_flash(m, runs[i], NULL), LLMEM_OK, "%s", runs[i]);
+    cr_expect_eq(run_flash(m, "fp32", NULL), LLMEM_EINCONSISTENT);
+    cr_expect(strstr(llmem_ctx_error(ctx), "fp16 or bf16") != NULL, "%s", llmem_ctx_error(ctx));
+    for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++)
+        cr_expect_eq(run_flash(m, "bf16-mixed", newer[i]), LLMEM_OK, "%s", newer[i]);
+    for (size_t i = 0; i < sizeof older / sizeof older[0]; i++) {
+        cr_expect_eq(run_flash(m, "fp16-mixed", older[i]), LLMEM_EINCONSISTENT, "%s", older[i]);
+        cr_expect(strstr(llmem_ctx_error(ctx), older[i]) != NULL &&
+                      strstr(llmem_ctx_error(ctx), "sm_80") != NULL,
+                  "%s", llmem_ctx_error(ctx));
+    }
+    /* Head dimensions: 256 runs, 512 does not. */
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HEAD_DIM, 256), LLMEM_OK);
+    cr_expect_eq(run_flash(m, "bf16-mixed", NULL), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_model_set_int(m, LLMEM_MODEL_HEAD_DIM, 512), LLMEM_OK);
+    cr_expect_eq(run_flash(m, "bf16-mixed", NULL), LLMEM_EINCONSISTENT);
+    cr_expect(strstr(llmem_ctx_error(ctx), "head-dim 512") != NULL, "%s", llmem_ctx_error(ctx));
+    llmem_model_free(m);
 }
 
 /* ---- the model's own dropouts ------------------------------------------- */

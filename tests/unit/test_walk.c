@@ -130,7 +130,8 @@ static const family_variant family_variants[] = {
 
 typedef struct family_case {
     size_t variant, precision, method, ckpt;
-    int extras; /* 1: dropout and accumulation; 0: flash attention and chunked loss */
+    int extras; /* 1: dropout and accumulation; 0: flash attention (sdpa in fp32, which
+                   flash-attn does not take) and chunked loss */
 } family_case;
 
 static void check_family_case(const family_case *c)
@@ -155,7 +156,10 @@ static void check_family_case(const family_case *c)
     if (c->method == 2)
         llmem_train_set_int(t, LLMEM_TRAIN_FROZEN_LAYERS, 2);
     llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, ckpts[c->ckpt]);
-    llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION, c->extras ? "eager" : "flash");
+    llmem_train_set_str(t, LLMEM_TRAIN_ATTENTION,
+                        c->extras                                  ? "eager"
+                        : strcmp(precisions[c->precision], "fp32") ? "flash"
+                                                                   : "sdpa");
     llmem_train_set_str(t, LLMEM_TRAIN_LOSS, c->extras ? "upcast" : "chunked");
     llmem_train_set_double(t, LLMEM_TRAIN_DROPOUT, c->extras ? 0.1 : 0.0);
     llmem_train_set_int(t, LLMEM_TRAIN_GRAD_ACCUM, c->extras ? 4 : 1);
