@@ -1126,8 +1126,9 @@ LLMEM_API size_t llmem_plan_rejected_count(const llmem_plan *plan);
  * Rejection @p index: a static reason ("tp does not divide the heads",
  * "does not fit at micro-batch 1") and how many layouts it rejected; an
  * example in @p example (owned by the planner, never empty): the first such
- * layout's message; for "does not fit at micro-batch 1" the layout and the
- * bytes micro-batch 1 needs against the capacity less the margin. @since 0.2.0
+ * layout's message; for "does not fit at micro-batch 1" the layout that comes
+ * closest (the least bytes at micro-batch 1) and those bytes against the
+ * capacity less the margin. @since 0.2.0
  */
 LLMEM_API int llmem_plan_rejected(const llmem_plan *plan, size_t index, const char **reason,
                                   uint64_t *layouts, const char **example);

@@ -27,6 +27,7 @@ typedef struct plan_result {
 typedef struct plan_reject {
     const char *reason; /* static */
     uint64_t layouts;
+    uint64_t need;      /* the example's bytes when it is the closest of a kind to fit, else 0 */
     char example[PLAN_EXAMPLE_CAP];
 } plan_reject;
 

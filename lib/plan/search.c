@@ -26,7 +26,11 @@ static const struct {
     { LLMEM_PARALLEL_OFFLOAD, "the engine does not offload that" },
 };
 
-static void reject(llmem_plan *p, const char *reason, const char *example)
+/* Count a rejected layout under its reason. The example is the kind's
+ * first, or, for layouts that do not fit (need: the bytes micro-batch 1
+ * needs, 0 when not counted), the one that comes closest: what a user
+ * would change to make a layout fit. */
+static void reject_need(llmem_plan *p, const char *reason, const char *example, uint64_t need)
 {
     size_t i = 0;
     while (i < p->nreject && strcmp(p->reject[i].reason, reason) != 0)
@@ -38,10 +42,20 @@ static void reject(llmem_plan *p, const char *reason, const char *example)
             p->nreject++;
             p->reject[i].reason = reason;
             p->reject[i].layouts = 0;
+            p->reject[i].need = need;
             snprintf(p->reject[i].example, PLAN_EXAMPLE_CAP, "%s", example);
         }
+    } else if (need > 0 && strcmp(p->reject[i].reason, reason) == 0 &&
+               (p->reject[i].need == 0 || need < p->reject[i].need)) {
+        p->reject[i].need = need;
+        snprintf(p->reject[i].example, PLAN_EXAMPLE_CAP, "%s", example);
     }
     p->reject[i].layouts++;
+}
+
+static void reject(llmem_plan *p, const char *reason, const char *example)
+{
+    reject_need(p, reason, example, 0);
 }
 
 /* The reason of the estimate's last failure. */
@@ -207,7 +221,7 @@ static int try_layout(search *x, uint64_t dp, uint64_t pp)
             reject(p, "the global batch does not split over dp", example);
         } else {
             fit_example(x, example, sizeof example);
-            reject(p, "does not fit at micro-batch 1", example);
+            reject_need(p, "does not fit at micro-batch 1", example, x->last_peak);
         }
         return LLMEM_OK;
     }

@@ -373,6 +373,13 @@ def check_plan_rejections(t, llmem):
         t.check(e["peak_device_bytes"] == int(need) > int(usable) == GIB * 950 // 1000,
                 "the example's bytes are that layout's at micro-batch 1", (e["peak_device_bytes"],
                                                                           fit[0]))
+        # It is the closest layout: no other of the search needs less.
+        others = [["--dp", "4"], ["--dp", "4", "--sharding", "zero3", "--grad-ckpt", "full"],
+                  ["--tp", "4", "--grad-ckpt", "full"], ["--dp", "2", "--tp", "2"]]
+        needs = [llmem.json("--model", LLAMA_32_1B, "--batch", "1", *o)["peak_device_bytes"]
+                 for o in others]
+        t.check(all(n >= int(need) for n in needs),
+                "the example is the layout that comes closest", (need, needs, fit[0]))
     rc, out, err = llmem.answer("plan", "--model", LLAMA_32_1B, "--gpus", "4", "--capacity",
                                 "80GiB", "--global-batch", "6")
     t.check(rc == 0 and "the global batch does not split over dp: global-batch 6 is not a "
