@@ -241,6 +241,22 @@ static void print_dropout(FILE *out, const text_settings *s)
     fputc(')', out);
 }
 
+/* Learned positions refuse a longer seq (the library does); rotary ones and
+ * ALiBi run it, transformers does not refuse, but the model was trained on
+ * no longer: said, not refused. */
+static void print_past_positions(FILE *out, const cli_request *req, const text_settings *s)
+{
+    int64_t positions = 0, max_positions = 0, seq = s->seq.i;
+    llmem_model_get_int(req->model, LLMEM_MODEL_POSITIONS, &positions);
+    llmem_model_get_int(req->model, LLMEM_MODEL_MAX_POSITIONS, &max_positions);
+    for (int i = 0; i < req->ngrid[1]; i++)
+        seq = req->grid[1][i] > seq ? req->grid[1][i] : seq;
+    if (positions != LLMEM_POSITIONS_LEARNED && max_positions > 0 && seq > max_positions)
+        fprintf(out, "%-*sseq %lld is past the model's max-positions %lld: transformers runs "
+                     "it, the model was trained on no longer\n",
+                LABEL_WIDTH, "", (long long)seq, (long long)max_positions);
+}
+
 static void print_setup(FILE *out, const cli_request *req, const text_settings *s, int article)
 {
     const char *defaults =
@@ -290,6 +306,7 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
     if (strcmp(s->precision.text, "bf16-mixed") == 0)
         fprintf(out, "%-*sbf16-mixed: fp32 weights; a bf16 checkpoint in its own dtype "
                      "(transformers 5.x) is --precision bf16-autocast\n", LABEL_WIDTH, "");
+    print_past_positions(out, req, s);
     fprintf(out, "%-*sphased: the peak over the phases of one training step\n", LABEL_WIDTH,
             "Formula");
 }

@@ -264,6 +264,13 @@ def check_text(t, llmem):
     gib = "%.2f GiB" % (d["peak_allocated_bytes"] / 2.0 ** 30)
     gb = "%.2f GB" % (d["peak_allocated_bytes"] / 1e9)
     t.check(gib in out and gb in out, "the table's peak matches the JSON's", (gib, gb))
+    # A rotary model past its max-positions runs, and the Setup says so;
+    # learned positions refuse it (exit 1, test_limits).
+    note = "is past the model's max-positions 4096: transformers runs it"
+    for seqs, says in (("4096", False), ("4097", True), ("1024,8192", True)):
+        rc, out, err = llmem.run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--seq", seqs)
+        t.check(rc == 0 and (note in out) == says, "seq %s past max-positions: said %s"
+                % (seqs, says), out[:900])
 
 
 def check_models(t, llmem):
