@@ -24,6 +24,14 @@
  * problem, and the results summed over the set (GPUs used, jobs placed,
  * proven optimal) with a digest of every layout (each GPU's type, each
  * job's status, GPU, profile and start), so that two builds can be compared.
+ *
+ *     bench_pack --gpu-find [CALLS]  (default 2000)
+ *
+ * times llmem_gpu_find(), which a scheduler calls for the GPU name of every
+ * request: nanoseconds per call for a canonical name, an alias, the driver's
+ * name, an unknown name with suggestions and one without, the best of 300
+ * batches of CALLS calls each (short batches, so that some escape
+ * preemption on a shared machine).
  */
 #define _POSIX_C_SOURCE 200112L
 
@@ -267,8 +275,53 @@ static int bench_calls(llmem_pack *pack, size_t calls)
     return 1;
 }
 
+/* Nanoseconds per llmem_gpu_find() of each kind of name. */
+static int bench_gpu_find(llmem_ctx *ctx, size_t calls)
+{
+    static const struct {
+        const char *kind, *name;
+        int status;
+    } names[] = {
+        { "canonical", "H100-SXM", LLMEM_OK },
+        { "alias", "A100-SXM4-80GB", LLMEM_OK },
+        { "driver name", "NVIDIA H100 80GB HBM3", LLMEM_OK },
+        { "suggestions", "A100", LLMEM_ENOTFOUND },
+        { "unknown", "Z100-96GB", LLMEM_ENOTFOUND },
+    };
+    size_t gpu = 0, sum = 0;
+    printf("llmem_gpu_find(), ns per call (best of 300 batches of %zu calls)\n\n", calls);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        double best = 1e9;
+        for (int batch = 0; batch < 300; batch++) {
+            double t0 = now();
+            for (size_t c = 0; c < calls; c++) {
+                if (llmem_gpu_find(ctx, names[i].name, &gpu) != names[i].status)
+                    return 0;
+                sum += gpu;
+            }
+            double dt = now() - t0;
+            best = dt < best ? dt : best;
+        }
+        printf("%-12s %-24s %8.1f\n", names[i].kind, names[i].name, best * 1e9 / (double)calls);
+    }
+    return sum != SIZE_MAX; /* keeps the results observable */
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--gpu-find") == 0) {
+        size_t calls = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 2000;
+        llmem_ctx *ctx = NULL;
+        if (calls == 0 || llmem_ctx_new(&ctx, NULL) != LLMEM_OK) {
+            fprintf(stderr, "usage: bench_pack --gpu-find [CALLS > 0]\n");
+            return 1;
+        }
+        int ok = bench_gpu_find(ctx, calls);
+        if (!ok)
+            fprintf(stderr, "bench_pack: %s\n", llmem_ctx_error(ctx));
+        llmem_ctx_free(ctx);
+        return ok ? 0 : 1;
+    }
     size_t jobs = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 10000;
     size_t calls = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 400;
     llmem_ctx *ctx = NULL;

@@ -49,5 +49,8 @@ int cli_is_command(const char *name);
 
 /* The usage text, generated from the flag table. */
 void cli_usage(FILE *out);
+/* The usage of one command (`llmem COMMAND --help`, `llmem help COMMAND`):
+ * its synopsis and the flags it takes. 0 for a command without its own. */
+int cli_usage_command(FILE *out, const char *command);
 
 #endif

@@ -324,7 +324,7 @@ int cli_cmd_estimate(int argc, char **argv)
     if (status == CLI_EXIT_OK && !req.help && req.max_key != 0)
         status = check_max_solves(argc, argv, &req);
     if (status == CLI_EXIT_OK && req.help)
-        cli_usage(stdout);
+        cli_usage_command(stdout, "estimate");
     else if (status == CLI_EXIT_OK)
         status = estimate(ctx, argc, argv, &req);
     cli_request_free(&req);

@@ -304,7 +304,7 @@ int cli_cmd_fit(int argc, char **argv)
     if (cli_opts_take(&argc, argv, opts, OPT_COUNT) != 0)
         return CLI_EXIT_USAGE;
     if (opts[OPT_HELP].value) {
-        cli_usage(stdout);
+        cli_usage_command(stdout, "fit");
         return CLI_EXIT_OK;
     }
     if (opts[OPT_GPU].value == NULL) {

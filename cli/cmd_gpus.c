@@ -171,7 +171,7 @@ int cli_cmd_gpus(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (opts[2].value) {
-        cli_usage(stdout);
+        cli_usage_command(stdout, "gpus");
         return CLI_EXIT_OK;
     }
     if (opts[1].value)

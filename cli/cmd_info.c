@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* `llmem version` and `llmem help`: no flags but --help, and help may name a
- * command (one usage text covers them all). */
+ * command (its own usage, or the whole one for version and help). */
 #include "cli.h"
 
 #include <llmem.h>
@@ -40,12 +40,16 @@ int cli_cmd_version(int argc, char **argv)
 
 int cli_cmd_help(int argc, char **argv)
 {
-    if (argc == 1 && (cli_is_command(argv[0]) || asks_help(argc, argv))) {
-        cli_usage(stdout); /* `llmem help estimate`: the flags of every command */
-        return CLI_EXIT_OK;
-    }
-    if (!no_arguments("help", argc, argv))
+    if (argc > 1) {
+        cli_error("`llmem help` takes one command (got '%s' after '%s')", argv[1], argv[0]);
         return CLI_EXIT_USAGE;
+    }
+    if (argc == 1 && cli_usage_command(stdout, argv[0]))
+        return CLI_EXIT_OK;
+    if (argc == 1 && !cli_is_command(argv[0]) && !asks_help(argc, argv)) {
+        cli_error("unknown command '%s' (see `llmem help`)", argv[0]);
+        return CLI_EXIT_USAGE;
+    }
     cli_usage(stdout);
     return CLI_EXIT_OK;
 }

@@ -90,7 +90,7 @@ int cli_cmd_models(int argc, char **argv)
     if (r < 0)
         return CLI_EXIT_USAGE;
     if (help) {
-        cli_usage(stdout);
+        cli_usage_command(stdout, "models");
         return CLI_EXIT_OK;
     }
     llmem_ctx *ctx = NULL;

@@ -687,7 +687,7 @@ int cli_cmd_pack(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (opts[OPT_HELP].value) {
-        cli_usage(stdout);
+        cli_usage_command(stdout, "pack");
         return CLI_EXIT_OK;
     }
     if (opts[OPT_GPU].value == NULL || opts[OPT_JOBS].value == NULL) {

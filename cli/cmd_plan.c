@@ -301,7 +301,7 @@ int cli_cmd_plan(int argc, char **argv)
                         CLI_ACCEPTS(CLI_TARGET_JSON) | CLI_ACCEPTS(CLI_TARGET_HELP);
     int status = cli_configure(ctx, argc, argv, accepted, "plan", &req);
     if (status == CLI_EXIT_OK && req.help) {
-        cli_usage(stdout);
+        cli_usage_command(stdout, "plan");
     } else if (status == CLI_EXIT_OK && (req.capacity == 0 || !(req.plan_given & (1u << LLMEM_PLAN_GPUS)))) {
         cli_error("plan needs --gpus N and --gpu NAME or --capacity SIZE (the memory of one GPU)");
         status = CLI_EXIT_USAGE;

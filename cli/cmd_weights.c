@@ -53,7 +53,7 @@ int cli_cmd_weights(int argc, char **argv)
     if (status != CLI_EXIT_OK)
         return status;
     if (a.help) {
-        cli_usage(stdout);
+        cli_usage_command(stdout, "weights");
         return CLI_EXIT_OK;
     }
     llmem_ctx *ctx = NULL;

@@ -12,6 +12,7 @@ tests/hf/configs and write small safetensors files with tests/hf/gen_safetensors
 import csv
 import json
 import os
+import re
 import shlex
 import shutil
 import struct
@@ -520,13 +521,13 @@ def check_errors(t, llmem):
         rc, out, err = llmem.run(*args)
         t.check(rc == status and err.startswith("llmem: ") and out == "",
                 "llmem %s: usage error" % " ".join(args), (rc, err))
-    # help for a command, and --help after version, print the usage
+    # help for a command prints its usage; --help after version, the whole usage
     for args in (["help", "estimate"], ["help", "pack"], ["version", "--help"], ["help", "-h"]):
         rc, out, err = llmem.run(*args)
-        t.check(rc == 0 and "Training:" in out and err == "",
+        t.check(rc == 0 and out.startswith("Usage: llmem") and err == "",
                 "llmem %s: the usage, exit 0" % " ".join(args), (rc, err))
     rc, out, err = llmem.run("help", "estimate", "x")
-    t.check(rc == 2 and "takes no arguments" in err, "llmem help estimate x: usage error",
+    t.check(rc == 2 and "takes one command" in err, "llmem help estimate x: usage error",
             (rc, err))
 
 
@@ -651,6 +652,74 @@ def check_info(t, llmem):
                 "llmem %s prints the versions" % args[0], out)
         d = llmem.json()
         t.check(d["version"] in out, "the versions agree", (out, d["version"]))
+
+
+# Each command's help: (a flag it takes, flags only other commands take).
+COMMAND_HELP = {
+    "estimate": ("--batch", ["--jobs", "--top", "--mig", "--bytes"]),
+    "plan": ("--top", ["--jobs", "--svg", "--mig", "--bytes"]),
+    "models": ("--json", ["--batch", "--jobs", "--mig"]),
+    "weights": ("--json", ["--batch", "--mig", "--jobs"]),
+    "gpus": ("--mig", ["--batch", "--jobs", "--top"]),
+    "fit": ("--bytes", ["--jobs", "--top", "--svg", "--mig"]),
+    "pack": ("--jobs", ["--batch", "--mig", "--top", "--bytes"]),
+}
+# How each command refuses a flag it does not take.
+REFUSALS = ("unknown flag", "is not a flag of", "does not take", "takes --mig and --json only",
+            "is a flag of `llmem estimate`")
+
+
+def help_flags(out):
+    """The flags a usage lists, with their value placeholder ("" for a switch)."""
+    flags = {}
+    for line in out.splitlines():
+        if line.startswith("  --"):
+            head = re.split(r"\s{2,}", line.strip())[0].split(" ", 1)
+            flags[head[0]] = head[1] if len(head) > 1 else ""
+    return flags
+
+
+def check_command_help(t, llmem):
+    _, whole, _ = llmem.run("help")
+    tmp = tempfile.mkdtemp()
+    try:
+        for cmd, (takes, others) in sorted(COMMAND_HELP.items()):
+            rc, out, err = llmem.run(cmd, "--help")
+            rc2, out2, err2 = llmem.run("help", cmd)
+            t.check(rc == 0 and err == "" and out.startswith("Usage: llmem %s" % cmd),
+                    "llmem %s --help: its usage on stdout, exit 0" % cmd, (rc, err, out[:80]))
+            t.check(rc2 == 0 and out2 == out, "llmem help %s: the same" % cmd, (rc2, err2))
+            t.check(out != whole, "llmem %s --help is not the whole usage" % cmd)
+            flags = help_flags(out)
+            t.check(takes in flags, "llmem %s --help lists %s" % (cmd, takes), sorted(flags))
+            for other in others:
+                t.check(other not in flags, "llmem %s --help leaves out %s" % (cmd, other))
+            # Every flag listed is one the command takes (a bad value may be
+            # refused; the flag may not).
+            for flag, value in sorted(flags.items()):
+                args = [cmd, flag]
+                if flag == "--svg":
+                    args.append(os.path.join(tmp, "step.svg"))
+                elif value:
+                    args.append(value.split("|")[0].split("[")[0].split(",")[0] or "1")
+                rc, out, err = llmem.run(*args)
+                refused = [r for r in REFUSALS if r in err]
+                t.check(not refused and rc < 128, "llmem %s: %s is taken" % (cmd, " ".join(args[1:])),
+                        (rc, err.strip()))
+            # The check above would see a refusal.
+            needed = ["--gpu", "A100-80GB"] if cmd == "fit" else []
+            rc, out, err = llmem.run(cmd, *(needed + [others[0], "1"]))
+            t.check(rc == 2 and any(r in err for r in REFUSALS),
+                    "llmem %s %s 1: refused" % (cmd, others[0]), (rc, err.strip()))
+    finally:
+        shutil.rmtree(tmp)
+    for args in (["help", "nosuch"], ["help", "--bogus"]):
+        rc, out, err = llmem.run(*args)
+        t.check(rc == 2 and out == "" and err.startswith("llmem: ") and args[1] in err,
+                "llmem %s: a usage error naming the command" % " ".join(args), (rc, err))
+    for args in (["help"], ["--help"], ["help", "help"], ["help", "version"]):
+        rc, out, err = llmem.run(*args)
+        t.check(rc == 0 and out == whole, "llmem %s: the whole usage" % " ".join(args), rc)
 
 
 # The integer model fields of the newer flags: flag, JSON key, a value to set on
@@ -1054,6 +1123,7 @@ GROUPS = {
     "equals": check_equals,
     "choices": check_choices,
     "info": check_info,
+    "command-help": check_command_help,
     "arch-flags": check_arch_flags,
     "config": check_config,
     "config-errors": check_config_errors,
