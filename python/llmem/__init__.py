@@ -19,9 +19,9 @@ from ._version import __version__
 from .context import Context, default_context
 from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFound,
                      NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
-from .estimate import (LEVELS, PHASES, TERMS, Estimate, Rank, Result, Term, Timeline,
-                       TimelinePoint, estimate, largest_fitting, sweep)
-from .fields import MODEL_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Field
+from .estimate import (DEFAULT_MARGIN, LEVELS, PHASES, TERMS, Estimate, Gpu, Rank, Result, Term,
+                       Timeline, TimelinePoint, estimate, gpu, gpus, largest_fitting, sweep)
+from .fields import ALIASES, MODEL_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Alias, Field
 from .model import Model, presets
 from .parallel import Parallel
 from .plan import Plan, PlannedLayout, PlanResult, Rejection, plan
@@ -35,11 +35,12 @@ def library_version() -> str:
 
 
 __all__ = [
-    "BufferTooSmall", "Context", "DtypeTotal", "Error", "Estimate", "Field", "Inconsistent",
-    "InvalidArgument", "LEVELS", "MODEL_FIELDS", "Model", "NotFound", "NotSupported",
-    "OutOfMemory", "OutOfRange", "Overflow", "PARALLEL_FIELDS", "PHASES", "PLAN_FIELDS",
-    "Parallel", "ParseError", "Plan", "PlanResult", "PlannedLayout", "Rank", "ReadError",
-    "Rejection", "Result", "TERMS", "Term", "Timeline", "TimelinePoint",
-    "TRAIN_FIELDS", "Train", "Weights", "__version__", "default_context", "estimate",
-    "largest_fitting", "library_path", "library_version", "plan", "presets", "sweep",
+    "__version__", "Alias", "ALIASES", "BufferTooSmall", "Context", "default_context",
+    "DEFAULT_MARGIN", "DtypeTotal", "Error", "Estimate", "estimate", "Field", "Gpu", "gpu",
+    "gpus", "Inconsistent", "InvalidArgument", "largest_fitting", "LEVELS", "library_path",
+    "library_version", "Model", "MODEL_FIELDS", "NotFound", "NotSupported", "OutOfMemory",
+    "OutOfRange", "Overflow", "Parallel", "PARALLEL_FIELDS", "ParseError", "PHASES", "Plan",
+    "plan", "PLAN_FIELDS", "PlannedLayout", "PlanResult", "presets", "Rank", "ReadError",
+    "Rejection", "Result", "sweep", "Term", "TERMS", "Timeline", "TimelinePoint", "Train",
+    "TRAIN_FIELDS", "Weights",
 ]

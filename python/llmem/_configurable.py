@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, TypeVar
 
 from . import errors
 from .context import Handle, c_string
-from .fields import Field, Value, unknown_keyword
+from .fields import Field, Value, canonical, unknown_keyword
 
 _C = TypeVar("_C", bound="Configurable")
 
@@ -28,9 +28,14 @@ class Configurable(Handle):
         """Set fields by keyword, in order: ``set(hidden=4096, norm="rmsnorm")``.
 
         Enumerated fields take their names, bitmasks a comma-separated string
-        or a list of names, real fields a float. Returns the object itself.
+        or a list of names, real fields a float. The ``llmem`` flags that
+        spell a field their own way are keywords too (``attn_bias`` for
+        ``qkv_bias``, ``zero=3`` for ``sharding="zero3"``, ``fsdp="full"``
+        for ``sharding="fsdp-full"``: :data:`llmem.fields.ALIASES`). Returns
+        the object itself.
         """
-        for keyword, value in values.items():
+        function = "%s.set()" % type(self).__name__
+        for keyword, value in canonical(function, values, self._fields).items():
             self._set(self._field(keyword, "set()"), value)
         return self
 

@@ -30,7 +30,8 @@ class Error(Exception):
     Attributes:
         status: the negative ``LLMEM_E*`` code.
         message: the library's message, naming the offending field and value.
-        field: the field's keyword name (``"lora_rank"``), or None.
+        field: the field's Python keyword (``"lora_rank"``), or None; the
+            message spells it as the library does (``"lora-rank: ..."``).
         object: ``"model"`` or ``"train"`` when ``field`` is set, else None.
     """
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import array
 import collections.abc
 import ctypes
+import dataclasses
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     Union)
 
 from . import errors
 from ._library import LIB
-from .context import Context, Handle, expect, expect_u64, locked, resolve
-from .fields import MODEL_FIELDS, PARALLEL_FIELDS, TRAIN_FIELDS, unknown_keyword
+from .context import Context, Handle, c_string, expect, expect_u64, locked, resolve
+from .fields import (ALIASES, MODEL, MODEL_FIELDS, PARALLEL, PARALLEL_FIELDS, TRAIN,
+                     TRAIN_FIELDS, unknown_keyword)
 from .model import Model
 from .parallel import Parallel
 from .train import Train
@@ -66,6 +68,148 @@ def _names(fn: Any) -> Tuple[Tuple[int, str], ...]:
 
 PHASES = _names(LIB.llmem_phase_name)
 TERMS = _names(LIB.llmem_term_name)
+
+# GPU keys of include/llmem.h (enum llmem_gpu_key, enum llmem_gpu_text).
+_GPU_USABLE_BYTES = 1
+_GPU_USABLE_ESTIMATED = 2
+_GPU_CONTEXT_BYTES = 3
+_GPU_WORKSPACE_BYTES = 4
+_GPU_SMS = 5
+_GPU_COMPUTE_CAPABILITY = 6
+_GPU_MIG_PROFILES = 7
+_GPU_MIG_SLOTS = 8
+_GPU_MIG_COMPUTE_SLICES = 9
+_GPU_CONTEXT_ESTIMATED = 10
+_GPU_ARCH = 1
+_GPU_DEVICE_NAME = 2
+_GPU_MEMORY_SOURCE = 3
+_GPU_CONSTANTS_SOURCE = 4
+_GPU_ALIASES = 5
+# The CLI's --margin default: percent of a GPU's memory kept free.
+DEFAULT_MARGIN = 5
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU of the library's catalog (``llmem gpus``): ``name`` (the
+    canonical one, as ``gpu=`` and :func:`gpu` accept it), the driver's
+    ``device_name``, ``arch`` ("sm_90"), ``usable_bytes`` (what a process can
+    use: ``torch.cuda.mem_get_info()`` total), the architecture's CUDA
+    ``context_bytes`` and cuBLAS ``workspace_bytes``, ``sms``,
+    ``compute_capability`` (major x 10 + minor; 0 for AMD), the MIG grid
+    (``mig_profiles``: how many profiles, 0 without MIG; ``mig_slots``,
+    ``mig_compute_slices``), the other names :func:`gpu` accepts
+    (``aliases``), whether the usable or context bytes are estimated rather
+    than measured, and where the values come from. ``index`` is the
+    catalog's, stable within one library version only: look GPUs up by name."""
+
+    index: int
+    name: str
+    device_name: str
+    arch: str
+    usable_bytes: int
+    usable_estimated: bool
+    context_bytes: int
+    context_estimated: bool
+    workspace_bytes: int
+    sms: int
+    compute_capability: int
+    mig_profiles: int
+    mig_slots: int
+    mig_compute_slices: int
+    aliases: Tuple[str, ...]
+    memory_source: str
+    constants_source: str
+
+
+def _gpu_u64(index: int, key: int) -> int:
+    out = ctypes.c_uint64()
+    rc = LIB.llmem_gpu_get_u64(index, key, ctypes.byref(out))
+    if rc != errors.OK:  # an index from the catalog: never
+        raise errors.error_class(rc)("GPU %d: key %d: %s" % (
+            index, key, LIB.llmem_status_str(rc).decode()), rc)
+    return out.value
+
+
+def _gpu_str(index: int, key: int) -> str:
+    text = LIB.llmem_gpu_get_str(index, key)
+    return text.decode() if text is not None else ""
+
+
+def _gpu_at(index: int) -> Gpu:
+    aliases = _gpu_str(index, _GPU_ALIASES)
+    return Gpu(index=index, name=LIB.llmem_gpu_name(index).decode(),
+               device_name=_gpu_str(index, _GPU_DEVICE_NAME), arch=_gpu_str(index, _GPU_ARCH),
+               usable_bytes=_gpu_u64(index, _GPU_USABLE_BYTES),
+               usable_estimated=bool(_gpu_u64(index, _GPU_USABLE_ESTIMATED)),
+               context_bytes=_gpu_u64(index, _GPU_CONTEXT_BYTES),
+               context_estimated=bool(_gpu_u64(index, _GPU_CONTEXT_ESTIMATED)),
+               workspace_bytes=_gpu_u64(index, _GPU_WORKSPACE_BYTES),
+               sms=_gpu_u64(index, _GPU_SMS),
+               compute_capability=_gpu_u64(index, _GPU_COMPUTE_CAPABILITY),
+               mig_profiles=_gpu_u64(index, _GPU_MIG_PROFILES),
+               mig_slots=_gpu_u64(index, _GPU_MIG_SLOTS),
+               mig_compute_slices=_gpu_u64(index, _GPU_MIG_COMPUTE_SLICES),
+               aliases=tuple(a for a in aliases.split("|") if a),
+               memory_source=_gpu_str(index, _GPU_MEMORY_SOURCE),
+               constants_source=_gpu_str(index, _GPU_CONSTANTS_SOURCE))
+
+
+def gpus() -> Tuple[Gpu, ...]:
+    """The library's GPU catalog, in its order (as ``llmem gpus`` lists it)."""
+    return tuple(_gpu_at(i) for i in range(LIB.llmem_gpu_count()))
+
+
+def gpu(name: Union[str, bytes], *, context: Optional[Context] = None) -> Gpu:
+    """The GPU of the catalog ``name`` names: any name the library accepts
+    (``llmem_gpu_find``: the canonical name, an alias or the driver's name,
+    case-insensitively, ignoring spaces, '-' and '_': "H100", "h100-sxm",
+    "NVIDIA H100 80GB HBM3"). An unknown or ambiguous name ("A100": 40 or
+    80 GB) raises :class:`NotFound` with the library's message, which names
+    the close matches."""
+    data = c_string(name, "name")
+    ctx = resolve(context)
+    index = ctypes.c_size_t()
+    with ctx._lock:
+        ctx.check(LIB.llmem_gpu_find(ctx._handle, data, ctypes.byref(index)))
+    return _gpu_at(index.value)
+
+
+def _margin_permille(function: str, margin: Any) -> int:
+    """``margin`` (percent) in permille, as the CLI reads --margin: a number
+    in [0, 90), rounded to the nearest tenth of a percent."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)):
+        raise TypeError("%s: margin: expected a number (percent), got %s"
+                        % (function, type(margin).__name__))
+    if not 0 <= margin < 90:
+        raise ValueError("%s: margin %r: a percentage in [0, 90)" % (function, margin))
+    return int(float(margin) * 10.0 + 0.5)
+
+
+def _budget(usable: int, permille: int) -> int:
+    """What a device peak must fit: floor(usable x (1000 - margin) / 1000),
+    the CLI's cli_usable(); the margin kept free is usable - this."""
+    return usable * (1000 - permille) // 1000
+
+
+def _train_gpu(train: "Train") -> Optional[int]:
+    """The catalog index of the training setup's ``gpu``, or None when unset."""
+    out = ctypes.c_int64()
+    ctx = train._context
+    with ctx._lock:
+        ctx.check(LIB.llmem_train_get_int(train._handle, TRAIN_FIELDS["gpu"].key,
+                                          ctypes.byref(out)))
+    return out.value - 1 if out.value > 0 else None
+
+
+def _capacity(train: "Train", capacity: Optional[int]) -> Optional[int]:
+    """The bytes a peak is measured against: ``capacity`` (which wins, as
+    --capacity does), else the usable memory of the setup's ``gpu``; None
+    with neither."""
+    if capacity is not None:
+        return expect_u64(capacity, "capacity")
+    index = _train_gpu(train)
+    return _gpu_u64(index, _GPU_USABLE_BYTES) if index is not None else None
 
 
 @dataclass(frozen=True)
@@ -174,6 +318,13 @@ class Result:
     the most loaded rank's timeline when one was recorded
     (:meth:`Estimate.record_timeline`, or ``estimate(..., timeline=True)``),
     else None; the article formula has none.
+
+    The verdict on a GPU, set by :func:`estimate` given ``gpu=`` or
+    ``capacity=`` (else None), as ``llmem estimate --json``'s ``gpu`` object:
+    ``usable`` (``capacity``, else the GPU's usable bytes), ``margin_bytes``
+    kept free of it (``ceil(usable x margin_permille / 1000)``), ``budget``
+    (``usable - margin_bytes``), ``headroom`` (``budget - peak_device``;
+    negative: short by) and ``fits`` (``headroom >= 0``).
     """
 
     params_total: int
@@ -188,6 +339,12 @@ class Result:
     peak_rank: int
     ranks: Tuple[Rank, ...]
     timeline: Optional[Timeline] = None
+    usable: Optional[int] = None
+    margin_permille: Optional[int] = None
+    margin_bytes: Optional[int] = None
+    budget: Optional[int] = None
+    headroom: Optional[int] = None
+    fits: Optional[bool] = None
 
 
 class Estimate(Handle):
@@ -432,10 +589,17 @@ def _int64_column(name: str, values: Optional[Iterable[int]]) -> Any:
 def _split(function: str, settings: Dict[str, Any]) -> Tuple[Dict[str, Any], ...]:
     """Settings by table: model, training and layout fields."""
     tables = (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS)
-    for keyword in settings:
-        if not any(keyword in table for table in tables):
+    objects = (MODEL, TRAIN, PARALLEL)
+    split: Tuple[Dict[str, Any], ...] = ({}, {}, {})
+    for keyword, value in settings.items():
+        alias = ALIASES.get(keyword)
+        for table, object, found in zip(tables, objects, split):
+            if keyword in table or (alias is not None and alias.object == object):
+                found[keyword] = value
+                break
+        else:
             raise unknown_keyword(function, keyword, [k for table in tables for k in table])
-    return tuple({k: v for k, v in settings.items() if k in table} for table in tables)
+    return split
 
 
 def _with_job(function: str, model: Union[str, Model], context: Optional[Context],
@@ -459,16 +623,37 @@ def _with_job(function: str, model: Union[str, Model], context: Optional[Context
         return body(model, train, est, layout)
 
 
-def largest_fitting(model: Union[str, Model], field: str = "batch", *, capacity: int,
+def largest_fitting(model: Union[str, Model], field: str = "batch", *,
+                    capacity: Optional[int] = None, margin: Optional[float] = None,
                     level: str = "device", context: Optional[Context] = None,
                     **settings: Any) -> int:
-    """The largest batch (or ``field="seq"``) that fits ``capacity`` bytes a
-    GPU (see :meth:`Estimate.max`), with the settings of :func:`estimate`:
-    ``largest_fitting("meta-llama/Llama-3.1-8B", capacity=80 * 2**30, seq=4096,
-    dp=8, sharding="zero3")``."""
-    return _with_job("largest_fitting", model, context, settings,
-                     lambda m, train, est, layout: est.max(m, train, field, capacity=capacity,
-                                                           level=level, parallel=layout))
+    """The largest batch (or ``field="seq"``) whose peak fits one GPU (see
+    :meth:`Estimate.max`), with the settings of :func:`estimate`.
+
+    With ``gpu=NAME`` (and no ``capacity``) it fits that GPU's usable memory
+    less ``margin`` percent kept free (default 5): exactly what ``llmem
+    estimate --max batch --gpu NAME [--margin P]`` answers,
+    ``largest_fitting("meta-llama/Llama-3.1-8B", gpu="H100", seq=4096, dp=8,
+    zero=3)``. ``capacity`` (bytes) wins over the GPU's memory, as
+    ``--capacity`` does; given alone it is the budget itself, no margin kept
+    (as before ``margin=`` existed) unless ``margin`` is given too. 0 when
+    even the smallest value does not fit."""
+    function = "largest_fitting()"
+    if capacity is None and "gpu" not in settings:
+        raise TypeError("%s needs capacity= (bytes) or gpu= (a GPU's name)" % function)
+    if capacity is not None:
+        expect_u64(capacity, "capacity")
+    permille = _margin_permille(function, DEFAULT_MARGIN if margin is None and capacity is None
+                                else margin if margin is not None else 0)
+
+    def body(m: Model, train: Train, est: Estimate, layout: Parallel) -> int:
+        usable = _capacity(train, capacity)
+        if usable is None:  # gpu=None: no GPU named
+            raise TypeError("%s needs capacity= (bytes) or gpu= (a GPU's name)" % function)
+        return est.max(m, train, field, capacity=_budget(usable, permille), level=level,
+                       parallel=layout)
+
+    return _with_job("largest_fitting", model, context, settings, body)
 
 
 def sweep(model: Union[str, Model], batch: Optional[Sequence[int]] = None,
@@ -485,7 +670,8 @@ def sweep(model: Union[str, Model], batch: Optional[Sequence[int]] = None,
 
 def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
              parallel: Optional[Parallel] = None, timeline: bool = False,
-             expand_timeline: bool = False, **settings: Any) -> Result:
+             expand_timeline: bool = False, capacity: Optional[int] = None,
+             margin: Optional[float] = None, **settings: Any) -> Result:
     """Estimate one training step in one call.
 
     ``model`` is a preset name (``"meta-llama/Llama-3.1-8B"``) or a
@@ -493,11 +679,26 @@ def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
     attention="flash"``), layout fields (``dp=8, sharding="zero3"``; or a
     :class:`Parallel` as ``parallel``) and, with a preset name, model fields
     that change it (``layers=16``), all named like the ``llmem estimate``
-    flags. ``timeline=True`` records the step's timeline (``Result.timeline``;
-    see :meth:`Estimate.record_timeline`), ``expand_timeline=True`` with every
+    flags (``zero=3``, ``fsdp="full"``, ``attn_bias=1`` too). ``timeline=True``
+    records the step's timeline (``Result.timeline``; see
+    :meth:`Estimate.record_timeline`), ``expand_timeline=True`` with every
     layer op by op.
+
+    With ``gpu="H100"`` (a training field: the GPU's CUDA context and
+    workspace) or ``capacity=`` (bytes, which wins over the GPU's usable
+    memory, as ``--capacity``), the Result has the verdict of ``llmem
+    estimate --json``'s ``gpu`` object: ``fits``, ``headroom``, ``budget``,
+    ``margin_bytes`` and ``usable``, with ``margin`` percent of the memory
+    kept free (default 5, as ``--margin``).
     """
-    model_fields, train_fields, layout_fields = _split("estimate()", settings)
+    function = "estimate()"
+    if capacity is not None and expect_u64(capacity, "capacity") == 0:
+        raise ValueError("%s: capacity 0: expected bytes above 0 (as --capacity)" % function)
+    if margin is not None and capacity is None and settings.get("gpu") is None:
+        raise TypeError("%s: margin= is what the verdict keeps free of a GPU's memory: "
+                        "give gpu= or capacity= too" % function)
+    permille = _margin_permille(function, DEFAULT_MARGIN if margin is None else margin)
+    model_fields, train_fields, layout_fields = _split(function, settings)
     if parallel is not None and layout_fields:
         raise TypeError("estimate(): layout fields (%s) and parallel= both give the layout"
                         % ", ".join(layout_fields))
@@ -505,7 +706,8 @@ def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
         ctx = resolve(context)
         with Model.from_preset(model, context=ctx, **model_fields) as owned:
             return estimate(owned, context=ctx, parallel=parallel, timeline=timeline,
-                            expand_timeline=expand_timeline, **train_fields, **layout_fields)
+                            expand_timeline=expand_timeline, capacity=capacity,
+                            margin=margin, **train_fields, **layout_fields)
     if not isinstance(model, Model):
         raise TypeError("estimate(): model must be a preset name or a llmem.Model, not %s"
                         % type(model).__name__)
@@ -518,5 +720,20 @@ def estimate(model: Union[str, Model], *, context: Optional[Context] = None,
             est.record_timeline(expand_timeline)
         if parallel is None and layout_fields:
             with Parallel(context=ctx, **layout_fields) as layout:
-                return est.run(model, train, layout)
-        return est.run(model, train, parallel)
+                result = est.run(model, train, layout)
+        else:
+            result = est.run(model, train, parallel)
+        usable = _capacity(train, capacity)
+    if usable is None:
+        return result
+    return _with_verdict(result, usable, permille)
+
+
+def _with_verdict(result: Result, usable: int, permille: int) -> Result:
+    """``result`` with the verdict on its device peak against ``usable`` bytes
+    less ``permille`` kept free (cli_gpu_fit_of)."""
+    budget = _budget(usable, permille)
+    headroom = max(-(1 << 63), min((1 << 63) - 1, budget - result.peak_device))
+    return dataclasses.replace(result, usable=usable, margin_permille=permille,
+                               margin_bytes=usable - budget, budget=budget, headroom=headroom,
+                               fits=result.peak_device <= budget)

@@ -15,6 +15,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple, Union
 
+from . import errors
 from ._library import LIB
 
 MODEL = "model"
@@ -153,6 +154,92 @@ _BY_KEY = {(f.object, f.key): f
            for f in table.values()}
 
 
+@dataclass(frozen=True)
+class Alias:
+    """A keyword spelt as an ``llmem`` flag that names a field its own way:
+    it sets ``object``'s field ``target`` to the value given, after
+    ``prefix`` (``zero=3`` is ``sharding="zero3"``, as ``--zero 3`` is
+    ``--sharding zero3``; ``fsdp="full"`` is ``sharding="fsdp-full"``;
+    ``attn_bias=1`` is ``qkv_bias=1``). ``metavar``: the values it takes."""
+
+    keyword: str
+    object: str
+    target: str
+    prefix: Optional[str] = None
+    metavar: Optional[str] = None
+
+    def value(self, given: object) -> object:
+        """The target field's value for ``given``."""
+        if self.prefix is None:
+            return given
+        if isinstance(given, bool) or not isinstance(given, (int, str)):
+            raise TypeError("%s: expected %s, got %s"
+                            % (self.keyword, self.metavar, type(given).__name__))
+        name = "%s%s" % (self.prefix, given)
+        field = _TABLES[self.object][self.target]
+        if name not in dict(field.choices):
+            raise errors.NotFound("%s %r: expected %s" % (self.keyword, given, self.metavar),
+                                  field=self.keyword, object=self.object)
+        return name
+
+
+def _suffixes(object: str, target: str, prefix: str) -> str:
+    """The values a prefixed alias takes: "1|2|3" for zero."""
+    field = _TABLES[object][target]
+    return "|".join(name[len(prefix):] for name, _ in field.choices
+                    if name.startswith(prefix) and len(name) > len(prefix))
+
+
+_TABLES = {MODEL: MODEL_FIELDS, TRAIN: TRAIN_FIELDS, PARALLEL: PARALLEL_FIELDS,
+           PLAN: PLAN_FIELDS}
+
+# The flags of cli/args.c whose name is not the field's: each its keyword.
+ALIASES: Mapping[str, Alias] = {
+    a.keyword: a for a in (
+        Alias("attn_bias", MODEL, "qkv_bias"),
+        Alias("zero", PARALLEL, "sharding", "zero", _suffixes(PARALLEL, "sharding", "zero")),
+        Alias("fsdp", PARALLEL, "sharding", "fsdp-", _suffixes(PARALLEL, "sharding", "fsdp-")),
+    ) if a.target in _TABLES[a.object]
+}
+
+
+def canonical(function: str, values: Mapping[str, object],
+              fields: Mapping[str, Field]) -> Dict[str, object]:
+    """``values`` with each alias of ``fields``' object replaced by its
+    field (``zero=3`` -> ``sharding="zero3"``), in order. A field given
+    twice, by its keyword and an alias or by two aliases, must get the same
+    value: ``zero=3, sharding="fsdp-full"`` raises InvalidArgument, as the
+    command refuses ``--zero 3 --sharding fsdp-full``."""
+    found: Dict[str, object] = {}
+    given_as: Dict[str, str] = {}
+    for keyword, value in values.items():
+        alias = ALIASES.get(keyword)
+        if alias is not None and alias.target in fields and keyword not in fields:
+            target, value = alias.target, alias.value(value)
+        else:
+            target = keyword
+        if target in found and not _same(fields.get(target), found[target], value):
+            raise errors.InvalidArgument(
+                "%s: %s=%r and %s=%r set %s differently: give one"
+                % (function, given_as[target], values[given_as[target]], keyword,
+                   values[keyword], target), field=target,
+                object=fields[target].object if target in fields else None)
+        found[target] = value
+        given_as.setdefault(target, keyword)
+    return found
+
+
+def _same(field: Optional[Field], a: object, b: object) -> bool:
+    """Whether two values of a field are one (a name and its code are)."""
+    if a == b and type(a) is type(b):
+        return True
+    if field is None or not field.is_enum:
+        return False
+    codes = dict(field.choices)
+    return codes.get(a, a) == codes.get(b, b) if not isinstance(a, bool) and \
+        not isinstance(b, bool) else False
+
+
 def field_by_key(object_code: int, key: int) -> Optional[Field]:
     """The field an ``llmem_ctx_error_field`` answer names, or None."""
     object = _OBJECT_CODES.get(object_code)
@@ -161,6 +248,11 @@ def field_by_key(object_code: int, key: int) -> Optional[Field]:
 
 def unknown_keyword(function: str, keyword: str, known: "list[str]") -> TypeError:
     """The TypeError for a keyword naming no field, with the closest names."""
-    close = difflib.get_close_matches(keyword, known, n=3)
+    alias = ALIASES.get(keyword)
+    if alias is not None:  # an alias of a field of another object
+        return TypeError("%s got an unexpected keyword argument %r (%s sets the %s field "
+                         "%r)" % (function, keyword, keyword, alias.object, alias.target))
+    close = difflib.get_close_matches(keyword, list(known) + [
+        name for name, other in ALIASES.items() if other.target in known], n=3)
     hint = " (did you mean %s?)" % ", ".join(repr(c) for c in close) if close else ""
     return TypeError("%s got an unexpected keyword argument %r%s" % (function, keyword, hint))

@@ -9,7 +9,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 from ._configurable import Configurable, add_properties
 from ._library import LIB
 from .context import Context, expect, locked, resolve
-from .fields import MODEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Value, unknown_keyword
+from .fields import (ALIASES, MODEL, MODEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Value,
+                     unknown_keyword)
 from .model import Model
 from .parallel import Parallel
 from .train import Train
@@ -191,8 +192,12 @@ def plan(model: Union[str, Model], *, context: Optional[Context] = None,
     tables = (MODEL_FIELDS, TRAIN_FIELDS, PLAN_FIELDS)
     model_fields, train_fields, plan_fields = (
         {k: v for k, v in settings.items() if k in table} for table in tables)
+    for keyword in settings:  # the command's spellings of model fields (attn_bias)
+        alias = ALIASES.get(keyword)
+        if alias is not None and alias.object == MODEL:
+            model_fields[keyword] = settings[keyword]
     for keyword in settings:
-        if not any(keyword in table for table in tables):
+        if not any(keyword in table for table in tables) and keyword not in model_fields:
             raise unknown_keyword("plan()", keyword, [k for table in tables for k in table])
     if isinstance(model, str):
         ctx = resolve(context)
