@@ -282,7 +282,9 @@ static void print_setup(FILE *out, const cli_request *req, const text_settings *
             fprintf(out, ", dropout %g", s->lora_dropout.d);
         fputc(')', out);
     } else if (strcmp(s->method.text, "freeze") == 0) {
-        fprintf(out, "freeze (first %lld layers frozen)", (long long)s->freeze_layers.i);
+        fprintf(out, "freeze (the embedding%s and the first %lld layers frozen)",
+                s->tie_embeddings.i ? " with its tied output head" : "",
+                (long long)s->freeze_layers.i);
     } else {
         fprintf(out, "%s fine-tuning", s->method.text);
     }

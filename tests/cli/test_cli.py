@@ -267,6 +267,11 @@ def check_text(t, llmem):
     t.check(gib in out and gb in out, "the table's peak matches the JSON's", (gib, gb))
     # A rotary model past its max-positions runs, and the Setup says so;
     # learned positions refuse it (exit 1, test_limits).
+    # Freeze always freezes the embedding (a tied head with it): said.
+    rc, out, err = llmem.run("estimate", "--model", "meta-llama/Llama-3.2-1B", "--method",
+                             "freeze")
+    t.check(rc == 0 and "freeze (the embedding with its tied output head and the first 0 "
+            "layers frozen)" in out, "freeze says the embedding is frozen", out[:900])
     note = "is past the model's max-positions 4096: transformers runs it"
     for seqs, says in (("4096", False), ("4097", True), ("1024,8192", True)):
         rc, out, err = llmem.run("estimate", "--model", "meta-llama/Llama-2-7b-hf", "--seq", seqs)
