@@ -121,8 +121,10 @@ static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int
     char a[32], b[32], c[32];
     size_t best;
     uint64_t slices = 0;
+    int64_t min_compute = 0;
     const fit_rank *peak = &job->rank[job->peak];
     llmem_gpu_get_u64(gpu, LLMEM_GPU_MIG_COMPUTE_SLICES, &slices);
+    llmem_fit_get_int(fit, LLMEM_FIT_MIN_COMPUTE, &min_compute);
     format_need(option(fit, 0, LLMEM_FIT_NEED_BYTES), job->level == LLMEM_LEVEL_RESERVED, a,
                 sizeof a);
     format_need(option(fit, 0, LLMEM_FIT_REQUIRED_BYTES), 1, b, sizeof b);
@@ -138,8 +140,11 @@ static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int
                job->level == LLMEM_LEVEL_DEVICE ? "device" : "reserved",
                job->level == LLMEM_LEVEL_DEVICE ? "" : " (plus the CUDA context)");
     printf("Margin    %g%% kept free: needs a slice of %s\n\n", (double)margin / 10, b);
+    /* Both less the margin: a fitting option's budget less the need (the
+     * estimate's "to spare"), else the usable bytes it lacks, "needs a
+     * slice of" above less its own. */
     printf("%-12s %-11s %-8s %-5s %s\n", "Option", "Usable", "Compute", "Fits",
-           "Headroom (short by)");
+           "To spare (short by)");
     for (size_t i = 0; i < llmem_fit_count(fit); i++) {
         int fits = (int)option(fit, i, LLMEM_FIT_FITS);
         char comp[48];
@@ -147,6 +152,10 @@ static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int
         cli_format_gib(option(fit, i, LLMEM_FIT_HEADROOM_BYTES), b, sizeof b);
         if (option(fit, i, LLMEM_FIT_SHORTFALL_BYTES) == UINT64_MAX)
             snprintf(c, sizeof c, "need beyond 64 bits");
+        else if (!fits && option(fit, i, LLMEM_FIT_SHORTFALL_BYTES) == 0)
+            /* The memory holds the job; --min-compute refuses the slice. */
+            snprintf(c, sizeof c, "needs %lld/%llu compute", (long long)min_compute,
+                     (unsigned long long)slices);
         else
             cli_format_gib(option(fit, i, LLMEM_FIT_SHORTFALL_BYTES), c, sizeof c);
         if (slices)
@@ -198,6 +207,9 @@ static void print_json(const llmem_fit *fit, size_t gpu, const fit_job *job, int
         json_bool(&w, "fits", (int)option(fit, i, LLMEM_FIT_FITS));
         json_u64(&w, "usable_bytes", option(fit, i, LLMEM_FIT_USABLE_BYTES));
         json_u64(&w, "compute_slices", option(fit, i, LLMEM_FIT_COMPUTE_SLICES));
+        json_u64(&w, "margin_bytes", option(fit, i, LLMEM_FIT_USABLE_BYTES) -
+                                         option(fit, i, LLMEM_FIT_BUDGET_BYTES));
+        json_u64(&w, "budget_bytes", option(fit, i, LLMEM_FIT_BUDGET_BYTES));
         json_u64(&w, "headroom_bytes", option(fit, i, LLMEM_FIT_HEADROOM_BYTES));
         json_u64(&w, "shortfall_bytes", option(fit, i, LLMEM_FIT_SHORTFALL_BYTES));
         json_object_end(&w);

@@ -1296,7 +1296,7 @@ LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *nam
  * Which MIG profiles of a GPU, and whether the whole GPU, hold a job's
  * memory with a safety margin: every plain profile (of the driver branch,
  * #LLMEM_FIT_DRIVER), smallest usable memory first, then the whole GPU, each
- * with its headroom or shortfall. The job is a byte
+ * with its budget, headroom or shortfall. The job is a byte
  * count of a #llmem_level: either its device-level peak (#LLMEM_LEVEL_DEVICE,
  * llmem_estimate_get_u64() with #LLMEM_EST_PEAK_DEVICE, which counts the CUDA
  * context), or a count without the context (#LLMEM_LEVEL_RESERVED: a
@@ -1304,7 +1304,14 @@ LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *nam
  * context is added: every MIG instance runs its own process with its own
  * context. The margin is the planner's share: of an option's U usable bytes
  * it keeps exactly ceil(U x margin / 1000) free, so the option holds a need N
- * when N <= U - ceil(U x margin / 1000) (with margin 0, N <= U). A need or a
+ * when N <= U - ceil(U x margin / 1000) (with margin 0, N <= U). Three byte
+ * counts say by how much, as llmem_plan_run() and the estimate count them:
+ * the budget B = U - ceil(U x margin / 1000) (#LLMEM_FIT_BUDGET_BYTES), the
+ * headroom B - N when the option holds the need (#LLMEM_FIT_HEADROOM_BYTES,
+ * room left below the margin's line), and otherwise the shortfall R - U
+ * (#LLMEM_FIT_SHORTFALL_BYTES), R the least usable bytes that hold N
+ * (#LLMEM_FIT_REQUIRED_BYTES): the usable bytes, not the budget, that the
+ * option lacks. B >= N exactly when U >= R. A need or a
  * requirement beyond 64 bits is held by no option (see
  * #LLMEM_FIT_SHORTFALL_BYTES). Changing a setting drops the options of the
  * last run (llmem_fit_count() is 0 again); setting a value it has keeps them.
@@ -1346,12 +1353,22 @@ enum llmem_fit_result {
      * ceil(1000 x need / (1000 - margin)); UINT64_MAX when that, or the
      * need, exceeds 64 bits (saturated: no option holds it). */
     LLMEM_FIT_REQUIRED_BYTES = 6,
-    /** usable - need when usable >= need, else 0. */
+    /** budget - need (#LLMEM_FIT_BUDGET_BYTES) when the budget holds the
+     * need, else 0: the bytes left below the margin's line. With no minimum
+     * of compute slices that is when #LLMEM_FIT_FITS is 1. */
     LLMEM_FIT_HEADROOM_BYTES = 7,
-    /** required - usable when the option does not hold the job, else 0;
-     * UINT64_MAX when the need or the requirement exceeds 64 bits. */
+    /** required - usable when the option's memory does not hold the job
+     * (usable < required), else 0: the usable bytes it lacks, margin
+     * included (a budget short by S lacks about S x 1000 / (1000 - margin)
+     * usable bytes); UINT64_MAX when the need or the requirement exceeds 64
+     * bits. Headroom and shortfall are never both nonzero. */
     LLMEM_FIT_SHORTFALL_BYTES = 8,
-    LLMEM_FIT_COMPUTE_SLICES = 9  /**< the option's compute slices (the GPU's for the whole GPU) */
+    LLMEM_FIT_COMPUTE_SLICES = 9, /**< the option's compute slices (the GPU's for the whole GPU) */
+    /** The option's usable bytes less the margin, usable - ceil(usable x
+     * margin / 1000): what the need must fit (the option's memory holds the
+     * job exactly when budget >= need); the margin kept free is usable -
+     * budget. @since 0.2.0 */
+    LLMEM_FIT_BUDGET_BYTES = 10
 };
 
 /** Create a fit with the default settings. @since 0.2.0 */
@@ -1492,7 +1509,11 @@ enum llmem_pack_job_key {
      * job without room, its bytes as given (no type chosen). */
     LLMEM_PACK_JOB_NEED_BYTES = 5,
     LLMEM_PACK_JOB_USABLE_BYTES = 6, /**< usable bytes of its slice */
-    LLMEM_PACK_JOB_HEADROOM_BYTES = 7, /**< usable - need */
+    /** Its slice's budget less its need: usable - ceil(usable x margin /
+     * 1000) - need, the bytes left below the margin's line, as
+     * #LLMEM_FIT_HEADROOM_BYTES (a placed job's slice holds its need, so
+     * never negative). */
+    LLMEM_PACK_JOB_HEADROOM_BYTES = 7,
     /** For a job that fits nowhere: the usable bytes it would need with the
      * margin (as #LLMEM_FIT_REQUIRED_BYTES) minus those of the largest option
      * (see #LLMEM_PACK_JOB_LARGEST_GPU); UINT64_MAX when the need or that

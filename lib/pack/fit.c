@@ -3,8 +3,9 @@
  * The fit handle: every plain MIG profile of a GPU that the driver branch
  * (LLMEM_FIT_DRIVER) has, by usable bytes, then the whole GPU, each with whether it holds a job's device-level need with the
  * margin (usable >= the least bytes that hold it, llmem_pack_required), its
- * headroom or its shortfall. Changing a setting drops the options, which were
- * worked out with the old one.
+ * budget (usable less the margin), headroom (budget - need) or shortfall.
+ * Changing a setting drops the options, which were worked out with the old
+ * one.
  */
 #include "pack/pack.h"
 
@@ -19,7 +20,7 @@ typedef struct fit_option {
     size_t profile;
     int whole;
     int fits;
-    uint64_t usable, compute, need, required, headroom, shortfall;
+    uint64_t usable, compute, need, required, budget, headroom, shortfall;
 } fit_option;
 
 struct llmem_fit {
@@ -167,7 +168,10 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
         o->need = need;
         o->required = required;
         o->fits = exact && o->usable >= required && (o->whole || o->compute >= min_compute);
-        o->headroom = o->usable >= need ? o->usable - need : 0;
+        /* budget >= need exactly when usable >= required: the headroom is
+         * the room below the margin's line, as estimate's and plan's. */
+        o->budget = llmem_pack_budget(o->usable, fit->i[LLMEM_FIT_MARGIN_PERMILLE]);
+        o->headroom = exact && o->budget >= need ? o->budget - need : 0;
         o->shortfall = !exact ? UINT64_MAX
                        : o->fits || o->usable >= required ? 0
                                                           : required - o->usable;
@@ -216,6 +220,7 @@ int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *ou
     case LLMEM_FIT_NEED_BYTES: *out = o->need; break;
     case LLMEM_FIT_REQUIRED_BYTES: *out = o->required; break;
     case LLMEM_FIT_HEADROOM_BYTES: *out = o->headroom; break;
+    case LLMEM_FIT_BUDGET_BYTES: *out = o->budget; break;
     case LLMEM_FIT_SHORTFALL_BYTES: *out = o->shortfall; break;
     case LLMEM_FIT_COMPUTE_SLICES: *out = o->compute; break;
     default: return llmem__fail(fit->ctx, LLMEM_EINVAL, "fit: unknown option key %d", key);

@@ -242,7 +242,10 @@ int llmem_pack_job_u64(const llmem_pack *p, size_t job, int key, uint64_t *out)
     case LLMEM_PACK_JOB_PROFILE: *out = t->kind[j->kind].profile; break;
     case LLMEM_PACK_JOB_START: *out = j->start; break;
     case LLMEM_PACK_JOB_USABLE_BYTES: *out = j->usable; break;
-    default: *out = j->usable - j->need; break;
+    /* Placed: its slice's budget holds the need (llmem_pack_required). */
+    default:
+        *out = llmem_pack_budget(j->usable, p->i[LLMEM_PACK_MARGIN_PERMILLE]) - j->need;
+        break;
     }
     return LLMEM_OK;
 }

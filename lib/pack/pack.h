@@ -96,6 +96,11 @@ int llmem_pack_setting_get(llmem_ctx *ctx, const field_table *t, const int64_t *
  * (*required is then UINT64_MAX, which no option has). */
 int llmem_pack_required(uint64_t need, int64_t margin_permille, uint64_t *required);
 
+/* What the margin leaves of usable bytes (pack_fields.c): usable -
+ * ceil(usable x margin / 1000), floor(usable x (1000 - margin) / 1000); a
+ * need fits them exactly when llmem_pack_required() is at most usable. */
+uint64_t llmem_pack_budget(uint64_t usable, int64_t margin_permille);
+
 /* --- the packing problem --- */
 typedef struct pack_job {
     char *id;

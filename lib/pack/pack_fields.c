@@ -70,6 +70,15 @@ int llmem_pack_required(uint64_t need, int64_t margin_permille, uint64_t *requir
     return 1;
 }
 
+uint64_t llmem_pack_budget(uint64_t usable, int64_t margin_permille)
+{
+    /* floor(U x keep / 1000) without overflow: U = 1000 a + b gives
+     * a x keep + floor(b x keep / 1000). It is U - ceil(U x margin / 1000),
+     * and budget >= need exactly when U >= llmem_pack_required(need). */
+    uint64_t keep = (uint64_t)(1000 - margin_permille);
+    return usable / 1000 * keep + usable % 1000 * keep / 1000;
+}
+
 int llmem_pack_setting_int(llmem_ctx *ctx, const field_table *t, int64_t *ints, int key,
                            int64_t value)
 {

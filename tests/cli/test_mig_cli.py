@@ -117,13 +117,55 @@ def check_gpus(t, llmem):
     expect_failure(t, llmem, ["gpus", "--model", "gpt2"], 2, ["--model"], "gpus: other flags refused")
 
 
+def fit_option_agrees(o, need, permille):
+    """An option of `llmem fit --json` as documented: margin = ceil(usable x permille /
+    1000), budget = usable - margin, fits == (budget >= need) (no compute minimum),
+    headroom = budget - need where it fits, else 0; shortfall 0 where it fits."""
+    u = o["usable_bytes"]
+    return (o["margin_bytes"] == -(-u * permille // 1000) and
+            o["budget_bytes"] == u - o["margin_bytes"] and
+            o["fits"] == (o["budget_bytes"] >= need) and
+            o["headroom_bytes"] == (o["budget_bytes"] - need if o["fits"] else 0) and
+            (o["shortfall_bytes"] == 0) == o["fits"])
+
+
+def check_fit_budgets(t, llmem):
+    """Every option of fits on several GPUs and margins, the need a byte below, at and
+    above a slice's budget: the options agree with their budget."""
+    for gpu in ("A100-40GB", "H100", "L4"):
+        for pct in ("0", "5", "10", "50"):
+            permille = int(pct) * 10
+            base = llmem.json("fit", "--gpu", gpu, "--bytes", "1GiB", "--margin", pct, "--json")
+            bad = []
+            # The smallest option and the whole GPU.
+            for k in sorted({0, len(base["options"]) - 1}):
+                budget = base["options"][k]["budget_bytes"]
+                for need in (budget - 1, budget, budget + 1):
+                    rc, d, _ = llmem.answer("fit", "--gpu", gpu, "--bytes", str(need),
+                                            "--margin", pct, "--json")
+                    if rc != (0 if any(o["fits"] for o in d["options"]) else 3):
+                        bad.append((need, rc))
+                    bad += [(need, o) for o in d["options"] if not fit_option_agrees(o, need, permille)]
+                    if not d["options"][k]["fits"] == (need <= budget):
+                        bad.append((need, d["options"][k]))
+            t.check(not bad, "fit %s --margin %s: headroom = budget - need, fits = budget >= need"
+                    % (gpu, pct), bad[:2])
+
+
 def check_fit(t, llmem):
     d = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB), "--json")
     t.check(d["best"] == "1g.10gb" and d["resource"] == "nvidia.com/mig-1g.10gb",
             "fit --bytes: the smallest slice", d["best"])
     usable = [o["usable_bytes"] for o in d["options"]]
     t.check(usable == sorted(usable) and d["options"][-1]["name"] == "whole", "fit: smallest first, whole GPU listed")
-    t.check(d["options"][0]["headroom_bytes"] == 9728 * MIB - 7 * GIB, "fit: headroom of the slice")
+    # Headroom below the margin's line, as estimate's and plan's: the budget (usable less
+    # ceil(5 %) of it) less the need (it was usable - need, the margin not taken).
+    o = d["options"][0]
+    t.check(o["margin_bytes"] == -(-9728 * MIB * 50 // 1000) == 510027367 and
+            o["budget_bytes"] == 9728 * MIB - o["margin_bytes"] and
+            o["headroom_bytes"] == o["budget_bytes"] - 7 * GIB == 2174327193,
+            "fit: headroom of the slice = budget - need", o)
+    check_fit_budgets(t, llmem)
     # The margin keeps ceil(U * 50 / 1000) of a slice's U bytes free, exactly: U holds N
     # when U - ceil(U * 50 / 1000) >= N, so the least U is ceil(1000 N / 950).
     t.check(d["required_bytes"] == -(-7 * GIB * 1000 // 950) and d["margin_permille"] == 50,
@@ -140,7 +182,8 @@ def check_fit(t, llmem):
     # to whole thousands, 336 B short).
     z = llmem.json("fit", "--gpu", "A100-40GB", "--bytes", "4864MiB", "--margin", "0", "--json")
     t.check(z["best"] == "1g.5gb" and z["required_bytes"] == 4864 * MIB and
-            z["options"][0]["headroom_bytes"] == 0, "fit: margin 0 holds an exact fit", z["best"])
+            z["options"][0]["headroom_bytes"] == 0 and z["options"][0]["margin_bytes"] == 0 and
+            z["options"][0]["budget_bytes"] == 4864 * MIB, "fit: margin 0 holds an exact fit", z["best"])
     r = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", str(9 * GIB + 300 * MIB), "--margin", "0",
                    "--bytes-level", "reserved", "--json")
     t.check(r["need_bytes"] == 9 * GIB + 300 * MIB + 287 * MIB and r["best"] == "1g.20gb",
@@ -161,6 +204,17 @@ def check_fit(t, llmem):
             (rc, err))
     c = llmem.json("fit", "--gpu", "h100", "--bytes", str(12 * GIB), "--min-compute", "2", "--json")
     t.check(c["best"] == "2g.20gb", "fit: --min-compute", c["best"])
+    # The text's column is the JSON's headroom, below the margin's line (2.02 GiB, was
+    # usable - need, 2.50 GiB), or the shortfall; a slice refused for its compute says so
+    # (it read "(0 B)").
+    rc, out, _ = llmem.run("fit", "--gpu", "A100-80GB", "--bytes", str(7 * GIB))
+    t.check(rc == 0 and re.search(r"^Option .* Fits +To spare \(short by\)$", out, re.M) and
+            re.search(r"^1g\.10gb +9\.50 GiB +1/7 +yes +2\.02 GiB$", out, re.M),
+            "fit: the table's headroom is the budget less the need", out)
+    rc, out, _ = llmem.run("fit", "--gpu", "A100-80GB", "--bytes", "9.1GiB", "--min-compute", "2")
+    t.check(rc == 0 and re.search(r"^1g\.20gb .* no +\(needs 2/7 compute\)$", out, re.M) and
+            re.search(r"^1g\.10gb .* no +\(80\.8 MiB\)$", out, re.M),
+            "fit: a slice short of compute, not of memory", out)
     est_args = ["--model", "gpt2", "--method", "full", "--batch", "4", "--seq", "256"]
     peak = llmem.json("estimate", *est_args, "--gpu", "A100-40GB", "--json")["peak_device_bytes"]
     e = llmem.json("fit", "--gpu", "A100-40GB", *est_args, "--json")
@@ -259,6 +313,19 @@ def check_pack(t, llmem):
                 and r["optimal"] and r["gap"] == 0, "pack: the jobs share one A100", r["gpus_used"])
         instances_valid(t, cat, r, "pack: valid placements")
         jobs = {j["id"]: j for j in r["jobs"]}
+        # A placed job's headroom is its slice's budget less its need, as fit's (it was
+        # usable - need): the margin, ceil(usable x 50 / 1000), less.
+        t.check(all(j["headroom_bytes"] == j["usable_bytes"] - -(-j["usable_bytes"] * 50 // 1000)
+                    - j["need_bytes"] >= 0 for j in jobs.values()),
+                "pack: headroom = budget - need", [(j["usable_bytes"], j["need_bytes"],
+                                                    j["headroom_bytes"]) for j in jobs.values()])
+        for pct in ("0", "10", "50"):
+            m = llmem.json("pack", "--gpu", "A100-80GB", "--jobs", path, "--margin", pct, "--json")
+            placed = [j for j in m["jobs"] if j["status"] == "placed"]
+            t.check(placed and all(
+                j["headroom_bytes"] == j["usable_bytes"] - -(-j["usable_bytes"] * int(pct) * 10 // 1000)
+                - j["need_bytes"] >= 0 for j in placed), "pack --margin %s: headroom = budget - need"
+                % pct, placed)
         t.check(all(j["resource"] == "nvidia.com/mig-" + j["profile"] for j in jobs.values()),
                 "pack: a Kubernetes resource per job")
         t.check(all(j["gpu_type"] == "A100-80GB" for j in jobs.values()),

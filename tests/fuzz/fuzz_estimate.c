@@ -1106,12 +1106,18 @@ done:
 
 /* ---- Invariant 8: fitting and packing the estimate --------------------- */
 
-/* Whether usable bytes hold need with permille kept free, as fit and pack
- * document it: usable - ceil(usable x margin / 1000) >= need (usable below
+/* What permille kept free leaves of usable bytes, as fit and pack document
+ * it (their budget): usable - ceil(usable x margin / 1000) (usable below
  * 2^54: the product fits in 64 bits). */
+static uint64_t budget_of(uint64_t usable, uint64_t permille)
+{
+    return usable - (usable * permille + 999) / 1000;
+}
+
+/* Whether usable bytes hold need with permille kept free: the budget does. */
 static int holds(uint64_t usable, uint64_t need, uint64_t permille)
 {
-    return usable - (usable * permille + 999) / 1000 >= need;
+    return budget_of(usable, permille) >= need;
 }
 
 static uint64_t fit_u64(const llmem_fit *f, size_t option, int key)
@@ -1177,7 +1183,13 @@ static void check_fit(llmem_ctx *ctx, const job *j, uint64_t bytes)
               "fit: option %zu fits %llu", i, (unsigned long long)fits);
         CHECK(required == want, "fit: required %llu for %llu", (unsigned long long)required,
               (unsigned long long)bytes);
-        CHECK(fit_u64(f, i, LLMEM_FIT_HEADROOM_BYTES) == (usable >= bytes ? usable - bytes : 0),
+        /* Headroom below the margin's line, as the estimate's and the
+         * planner's: budget - need where it fits (no compute minimum here). */
+        uint64_t budget = fit_u64(f, i, LLMEM_FIT_BUDGET_BYTES);
+        CHECK(budget == budget_of(usable, margin), "fit: budget %llu of %llu usable",
+              (unsigned long long)budget, (unsigned long long)usable);
+        CHECK(fits == (uint64_t)(exact && budget >= bytes), "fit: fits, budget and need disagree");
+        CHECK(fit_u64(f, i, LLMEM_FIT_HEADROOM_BYTES) == (fits ? budget - bytes : 0),
               "fit: headroom");
         CHECK(fit_u64(f, i, LLMEM_FIT_SHORTFALL_BYTES) ==
                   (!exact ? UINT64_MAX : fits ? 0 : required - usable),
@@ -1279,9 +1291,20 @@ static void check_pack(llmem_ctx *ctx, const job *j, uint64_t bytes)
                 continue;
             uint64_t pr = first[k].profile, start = first[k].start;
             seen++;
+            uint64_t job_usable = 0, job_headroom = 0;
+            CHECK(llmem_pack_job_u64(p, k, LLMEM_PACK_JOB_USABLE_BYTES, &job_usable) == LLMEM_OK &&
+                      llmem_pack_job_u64(p, k, LLMEM_PACK_JOB_HEADROOM_BYTES, &job_headroom) ==
+                          LLMEM_OK,
+                  "pack: job %zu usable and headroom", k);
+            /* Below the margin's line, as fit's: its slice's budget less the need. */
+            CHECK(job_usable >= need[k] && job_headroom == budget_of(job_usable, margin) - need[k],
+                  "pack: job %zu headroom %llu of %llu usable, need %llu", k,
+                  (unsigned long long)job_headroom, (unsigned long long)job_usable,
+                  (unsigned long long)need[k]);
             if (pr == profiles) {
                 CHECK(!mig_on && jobs == 1 && holds(gpu_u64(type, LLMEM_GPU_USABLE_BYTES), need[k],
-                                                    margin),
+                                                    margin) &&
+                          job_usable == gpu_u64(type, LLMEM_GPU_USABLE_BYTES),
                       "pack: job %zu on a whole GPU", k);
                 continue;
             }
@@ -1298,6 +1321,7 @@ static void check_pack(llmem_ctx *ctx, const job *j, uint64_t bytes)
             compute += mig_u64(type, pr, LLMEM_MIG_COMPUTE_SLICES);
             CHECK(++count[pr] <= mig_u64(type, pr, LLMEM_MIG_MAX_COUNT), "pack: profile count");
             CHECK(holds(mig_u64(type, pr, LLMEM_MIG_USABLE_BYTES), need[k], margin) &&
+                      job_usable == mig_u64(type, pr, LLMEM_MIG_USABLE_BYTES) &&
                       mig_u64(type, pr, LLMEM_MIG_COMPUTE_SLICES) >= (uint64_t)min_compute[k],
                   "pack: job %zu (%llu bytes) in %s", k, (unsigned long long)need[k],
                   llmem_mig_profile_name(type, pr));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fitting a byte count to a GPU: the smallest MIG profile that holds it with
- * the margin, every option with its headroom or shortfall, the CUDA context
+ * the margin, every option with its budget, headroom or shortfall, the CUDA context
  * added to a reserved-level count, compute minimums, and bad settings.
  */
 #include <criterion/criterion.h>
@@ -60,6 +60,13 @@ static uint64_t required(uint64_t need, uint64_t permille)
     return (need * 1000 + keep - 1) / keep;
 }
 
+/* What the margin leaves of U usable bytes, as the planner and the estimate
+ * count it: U - ceil(U x margin / 1000) (U below 2^54). */
+static uint64_t budget(uint64_t usable, uint64_t permille)
+{
+    return usable - (usable * permille + 999) / 1000;
+}
+
 Test(fit, defaults)
 {
     int64_t m = -1;
@@ -89,7 +96,12 @@ Test(fit, smallest_slice_first_with_headroom)
     cr_expect_eq(opt(0, LLMEM_FIT_FITS), 1);
     cr_expect_eq(opt(0, LLMEM_FIT_NEED_BYTES), 7 * GIB);
     cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), required(7 * GIB, 50));
-    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 9728 * MIB - 7 * GIB);
+    /* The budget, 9728 MiB less ceil(5 %) = 510027367 B, less the need (it
+     * was usable - need, 2684354560 B: the margin not taken). */
+    cr_expect_eq(opt(0, LLMEM_FIT_BUDGET_BYTES), UINT64_C(9690519961));
+    cr_expect_eq(opt(0, LLMEM_FIT_BUDGET_BYTES), budget(9728 * MIB, 50));
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), UINT64_C(2174327193));
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), budget(9728 * MIB, 50) - 7 * GIB);
     cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), 0);
     cr_expect_eq(opt(0, LLMEM_FIT_COMPUTE_SLICES), 1);
     /* The last option is the whole GPU. */
@@ -112,6 +124,7 @@ Test(fit, the_margin_decides_at_the_boundary)
     cr_assert_eq(llmem_fit_run(fit, a100, usable, LLMEM_LEVEL_DEVICE), LLMEM_OK);
     cr_expect_str_eq(best_name(), "1g.10gb", "the usable bytes fit without a margin");
     cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), usable);
+    cr_expect_eq(opt(0, LLMEM_FIT_BUDGET_BYTES), usable, "margin 0 keeps nothing");
     cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0);
     cr_assert_eq(llmem_fit_run(fit, a100, usable + 1, LLMEM_LEVEL_DEVICE), LLMEM_OK);
     cr_expect_str_eq(best_name(), "1g.20gb");
@@ -126,13 +139,63 @@ Test(fit, the_margin_decides_at_the_boundary)
                      (unsigned long long)most);
     cr_expect_eq(opt(0, LLMEM_FIT_REQUIRED_BYTES), required(most, 50));
     cr_expect_leq(opt(0, LLMEM_FIT_REQUIRED_BYTES), usable);
+    cr_expect_eq(opt(0, LLMEM_FIT_BUDGET_BYTES), most, "the need fills the budget");
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0);
     cr_assert_eq(llmem_fit_run(fit, a100, most + 1, LLMEM_LEVEL_DEVICE), LLMEM_OK);
     cr_expect_str_eq(best_name(), "1g.20gb");
     cr_expect_eq(opt(0, LLMEM_FIT_SHORTFALL_BYTES), required(most + 1, 50) - usable);
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0);
     cr_assert_eq(llmem_fit_run(fit, a100, 9 * GIB + 100 * MIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
     cr_expect_str_eq(best_name(), "1g.20gb", "9.1 GiB > 95 %% of 9.5 GiB");
-    cr_expect_gt(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0, "headroom without the margin");
+    /* Inside the margin: the usable bytes hold the need, the budget does
+     * not; no headroom (it was usable - need, 436 MiB, beside a shortfall). */
     cr_expect_eq(opt(0, LLMEM_FIT_FITS), 0);
+    cr_expect_eq(opt(0, LLMEM_FIT_HEADROOM_BYTES), 0, "no headroom inside the margin");
+    cr_expect_gt(opt(0, LLMEM_FIT_SHORTFALL_BYTES), 0);
+}
+
+/* Headroom, budget and shortfall agree with fits on every option: several
+ * GPUs, margins, and needs at each option's budget and a byte either side.
+ * budget = U - ceil(U x margin / 1000); fits == (budget >= need) (no
+ * compute minimum); headroom = budget - need when it fits, else 0;
+ * shortfall = required - usable when it does not, else 0. */
+Test(fit, headroom_is_the_budget_less_the_need_on_every_option)
+{
+    static const char *const gpus[] = { "A100-40GB", "A100-80GB", "H100", "H200", "A30", "L4" };
+    static const int64_t margins[] = { 0, 50, 100, 500 };
+    size_t checked = 0;
+    for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++) {
+        size_t g = gpu(gpus[gi]);
+        for (size_t mi = 0; mi < sizeof margins / sizeof margins[0]; mi++) {
+            uint64_t m = (uint64_t)margins[mi];
+            cr_assert_eq(llmem_fit_set_int(fit, LLMEM_FIT_MARGIN_PERMILLE, margins[mi]), LLMEM_OK);
+            cr_assert_eq(llmem_fit_run(fit, g, GIB, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+            size_t n = llmem_fit_count(fit);
+            uint64_t slice_budget[16];
+            cr_assert_leq(n, 16);
+            for (size_t k = 0; k < n; k++)
+                slice_budget[k] = budget(opt(k, LLMEM_FIT_USABLE_BYTES), m);
+            for (size_t k = 0; k < n; k++)
+                for (int d = -1; d <= 1; d++) {
+                    uint64_t need = slice_budget[k] + (uint64_t)(int64_t)d;
+                    cr_assert_eq(llmem_fit_run(fit, g, need, LLMEM_LEVEL_DEVICE), LLMEM_OK);
+                    for (size_t i = 0; i < n; i++) {
+                        uint64_t u = opt(i, LLMEM_FIT_USABLE_BYTES), b = opt(i, LLMEM_FIT_BUDGET_BYTES);
+                        uint64_t fits = opt(i, LLMEM_FIT_FITS);
+                        cr_expect_eq(b, budget(u, m), "%s %s margin %llu", gpus[gi],
+                                     llmem_fit_name(fit, i), (unsigned long long)m);
+                        cr_expect_eq(fits, b >= need, "%s %s margin %llu need %llu", gpus[gi],
+                                     llmem_fit_name(fit, i), (unsigned long long)m,
+                                     (unsigned long long)need);
+                        cr_expect_eq(opt(i, LLMEM_FIT_HEADROOM_BYTES), fits ? b - need : 0);
+                        cr_expect_eq(opt(i, LLMEM_FIT_SHORTFALL_BYTES),
+                                     fits ? 0 : required(need, m) - u);
+                        checked++;
+                    }
+                }
+        }
+    }
+    cr_expect_gt(checked, 1000, "%zu options checked", checked);
 }
 
 /* The review's case: 1g.5gb (4.75 GiB) refused 4864 MiB at margin 0, 336 B

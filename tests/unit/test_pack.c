@@ -1269,6 +1269,55 @@ Test(pack, margin_zero_holds_an_exact_fit)
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
     cr_expect_str_eq(llmem_pack_job_resource(pack, 0), "nvidia.com/mig-1g.5gb");
     cr_expect_str_eq(llmem_pack_job_resource(pack, 1), "nvidia.com/mig-1g.10gb");
+    /* The headroom is below the margin's line, as fit's: the need fills the
+     * 1g.5gb's budget (it was usable - need, the 255013684 B margin). */
+    cr_expect_eq(job(0, LLMEM_PACK_JOB_HEADROOM_BYTES), 0);
+    uint64_t ten = job(1, LLMEM_PACK_JOB_USABLE_BYTES);
+    cr_expect_eq(job(1, LLMEM_PACK_JOB_HEADROOM_BYTES),
+                 ten - (ten * 50 + 999) / 1000 - (most + 1));
+}
+
+/* A placed job's headroom is its slice's budget less its need, and matches
+ * llmem_fit's for the same bytes on the same option, whatever the margin. */
+Test(pack, job_headroom_is_the_slice_budget_less_the_need)
+{
+    static const int64_t margins[] = { 0, 50, 100, 500 };
+    static const uint64_t bytes[] = { 3 * GIB, 4864 * MIB, 9 * GIB + 1, 17 * GIB, 30 * GIB };
+    size_t a100 = gpu("A100-40GB");
+    llmem_fit *f;
+    cr_assert_eq(llmem_fit_new(ctx, &f), LLMEM_OK);
+    for (size_t mi = 0; mi < sizeof margins / sizeof margins[0]; mi++) {
+        uint64_t m = (uint64_t)margins[mi];
+        llmem_pack_clear(pack);
+        cr_assert_eq(llmem_pack_add_gpu(pack, a100, 0), LLMEM_OK);
+        cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, margins[mi]), LLMEM_OK);
+        cr_assert_eq(llmem_fit_set_int(f, LLMEM_FIT_MARGIN_PERMILLE, margins[mi]), LLMEM_OK);
+        for (size_t b = 0; b < sizeof bytes / sizeof bytes[0]; b++)
+            cr_assert_eq(llmem_pack_add_job(pack, "j", bytes[b], LLMEM_LEVEL_DEVICE, 0), LLMEM_OK);
+        cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
+        size_t nplaced = 0;
+        for (size_t j = 0; j < llmem_pack_job_count(pack); j++) {
+            if (job(j, LLMEM_PACK_JOB_STATUS) != LLMEM_PACK_PLACED)
+                continue;
+            uint64_t u = job(j, LLMEM_PACK_JOB_USABLE_BYTES), need = job(j, LLMEM_PACK_JOB_NEED_BYTES);
+            uint64_t budget = u - (u * m + 999) / 1000;
+            cr_expect_geq(budget, need, "margin %llu job %zu", (unsigned long long)m, j);
+            cr_expect_eq(job(j, LLMEM_PACK_JOB_HEADROOM_BYTES), budget - need,
+                         "margin %llu job %zu", (unsigned long long)m, j);
+            /* The same option in a fit of the same bytes. */
+            cr_assert_eq(llmem_fit_run(f, a100, bytes[j], LLMEM_LEVEL_DEVICE), LLMEM_OK);
+            for (size_t i = 0; i < llmem_fit_count(f); i++) {
+                uint64_t fu, fh;
+                llmem_fit_get_u64(f, i, LLMEM_FIT_USABLE_BYTES, &fu);
+                llmem_fit_get_u64(f, i, LLMEM_FIT_HEADROOM_BYTES, &fh);
+                if (fu == u)
+                    cr_expect_eq(fh, budget - need, "fit and pack agree");
+            }
+            nplaced++;
+        }
+        cr_expect_geq(nplaced, 4, "margin %llu", (unsigned long long)m);
+    }
+    llmem_fit_free(f);
 }
 
 /* A need beyond 64 bits fits nowhere and says so: a reserved-level job's
