@@ -11,49 +11,18 @@ TAP on stdout; standard library only.
 """
 import json
 import os
-import shlex
 import subprocess
 import sys
+
+import test_cli
 
 HF_CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "hf",
                           "configs")
 
 
-class Tap:
-    def __init__(self):
-        self.count = 0
-        self.failed = 0
-
-    def check(self, ok, what, detail=""):
-        self.count += 1
-        if not ok:
-            self.failed += 1
-        print("%s %d - %s" % ("ok" if ok else "not ok", self.count, what))
-        if not ok and detail:
-            for line in str(detail).splitlines():
-                print("  # " + line)
-        return ok
-
-    def finish(self):
-        print("1..%d" % self.count)
-        return 1 if self.failed else 0
-
-
-class Llmem:
-    def __init__(self, path):
-        self.command = shlex.split(os.environ.get("LLMEM_TEST_WRAPPER", "")) + [path]
-
-    def run(self, *args):
-        proc = subprocess.run(self.command + list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
-        return proc.returncode, proc.stdout, proc.stderr
-
-    def json(self, *args):
-        rc, out, err = self.run("estimate", *(list(args) + ["--json"]))
-        if rc != 0:
-            raise AssertionError("llmem estimate %s --json: exit %d: %s"
-                                 % (" ".join(args), rc, err.strip()))
-        return json.loads(out)
+# test_cli's TAP writer and runner (its json() runs `llmem estimate ARGS --json`).
+Tap = test_cli.Tap
+Llmem = test_cli.Llmem
 
 
 def check_messages(t, llmem):
