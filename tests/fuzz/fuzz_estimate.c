@@ -953,10 +953,17 @@ static int64_t step_of(const llmem_parallel *l, int key)
 static int refused_as_too_large(llmem_ctx *ctx, int rc, int key)
 {
     int object = 0, field = 0;
-    return rc == LLMEM_EOVERFLOW ||
-           ((rc == LLMEM_EINCONSISTENT || rc == LLMEM_ENOTSUP) &&
-            llmem_ctx_error_field(ctx, &object, &field) == LLMEM_OK &&
-            object == LLMEM_OBJECT_TRAIN && field == key);
+    if (rc == LLMEM_EOVERFLOW)
+        return 1;
+    if ((rc != LLMEM_EINCONSISTENT && rc != LLMEM_ENOTSUP) ||
+        llmem_ctx_error_field(ctx, &object, &field) != LLMEM_OK)
+        return 0;
+    /* A value of the field itself, or, for seq, the pipeline's refusal of a
+     * sliding window on alternate layers once seq reaches it (it names pp:
+     * lib/estimate/max.c, beyond_modelled), which every longer seq meets. */
+    return (object == LLMEM_OBJECT_TRAIN && field == key) ||
+           (rc == LLMEM_ENOTSUP && key == LLMEM_TRAIN_SEQ && object == LLMEM_OBJECT_PARALLEL &&
+            field == LLMEM_PARALLEL_PP);
 }
 
 static void check_max(llmem_ctx *ctx, llmem_estimate *e, const job *j, const inputs *in,
