@@ -93,6 +93,9 @@ static const cli_flag flags[] = {
     MODEL_INT("sliding-window", "sliding_window", LLMEM_MODEL_SLIDING_WINDOW, "N",
               "sliding-window attention span (sliding_window); 0 = none; under sdpa a "
               "[batch, 1, seq, seq] mask from seq >= N on"),
+    MODEL_INT("bnb-4bit", "bnb_4bit", LLMEM_MODEL_BNB_4BIT, "0|1",
+              "linears stored in bitsandbytes 4-bit (a pre-quantized checkpoint's "
+              "quantization_config): only --method qlora trains on it"),
     MODEL_REAL("attention-dropout", "attention_dropout", LLMEM_MODEL_ATTENTION_DROPOUT, "P",
                "the model's dropout on the attention probabilities (attn_pdrop, "
                "attention_dropout); default: the config's (a family's: its config class's)"),

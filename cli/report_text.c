@@ -23,7 +23,7 @@ typedef struct text_settings {
         tie_embeddings, attn_bias, norm, mlp, experts, experts_per_token, expert_intermediate,
         shared_expert_intermediate, shared_expert_gate, dense_layers, router_bias, qk_norm,
         rotary_dim, v_head_dim, q_lora_rank, kv_lora_rank, parallel_block, activation, post_norm,
-        sliding_window, attention_dropout, hidden_dropout, embedding_dropout;
+        sliding_window, bnb_4bit, attention_dropout, hidden_dropout, embedding_dropout;
     cli_setting batch, seq, precision, optimizer, optimizer_impl, grad_ckpt, attention, dropout,
         experts_impl, method, lora_rank, lora_targets, lora_dropout, freeze_layers, loss, grad_accum, formula,
         article_tmp_factor, article_param_bytes;
@@ -63,6 +63,7 @@ static int read_settings(const cli_request *req, text_settings *s)
         { "activation", &s->activation },
         { "post-norm", &s->post_norm },
         { "sliding-window", &s->sliding_window },
+        { "bnb-4bit", &s->bnb_4bit },
         { "attention-dropout", &s->attention_dropout },
         { "hidden-dropout", &s->hidden_dropout },
         { "embedding-dropout", &s->embedding_dropout },
@@ -133,6 +134,8 @@ static void print_attention(FILE *out, const text_settings *s)
         append(line, sizeof line, "norms after the residual additions");
     if (s->sliding_window.i)
         append(line, sizeof line, "sliding window %lld", (long long)s->sliding_window.i);
+    if (s->bnb_4bit.i)
+        append(line, sizeof line, "linears in bitsandbytes 4-bit");
     if (line[0] != '\0')
         fprintf(out, "%-*s%s\n", LABEL_WIDTH, "", line);
 }

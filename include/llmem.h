@@ -252,7 +252,14 @@ enum llmem_model_key {
      * (Mistral-7B-v0.1: 4096, Phi-3-mini-4k: 2047). Only families whose code has
      * such a window take a non-zero value (Llama's path for Mistral/Qwen2,
      * Phi-3, StarCoder2, Gemma-2, whose layers alternate). @since 0.2.0 */
-    LLMEM_MODEL_SLIDING_WINDOW = 43
+    LLMEM_MODEL_SLIDING_WINDOW = 43,
+    /** 1: the checkpoint's linear weights are stored in bitsandbytes 4-bit (a
+     * pre-quantized QLoRA checkpoint: config.json's quantization_config with
+     * load_in_4bit and double quantization). Such weights do not train and
+     * PEFT's LoRA on them is QLoRA: every method but qlora (#llmem_method) is
+     * refused (#LLMEM_ENOTSUP), and QLoRA's estimate is the unquantized
+     * checkpoint's. 0 (the default): as the dtype says. @since 0.2.0 */
+    LLMEM_MODEL_BNB_4BIT = 44
 };
 
 /** Code-path families: which operations a layer runs. @since 0.1.0 */

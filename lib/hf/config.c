@@ -149,17 +149,23 @@ static int get_int(reader *r, const char *const *names, size_t n, int required, 
 /* A boolean field, or dflt when absent or null. *out is written on failure
  * too (dflt): the compiler cannot see that wrong_type() returns an error, and
  * would warn that a caller's flag may be read uninitialized. */
-static int get_flag(reader *r, const char *name, int dflt, int *out)
+static int flag_in(reader *r, const hf_jv *obj, const char *name, const char *shown, int dflt,
+                   int *out)
 {
     const hf_jv *v;
     *out = dflt;
-    if (!llmem_hf_json_member(r->root, name, &v) || v == NULL)
+    if (!llmem_hf_json_member(obj, name, &v) || v == NULL)
         return LLMEM_OK;
     int b = llmem_hf_json_bool(v);
     if (b < 0)
-        return wrong_type(r, name, "a boolean", v);
+        return wrong_type(r, shown, "a boolean", v);
     *out = b;
     return LLMEM_OK;
+}
+
+static int get_flag(reader *r, const char *name, int dflt, int *out)
+{
+    return flag_in(r, r->root, name, name, dflt, out);
 }
 
 /* Sizes a layout reads are bounded before any arithmetic on them: no
@@ -897,6 +903,114 @@ static int read_dtype(reader *r)
     return LLMEM_OK;
 }
 
+/* ---- quantization_config --------------------------------------------- */
+
+#define QUANT "quantization_config"
+
+/* what: the kind of quantization, or the setting, the estimate lacks. */
+static int quant_not_modelled(reader *r, const char *what)
+{
+    return llmem__fail(r->ctx, LLMEM_ENOTSUP,
+                       CONFIG_NAME ": " QUANT ": %s is not modelled (the estimate would count "
+                       "weights the checkpoint does not hold); remove " QUANT " to estimate "
+                       "the unquantized model",
+                       what);
+}
+
+/* A string member of quantization_config, or dflt when absent or null. */
+static int quant_string(reader *r, const hf_jv *q, const char *name, const char *dflt,
+                        const char **out)
+{
+    const hf_jv *v;
+    char shown[64];
+    *out = dflt;
+    if (!llmem_hf_json_member(q, name, &v) || v == NULL)
+        return LLMEM_OK;
+    if ((*out = llmem_hf_json_string(v)) == NULL) {
+        snprintf(shown, sizeof shown, QUANT ".%s", name);
+        return wrong_type(r, shown, "a string", v);
+    }
+    return LLMEM_OK;
+}
+
+/* bitsandbytes keeps the output head unquantized whatever the list says
+ * (transformers' get_keys_to_not_convert); any other module it is told to
+ * skip stays in 16 bits, which the estimate does not model. */
+static int quant_skipped(reader *r, const hf_jv *q)
+{
+    const hf_jv *v;
+    if (!llmem_hf_json_member(q, "llm_int8_skip_modules", &v) || v == NULL)
+        return LLMEM_OK;
+    if (llmem_hf_json_type(v) != HF_JARRAY)
+        return wrong_type(r, QUANT ".llm_int8_skip_modules", "an array", v);
+    for (size_t i = 0; i < llmem_hf_json_array_size(v); i++) {
+        const char *name = llmem_hf_json_string(llmem_hf_json_array_at(v, i));
+        if (name == NULL)
+            return llmem__fail(r->ctx, LLMEM_EPARSE,
+                               CONFIG_NAME ": field '" QUANT ".llm_int8_skip_modules' must "
+                               "hold strings");
+        if (strcmp(name, "lm_head") != 0) {
+            char what[96];
+            snprintf(what, sizeof what, "llm_int8_skip_modules '%.40s' (left unquantized)", name);
+            return quant_not_modelled(r, what);
+        }
+    }
+    return LLMEM_OK;
+}
+
+/* What transformers' quantizer loads the checkpoint as (quantization_config,
+ * written by BitsAndBytesConfig and the other quantizers' configs). QLoRA's
+ * storage, bitsandbytes 4-bit with double quantization (Dettmers et al.
+ * 2023; nf4 or fp4 take the same bytes: 4 bits a weight and one absmax a
+ * 64-weight block), sets bnb-4bit; fp8 is read as its bf16 cast; every
+ * other kind is refused, as the estimate would count the unquantized
+ * weights (GPTQ's and AWQ's packed integers, bitsandbytes 8-bit). */
+static int read_quantization(reader *r)
+{
+    const hf_jv *q;
+    const char *method, *type;
+    int in4, in8, nested, rc;
+    if (!llmem_hf_json_member(r->root, QUANT, &q) || q == NULL)
+        return LLMEM_OK;
+    if (llmem_hf_json_type(q) != HF_JOBJECT)
+        return wrong_type(r, QUANT, "an object", q);
+    /* Configs saved before quant_method was written are BitsAndBytesConfig's. */
+    if ((rc = quant_string(r, q, "quant_method", "bitsandbytes", &method)) != LLMEM_OK)
+        return rc;
+    /* DeepSeek-V3's block-wise fp8 weights: fine-tuning starts from their
+     * bf16 cast (the model's torch_dtype; DeepSeek-V3's README, "BF16
+     * weights": inference/fp8_cast_bf16.py), which is what the estimate
+     * counts. */
+    if (strcmp(method, "fp8") == 0)
+        return LLMEM_OK;
+    if (strcmp(method, "bitsandbytes") != 0) {
+        char what[64];
+        snprintf(what, sizeof what, "quant_method '%.40s'", method);
+        return quant_not_modelled(r, what);
+    }
+    if ((rc = flag_in(r, q, "load_in_4bit", QUANT ".load_in_4bit", 0, &in4)) != LLMEM_OK ||
+        (rc = flag_in(r, q, "load_in_8bit", QUANT ".load_in_8bit", 0, &in8)) != LLMEM_OK ||
+        (rc = flag_in(r, q, "bnb_4bit_use_double_quant", QUANT ".bnb_4bit_use_double_quant", 0,
+                      &nested)) != LLMEM_OK ||
+        (rc = quant_string(r, q, "bnb_4bit_quant_type", "fp4", &type)) != LLMEM_OK)
+        return rc;
+    if (in8)
+        return quant_not_modelled(r, "bitsandbytes 8-bit (load_in_8bit)");
+    if (!in4)
+        return LLMEM_OK; /* nothing quantized */
+    if (strcmp(type, "nf4") != 0 && strcmp(type, "fp4") != 0)
+        return llmem__fail(r->ctx, LLMEM_EPARSE,
+                           CONFIG_NAME ": field '" QUANT ".bnb_4bit_quant_type' = '%.40s' is "
+                           "neither nf4 nor fp4", type);
+    if (!nested)
+        return quant_not_modelled(r, "4-bit without double quantization "
+                                     "(bnb_4bit_use_double_quant false)");
+    if ((rc = quant_skipped(r, q)) != LLMEM_OK)
+        return rc;
+    put(r, LLMEM_MODEL_BNB_4BIT, 1, QUANT);
+    return LLMEM_OK;
+}
+
 /* "llama, mistral, ...": the model types of the table, for messages. */
 static void supported_types(char *buf, size_t cap)
 {
@@ -980,6 +1094,8 @@ static int from_root(llmem_ctx *ctx, const hf_jv *root, llmem_model **out)
         rc = read_dropouts(&r);
     if (rc == LLMEM_OK)
         rc = read_window(&r);
+    if (rc == LLMEM_OK)
+        rc = read_quantization(&r);
     if (rc == LLMEM_OK)
         rc = build_model(&r, out);
     return rc;

@@ -30,6 +30,7 @@ void llmem_model_family_defaults(int64_t *f, int family)
     f[LLMEM_MODEL_ACTIVATION] = d->activation;
     f[LLMEM_MODEL_POST_NORM] = 0;
     f[LLMEM_MODEL_SLIDING_WINDOW] = d->sliding_window;
+    f[LLMEM_MODEL_BNB_4BIT] = 0;
     for (int site = 0; site < DROPOUT_SITES; site++)
         llmem_model_put_real(f, MODEL_DROPOUT_KEY(site), d->dropout[site]);
 }

@@ -14,7 +14,7 @@
 
 /* One past the largest llmem_model_key (model_fields.c checks its table
  * against it at compile time). */
-#define MODEL_KEY_END (LLMEM_MODEL_SLIDING_WINDOW + 1)
+#define MODEL_KEY_END (LLMEM_MODEL_BNB_4BIT + 1)
 
 /* The model key of a dropout site's probability (the keys follow the sites' order). */
 #define MODEL_DROPOUT_KEY(site) (LLMEM_MODEL_ATTENTION_DROPOUT + (site))
@@ -62,6 +62,7 @@ typedef struct model_shape {
     uint64_t q_lora_rank;   /* MLA query compression; 0 = full q projection */
     uint64_t kv_lora_rank;  /* MLA key/value compression; 0 = no MLA */
     uint64_t dense_layers;  /* MoE models: layers with a dense MLP instead of experts */
+    int bnb_4bit;           /* linears stored in bitsandbytes 4-bit (a pre-quantized checkpoint) */
     double dropout[DROPOUT_SITES]; /* the config's probability at each kind of site */
 } model_shape;
 

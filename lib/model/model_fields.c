@@ -62,6 +62,7 @@ static const field_desc rows[] = {
     PROBABILITY(HIDDEN_DROPOUT, "hidden-dropout"),
     PROBABILITY(EMBEDDING_DROPOUT, "embedding-dropout"),
     INT(SLIDING_WINDOW, "sliding-window", 0, SIZE_MAX_ELEMS),
+    FLAG(BNB_4BIT, "bnb-4bit"),
 };
 
 /* The handle's array has one slot a key: a new key needs its row here. */

@@ -217,6 +217,7 @@ int llmem_model_resolve(llmem_model *m, model_shape *s, model_params *p)
     s->dense_layers = (uint64_t)f[LLMEM_MODEL_DENSE_LAYERS];
     s->activation = (int)f[LLMEM_MODEL_ACTIVATION];
     s->post_norm = (int)f[LLMEM_MODEL_POST_NORM];
+    s->bnb_4bit = (int)f[LLMEM_MODEL_BNB_4BIT];
     if ((rc = resolve_dropout(m, s)) != LLMEM_OK)
         return rc;
     s->sliding_window = (uint64_t)f[LLMEM_MODEL_SLIDING_WINDOW];

@@ -2,6 +2,7 @@
 #include "train/setup.h"
 
 #include "core/ctx.h"
+#include "core/names.h"
 #include "gpu/gpu.h"
 #include "model/families.h"
 #include "model/modules.h"
@@ -184,6 +185,15 @@ int llmem_setup_resolve(const llmem_train *t, const model_shape *m, llmem_ctx *c
     if (s->method == LLMEM_METHOD_FREEZE && s->frozen_layers > m->layers)
         return FAIL(ctx, FROZEN_LAYERS, LLMEM_EINCONSISTENT, "freeze-layers: %llu exceeds layers %llu",
                     (unsigned long long)s->frozen_layers, (unsigned long long)m->layers);
+    /* bitsandbytes' Linear4bit weights are frozen (no gradient flows into
+     * them) and PEFT's LoRA over them is QLoRA. */
+    if (m->bnb_4bit && s->method != LLMEM_METHOD_QLORA)
+        return FAIL(ctx, METHOD, LLMEM_ENOTSUP,
+                    "method: %s on linears stored in bitsandbytes 4-bit (bnb-4bit: a "
+                    "pre-quantized checkpoint's quantization_config): %s; use --method qlora",
+                    llmem_names_name(&llmem_names_method, s->method),
+                    s->method == LLMEM_METHOD_LORA ? "LoRA over 4-bit linears is QLoRA"
+                                                   : "4-bit linears do not train");
     if (s->method == LLMEM_METHOD_QLORA && s->precision == LLMEM_PRECISION_FP32)
         return FAIL(ctx, PRECISION, LLMEM_EINCONSISTENT,
                     "precision: qlora needs a 16-bit compute dtype (bf16-mixed, "

@@ -434,6 +434,36 @@ static const error_case error_cases[] = {
       "{\"model_type\": \"qwen2\", " LLAMA_BODY ", \"use_sliding_window\": true, "
       "\"sliding_window\": 4096}",
       LLMEM_ENOTSUP, "field 'use_sliding_window' = true (sliding-window attention on the layers" },
+    { "quantization_config not an object",
+      "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": \"nf4\"}",
+      LLMEM_EPARSE, "field 'quantization_config' must be an object, not a string" },
+    { "quant_method not a string",
+      "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": {\"quant_method\": 4}}",
+      LLMEM_EPARSE, "field 'quantization_config.quant_method' must be a string, not an integer" },
+    { "gptq", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": "
+      "{\"quant_method\": \"gptq\", \"bits\": 4}}",
+      LLMEM_ENOTSUP, "quantization_config: quant_method 'gptq' is not modelled" },
+    { "bitsandbytes 8-bit", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": "
+      "{\"quant_method\": \"bitsandbytes\", \"load_in_8bit\": true}}",
+      LLMEM_ENOTSUP, "quantization_config: bitsandbytes 8-bit (load_in_8bit) is not modelled" },
+    { "4-bit without double quantization", "{\"model_type\": \"llama\", " LLAMA_BODY ", "
+      "\"quantization_config\": {\"load_in_4bit\": true, \"bnb_4bit_quant_type\": \"nf4\"}}",
+      LLMEM_ENOTSUP, "4-bit without double quantization (bnb_4bit_use_double_quant false) is not" },
+    { "4-bit quant type", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": "
+      "{\"load_in_4bit\": true, \"bnb_4bit_use_double_quant\": true, "
+      "\"bnb_4bit_quant_type\": \"int4\"}}",
+      LLMEM_EPARSE, "field 'quantization_config.bnb_4bit_quant_type' = 'int4' is neither nf4 nor" },
+    { "load_in_4bit not a boolean", "{\"model_type\": \"llama\", " LLAMA_BODY ", "
+      "\"quantization_config\": {\"load_in_4bit\": 1}}",
+      LLMEM_EPARSE, "field 'quantization_config.load_in_4bit' must be a boolean, not an integer" },
+    { "skipped modules", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": "
+      "{\"load_in_4bit\": true, \"bnb_4bit_use_double_quant\": true, "
+      "\"llm_int8_skip_modules\": [\"lm_head\", \"model.layers.1.mlp\"]}}",
+      LLMEM_ENOTSUP, "llm_int8_skip_modules 'model.layers.1.mlp' (left unquantized) is not" },
+    { "skipped modules not strings", "{\"model_type\": \"llama\", " LLAMA_BODY ", "
+      "\"quantization_config\": {\"load_in_4bit\": true, \"bnb_4bit_use_double_quant\": true, "
+      "\"llm_int8_skip_modules\": [3]}}",
+      LLMEM_EPARSE, "field 'quantization_config.llm_int8_skip_modules' must hold strings" },
     { "unknown torch_dtype", "{\"model_type\": \"llama\", " LLAMA_BODY ", \"torch_dtype\": \"fp7\"}",
       LLMEM_EPARSE, "field 'torch_dtype' = 'fp7' is not a known dtype" },
     { "not JSON", "model_type = llama", LLMEM_EPARSE, "config.json: invalid JSON at byte 0" },
@@ -630,6 +660,109 @@ Test(hf_config, sliding_window_absent_or_null, .init = setup_ctx, .fini = teardo
         cr_assert_eq(llmem_model_get_int(m, LLMEM_MODEL_SLIDING_WINDOW, &w), LLMEM_OK);
         cr_expect_eq(w, cases[i].window, "%s: %" PRId64, cases[i].json, w);
         llmem_model_free(m);
+    }
+}
+
+/* quantization_config: bitsandbytes 4-bit with double quantization (nf4 or
+ * fp4; before quant_method was written, too; the head in the skip list, or
+ * none) sets bnb-4bit; 4-bit off, or no quantization_config, leaves it 0. */
+#define NPHASES LLMEM_PHASE_OPTIMIZER
+#define BNB4 "\"load_in_4bit\": true, \"bnb_4bit_use_double_quant\": true"
+
+Test(hf_config, bitsandbytes_4bit, .init = setup_ctx, .fini = teardown_ctx)
+{
+    static const struct {
+        const char *json;
+        int64_t bnb_4bit;
+    } cases[] = {
+        { "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": {\"quant_method\": "
+          "\"bitsandbytes\", " BNB4 ", \"bnb_4bit_quant_type\": \"nf4\", \"load_in_8bit\": false, "
+          "\"llm_int8_skip_modules\": null}}", 1 },
+        { "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": {" BNB4 "}}", 1 },
+        { "{\"model_type\": \"qwen2\", " LLAMA_BODY ", \"quantization_config\": {" BNB4
+          ", \"bnb_4bit_quant_type\": \"fp4\", \"llm_int8_skip_modules\": [\"lm_head\"]}}", 1 },
+        { "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": {\"quant_method\": "
+          "\"bitsandbytes\", \"load_in_4bit\": false}}", 0 },
+        { "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": null}", 0 },
+        { "{\"model_type\": \"llama\", " LLAMA_BODY ", \"quantization_config\": {\"quant_method\": "
+          "\"fp8\", \"fmt\": \"e4m3\", \"weight_block_size\": [128, 128]}}", 0 },
+        { "{\"model_type\": \"llama\", " LLAMA_BODY "}", 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        llmem_model *m = NULL;
+        int64_t q = -1;
+        cr_assert_eq(llmem_model_new_hf_config_json(ctx, cases[i].json, strlen(cases[i].json), &m),
+                     LLMEM_OK, "%s: %s", cases[i].json, llmem_ctx_error(ctx));
+        cr_assert_eq(llmem_model_get_int(m, LLMEM_MODEL_BNB_4BIT, &q), LLMEM_OK);
+        cr_expect_eq(q, cases[i].bnb_4bit, "%s: bnb-4bit %" PRId64, cases[i].json, q);
+        llmem_model_free(m);
+    }
+}
+
+/* A pre-quantized checkpoint estimates under QLoRA as the unquantized one
+ * does (QLoRA quantizes the same linears), every phase and peak; every
+ * other method is refused naming the method, the run keeping the last
+ * result. Every checkpoint of tests/hf/configs, a grid of setups. */
+Test(hf_config, bitsandbytes_4bit_is_qlora, .init = setup_ctx, .fini = teardown_ctx)
+{
+    static const char *const configs[] = { "Meta-Llama-3-8B", "Qwen2.5-0.5B", "gemma-2-2b",
+                                           "Mistral-7B-v0.1", "Phi-3-mini-4k-instruct" };
+    static const char *const ckpt[] = { "none", "full", "reentrant" };
+    static const int64_t seqs[] = { 1, 512, 4096 };
+    static const int refused[] = { LLMEM_METHOD_FULL, LLMEM_METHOD_LORA, LLMEM_METHOD_FREEZE };
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        char path[PATH_CAP];
+        llmem_model *plain, *quant;
+        llmem_train *t;
+        llmem_estimate *e;
+        snprintf(path, sizeof path, HF_TEST_DIR "/configs/%s.json", configs[c]);
+        cr_assert_eq(llmem_model_new_hf_config(ctx, path, &plain), LLMEM_OK, "%s", path);
+        cr_assert_eq(llmem_model_new_hf_config(ctx, path, &quant), LLMEM_OK, "%s", path);
+        cr_assert_eq(llmem_model_set_int(quant, LLMEM_MODEL_BNB_4BIT, 1), LLMEM_OK);
+        cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+        cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_METHOD, LLMEM_METHOD_QLORA), LLMEM_OK);
+        for (size_t k = 0; k < sizeof ckpt / sizeof ckpt[0]; k++)
+            for (size_t q = 0; q < sizeof seqs / sizeof seqs[0]; q++) {
+                uint64_t want[NPHASES + 1], got[NPHASES + 1];
+                cr_assert_eq(llmem_train_set_str(t, LLMEM_TRAIN_GRAD_CKPT, ckpt[k]), LLMEM_OK);
+                cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, seqs[q]), LLMEM_OK);
+                cr_assert_eq(llmem_estimate_run(e, plain, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+                cr_assert_eq(llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &want[0]), LLMEM_OK);
+                for (int p = 1; p <= NPHASES; p++)
+                    cr_assert_eq(llmem_estimate_phase_bytes(e, p, &want[p]), LLMEM_OK);
+                cr_assert_eq(llmem_estimate_run(e, quant, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+                cr_assert_eq(llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &got[0]), LLMEM_OK);
+                for (int p = 1; p <= NPHASES; p++)
+                    cr_assert_eq(llmem_estimate_phase_bytes(e, p, &got[p]), LLMEM_OK);
+                for (int p = 0; p <= NPHASES; p++)
+                    cr_expect_eq(got[p], want[p], "%s ckpt %s seq %" PRId64 " phase %d: %" PRIu64
+                                 " != %" PRIu64, configs[c], ckpt[k], seqs[q], p, got[p], want[p]);
+            }
+        for (size_t r = 0; r < sizeof refused / sizeof refused[0]; r++) {
+            uint64_t before = 0, after = 0;
+            cr_assert_eq(llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &before), LLMEM_OK);
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_METHOD, refused[r]), LLMEM_OK);
+            cr_expect_eq(llmem_estimate_run(e, quant, t), LLMEM_ENOTSUP, "%s method %d",
+                         configs[c], refused[r]);
+            cr_expect_not_null(strstr(llmem_ctx_error(ctx), "use --method qlora"), "%s",
+                               llmem_ctx_error(ctx));
+            cr_expect_not_null(strstr(llmem_ctx_error(ctx),
+                                      refused[r] == LLMEM_METHOD_LORA ? "method: lora on"
+                                      : refused[r] == LLMEM_METHOD_FULL ? "method: full on"
+                                                                        : "method: freeze on"),
+                               "%s", llmem_ctx_error(ctx));
+            cr_assert_eq(llmem_estimate_get_u64(e, LLMEM_EST_PEAK_DEVICE, &after), LLMEM_OK);
+            cr_expect_eq(after, before, "%s: a refused run keeps the last result", configs[c]);
+            /* the same method on the unquantized checkpoint runs */
+            cr_expect_eq(llmem_estimate_run(e, plain, t), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_METHOD, LLMEM_METHOD_QLORA), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_run(e, quant, t), LLMEM_OK);
+        }
+        llmem_estimate_free(e);
+        llmem_train_free(t);
+        llmem_model_free(plain);
+        llmem_model_free(quant);
     }
 }
 

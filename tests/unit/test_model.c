@@ -976,7 +976,8 @@ Test(model, dropout_fields, .init = setup_ctx, .fini = teardown_ctx)
     cr_expect_eq(llmem_model_field_is_real(LLMEM_MODEL_HIDDEN), 0);
     cr_expect_eq(llmem_model_field_is_real(0), LLMEM_EINVAL);
     cr_expect_eq(llmem_model_field_is_real(LLMEM_MODEL_SLIDING_WINDOW), 0);
-    cr_expect_eq(llmem_model_field_is_real(LLMEM_MODEL_SLIDING_WINDOW + 1), LLMEM_EINVAL);
+    cr_expect_eq(llmem_model_field_is_real(LLMEM_MODEL_BNB_4BIT), 0);
+    cr_expect_eq(llmem_model_field_is_real(LLMEM_MODEL_BNB_4BIT + 1), LLMEM_EINVAL);
     /* set and read back; an integer is its real */
     cr_expect_eq(llmem_model_set_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, 0.25), LLMEM_OK);
     cr_expect_eq(llmem_model_get_double(m, LLMEM_MODEL_HIDDEN_DROPOUT, &p), LLMEM_OK);
