@@ -156,10 +156,11 @@ ParameterizedTest(published_row *row, presets, published_count)
 
 typedef struct hf_arch {
     const char *preset;
-    int family;                  /* LLMEM_FAMILY_GPT2 or LLMEM_FAMILY_OPT */
+    int family;                  /* LLMEM_FAMILY_GPT2, LLMEM_FAMILY_OPT or LLMEM_FAMILY_STARCODER2 */
     uint64_t hidden, layers, ffn, vocab, positions;
     uint64_t word_embed_proj_dim; /* OPT: word_embed_proj_dim */
     int final_norm;               /* OPT: do_layer_norm_before */
+    uint64_t kv_width;            /* StarCoder2: num_key_value_heads x head_dim */
 } hf_arch;
 
 /* GPT2LMHeadModel (transformers models/gpt2/modeling_gpt2.py):
@@ -194,24 +195,49 @@ static uint64_t opt_params(const hf_arch *a)
     return total;
 }
 
+/* Starcoder2ForCausalLM (transformers models/starcoder2/modeling_starcoder2.py):
+ *   embed_tokens V x H, no position table (rotary),
+ *   per layer: q_proj and o_proj H -> H, k_proj and v_proj H -> kv_width, all with
+ *   bias (use_bias), mlp.c_fc H -> ffn (+ffn), mlp.c_proj ffn -> H (+H),
+ *   input_layernorm and post_attention_layernorm (LayerNorm, 2H each);
+ *   norm (2H); lm_head tied to embed_tokens. */
+static uint64_t starcoder2_params(const hf_arch *a)
+{
+    uint64_t H = a->hidden, F = a->ffn, K = a->kv_width;
+    uint64_t layer = 2 * (H * H + H) + 2 * (H * K + K) + (H * F + F) + (F * H + H) + 4 * H;
+    return a->vocab * H + a->layers * layer + 2 * H;
+}
+
 static const hf_arch architectures[] = {
     /* openai-community/gpt2*: n_embd, n_layer, n_inner None (4 x n_embd), vocab 50257, n_positions 1024 */
-    { "openai-community/gpt2", LLMEM_FAMILY_GPT2, 768, 12, 3072, 50257, 1024, 0, 1 },
-    { "openai-community/gpt2-medium", LLMEM_FAMILY_GPT2, 1024, 24, 4096, 50257, 1024, 0, 1 },
-    { "openai-community/gpt2-large", LLMEM_FAMILY_GPT2, 1280, 36, 5120, 50257, 1024, 0, 1 },
-    { "openai-community/gpt2-xl", LLMEM_FAMILY_GPT2, 1600, 48, 6400, 50257, 1024, 0, 1 },
+    { "openai-community/gpt2", LLMEM_FAMILY_GPT2, 768, 12, 3072, 50257, 1024, 0, 1, 0 },
+    { "openai-community/gpt2-medium", LLMEM_FAMILY_GPT2, 1024, 24, 4096, 50257, 1024, 0, 1, 0 },
+    { "openai-community/gpt2-large", LLMEM_FAMILY_GPT2, 1280, 36, 5120, 50257, 1024, 0, 1, 0 },
+    { "openai-community/gpt2-xl", LLMEM_FAMILY_GPT2, 1600, 48, 6400, 50257, 1024, 0, 1, 0 },
     /* facebook/opt-*: hidden_size, num_hidden_layers, ffn_dim, vocab 50272, max_position_embeddings 2048 */
-    { "facebook/opt-125m", LLMEM_FAMILY_OPT, 768, 12, 3072, 50272, 2048, 768, 1 },
+    { "facebook/opt-125m", LLMEM_FAMILY_OPT, 768, 12, 3072, 50272, 2048, 768, 1, 0 },
     /* opt-350m: word_embed_proj_dim 512, do_layer_norm_before false */
-    { "facebook/opt-350m", LLMEM_FAMILY_OPT, 1024, 24, 4096, 50272, 2048, 512, 0 },
-    { "facebook/opt-1.3b", LLMEM_FAMILY_OPT, 2048, 24, 8192, 50272, 2048, 2048, 1 },
-    { "facebook/opt-6.7b", LLMEM_FAMILY_OPT, 4096, 32, 16384, 50272, 2048, 4096, 1 },
+    { "facebook/opt-350m", LLMEM_FAMILY_OPT, 1024, 24, 4096, 50272, 2048, 512, 0, 0 },
+    { "facebook/opt-1.3b", LLMEM_FAMILY_OPT, 2048, 24, 8192, 50272, 2048, 2048, 1, 0 },
+    { "facebook/opt-6.7b", LLMEM_FAMILY_OPT, 4096, 32, 16384, 50272, 2048, 4096, 1, 0 },
+    /* bigcode/starcoder2-3b (tests/hf/configs/starcoder2-3b.json): hidden_size 3072,
+     * num_hidden_layers 30, intermediate_size 12288, vocab_size 49152,
+     * max_position_embeddings 16384, num_key_value_heads 2 x head_dim 128 (3072 / 24).
+     * No exact count is published (the Hub's "3.03B" is rounded). */
+    { "bigcode/starcoder2-3b", LLMEM_FAMILY_STARCODER2, 3072, 30, 12288, 49152, 16384, 0, 1, 256 },
 };
 #define ARCH_COUNT (sizeof architectures / sizeof architectures[0])
 
 static uint64_t arch_params(const hf_arch *a)
 {
-    return a->family == LLMEM_FAMILY_GPT2 ? gpt2_params(a) : opt_params(a);
+    switch (a->family) {
+    case LLMEM_FAMILY_GPT2:
+        return gpt2_params(a);
+    case LLMEM_FAMILY_STARCODER2:
+        return starcoder2_params(a);
+    default:
+        return opt_params(a);
+    }
 }
 
 /* The formulas themselves, pinned to numbers worked by hand, so the
@@ -224,6 +250,10 @@ Test(presets, formulas_by_hand)
     cr_assert_eq(opt_params(&architectures[5]), UINT64_C(331196416));
     /* gpt2: 50257*768 + 1024*768 + 12 * 7087872 + 1536 = 124439808 (the published count) */
     cr_assert_eq(gpt2_params(&architectures[0]), UINT64_C(124439808));
+    /* starcoder2-3b: a layer is 2 x (3072^2 + 3072) + 2 x (3072*256 + 256)
+     *   + (3072*12288 + 12288) + (12288*3072 + 3072) + 4*3072 = 95979008;
+     *   49152*3072 + 30 * 95979008 + 2*3072 = 150994944 + 2879370240 + 6144 = 3030371328 */
+    cr_assert_eq(starcoder2_params(&architectures[8]), UINT64_C(3030371328));
 }
 
 /* Parameters cross into the test's own process through Criterion's arena:
