@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `llmem fit --gpu NAME [estimate flags | --bytes SIZE [--bytes-level L]]
- * [--margin P] [--min-compute N] [--driver N] [--json]`: which MIG profiles of a GPU, and
- * whether the whole GPU, hold a job. The job is an estimate (the flags of
- * `llmem estimate`, layout flags included: each rank is fitted, and the
- * slice for the layout is the one its most loaded rank needs), estimated
- * with the GPU's CUDA context and cuBLAS workspace, or a plain byte count.
+ * [--margin P] [--min-compute N] [--driver N] [--running LIST] [--json]`:
+ * which MIG profiles of a GPU, and whether the whole GPU, hold a job. The
+ * job is an estimate (the flags of `llmem estimate`, layout flags included:
+ * each rank is fitted, and the slice for the layout is the one its most
+ * loaded rank needs), estimated with the GPU's CUDA context and cuBLAS
+ * workspace, or a plain byte count.
  * With --driver, the options are the profiles that driver branch has, under
- * its names. No option holds it: the output for all of them, and exit 3.
+ * its names. With --running, the GPU already runs those MIG instances and
+ * keeps them: each option says whether it can be created next to them, and
+ * at which start; the text and JSON gain a start (column, keys) only then.
+ * No option holds it: the output for all of them, and exit 3.
  */
 #include "args.h"
 #include "cli.h"
@@ -17,20 +21,24 @@
 #include "number.h"
 #include "opts.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <llmem.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
-    OPT_GPU, OPT_MARGIN, OPT_BYTES, OPT_LEVEL, OPT_COMPUTE, OPT_DRIVER, OPT_JSON, OPT_HELP,
-    OPT_COUNT
+    OPT_GPU, OPT_MARGIN, OPT_BYTES, OPT_LEVEL, OPT_COMPUTE, OPT_DRIVER, OPT_RUNNING, OPT_JSON,
+    OPT_HELP, OPT_COUNT
 };
 
 #define FIT_MAX_RANKS 64
+#define FIT_MAX_RUNNING 16 /* llmem_fit_add_running()'s limit */
 
 typedef struct fit_rank {
     uint64_t need, stage, gpus;
     const char *best, *resource; /* NULL: no option holds it */
-    uint64_t required;
+    uint64_t required, start;
 } fit_rank;
 
 typedef struct fit_job {
@@ -38,6 +46,8 @@ typedef struct fit_job {
     int level;
     size_t nranks, peak;
     fit_rank rank[FIT_MAX_RANKS];
+    int running;        /* --running given (even empty): starts shown */
+    size_t nrunning, run_profile[FIT_MAX_RUNNING], run_start[FIT_MAX_RUNNING];
 } fit_job;
 
 /* The estimate flags `llmem fit` takes: model, training and layout. */
@@ -116,6 +126,34 @@ static void format_need(uint64_t bytes, int saturated, char *buf, size_t cap)
         cli_format_gib(bytes, buf, cap);
 }
 
+/* The Running line: the instances as given, and what of the GPU they use. */
+static void print_running(const llmem_fit *fit, size_t gpu, const fit_job *job)
+{
+    uint64_t slots = 0, compute = 0, used_slots = 0, used_compute = 0, v = 0;
+    int64_t driver = 0;
+    llmem_fit_get_int(fit, LLMEM_FIT_DRIVER, &driver);
+    llmem_gpu_get_u64(gpu, LLMEM_GPU_MIG_SLOTS, &slots);
+    llmem_gpu_get_u64(gpu, LLMEM_GPU_MIG_COMPUTE_SLICES, &compute);
+    printf("Running   ");
+    if (job->nrunning == 0)
+        printf("none (an empty GPU)");
+    for (size_t i = 0; i < job->nrunning; i++) {
+        printf("%s%s@%zu", i ? ", " : "",
+               llmem_mig_profile_driver_name(gpu, job->run_profile[i], driver),
+               job->run_start[i]);
+        if (llmem_mig_profile_get_u64(gpu, job->run_profile[i], LLMEM_MIG_SLOTS, &v) == LLMEM_OK)
+            used_slots += v;
+        if (llmem_mig_profile_get_u64(gpu, job->run_profile[i], LLMEM_MIG_COMPUTE_SLICES, &v) ==
+            LLMEM_OK)
+            used_compute += v;
+    }
+    if (job->nrunning > 0)
+        printf(": %llu of %llu slots and %llu of %llu compute slices in use",
+               (unsigned long long)used_slots, (unsigned long long)slots,
+               (unsigned long long)used_compute, (unsigned long long)compute);
+    printf("\n");
+}
+
 static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int64_t margin)
 {
     char a[32], b[32], c[32];
@@ -139,19 +177,31 @@ static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int
         printf("Job       %s at the %s level%s\n", a,
                job->level == LLMEM_LEVEL_DEVICE ? "device" : "reserved",
                job->level == LLMEM_LEVEL_DEVICE ? "" : " (plus the CUDA context)");
+    if (job->running)
+        print_running(fit, gpu, job);
     printf("Margin    %g%% kept free: needs a slice of %s\n\n", (double)margin / 10, b);
     /* Both less the margin: a fitting option's budget less the need (the
      * estimate's "to spare"), else the usable bytes it lacks, "needs a
      * slice of" above less its own. */
-    printf("%-12s %-11s %-8s %-5s %s\n", "Option", "Usable", "Compute", "Fits",
-           "To spare (short by)");
+    if (job->running)
+        printf("%-12s %-11s %-8s %-6s %-5s %s\n", "Option", "Usable", "Compute", "Start", "Fits",
+               "To spare (short by)");
+    else
+        printf("%-12s %-11s %-8s %-5s %s\n", "Option", "Usable", "Compute", "Fits",
+               "To spare (short by)");
     for (size_t i = 0; i < llmem_fit_count(fit); i++) {
         int fits = (int)option(fit, i, LLMEM_FIT_FITS);
-        char comp[48];
+        char comp[48], start[24];
         cli_format_gib(option(fit, i, LLMEM_FIT_USABLE_BYTES), a, sizeof a);
         cli_format_gib(option(fit, i, LLMEM_FIT_HEADROOM_BYTES), b, sizeof b);
         if (option(fit, i, LLMEM_FIT_SHORTFALL_BYTES) == UINT64_MAX)
             snprintf(c, sizeof c, "need beyond 64 bits");
+        else if (!fits && option(fit, i, LLMEM_FIT_SHORTFALL_BYTES) == 0 &&
+                 !option(fit, i, LLMEM_FIT_PLACEABLE))
+            /* The memory holds the job; the running instances leave no room. */
+            snprintf(c, sizeof c, "%s", option(fit, i, LLMEM_FIT_WHOLE_GPU)
+                                            ? "instances running"
+                                            : "cannot be created");
         else if (!fits && option(fit, i, LLMEM_FIT_SHORTFALL_BYTES) == 0)
             /* The memory holds the job; --min-compute refuses the slice. */
             snprintf(c, sizeof c, "needs %lld/%llu compute", (long long)min_compute,
@@ -164,21 +214,49 @@ static void print_text(const llmem_fit *fit, size_t gpu, const fit_job *job, int
                      (unsigned long long)slices);
         else
             snprintf(comp, sizeof comp, "-");
-        printf("%-12s %-11s %-8s %-5s %s%s%s\n", llmem_fit_name(fit, i), a, comp,
+        if (!job->running) {
+            printf("%-12s %-11s %-8s %-5s %s%s%s\n", llmem_fit_name(fit, i), a, comp,
+                   fits ? "yes" : "no", fits ? b : "(", fits ? "" : c, fits ? "" : ")");
+            continue;
+        }
+        if (option(fit, i, LLMEM_FIT_PLACEABLE))
+            snprintf(start, sizeof start, "%llu",
+                     (unsigned long long)option(fit, i, LLMEM_FIT_START));
+        else
+            snprintf(start, sizeof start, "-");
+        printf("%-12s %-11s %-8s %-6s %-5s %s%s%s\n", llmem_fit_name(fit, i), a, comp, start,
                fits ? "yes" : "no", fits ? b : "(", fits ? "" : c, fits ? "" : ")");
     }
     if (job->nranks > 1) {
         printf("\n%-6s %-6s %-5s %-11s %s\n", "Rank", "Stage", "GPUs", "Peak", "Smallest slice");
         for (size_t r = 0; r < job->nranks; r++) {
             cli_format_gib(job->rank[r].need, a, sizeof a);
-            printf("%-6zu %-6llu %-5llu %-11s %s\n", r, (unsigned long long)job->rank[r].stage,
+            char at[24] = "";
+            if (job->running && job->rank[r].best && job->rank[r].start != UINT64_MAX &&
+                strcmp(job->rank[r].best, "whole") != 0)
+                snprintf(at, sizeof at, "@%llu", (unsigned long long)job->rank[r].start);
+            printf("%-6zu %-6llu %-5llu %-11s %s%s\n", r, (unsigned long long)job->rank[r].stage,
                    (unsigned long long)job->rank[r].gpus, a,
-                   job->rank[r].best ? job->rank[r].best : "none");
+                   job->rank[r].best ? job->rank[r].best : "none", at);
         }
     }
-    if (llmem_fit_best(fit, &best) == LLMEM_OK)
+    if (llmem_fit_best(fit, &best) == LLMEM_OK && job->running &&
+        !option(fit, best, LLMEM_FIT_WHOLE_GPU))
+        /* nvidia-smi's -cgi takes "a profile name or ID and an optional
+         * placement specifier, which consists of a colon and a placement
+         * start index" (its help; docs/mig.md, "What schedulers consume"). */
+        printf("\nSmallest  %s at start %llu (Kubernetes resource %s; create it with "
+               "nvidia-smi mig -cgi %s:%llu -C)%s\n",
+               llmem_fit_name(fit, best), (unsigned long long)option(fit, best, LLMEM_FIT_START),
+               option_resource(fit, gpu, best), llmem_fit_name(fit, best),
+               (unsigned long long)option(fit, best, LLMEM_FIT_START),
+               job->nranks > 1 ? " for every rank" : "");
+    else if (llmem_fit_best(fit, &best) == LLMEM_OK)
         printf("\nSmallest  %s (Kubernetes resource %s)%s\n", llmem_fit_name(fit, best),
                option_resource(fit, gpu, best), job->nranks > 1 ? " for every rank" : "");
+    else if (job->running)
+        printf("\nSmallest  none: no option that can be created next to the running instances "
+               "holds the job\n");
     else
         printf("\nSmallest  none: no option holds the job\n");
 }
@@ -198,6 +276,23 @@ static void print_json(const llmem_fit *fit, size_t gpu, const fit_job *job, int
     json_u64(&w, "required_bytes", option(fit, 0, LLMEM_FIT_REQUIRED_BYTES));
     json_string(&w, "best", found ? llmem_fit_name(fit, best) : NULL);
     json_string(&w, "resource", found ? option_resource(fit, gpu, best) : NULL);
+    if (job->running) {
+        int64_t driver = 0;
+        llmem_fit_get_int(fit, LLMEM_FIT_DRIVER, &driver);
+        if (found && !option(fit, best, LLMEM_FIT_WHOLE_GPU))
+            json_u64(&w, "start", option(fit, best, LLMEM_FIT_START));
+        else
+            json_null(&w, "start");
+        json_array_begin(&w, "running");
+        for (size_t i = 0; i < job->nrunning; i++) {
+            json_object_begin(&w, NULL);
+            json_string(&w, "name",
+                        llmem_mig_profile_driver_name(gpu, job->run_profile[i], driver));
+            json_u64(&w, "start", job->run_start[i]);
+            json_object_end(&w);
+        }
+        json_array_end(&w);
+    }
     json_array_begin(&w, "options");
     for (size_t i = 0; i < llmem_fit_count(fit); i++) {
         json_object_begin(&w, NULL);
@@ -212,6 +307,19 @@ static void print_json(const llmem_fit *fit, size_t gpu, const fit_job *job, int
         json_u64(&w, "budget_bytes", option(fit, i, LLMEM_FIT_BUDGET_BYTES));
         json_u64(&w, "headroom_bytes", option(fit, i, LLMEM_FIT_HEADROOM_BYTES));
         json_u64(&w, "shortfall_bytes", option(fit, i, LLMEM_FIT_SHORTFALL_BYTES));
+        if (job->running) {
+            uint64_t starts = option(fit, i, LLMEM_FIT_STARTS);
+            json_bool(&w, "placeable", (int)option(fit, i, LLMEM_FIT_PLACEABLE));
+            if (option(fit, i, LLMEM_FIT_PLACEABLE))
+                json_u64(&w, "start", option(fit, i, LLMEM_FIT_START));
+            else
+                json_null(&w, "start");
+            json_array_begin(&w, "starts");
+            for (unsigned s = 0; s < 64; s++)
+                if (starts >> s & 1)
+                    json_u64(&w, NULL, s);
+            json_array_end(&w);
+        }
         json_object_end(&w);
     }
     json_array_end(&w);
@@ -225,6 +333,10 @@ static void print_json(const llmem_fit *fit, size_t gpu, const fit_job *job, int
         json_u64(&w, "required_bytes", job->rank[r].required);
         json_string(&w, "best", job->rank[r].best);
         json_string(&w, "resource", job->rank[r].resource);
+        if (job->running && job->rank[r].best && strcmp(job->rank[r].best, "whole") != 0)
+            json_u64(&w, "start", job->rank[r].start);
+        else if (job->running)
+            json_null(&w, "start");
         json_object_end(&w);
     }
     json_array_end(&w);
@@ -242,10 +354,107 @@ static int fit_verdict(const llmem_fit *fit, size_t gpu, const fit_job *job, int
         return CLI_EXIT_OK;
     /* fit holds the most loaded rank's options (fit_run runs it last). */
     format_need(option(fit, 0, LLMEM_FIT_REQUIRED_BYTES), 1, need, sizeof need);
-    cli_error("no option of %s holds the job: %s needs a slice of %s (%g%% kept free)",
-              llmem_gpu_name(gpu), job->nranks > 1 ? "its most loaded rank" : "it", need,
-              (double)margin / 10);
+    cli_error("no option of %s%s holds the job: %s needs a slice of %s (%g%% kept free)",
+              llmem_gpu_name(gpu),
+              job->running ? " that can be created next to the running instances" : "",
+              job->nranks > 1 ? "its most loaded rank" : "it", need, (double)margin / 10);
     return CLI_EXIT_CHECK;
+}
+
+#define RUNNING_FORM                                                                        \
+    "NAME@START (3g.40gb@4: a profile and its placement start, as nvidia-smi mig -lgi "   \
+    "lists them), NAME@START:SIZE or NAME:START"
+
+/* A placement number: decimal digits only, small. */
+static int parse_slot(const char *text, size_t *out)
+{
+    char *end = NULL;
+    if (!isdigit((unsigned char)text[0]))
+        return 0;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0' || v > 1000)
+        return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+/* One instance of --running, item, into its profile and start: NAME@START,
+ * NAME@START:SIZE (the -lgi "Placement Start:Size" column whole; the size
+ * must be the profile's) or NAME:START (nvidia-smi mig -cgi's tuple). The
+ * name is the catalog's or, with --driver, the branch's ("3g.39gb" on 535).
+ * Prints why and returns 0 when it is none. */
+static int parse_instance(llmem_ctx *ctx, const llmem_fit *fit, size_t gpu, const char *list,
+                          const char *item, size_t *profile, size_t *start)
+{
+    char name[80];
+    size_t size = 0;
+    uint64_t slots = 0;
+    int64_t driver = 0;
+    snprintf(name, sizeof name, "%s", item);
+    char *at = strchr(name, '@'), *colon = at ? strchr(at, ':') : strrchr(name, ':');
+    char *digits = at ? at + 1 : colon ? colon + 1 : NULL;
+    if (colon)
+        *colon = '\0';
+    if (at)
+        *at = '\0';
+    if (digits == NULL || name[0] == '\0' || !parse_slot(digits, start) ||
+        (at && colon && !parse_slot(colon + 1, &size))) {
+        cli_error("--running '%s': '%s': expected " RUNNING_FORM, list, item);
+        return 0;
+    }
+    llmem_fit_get_int(fit, LLMEM_FIT_DRIVER, &driver);
+    /* find takes every branch's names: a profile the branch lacks, the fit refuses */
+    if (llmem_mig_profile_find(ctx, gpu, name, profile) != LLMEM_OK) {
+        cli_error("--running '%s': %s", list, cli_message_tail(llmem_ctx_error(ctx)));
+        return 0;
+    }
+    llmem_mig_profile_get_u64(gpu, *profile, LLMEM_MIG_SLOTS, &slots);
+    if (at && colon && size != slots) {
+        cli_error("--running '%s': '%s': %s occupies %llu slots, not %zu", list, item,
+                  llmem_mig_profile_driver_name(gpu, *profile, driver),
+                  (unsigned long long)slots, size);
+        return 0;
+    }
+    return 1;
+}
+
+/* --running LIST: the MIG instances the GPU runs and keeps, comma-separated
+ * (empty: none), declared to fit and checked at once against the GPU (a run
+ * of one byte), so a bad one is a usage error before any option is printed. */
+static int add_running(llmem_ctx *ctx, llmem_fit *fit, size_t gpu, const char *list,
+                       fit_job *job)
+{
+    const char *p = list;
+    job->running = 1;
+    while (*list != '\0') {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p), profile = 0, start = 0;
+        char item[80];
+        if (len == 0 || len >= sizeof item) {
+            cli_error("--running '%s': expected a comma-separated list of " RUNNING_FORM, list);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (!parse_instance(ctx, fit, gpu, list, item, &profile, &start))
+            return CLI_EXIT_USAGE;
+        if (llmem_fit_add_running(fit, profile, start) != LLMEM_OK) {
+            cli_error("--running '%s': %s", list, cli_message_tail(llmem_ctx_error(ctx)));
+            return CLI_EXIT_USAGE;
+        }
+        job->run_profile[job->nrunning] = profile;
+        job->run_start[job->nrunning] = start;
+        job->nrunning++;
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+    if (llmem_fit_run(fit, gpu, 1, LLMEM_LEVEL_DEVICE) != LLMEM_OK) {
+        cli_error("--running '%s': %s", list, cli_message_tail(llmem_ctx_error(ctx)));
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
 }
 
 /* Settings, each rank's smallest slice, then the most loaded rank's options
@@ -281,6 +490,11 @@ static int fit_run(llmem_ctx *ctx, llmem_fit *fit, const cli_opt *opts, size_t g
             return CLI_EXIT_USAGE;
         }
     }
+    if (opts[OPT_RUNNING].value) {
+        int status = add_running(ctx, fit, gpu, opts[OPT_RUNNING].value, job);
+        if (status != CLI_EXIT_OK)
+            return status;
+    }
     for (size_t n = 0; n <= job->nranks; n++) {
         /* Every rank, then the most loaded again for the options printed. */
         fit_rank *k = &job->rank[n < job->nranks ? n : job->peak];
@@ -293,6 +507,7 @@ static int fit_run(llmem_ctx *ctx, llmem_fit *fit, const cli_opt *opts, size_t g
         if (llmem_fit_best(fit, &best) == LLMEM_OK) {
             k->best = llmem_fit_name(fit, best);
             k->resource = option_resource(fit, gpu, best);
+            k->start = option(fit, best, LLMEM_FIT_START);
         }
     }
     return CLI_EXIT_OK;
@@ -304,7 +519,7 @@ int cli_cmd_fit(int argc, char **argv)
         [OPT_GPU] = { "gpu", 0, NULL },         [OPT_MARGIN] = { "margin", 0, NULL },
         [OPT_BYTES] = { "bytes", 0, NULL },     [OPT_LEVEL] = { "bytes-level", 0, NULL },
         [OPT_COMPUTE] = { "min-compute", 0, NULL }, [OPT_DRIVER] = { "driver", 0, NULL },
-        [OPT_JSON] = { "json", 1, NULL },
+        [OPT_RUNNING] = { "running", 0, NULL },     [OPT_JSON] = { "json", 1, NULL },
         [OPT_HELP] = { "help", 1, NULL },
     };
     fit_job job;

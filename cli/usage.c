@@ -142,7 +142,10 @@ void cli_usage(FILE *out)
           "  models [--json]             the built-in model presets\n"
           "  weights PATH [--json]       what safetensors headers hold (PATH: a .safetensors\n"
           "                              file, a model.safetensors.index.json or a directory)\n"
-          "  gpus [--mig] [--json]       the GPU catalog; --mig: every MIG profile\n"
+          "  gpus [--mig] [--driver N] [--json]\n"
+          "                              the GPU catalog; --mig: every MIG profile, its first\n"
+          "                              driver branch and other branches' names for it;\n"
+          "                              --driver N (as fit): that branch's profiles and names\n"
           "  fit --gpu NAME [flags]      the MIG slices and whole GPU that hold the estimate\n"
           "                              of [flags] (model, training and layout flags: every\n"
           "                              rank), or of --bytes SIZE (as --capacity takes it)\n"
@@ -177,7 +180,10 @@ void cli_usage(FILE *out)
 #define JSON_FLAG(what) { "json", NULL, "print " what " as JSON" }
 
 static const own_flag gpus_flags[] = {
-    { "mig", NULL, "also list every MIG profile of each GPU" },
+    { "mig", NULL, "also list every MIG profile of each GPU, its first driver branch and the "
+                   "names other branches give it" },
+    { "driver", "N", "the NVIDIA driver's branch, 535 or 535.129.03 (as fit): only its "
+                     "profiles, under its names (default: the newest)" },
     JSON_FLAG("the catalog"),
     HELP_FLAG,
     { NULL, NULL, NULL },
@@ -192,6 +198,9 @@ static const own_flag fit_flags[] = {
     { "min-compute", "N", "the fewest compute slices an option may have" },
     { "driver", "N", "the NVIDIA driver's branch, 535 or 535.129.03: its profiles and names "
                      "(default: the newest)" },
+    { "running", "NAME@START[,...]", "MIG instances the GPU runs and keeps, as nvidia-smi mig "
+                                     "-lgi lists them (3g.40gb@4): what can be created next to "
+                                     "them, and where" },
     JSON_FLAG("the options"),
     HELP_FLAG,
     { NULL, NULL, NULL },
@@ -247,7 +256,7 @@ static const command_usage usages[] = {
       "model.safetensors.index.json or a directory.\n",
       NULL, CLI_ACCEPTS(CLI_TARGET_JSON) | CLI_ACCEPTS(CLI_TARGET_HELP) },
     { "gpus",
-      "Usage: llmem gpus [--mig] [--json]\n"
+      "Usage: llmem gpus [--mig] [--driver N] [--json]\n"
       "The GPU catalog.\n",
       gpus_flags, 0 },
     { "fit",

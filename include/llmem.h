@@ -1290,9 +1290,13 @@ LLMEM_API const char *llmem_mig_profile_driver_resource(size_t gpu, size_t profi
                                                         int64_t driver);
 /**
  * Find a profile of GPU @p gpu by name, case-insensitively ("3g.40gb",
- * "1g.10gb+me"). @p ctx may be NULL. @return #LLMEM_ENOTFOUND for a name the
- * GPU does not have (the message lists the GPU's profiles), #LLMEM_ERANGE for
- * a bad GPU index. @since 0.2.0
+ * "1g.10gb+me"): its catalog name or a name any driver branch gives it
+ * (llmem_mig_profile_driver_name(): the A100 80 GB's "3g.39gb", as
+ * nvidia-smi lists it on 535 and 545), whatever the branch, since no name
+ * stands for two profiles of one GPU. @p ctx may be NULL.
+ * @return #LLMEM_ENOTFOUND for a name the GPU does not have (the message
+ * lists the GPU's profiles under their catalog names), #LLMEM_ERANGE for a
+ * bad GPU index. @since 0.2.0
  */
 LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *name,
                                      size_t *profile);
@@ -1322,6 +1326,15 @@ LLMEM_API int llmem_mig_profile_find(llmem_ctx *ctx, size_t gpu, const char *nam
  * requirement beyond 64 bits is held by no option (see
  * #LLMEM_FIT_SHORTFALL_BYTES). Changing a setting drops the options of the
  * last run (llmem_fit_count() is 0 again); setting a value it has keeps them.
+ *
+ * A GPU that already runs MIG instances it keeps (a scheduler admitting a
+ * job next to them): declare each with llmem_fit_add_running(), and each
+ * option says whether one more instance of it can be created next to them
+ * (#LLMEM_FIT_PLACEABLE) and where (#LLMEM_FIT_START, #LLMEM_FIT_STARTS),
+ * by the placement rules llmem_pack_run() lays GPUs out with (docs/mig.md,
+ * "Placement rules"); #LLMEM_FIT_FITS then also asks that. Without running
+ * instances every option is placeable on the empty GPU and the other values
+ * are what they are without this feature.
  * @{
  */
 /** Opaque fit: settings and the options of the last run. @since 0.2.0 */
@@ -1351,7 +1364,10 @@ enum llmem_fit_result {
      * #LLMEM_GPU_MIG_PROFILES (one past the last profile) for the whole GPU. */
     LLMEM_FIT_PROFILE = 1,
     LLMEM_FIT_WHOLE_GPU = 2,      /**< 1 for the whole GPU (MIG disabled), else 0 */
-    LLMEM_FIT_FITS = 3,           /**< 1 when the option holds the job with the margin */
+    /** 1 when the option holds the job with the margin, has the compute
+     * slices asked (#LLMEM_FIT_MIN_COMPUTE) and can be created
+     * (#LLMEM_FIT_PLACEABLE) */
+    LLMEM_FIT_FITS = 3,
     LLMEM_FIT_USABLE_BYTES = 4,   /**< the option's usable bytes */
     /** The job's device-level bytes (context included); UINT64_MAX when
      * reserved-level bytes plus the context exceed 64 bits (saturated). */
@@ -1375,7 +1391,26 @@ enum llmem_fit_result {
      * margin / 1000): what the need must fit (the option's memory holds the
      * job exactly when budget >= need); the margin kept free is usable -
      * budget. @since 0.2.0 */
-    LLMEM_FIT_BUDGET_BYTES = 10
+    LLMEM_FIT_BUDGET_BYTES = 10,
+    /** 1 when one more instance of the option can be created next to the
+     * running instances (llmem_fit_add_running()): at one of its starts
+     * (#LLMEM_MIG_STARTS), on no slot they use, within its maximum count,
+     * the GPU's compute slices and the driver branch's pair rules; the whole
+     * GPU only when no instance runs. Without running instances, 1 for every
+     * option. #LLMEM_FIT_FITS is 0 where this is 0. @since 0.2.0 */
+    LLMEM_FIT_PLACEABLE = 11,
+    /** Where to create the option: of #LLMEM_FIT_STARTS, the start that leaves
+     * the most placements open for later instances (each plain profile at each
+     * start where one more could then be created), the lowest of equals: a
+     * `1g` at 6 on an empty 8-slot GPU, keeping a `4g` at 0 and a `2g` at 4.
+     * In the GPU's slots (#LLMEM_GPU_MIG_SLOTS), NVML's placement start, what
+     * `nvidia-smi mig -cgi PROFILE:START` takes. 0 for the whole GPU;
+     * UINT64_MAX when the option is not placeable. @since 0.2.0 */
+    LLMEM_FIT_START = 12,
+    /** Bit mask of every start where the option can be created now (bit s:
+     * at slot s), as #LLMEM_MIG_STARTS; 0 when not placeable, 1 for a
+     * placeable whole GPU. @since 0.2.0 */
+    LLMEM_FIT_STARTS = 13
 };
 
 /** Create a fit with the default settings. @since 0.2.0 */
@@ -1392,6 +1427,30 @@ LLMEM_API int llmem_fit_set_str(llmem_fit *fit, int key, const char *value);
 /** Read a setting. @since 0.2.0 */
 LLMEM_API int llmem_fit_get_int(const llmem_fit *fit, int key, int64_t *out);
 /**
+ * Declare a MIG instance the GPU runs and keeps: profile @p profile
+ * (llmem_mig_profile_name(), a variant such as "1g.10gb+me" included) at
+ * placement start @p start (in the GPU's slots, as `nvidia-smi mig -lgi`
+ * shows it in "Placement Start:Size"). The instances are checked by
+ * llmem_fit_run(), against its GPU and #LLMEM_FIT_DRIVER, in the order
+ * added, each next to those before it; the first refused fails the run,
+ * named "running instance N (NAME@START)" (N from 1) with why:
+ * #LLMEM_ERANGE for a profile index the GPU lacks (any, on a GPU without
+ * MIG) or a start that is not one of the profile's placements;
+ * #LLMEM_EINVAL for a profile the driver branch lacks, slots another
+ * instance uses, a profile past its maximum count (a variant counts as its
+ * plain profile too), compute slices past the GPU's, or a pair the branch
+ * refuses (the A100's `4g` + `3g` before R510). They stay declared until
+ * llmem_fit_clear_running(). Adding one drops the options of the last run.
+ * @return #LLMEM_ERANGE past 16 instances (no MIG GPU holds more than 7).
+ * @since 0.2.0
+ */
+LLMEM_API int llmem_fit_add_running(llmem_fit *fit, size_t profile, size_t start);
+/**
+ * Forget the running instances (an empty GPU again); drops the options of
+ * the last run when there were any. @since 0.2.0
+ */
+LLMEM_API int llmem_fit_clear_running(llmem_fit *fit);
+/**
  * Describe a fit setting: its name ("margin-permille") and bounds. Any pointer
  * may be NULL. @return #LLMEM_EINVAL for an unknown key. @since 0.2.0
  */
@@ -1406,13 +1465,17 @@ LLMEM_API int llmem_fit_field_info(int key, const char **name, int64_t *min, int
  * no error: no option holds it, as llmem_pack_run() places such a job
  * nowhere (#LLMEM_FIT_SHORTFALL_BYTES is UINT64_MAX).
  * @return #LLMEM_ERANGE for a bad GPU index or zero bytes, #LLMEM_EINVAL for
- * another level. On failure the previous result is kept. @since 0.2.0
+ * another level; a running instance the GPU cannot hold as declared:
+ * llmem_fit_add_running() says which status. On failure the previous result
+ * is kept. @since 0.2.0
  */
 LLMEM_API int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level);
 /** Number of options of the last run (0 before any). @since 0.2.0 */
 LLMEM_API size_t llmem_fit_count(const llmem_fit *fit);
 /**
- * The first option that holds the job (the smallest slice), in @p option.
+ * The first option that holds the job (the smallest slice), in @p option;
+ * with running instances, the first that can also be created next to them
+ * (#LLMEM_FIT_FITS requires #LLMEM_FIT_PLACEABLE).
  * @return #LLMEM_OK, or #LLMEM_ENOTFOUND when none does. @since 0.2.0
  */
 LLMEM_API int llmem_fit_best(const llmem_fit *fit, size_t *option);

@@ -134,6 +134,11 @@ int llmem_mig_pair_refused(const mig_pair_rule *r, const mig_profile_desc *a,
  * NULL for a bad index. */
 const char *llmem_mig_driver_name(size_t gpu, size_t profile, int64_t driver);
 const char *llmem_mig_driver_resource(size_t gpu, size_t profile, int64_t driver);
+/* The k-th name (from 0) that some branch gives profile `profile` of GPU
+ * `gpu` other than its catalog name ("3g.39gb" for the A100 80 GB's
+ * 3g.40gb), or NULL past the last or for a bad index: the names
+ * llmem_mig_profile_find() also takes. */
+const char *llmem_mig_other_name(size_t gpu, size_t profile, size_t k);
 
 /* The GPUs as the values of an enumerated field (LLMEM_TRAIN_GPU): canonical
  * names, and text found as llmem_gpu_find() finds it (aliases, folding). */

@@ -76,3 +76,17 @@ const char *llmem_mig_driver_resource(size_t gpu, size_t profile, int64_t driver
     const mig_rename *r = rename_of(gpu, profile, driver);
     return r ? r->resource : m ? m->resource : NULL;
 }
+
+const char *llmem_mig_other_name(size_t gpu, size_t profile, size_t k)
+{
+    const gpu_desc *g = llmem_gpu_row(gpu);
+    const mig_profile_desc *m = llmem_gpu_profile(gpu, profile);
+    if (m == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof renames / sizeof renames[0]; i++) {
+        const mig_rename *r = &renames[i];
+        if (r->table == g->mig && strcmp(r->name, m->name) == 0 && k-- == 0)
+            return r->driver_name;
+    }
+    return NULL;
+}

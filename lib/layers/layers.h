@@ -8,6 +8,8 @@
 #include "model/model.h"
 #include "sim/ops.h"
 
+#include <stddef.h>
+
 /* Bytes per element of the embedding segment's output, in the parameters'
  * dtype. Under autocast with fp32 weights the low-precision branches
  * promote back to fp32; with bf16 weights they are bf16 already, unless a
@@ -51,7 +53,13 @@ typedef struct seg_spec {
     int model_locals;      /* the head: the model's forward locals ride through the final
                               norm (build's model_locals bytes); nonzero, a key of what
                               decides them besides batch, seq and the build (walk.c) */
+    int zero;              /* always 0: the padding made a field, as specs are compared and
+                              cached as bytes (a copy need not copy padding) */
 } seg_spec;
+
+/* No padding: every byte of a spec is a field's. */
+typedef char seg_spec_has_no_padding[offsetof(seg_spec, zero) + sizeof(int) == sizeof(seg_spec) &&
+                                     offsetof(seg_spec, lora_rank) == 4 * sizeof(int) ? 1 : -1];
 
 /* Bytes per element of a decoder layer's input: the residual stream's,
  * or the embedding's for the first layer where they differ. */

@@ -6,22 +6,37 @@
  * budget (usable less the margin), headroom (budget - need) or shortfall.
  * Changing a setting drops the options, which were worked out with the old
  * one.
+ *
+ * Running instances (llmem_fit_add_running) are the MIG instances a GPU
+ * already runs and keeps: each is checked, in the order added, by the rules
+ * the pack's layout walk applies (llmem_pack_refusal, layouts.c), and an
+ * option is placeable where one more instance of it passes the same rules
+ * next to them; the whole GPU only when nothing runs. A variant ("+me")
+ * runs as the plain profile whose placements it shares (mig_configs.md 1d:
+ * "profile IDs 19/20 share placements"), within its own maximum count too.
  */
 #include "pack/pack.h"
 
 #include "core/ctx.h"
 #include "gpu/gpu.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define FIT_MAX_OPTIONS 16
+#define FIT_MAX_RUNNING PACK_MAX_UNITS /* more than any GPU holds (7) */
 
 typedef struct fit_option {
     size_t profile;
     int whole;
-    int fits;
+    int fits, placeable;
     uint64_t usable, compute, need, required, budget, headroom, shortfall;
+    uint64_t starts, start; /* where it can be created; start UINT64_MAX: nowhere */
 } fit_option;
+
+typedef struct fit_running {
+    size_t profile, start;
+} fit_running;
 
 struct llmem_fit {
     llmem_ctx *ctx;
@@ -30,6 +45,8 @@ struct llmem_fit {
     size_t gpu, count;
     int64_t driver; /* the branch of the options (their names) */
     fit_option opt[FIT_MAX_OPTIONS];
+    size_t nrunning;
+    fit_running running[FIT_MAX_RUNNING];
 };
 
 int llmem_fit_new(llmem_ctx *ctx, llmem_fit **out)
@@ -98,6 +115,249 @@ int llmem_fit_field_info(int key, const char **name, int64_t *min, int64_t *max)
     return llmem_fields_info(&llmem_fit_fields, key, name, min, max, NULL);
 }
 
+/* Instances are checked by the run, against its GPU and driver branch. */
+int llmem_fit_add_running(llmem_fit *fit, size_t profile, size_t start)
+{
+    if (fit == NULL)
+        return LLMEM_EINVAL;
+    if (fit->nrunning >= FIT_MAX_RUNNING)
+        return llmem__fail(fit->ctx, LLMEM_ERANGE,
+                           "fit: at most %d running instances (no MIG GPU holds more than 7)",
+                           FIT_MAX_RUNNING);
+    fit->running[fit->nrunning].profile = profile;
+    fit->running[fit->nrunning].start = start;
+    fit->nrunning++;
+    fit->count = 0;
+    llmem__ok(fit->ctx);
+    return LLMEM_OK;
+}
+
+int llmem_fit_clear_running(llmem_fit *fit)
+{
+    if (fit == NULL)
+        return LLMEM_EINVAL;
+    if (fit->nrunning > 0)
+        fit->count = 0;
+    fit->nrunning = 0;
+    llmem__ok(fit->ctx);
+    return LLMEM_OK;
+}
+
+/* The kind of t that catalog profile p runs as: its own for a plain profile;
+ * for a variant, the plain profile whose name it extends ("1g.10gb" of
+ * "1g.10gb+me") with the same slots, compute slices and starts. -1: none on
+ * the branch. */
+static int kind_of(const pack_type *t, const mig_table *mig, size_t p)
+{
+    const mig_profile_desc *m = &mig->profiles[p];
+    for (int k = 0; k < t->nkinds; k++) {
+        if (t->kind[k].whole)
+            continue;
+        const mig_profile_desc *b = &mig->profiles[t->kind[k].profile];
+        size_t n = strlen(b->name);
+        if (t->kind[k].profile == p ||
+            (m->variant != LLMEM_MIG_PLAIN && strncmp(b->name, m->name, n) == 0 &&
+             (m->name[n] == '+' || m->name[n] == '-') && b->slots == m->slots &&
+             b->compute == m->compute && b->starts == m->starts))
+            return k;
+    }
+    return -1;
+}
+
+/* "slot 4" or "slots 4-7": what an instance of `slots` slots at start covers. */
+static void slots_text(char *buf, size_t cap, size_t start, unsigned slots)
+{
+    if (slots <= 1)
+        snprintf(buf, cap, "slot %zu", start);
+    else
+        snprintf(buf, cap, "slots %zu-%zu", start, start + slots - 1);
+}
+
+/* Running instance i, as a message names it: "running instance 2
+ * (3g.40gb@4)", numbered from 1 in the order added. */
+static void running_text(const llmem_fit *fit, size_t gpu, size_t i, char *buf, size_t cap)
+{
+    const fit_running *r = &fit->running[i];
+    snprintf(buf, cap, "running instance %zu (%s@%zu)", i + 1,
+             llmem_mig_driver_name(gpu, r->profile, fit->i[LLMEM_FIT_DRIVER]), r->start);
+}
+
+/* Why running instance i is refused next to those before it, as a message. */
+static int refuse_running(llmem_fit *fit, size_t gpu, const pack_type *t, const pack_placed *on,
+                          size_t i, pack_refusal why)
+{
+    const gpu_desc *g = llmem_gpu_row(gpu);
+    const fit_running *r = &fit->running[i];
+    const mig_profile_desc *m = &g->mig->profiles[r->profile];
+    int64_t driver = fit->i[LLMEM_FIT_DRIVER];
+    char self[96], other[96], a[32], b[32], list[64];
+    size_t used = 0;
+    running_text(fit, gpu, i, self, sizeof self);
+    switch (why) {
+    case PACK_PLACE_START:
+        list[0] = '\0';
+        for (unsigned s = 0; s < 16; s++)
+            if ((m->starts >> s & 1) && s + m->slots <= t->grid && used < sizeof list) {
+                int n = snprintf(list + used, sizeof list - used, "%s%u", used ? ", " : "", s);
+                used += n > 0 ? (size_t)n : 0;
+            }
+        return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: %s: %s starts at %s on %s, not %zu",
+                           self, llmem_mig_driver_name(gpu, r->profile, driver), list,
+                           g->id.name, r->start);
+    case PACK_PLACE_OVERLAP:
+        for (size_t j = 0; j < i; j++) {
+            const fit_running *o = &fit->running[j];
+            unsigned slots = g->mig->profiles[o->profile].slots;
+            if (o->start < r->start + m->slots && r->start < o->start + slots) {
+                running_text(fit, gpu, j, other, sizeof other);
+                slots_text(a, sizeof a, r->start, m->slots);
+                slots_text(b, sizeof b, o->start, slots);
+                return llmem__fail(fit->ctx, LLMEM_EINVAL,
+                                   "fit: %s: its %s overlap%s %s, on %s", self, a,
+                                   m->slots <= 1 ? "s" : "", other, b);
+            }
+        }
+        break;
+    case PACK_PLACE_COUNT: {
+        /* The kind's count, or a variant's own maximum. */
+        int k = kind_of(t, g->mig, r->profile);
+        size_t named = m->variant == LLMEM_MIG_PLAIN ? t->kind[k].profile : r->profile;
+        unsigned most = m->variant == LLMEM_MIG_PLAIN ? t->kind[k].max : m->max_count;
+        if (m->variant != LLMEM_MIG_PLAIN && on->count[k] >= t->kind[k].max) {
+            named = t->kind[k].profile;
+            most = t->kind[k].max;
+        }
+        return llmem__fail(fit->ctx, LLMEM_EINVAL, "fit: %s: %s holds at most %u %s%s", self,
+                           g->id.name, most, llmem_mig_driver_name(gpu, named, driver),
+                           named != r->profile ? " (variants included)" : "");
+    }
+    case PACK_PLACE_COMPUTE:
+        return llmem__fail(fit->ctx, LLMEM_EINVAL,
+                           "fit: %s: its %u compute slices and the %u of the instances before "
+                           "it exceed the %u of %s",
+                           self, (unsigned)m->compute, on->compute, (unsigned)t->compute,
+                           g->id.name);
+    case PACK_PLACE_APART:
+        for (size_t j = 0; j < i; j++) {
+            const mig_profile_desc *o = &g->mig->profiles[fit->running[j].profile];
+            for (size_t p = 0; p < g->mig->npairs; p++)
+                if (llmem_mig_pair_refused(&g->mig->pairs[p], m, o, driver)) {
+                    running_text(fit, gpu, j, other, sizeof other);
+                    return llmem__fail(fit->ctx, LLMEM_EINVAL,
+                                       "fit: %s: driver branch %lld refuses it on one GPU "
+                                       "with %s (accepted from R%u on)",
+                                       self, (long long)driver, other,
+                                       (unsigned)g->mig->pairs[p].since);
+                }
+        }
+        break;
+    default: break;
+    }
+    return llmem__fail(fit->ctx, LLMEM_EINVAL, "fit: %s: the GPU cannot hold it", self);
+}
+
+/* The running instances placed on t, in the order added, into on; the
+ * first one refused fails with why, naming it. */
+static int place_running(llmem_fit *fit, size_t gpu, const pack_type *t, pack_placed *on)
+{
+    const gpu_desc *g = llmem_gpu_row(gpu);
+    size_t profiles = g->mig ? g->mig->count : 0;
+    int64_t driver = fit->i[LLMEM_FIT_DRIVER];
+    char self[96];
+    for (size_t i = 0; i < fit->nrunning; i++) {
+        const fit_running *r = &fit->running[i];
+        if (r->profile >= profiles)
+            return llmem__fail(fit->ctx, LLMEM_ERANGE,
+                               "fit: running instance %zu: %s has no MIG profile %zu (%zu "
+                               "profiles)",
+                               i + 1, g->id.name, r->profile, profiles);
+        const mig_profile_desc *m = &g->mig->profiles[r->profile];
+        running_text(fit, gpu, i, self, sizeof self);
+        if (!llmem_mig_on_driver(m, driver))
+            return llmem__fail(fit->ctx, LLMEM_EINVAL,
+                               "fit: %s: driver branch %lld has no %s (from R%u on)", self,
+                               (long long)driver, m->name, (unsigned)m->since);
+        int k = kind_of(t, g->mig, r->profile);
+        if (k < 0)
+            return llmem__fail(fit->ctx, LLMEM_ENOTSUP,
+                               "fit: %s: no plain profile of its placements", self);
+        unsigned at = r->start < t->grid ? (unsigned)r->start : t->grid;
+        pack_refusal why = llmem_pack_refusal(t, on, k, at);
+        if (why == PACK_PLACE_OK && m->variant != LLMEM_MIG_PLAIN) {
+            unsigned same = 0;
+            for (size_t j = 0; j < i; j++)
+                same += fit->running[j].profile == r->profile;
+            if (same >= m->max_count)
+                why = PACK_PLACE_COUNT;
+        }
+        if (why != PACK_PLACE_OK)
+            return refuse_running(fit, gpu, t, on, i, why);
+        llmem_pack_place(t, on, k, at);
+    }
+    return LLMEM_OK;
+}
+
+/* Bit s: kind k can be created at slot s next to on. */
+static uint64_t open_starts(const pack_type *t, const pack_placed *on, int k)
+{
+    uint64_t starts = 0;
+    for (unsigned at = 0; at < t->grid; at++)
+        if (llmem_pack_refusal(t, on, k, at) == PACK_PLACE_OK)
+            starts |= UINT64_C(1) << at;
+    return starts;
+}
+
+/* Where one more instance could still be created: (kind, start) pairs. */
+static unsigned open_placements(const pack_type *t, const pack_placed *on)
+{
+    unsigned n = 0;
+    for (int k = 0; k < t->nkinds; k++)
+        for (unsigned at = 0; at < t->grid; at++)
+            n += llmem_pack_refusal(t, on, k, at) == PACK_PLACE_OK;
+    return n;
+}
+
+/* Of kind k's open starts, the one that leaves the most placements open
+ * after it (the lowest of equals): a 1g at 6 on an empty 8-slot GPU, which
+ * leaves a 4g at 0 and a 2g at 4, where one at 0 would take the 4g, the 3g
+ * at 0, the 2g at 0 and the 7g. UINT64_MAX: none. */
+static uint64_t best_start(const pack_type *t, const pack_placed *on, int k, uint64_t starts)
+{
+    uint64_t best = UINT64_MAX;
+    unsigned most = 0;
+    for (unsigned at = 0; at < t->grid; at++) {
+        if (!(starts >> at & 1))
+            continue;
+        pack_placed after = *on;
+        llmem_pack_place(t, &after, k, at);
+        unsigned open = open_placements(t, &after);
+        if (best == UINT64_MAX || open > most) {
+            best = at;
+            most = open;
+        }
+    }
+    return best;
+}
+
+/* Where option o can be created next to on. */
+static void place_option(const pack_type *t, const pack_placed *on, size_t nrunning,
+                         fit_option *o)
+{
+    o->starts = 0;
+    o->start = UINT64_MAX;
+    if (o->whole) {
+        o->starts = nrunning == 0;
+        o->start = nrunning == 0 ? 0 : UINT64_MAX;
+    } else {
+        for (int k = 0; k < t->nkinds; k++)
+            if (!t->kind[k].whole && t->kind[k].profile == o->profile) {
+                o->starts = open_starts(t, on, k);
+                o->start = best_start(t, on, k, o->starts);
+            }
+    }
+    o->placeable = o->starts != 0;
+}
+
 /* Smaller usable bytes first, then fewer compute slices; the whole GPU
  * last. A profile's bytes are its lgip figure and the whole GPU's the CUDA
  * total with MIG off, the lowest of each over the drivers reported: on the
@@ -135,6 +395,8 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
 {
     fit_option list[FIT_MAX_OPTIONS];
     size_t n = 0;
+    pack_type t;
+    pack_placed on;
     if (fit == NULL)
         return LLMEM_EINVAL;
     const gpu_desc *g = llmem_gpu_row(gpu);
@@ -145,6 +407,12 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
     if (level != LLMEM_LEVEL_DEVICE && level != LLMEM_LEVEL_RESERVED)
         return llmem__fail(fit->ctx, LLMEM_EINVAL,
                            "fit: level %d: the device or the reserved level expected", level);
+    memset(&on, 0, sizeof on);
+    int rc = llmem_pack_type_kinds(fit->ctx, &t, gpu, 0, fit->i[LLMEM_FIT_DRIVER]);
+    if (rc == LLMEM_OK)
+        rc = place_running(fit, gpu, &t, &on);
+    if (rc != LLMEM_OK)
+        return rc;
     uint64_t context = llmem_gpu_arch_row(g->arch)->context;
     /* A need or a requirement beyond 64 bits is held by no option, as a
      * packed job that fits nowhere: both saturate at UINT64_MAX, and the
@@ -167,7 +435,9 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
         fit_option *o = &list[i];
         o->need = need;
         o->required = required;
-        o->fits = exact && o->usable >= required && (o->whole || o->compute >= min_compute);
+        place_option(&t, &on, fit->nrunning, o);
+        o->fits = exact && o->usable >= required && (o->whole || o->compute >= min_compute) &&
+                  o->placeable;
         /* budget >= need exactly when usable >= required: the headroom is
          * the room below the margin's line, as estimate's and plan's. */
         o->budget = llmem_pack_budget(o->usable, fit->i[LLMEM_FIT_MARGIN_PERMILLE]);
@@ -223,6 +493,9 @@ int llmem_fit_get_u64(const llmem_fit *fit, size_t option, int key, uint64_t *ou
     case LLMEM_FIT_BUDGET_BYTES: *out = o->budget; break;
     case LLMEM_FIT_SHORTFALL_BYTES: *out = o->shortfall; break;
     case LLMEM_FIT_COMPUTE_SLICES: *out = o->compute; break;
+    case LLMEM_FIT_PLACEABLE: *out = (uint64_t)o->placeable; break;
+    case LLMEM_FIT_START: *out = o->start; break;
+    case LLMEM_FIT_STARTS: *out = o->starts; break;
     default: return llmem__fail(fit->ctx, LLMEM_EINVAL, "fit: unknown option key %d", key);
     }
     return LLMEM_OK;

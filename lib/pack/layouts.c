@@ -14,6 +14,10 @@
  * profiles the branch has, and two kinds a pair rule of the GPU refuses
  * together on that branch (the A100's 4g + 3g before R510) are kept apart
  * by the walk, so no feasible state holds both.
+ *
+ * The rules live in one function, llmem_pack_refusal(), which the walk asks
+ * at every slot and fit asks of the instances already running on a GPU
+ * (fit.c): the two never disagree on what a GPU holds.
  */
 #include "pack/pack.h"
 
@@ -55,9 +59,7 @@ static void sort_kinds(pack_kind *k, int n)
 typedef struct walk {
     const pack_type *t;
     unsigned mask;          /* kinds allowed */
-    uint8_t count[PACK_MAX_KINDS];
-    unsigned compute;       /* compute slices used */
-    uint32_t occupied;      /* bit s: slot s used */
+    pack_placed on;         /* the instances placed so far */
     uint8_t *mark;          /* [states]: realized count vectors (bit 1: by a maximal one) */
     layout_stats *stats;    /* NULL: only mark */
 } walk;
@@ -66,22 +68,45 @@ static uint32_t walk_state(const walk *w)
 {
     uint32_t s = 0;
     for (int k = 0; k < w->t->nkinds; k++)
-        s += w->count[k] * w->t->step[k];
+        s += w->on.count[k] * w->t->step[k];
     return s;
+}
+
+/* The span of kind k's slots from slot at (at + slots within the grid). */
+static uint32_t span_of(const pack_kind *p, unsigned at)
+{
+    return ((UINT32_C(1) << p->slots) - 1) << at;
+}
+
+pack_refusal llmem_pack_refusal(const pack_type *t, const pack_placed *p, int k, unsigned at)
+{
+    const pack_kind *kind = &t->kind[k];
+    if (kind->whole)
+        return PACK_PLACE_WHOLE;
+    if (at >= t->grid || !(kind->starts >> at & 1) || at + kind->slots > t->grid)
+        return PACK_PLACE_START;
+    if ((p->occupied & span_of(kind, at)) != 0)
+        return PACK_PLACE_OVERLAP;
+    if (p->count[k] >= kind->max)
+        return PACK_PLACE_COUNT;
+    if (p->compute + kind->compute > t->compute)
+        return PACK_PLACE_COMPUTE;
+    for (int j = 0; j < t->nkinds; j++)
+        if ((t->apart[k] >> j & 1) && p->count[j] > 0)
+            return PACK_PLACE_APART;
+    return PACK_PLACE_OK;
+}
+
+void llmem_pack_place(const pack_type *t, pack_placed *p, int k, unsigned at)
+{
+    p->count[k]++;
+    p->compute += t->kind[k].compute;
+    p->occupied |= span_of(&t->kind[k], at);
 }
 
 static int can_place(const walk *w, int k, unsigned at)
 {
-    const pack_kind *p = &w->t->kind[k];
-    uint32_t span = ((UINT32_C(1) << p->slots) - 1) << at;
-    if (!(w->mask >> k & 1) || p->whole || !(p->starts >> at & 1) ||
-        at + p->slots > w->t->grid || w->count[k] >= p->max ||
-        w->compute + p->compute > w->t->compute || (w->occupied & span) != 0)
-        return 0;
-    for (int j = 0; j < w->t->nkinds; j++)
-        if ((w->t->apart[k] >> j & 1) && w->count[j] > 0)
-            return 0;
-    return 1;
+    return (w->mask >> k & 1) && llmem_pack_refusal(w->t, &w->on, k, at) == PACK_PLACE_OK;
 }
 
 static int is_maximal(const walk *w)
@@ -110,15 +135,10 @@ static void walk_from(walk *w, unsigned slot)
     for (int k = 0; k < w->t->nkinds; k++) {
         if (!can_place(w, k, slot))
             continue;
-        const pack_kind *p = &w->t->kind[k];
-        uint32_t span = ((UINT32_C(1) << p->slots) - 1) << slot;
-        w->count[k]++;
-        w->compute += p->compute;
-        w->occupied |= span;
-        walk_from(w, slot + p->slots);
-        w->occupied &= ~span;
-        w->compute -= p->compute;
-        w->count[k]--;
+        pack_placed before = w->on;
+        llmem_pack_place(w->t, &w->on, k, slot);
+        walk_from(w, slot + w->t->kind[k].slots);
+        w->on = before;
     }
 }
 
@@ -135,8 +155,8 @@ static void keep_apart(pack_type *t, const mig_table *mig)
             }
 }
 
-int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit,
-                         int64_t driver)
+int llmem_pack_type_kinds(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit,
+                          int64_t driver)
 {
     const gpu_desc *g = llmem_gpu_row(gpu);
     memset(t, 0, sizeof *t);
@@ -173,13 +193,22 @@ int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limi
     w->max = 1;
     w->starts = 1;
     w->usable = g->usable;
+    return LLMEM_OK;
+}
+
+int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit,
+                         int64_t driver)
+{
+    int rc = llmem_pack_type_kinds(ctx, t, gpu, limit, driver);
+    if (rc != LLMEM_OK)
+        return rc;
     uint32_t states = 1;
     for (int k = 0; k < t->nkinds; k++) {
         t->step[k] = states;
         states *= (uint32_t)t->kind[k].max + 1;
         if (states > PACK_MAX_STATES)
             return llmem__fail(ctx, LLMEM_ENOTSUP, "pack: %s has too many MIG layouts",
-                               g->id.name);
+                               llmem_gpu_row(gpu)->id.name);
     }
     t->states = states;
     t->feasible = llmem__calloc(ctx, states);
@@ -217,7 +246,7 @@ static int place_from(walk *w, unsigned slot, const uint8_t *want, uint8_t *at_s
 {
     int done = 1;
     for (int k = 0; k < w->t->nkinds; k++)
-        if (w->count[k] != want[k])
+        if (w->on.count[k] != want[k])
             done = 0;
     if (done)
         return 1;
@@ -226,20 +255,15 @@ static int place_from(walk *w, unsigned slot, const uint8_t *want, uint8_t *at_s
     /* Larger instances first at each slot: the layouts read left to right
      * from big to small, as the MIG guide draws them. */
     for (int k = w->t->nkinds - 1; k >= 0; k--) {
-        if (w->count[k] >= want[k] || !can_place(w, k, slot))
+        if (w->on.count[k] >= want[k] || !can_place(w, k, slot))
             continue;
-        const pack_kind *p = &w->t->kind[k];
-        uint32_t span = ((UINT32_C(1) << p->slots) - 1) << slot;
-        w->count[k]++;
-        w->compute += p->compute;
-        w->occupied |= span;
+        pack_placed before = w->on;
+        llmem_pack_place(w->t, &w->on, k, slot);
         at_slot[slot] = (uint8_t)k;
-        if (place_from(w, slot + p->slots, want, at_slot))
+        if (place_from(w, slot + w->t->kind[k].slots, want, at_slot))
             return 1;
         at_slot[slot] = PACK_NO_KIND;
-        w->occupied &= ~span;
-        w->compute -= p->compute;
-        w->count[k]--;
+        w->on = before;
     }
     return place_from(w, slot + 1, want, at_slot);
 }

@@ -56,8 +56,36 @@ typedef struct pack_type {
 int llmem_pack_type_init(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit,
                          int64_t driver);
 void llmem_pack_type_free(llmem_ctx *ctx, pack_type *t);
+/* Type t's kinds alone (the first half of llmem_pack_type_init: no states,
+ * nothing allocated, nothing to free), for fit's running instances. */
+int llmem_pack_type_kinds(llmem_ctx *ctx, pack_type *t, size_t gpu, uint64_t limit,
+                          int64_t driver);
 /* Count of kind k in state s. */
 unsigned llmem_pack_count(const pack_type *t, uint32_t s, int k);
+
+/* Instances placed on one GPU of type t, one at a time: the rules the layout
+ * walk applies (layouts.c), for fit's running instances. Zeroed: empty. */
+typedef struct pack_placed {
+    uint8_t count[PACK_MAX_KINDS];
+    unsigned compute;   /* compute slices used */
+    uint32_t occupied;  /* bit s: slot s used */
+} pack_placed;
+
+/* Why one more instance cannot be placed (the first rule it breaks). */
+typedef enum pack_refusal {
+    PACK_PLACE_OK = 0,
+    PACK_PLACE_WHOLE,   /* the whole GPU is no MIG instance */
+    PACK_PLACE_START,   /* not one of the kind's starts, or past the grid */
+    PACK_PLACE_OVERLAP, /* a slot it needs is used */
+    PACK_PLACE_COUNT,   /* its kind's maximum count is reached */
+    PACK_PLACE_COMPUTE, /* the compute slices would exceed the GPU's */
+    PACK_PLACE_APART    /* the branch's pair rules refuse it next to a placed kind */
+} pack_refusal;
+
+/* Whether kind k may start at slot at next to what p holds. */
+pack_refusal llmem_pack_refusal(const pack_type *t, const pack_placed *p, int k, unsigned at);
+/* Add kind k at slot at to p (llmem_pack_refusal() said PACK_PLACE_OK). */
+void llmem_pack_place(const pack_type *t, pack_placed *p, int k, unsigned at);
 /* fillings.c: type t's maximal feasible states (every layout is a part of
  * one; a unit may stay empty): their number, and with count, each one's
  * units of each kind (nkinds a state). */

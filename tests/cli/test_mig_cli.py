@@ -684,12 +684,342 @@ def check_driver(t, llmem):
                            2, ["--driver '%s'" % bad, needle], "fit --driver %s refused" % bad)
 
 
+# The keys of `llmem gpus --json` (--mig: "mig") before the driver keys: kept, in order.
+GPU_KEYS = ["name", "device_name", "aliases", "arch", "compute_capability", "usable_bytes",
+            "usable_estimated", "memory_source", "context_bytes", "context_estimated",
+            "workspace_bytes", "constants_source", "sms", "mig_profiles"]
+PROFILE_KEYS = ["name", "resource", "variant", "usable_bytes", "compute_slices", "slots",
+                "starts", "max_count", "sms", "memory_estimated", "placements_inferred", "source"]
+
+
+def mig_section(text, gpu):
+    """The rows of GPU gpu's profile table in `llmem gpus --mig`: {name: line}."""
+    lines = text.split("\n")
+    start = [i for i, l in enumerate(lines) if l.startswith(gpu + ": ")]
+    if len(start) != 1:
+        return None
+    rows = {}
+    for line in lines[start[0] + 2:]:
+        if not line.strip():
+            break
+        rows[line.split()[0]] = line
+    return rows
+
+
+def check_gpus_driver(t, llmem):
+    """`llmem gpus --mig`: each profile's first branch and other branches' names;
+    --driver N as fit takes it (the branch's profiles, under its names)."""
+    cat = catalog(llmem)
+    bad = [(g["name"], list(g)) for g in cat.values()
+           if list(g) != GPU_KEYS + (["mig"] if g["mig_profiles"] else [])]
+    t.check(not bad, "gpus --mig --json: the GPU keys as they were", bad[:2])
+    bad, runs_bad = [], []
+    for g in cat.values():
+        for p in g.get("mig", {}).get("profiles", []):
+            if list(p) != PROFILE_KEYS + ["since_driver", "driver_names"]:
+                bad.append((g["name"], list(p)))
+            runs = p["driver_names"]
+            # Runs from the first branch to the newest, contiguous, each its own name.
+            ok = (runs and runs[0]["first_driver"] == p["since_driver"]
+                  and runs[-1]["last_driver"] is None and runs[-1]["name"] == p["name"]
+                  and all(r["resource"] == "nvidia.com/mig-" + r["name"].replace("+", ".")
+                          for r in runs)
+                  and all(a["last_driver"] is not None and b["first_driver"] == a["last_driver"] + 1
+                          and a["name"] != b["name"] for a, b in zip(runs, runs[1:])))
+            if not ok:
+                runs_bad.append((g["name"], p["name"], runs))
+    t.check(not bad, "gpus --mig --json: profile keys added after the old ones", bad[:2])
+    t.check(not runs_bad, "gpus --mig --json: driver_names cover every branch", runs_bad[:2])
+    a40 = {p["name"]: p for p in cat["A100-40GB"]["mig"]["profiles"]}
+    a80 = {p["name"]: p for p in cat["A100-80GB"]["mig"]["profiles"]}
+    t.check(a40["1g.10gb"]["since_driver"] == 525 and a40["1g.5gb+me"]["since_driver"] == 470
+            and a40["3g.20gb"]["since_driver"] == 0 and a80["1g.20gb"]["since_driver"] == 525,
+            "gpus --mig --json: since_driver as the MIG UG notes",
+            [(n, p["since_driver"]) for n, p in a40.items()])
+    t.check([(r["name"], r["first_driver"], r["last_driver"]) for r in a80["3g.40gb"]["driver_names"]]
+            == [("3g.40gb", 0, 534), ("3g.39gb", 535, 545), ("3g.40gb", 546, None)]
+            and a80["3g.40gb"]["driver_names"][1]["resource"] == "nvidia.com/mig-3g.39gb",
+            "gpus --mig --json: A100 80 GB 3g.40gb is 3g.39gb on R535-R545",
+            a80["3g.40gb"]["driver_names"])
+    renamed = [(g["name"], p["name"]) for g in cat.values()
+               for p in g.get("mig", {}).get("profiles", []) if len(p["driver_names"]) > 1]
+    t.check(renamed == [("A100-80GB", "3g.40gb")], "gpus --mig --json: one renamed profile",
+            renamed)
+
+    # --driver: the profiles fit offers (plain ones) under the names fit gives them.
+    for driver in ("0", "470", "510", "524", "525", "534", "535", "540", "545", "546", "580"):
+        d = {g["name"]: g for g in llmem.json("gpus", "--mig", "--json", "--driver", driver)}
+        mismatched = []
+        for gpu in ("A30", "A100-40GB", "A100-80GB", "H100", "RTX-PRO-6000"):
+            name = "H100-SXM" if gpu == "H100" else gpu
+            f = llmem.json("fit", "--gpu", gpu, "--bytes", "1GiB", "--json", "--driver", driver)
+            fit_names = sorted((o["name"], o["resource"]) for o in f["options"] if not o["whole_gpu"])
+            profiles = d[name]["mig"]["profiles"]
+            gpus_names = sorted((p["name"], p["resource"]) for p in profiles if p["variant"] == "plain")
+            if fit_names != gpus_names or d[name]["mig_profiles"] != len(profiles):
+                mismatched.append((gpu, fit_names, gpus_names))
+        t.check(not mismatched, "gpus --driver %s: the profiles and names fit has" % driver,
+                mismatched[:1])
+    base = llmem.run("gpus", "--mig", "--json")
+    for same in (("--driver", "0"), ("--driver=0",), ("--driver", "0.0")):
+        t.check(llmem.run("gpus", "--mig", "--json", *same) == base,
+                "gpus --driver %s: byte for byte the newest" % " ".join(same))
+    t.check(llmem.run("gpus", "--mig", "--driver", "535.129.03") ==
+            llmem.run("gpus", "--mig", "--driver", "535"), "gpus --driver 535.129.03: the 535 branch")
+    d510 = {g["name"]: g for g in llmem.json("gpus", "--mig", "--json", "--driver", "510")}
+    t.check(d510["A100-40GB"]["mig_profiles"] == 6 and cat["A100-40GB"]["mig_profiles"] == 7
+            and "1g.10gb" not in [p["name"] for p in d510["A100-40GB"]["mig"]["profiles"]]
+            and d510["H100-SXM"]["mig_profiles"] == 7,
+            "gpus --driver 510: no A100 40 GB 1g.10gb, 6 profiles counted")
+    d510_ids = [p["name"] for p in d510["A30"]["mig"]["profiles"]]
+    t.check(d510_ids == ["1g.6gb", "1g.6gb+me", "2g.12gb", "4g.24gb"] and
+            llmem.json("gpus", "--mig", "--json", "--driver", "469")[11]["mig"]["profiles"][1]["name"]
+            == "2g.12gb", "gpus --driver 510 / 469: the A30's variants by branch", d510_ids)
+
+    # The text: a Driver column and the other names, nothing trailing.
+    rc, out, err = llmem.run("gpus", "--mig")
+    a40t, a80t = mig_section(out, "A100-40GB"), mig_section(out, "A100-80GB")
+    t.check(rc == 0 and a40t and a80t and " Driver " in out and "Other names" in out
+            and re.search(r"  R525\+$", a40t["1g.10gb"]) and re.search(r"  any$", a40t["3g.20gb"])
+            and re.search(r"  R470\+   placements$", a80t["1g.10gb+me"])
+            and a80t["3g.40gb"].endswith("  3g.39gb (R535-R545)")
+            and "3g.39gb" not in a80t and "39gb" not in a80t["4g.40gb"],
+            "gpus --mig: first branch and other names", (a40t, a80t))
+    t.check(not [l for l in out.split("\n") if l.endswith(" ")], "gpus --mig: no trailing blanks")
+    for driver in ("535", "545"):
+        rc, out, err = llmem.run("gpus", "--mig", "--driver", driver)
+        a80t, a40t = mig_section(out, "A100-80GB"), mig_section(out, "A100-40GB")
+        t.check(rc == 0 and a80t and "3g.40gb" not in a80t
+                and a80t["3g.39gb"].endswith("  3g.40gb (up to R534, R546+)")
+                and "A100-80GB: 8 placement slots, 7 compute slices; the profiles and names of "
+                    "driver R%s\n" % driver in out and "1g.10gb" in a40t,
+                "gpus --mig --driver %s: 3g.39gb, and 3g.40gb on the other branches" % driver,
+                a80t)
+    rc, out, err = llmem.run("gpus", "--mig", "--driver", "510")
+    a40t = mig_section(out, "A100-40GB")
+    t.check(rc == 0 and a40t and "1g.10gb" not in a40t and "1g.5gb+me" in a40t
+            and re.search(r"^A100-40GB .*  6$", out, re.M),
+            "gpus --mig --driver 510: no 1g.10gb, 6 profiles in the table", a40t)
+
+    # Refused as fit refuses it, with the same message.
+    for bad in ("1000", "abc", "-5", "535.", "99999999999999999999", ""):
+        rc, out, err = llmem.run("gpus", "--driver", bad)
+        frc, fout, ferr = llmem.run("fit", "--gpu", "A100-40GB", "--bytes", "1GiB", "--driver", bad)
+        t.check(rc == 2 and out == "" and rc == frc and err == ferr and err.startswith("llmem: "),
+                "gpus --driver %r refused as fit refuses it" % bad, (rc, err, frc, ferr))
+    expect_failure(t, llmem, ["gpus", "--driver"], 2, ["--driver", "missing value"],
+                   "gpus --driver without a value")
+    expect_failure(t, llmem, ["gpus", "--mig", "--profile", "3g.40gb"], 2,
+                   ["does not take '--profile'", "--mig, --driver N, --json"],
+                   "gpus: its flags named when it refuses one")
+
+    # Where the CLI reads a profile name (fit --running, in builds that have
+    # it): llmem_mig_profile_find()'s names, a branch's included, in any case,
+    # whatever --driver says; shown under the --driver branch's name.
+    if "--running" not in llmem.run("fit", "--help")[1]:
+        print("ok %d - fit --running takes every branch's names # SKIP no --running" % (t.count + 1))
+        t.count += 1
+        return
+    for driver in (None, "0", "535", "545", "550"):
+        shown = "3g.39gb" if driver in ("535", "545") else "3g.40gb"
+        for typed in ("3g.39gb", "3G.39GB", "3g.40gb", "3G.40gb"):
+            extra = ["--driver", driver] if driver is not None else []
+            rc, out, err = llmem.run("fit", "--gpu", "A100-80GB", "--bytes", "10GiB", "--json",
+                                     "--running", typed + "@0", *extra)
+            r = json.loads(out) if rc == 0 else {}
+            t.check(rc == 0 and [(i["name"], i["start"]) for i in r.get("running", [])]
+                    == [(shown, 0)],
+                    "fit --running %s@0 --driver %s: the 3g.40gb, shown as %s" % (typed, driver, shown),
+                    (rc, err, r.get("running")))
+    for gpu, bad in (("H100", "3g.39gb"), ("A100-40GB", "3g.39gb"), ("A100-80GB", "3g.38gb")):
+        expect_failure(t, llmem, ["fit", "--gpu", gpu, "--bytes", "1GiB", "--running", bad + "@0"],
+                       2, ["--running", "'%s'" % bad, "3g."],
+                       "fit --running %s@0 on %s: refused, the GPU's profiles listed" % (bad, gpu))
+
+
+# --- fit --running: a GPU that already runs MIG instances ---------------------
+
+# The option keys of `llmem fit --json` without --running: kept, in order.
+FIT_OPTION_KEYS = ["name", "whole_gpu", "resource", "fits", "usable_bytes", "compute_slices",
+                   "margin_bytes", "budget_bytes", "headroom_bytes", "shortfall_bytes"]
+
+
+def placement_oracle(mig):
+    """holds(instances) for one GPU of `llmem gpus --mig --json`, from its placement
+    table alone: valid starts inside the grid, no shared slot, no profile past its
+    maximum count (a variant counting as its plain profile too), compute within the
+    GPU's (docs/mig.md, "Placement rules")."""
+    prof = {p["name"]: p for p in mig["profiles"]}
+    base = {}
+    for p in mig["profiles"]:
+        base[p["name"]] = p["name"]
+        if p["variant"] != "plain":
+            base[p["name"]] = max((q["name"] for q in mig["profiles"] if q["variant"] == "plain"
+                                   and p["name"][len(q["name"]):][:1] in ("+", "-")
+                                   and p["name"].startswith(q["name"])), key=len)
+
+    def holds(instances):
+        used, compute = set(), 0
+        for name, start in instances:
+            p = prof[name]
+            span = set(range(start, start + p["slots"]))
+            if start not in p["starts"] or start + p["slots"] > mig["slots"] or span & used:
+                return False
+            used |= span
+            compute += p["compute_slices"]
+        for name in prof:
+            if sum(1 for n, _ in instances if n == name) > prof[name]["max_count"]:
+                return False
+            if sum(1 for n, _ in instances if base[n] == name) > prof[name]["max_count"]:
+                return False
+        return compute <= mig["compute_slices"]
+    return holds
+
+
+def check_fit_running(t, llmem):
+    """--running: which options can be created next to running instances, and where."""
+    cat = catalog(llmem)
+    # Without --running nothing changes: the same keys, in order; with --running "" (an
+    # empty GPU) the same values, every option placeable, and the start keys added.
+    for gpu in ("A30", "A100-40GB", "H100", "RTX-PRO-6000", "T4"):
+        for need in ("3GiB", "30GiB", "500GiB"):
+            rc, plain, _ = llmem.answer("fit", "--gpu", gpu, "--bytes", need, "--json")
+            rc2, empty, _ = llmem.answer("fit", "--gpu", gpu, "--bytes", need, "--json",
+                                         "--running", "")
+            t.check(rc == rc2 and all(list(o) == FIT_OPTION_KEYS for o in plain["options"])
+                    and "running" not in plain and "start" not in plain,
+                    "fit %s %s without --running: the keys as they were" % (gpu, need),
+                    json.dumps(plain)[:300])
+            same = all({k: o[k] for k in FIT_OPTION_KEYS} == p for o, p in
+                       zip(empty["options"], plain["options"]))
+            t.check(same and len(empty["options"]) == len(plain["options"])
+                    and empty["best"] == plain["best"] and empty["running"] == []
+                    and all(o["placeable"] and o["start"] is not None for o in empty["options"]),
+                    "fit %s %s --running '': the same options, all placeable" % (gpu, need),
+                    json.dumps(empty)[:300])
+        rc, out, _ = llmem.run("fit", "--gpu", gpu, "--bytes", "3GiB")
+        t.check(rc == 0 and "Start" not in out and "Running" not in out,
+                "fit %s text without --running: no start column" % gpu, out)
+
+    # Every MIG GPU, every profile at every valid start running alone: each option's
+    # starts are where the oracle holds one more instance of it; fits needs placeable.
+    bad, runs = [], 0
+    for gpu, g in cat.items():
+        mig = g.get("mig")
+        if not mig:
+            continue
+        holds = placement_oracle(mig)
+        for p in mig["profiles"]:
+            for start in p["starts"]:
+                rc, r, _ = llmem.answer("fit", "--gpu", gpu, "--bytes", "1", "--json",
+                                        "--running", "%s@%d" % (p["name"], start))
+                runs += 1
+                for o in r["options"]:
+                    if o["whole_gpu"]:
+                        want = []
+                    else:
+                        want = [s for s in range(mig["slots"])
+                                if holds([(p["name"], start), (o["name"], s)])]
+                    if (o["starts"] != want or o["placeable"] != bool(want)
+                            or o["fits"] != bool(want) or (o["start"] in want) != bool(want)):
+                        bad.append((gpu, p["name"], start, o["name"], o["starts"], want))
+                first = [o["name"] for o in r["options"] if o["fits"]]
+                if r["best"] != (first[0] if first else None) or rc != (0 if first else 3) or \
+                        r["running"] != [{"name": p["name"], "start": start}]:
+                    bad.append((gpu, p["name"], start, r["best"]))
+    t.check(not bad and runs > 200, "fit --running NAME@START on every MIG GPU: the oracle's "
+            "starts (%d runs)" % runs, bad[:3])
+
+    # The text: a Running line, a Start column, what cannot be created marked.
+    rc, out, err = llmem.run("fit", "--gpu", "H100", "--bytes", "9GiB",
+                             "--running", "4g.40gb@0,1g.10gb@4")
+    rows = {l.split()[0]: l.split() for l in out.split("\n")[6:13] if l.strip()}
+    t.check(rc == 0 and "Running   4g.40gb@0, 1g.10gb@4: 5 of 8 slots and 5 of 7 compute "
+            "slices in use" in out
+            and "Option       Usable      Compute  Start  Fits  To spare (short by)" in out
+            and rows.get("1g.10gb", [])[4:6] == ["5", "yes"]
+            and rows.get("1g.20gb", [])[4:6] == ["6", "yes"]
+            and rows.get("2g.20gb", [])[4:] == ["-", "no", "(cannot", "be", "created)"]
+            and rows.get("whole", [])[4:] == ["-", "no", "(instances", "running)"]
+            and "Smallest  1g.10gb at start 5 (Kubernetes resource nvidia.com/mig-1g.10gb; "
+                "create it with nvidia-smi mig -cgi 1g.10gb:5 -C)" in out,
+            "fit --running: text marks what cannot be created and shows the start", out + err)
+    rc, out, err = llmem.run("fit", "--gpu", "H100", "--bytes", "30GiB",
+                             "--running", "4g.40gb@0,1g.10gb@4")
+    t.check(rc == 3 and "Smallest  none: no option that can be created next to the running "
+            "instances holds the job" in out
+            and [l for l in err.splitlines() if l.startswith("llmem: ")] ==
+            ["llmem: no option of H100-SXM that can be created next to the running instances "
+             "holds the job: it needs a slice of 31.58 GiB (5% kept free)"],
+            "fit --running: nothing placeable holds 30 GiB, exit 3", out + err)
+    d = llmem.json("fit", "--gpu", "H100", "--bytes", "30GiB", "--json", "--running", "3g.40gb@4")
+    t.check(d["best"] == "3g.40gb" and d["start"] == 0
+            and [o["name"] for o in d["options"] if o["fits"]] == ["3g.40gb", "4g.40gb"],
+            "fit --running 3g.40gb@4: 30 GiB takes the other 3g.40gb, at 0", json.dumps(d)[:400])
+    d = llmem.json("fit", "--gpu", "H100", "--bytes", "30GiB", "--json", "--running", "3g.40gb@0")
+    t.check(d["best"] == "3g.40gb" and d["start"] == 4
+            and [o["name"] for o in d["options"] if o["fits"]] == ["3g.40gb"],
+            "fit --running 3g.40gb@0: only the 3g.40gb at 4", json.dumps(d)[:400])
+
+    # The forms a scheduler has: -lgi's name and start (or its Start:Size), -cgi's
+    # NAME:START, any case; the driver's names.
+    want = llmem.json("fit", "--gpu", "H100", "--bytes", "9GiB", "--json",
+                      "--running", "3g.40gb@4,1g.10gb@0")
+    for form in ("3g.40gb@4:4,1g.10gb@0:1", "3g.40gb:4,1g.10gb:0", "3G.40GB@4,1g.10GB@0"):
+        got = llmem.json("fit", "--gpu", "H100", "--bytes", "9GiB", "--json", "--running", form)
+        t.check(got == want, "fit --running %s: as NAME@START" % form, json.dumps(got)[:300])
+    d = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", "9GiB", "--json", "--driver", "535",
+                   "--running", "3g.39gb@4")
+    t.check(d["running"] == [{"name": "3g.39gb", "start": 4}] and d["start"] == 0,
+            "fit --driver 535 --running 3g.39gb@4: the branch's name", json.dumps(d)[:300])
+    d = llmem.json("fit", "--gpu", "A100-80GB", "--bytes", "9GiB", "--json", "--driver", "470",
+                   "--running", "4g.40gb@0")
+    three = [o for o in d["options"] if o["name"] == "3g.40gb"]
+    t.check(three and not three[0]["placeable"] and three[0]["starts"] == [],
+            "fit --driver 470 --running 4g.40gb@0: no 3g.40gb before R510", json.dumps(d)[:300])
+    # A layout: every rank's smallest slice with its start.
+    d = llmem.json("fit", "--gpu", "H200", "--model", "Llama-3.1-8B", "--pp", "2", "--json",
+                   "--running", "3g.71gb@0")
+    t.check(len(d["ranks"]) == 2 and all(r["best"] == "3g.71gb" and r["start"] == 4
+                                         for r in d["ranks"]) and d["start"] == 4,
+            "fit --pp 2 --running: every rank's slice and start", json.dumps(d["ranks"]))
+
+    # Refused: a usage error (exit 2) naming the instance and why, nothing printed.
+    fit = ["fit", "--gpu", "H100", "--bytes", "9GiB", "--running"]
+    for value, needles in (
+            ("3g.40gb@2", ["running instance 1 (3g.40gb@2): 3g.40gb starts at 0, 4 on "
+                           "H100-SXM, not 2"]),
+            ("4g.40gb@0,2g.20gb@2", ["running instance 2 (2g.20gb@2): its slots 2-3 overlap "
+                                     "running instance 1 (4g.40gb@0), on slots 0-3"]),
+            ("1g.10gb+me@0,1g.10gb+me@1", ["running instance 2 (1g.10gb+me@1): H100-SXM holds "
+                                           "at most 1 1g.10gb+me"]),
+            ("3g.40gb@4:2", ["'3g.40gb@4:2': 3g.40gb occupies 4 slots, not 2"]),
+            ("nope@0", ["H100-SXM has no profile 'nope' (expected 1g.10gb|"]),
+            ("3g.40gb", ["'3g.40gb': expected NAME@START"]),
+            ("3g.40gb@", ["expected NAME@START"]), ("3g.40gb@-1", ["expected NAME@START"]),
+            ("3g.40gb@4,", ["expected a comma-separated list"]),
+            (",".join("1g.10gb@%d" % (i % 7) for i in range(17)), ["at most 16"])):
+        expect_failure(t, llmem, fit + [value], 2, ["--running '%s': " % value] + needles,
+                       "fit --running %s refused" % value[:40])
+    expect_failure(t, llmem, ["fit", "--gpu", "A100-80GB", "--bytes", "1GiB", "--driver", "470",
+                              "--running", "4g.40gb@0,3g.40gb@4"], 2,
+                   ["running instance 2 (3g.40gb@4): driver branch 470 refuses it on one GPU "
+                    "with running instance 1 (4g.40gb@0) (accepted from R510 on)"],
+                   "fit --driver 470 --running 4g + 3g refused")
+    expect_failure(t, llmem, ["fit", "--gpu", "T4", "--bytes", "1GiB", "--running", "1g.5gb@0"],
+                   2, ["--running '1g.5gb@0': T4 has no MIG profiles"], "fit T4 --running refused")
+    rc, out, _ = llmem.run("fit", "--help")
+    t.check(rc == 0 and "--running NAME@START[,...]" in out, "fit --help lists --running", out)
+
+
 GROUPS = {
     "gpus": check_gpus,
+    "gpus-driver": check_gpus_driver,
     "fit": check_fit,
     "pack": check_pack,
     "pack-errors": check_pack_errors,
     "driver": check_driver,
+    "fit-running": check_fit_running,
 }
 
 

@@ -38,7 +38,8 @@
  *      train as it was;
  *   8. the device peak fitted to a GPU gives every plain MIG profile and the
  *      whole GPU in order with the documented figures, the best the first
- *      that holds it; packed with jobs scaled from it onto one or two GPU
+ *      that holds it; with one MIG instance running, each option's starts
+ *      those the placement table leaves it; packed with jobs scaled from it onto one or two GPU
  *      types, every placed job holds in a valid MIG layout or a whole GPU,
  *      the lower bound is at most the GPUs used, and a second run repeats.
  *
@@ -1149,6 +1150,71 @@ static uint64_t gpu_u64(size_t gpu, int key)
     return v;
 }
 
+/* Whether MIG profile b of gpu is variant v's plain profile (the one whose
+ * name v's extends: "1g.10gb" of "1g.10gb+me"), or v itself. */
+static int same_base(size_t gpu, size_t v, size_t b)
+{
+    const char *vn = llmem_mig_profile_name(gpu, v), *bn = llmem_mig_profile_name(gpu, b);
+    size_t n = strlen(bn);
+    return v == b || (strncmp(vn, bn, n) == 0 && (vn[n] == '+' || vn[n] == '-'));
+}
+
+/* The fit of check_fit again with one instance running (a profile drawn, at
+ * its first start): each plain option can be created at exactly the starts
+ * where the placement table holds it next to that one (its starts, no shared
+ * slot, its maximum count with the running one if it is that profile or its
+ * variant, the compute slices), the whole GPU nowhere; fits is the memory's
+ * verdict and that. Then cleared: the options of before. */
+static void check_fit_running(llmem_ctx *ctx, llmem_fit *f, const job *j, size_t gpu,
+                              uint64_t bytes, uint64_t margin)
+{
+    uint64_t profiles = gpu_u64(gpu, LLMEM_GPU_MIG_PROFILES), grid, compute;
+    if (profiles == 0)
+        return;
+    grid = gpu_u64(gpu, LLMEM_GPU_MIG_SLOTS);
+    compute = gpu_u64(gpu, LLMEM_GPU_MIG_COMPUTE_SLICES);
+    size_t r = j->aux[2] % profiles, start = 0;
+    uint64_t rstarts = mig_u64(gpu, r, LLMEM_MIG_STARTS), rslots = mig_u64(gpu, r, LLMEM_MIG_SLOTS);
+    while (!(rstarts >> start & 1))
+        start++;
+    CHECK(llmem_fit_add_running(f, r, start) == LLMEM_OK, "fit: add_running");
+    int rc = llmem_fit_run(f, gpu, bytes, LLMEM_LEVEL_DEVICE);
+    CHECK(rc == LLMEM_OK, "fit: %s@%zu running: %s", llmem_mig_profile_name(gpu, r), start,
+          llmem_ctx_error(ctx));
+    for (size_t i = 0; rc == LLMEM_OK && i < llmem_fit_count(f); i++) {
+        size_t p = (size_t)fit_u64(f, i, LLMEM_FIT_PROFILE);
+        uint64_t want = 0;
+        if (!fit_u64(f, i, LLMEM_FIT_WHOLE_GPU)) {
+            uint64_t slots = mig_u64(gpu, p, LLMEM_MIG_SLOTS);
+            unsigned held = 1 + (unsigned)same_base(gpu, r, p);
+            for (uint64_t s = 0; s < grid; s++)
+                if ((mig_u64(gpu, p, LLMEM_MIG_STARTS) >> s & 1) && s + slots <= grid &&
+                    (s + slots <= start || start + rslots <= s) &&
+                    held <= mig_u64(gpu, p, LLMEM_MIG_MAX_COUNT) &&
+                    mig_u64(gpu, p, LLMEM_MIG_COMPUTE_SLICES) +
+                            mig_u64(gpu, r, LLMEM_MIG_COMPUTE_SLICES) <=
+                        compute)
+                    want |= UINT64_C(1) << s;
+        }
+        uint64_t usable = fit_u64(f, i, LLMEM_FIT_USABLE_BYTES);
+        CHECK(fit_u64(f, i, LLMEM_FIT_STARTS) == want, "fit: option %zu starts %llx, want %llx",
+              i, (unsigned long long)fit_u64(f, i, LLMEM_FIT_STARTS), (unsigned long long)want);
+        CHECK(fit_u64(f, i, LLMEM_FIT_PLACEABLE) == (want != 0), "fit: option %zu placeable", i);
+        CHECK(want ? fit_u64(f, i, LLMEM_FIT_START) < 64 &&
+                         (want >> fit_u64(f, i, LLMEM_FIT_START) & 1)
+                   : fit_u64(f, i, LLMEM_FIT_START) == UINT64_MAX,
+              "fit: option %zu start", i);
+        CHECK(fit_u64(f, i, LLMEM_FIT_FITS) ==
+                  (uint64_t)(want != 0 && budget_of(usable, margin) >= bytes &&
+                             fit_u64(f, i, LLMEM_FIT_SHORTFALL_BYTES) != UINT64_MAX),
+              "fit: option %zu fits next to a running instance", i);
+    }
+    CHECK(llmem_fit_clear_running(f) == LLMEM_OK, "fit: clear_running");
+    CHECK(llmem_fit_run(f, gpu, bytes, LLMEM_LEVEL_DEVICE) == LLMEM_OK, "fit: cleared");
+    for (size_t i = 0; i < llmem_fit_count(f); i++)
+        CHECK(fit_u64(f, i, LLMEM_FIT_PLACEABLE) == 1, "fit: option %zu on an empty GPU", i);
+}
+
 /* The estimate's device peak fitted to a GPU of the catalog: every plain
  * profile and the whole GPU, by usable bytes; each option's figures as
  * documented; the best is the first that holds the job. */
@@ -1209,6 +1275,7 @@ static void check_fit(llmem_ctx *ctx, const job *j, uint64_t bytes)
     rc = llmem_fit_best(f, &best);
     CHECK(first == SIZE_MAX ? rc == LLMEM_ENOTFOUND : rc == LLMEM_OK && best == first,
           "fit: best %zu (status %d), first holding %zu", best, rc, first);
+    check_fit_running(ctx, f, j, gpu, bytes, margin);
     llmem_fit_free(f);
 }
 

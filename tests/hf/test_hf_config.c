@@ -766,41 +766,6 @@ Test(hf_config, bitsandbytes_4bit_is_qlora, .init = setup_ctx, .fini = teardown_
     }
 }
 
-/* The presets carry their published configs' dropouts and sliding windows. */
-Test(hf_config, presets_have_their_configs_dropouts, .init = setup_ctx, .fini = teardown_ctx)
-{
-    static const struct {
-        const char *preset, *config;
-    } pairs[] = {
-        { "openai-community/gpt2", "gpt2" },        { "openai-community/gpt2-xl", "gpt2-xl" },
-        { "facebook/opt-125m", "opt-125m" },        { "facebook/opt-350m", "opt-350m" },
-        { "facebook/opt-1.3b", "opt-1.3b" },        { "bigscience/bloom-560m", "bloom-560m" },
-        { "meta-llama/Llama-2-7b-hf", "Llama-2-7b-hf" }, { "google/gemma-2-9b", "gemma-2-9b" },
-        { "microsoft/Phi-3-mini-4k-instruct", "Phi-3-mini-4k-instruct" },
-        { "Qwen/Qwen2.5-7B", "Qwen2.5-7B" },        { "mistralai/Mistral-7B-v0.1", "Mistral-7B-v0.1" },
-    };
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        char path[PATH_CAP];
-        llmem_model *p = NULL, *c = NULL;
-        snprintf(path, sizeof path, HF_TEST_DIR "/configs/%s.json", pairs[i].config);
-        cr_assert_eq(llmem_model_new_preset(ctx, pairs[i].preset, &p), LLMEM_OK);
-        cr_assert_eq(llmem_model_new_hf_config(ctx, path, &c), LLMEM_OK, "%s", path);
-        for (int key = LLMEM_MODEL_ATTENTION_DROPOUT; key <= LLMEM_MODEL_EMBEDDING_DROPOUT; key++) {
-            double a = -1, b = -2;
-            llmem_model_get_double(p, key, &a);
-            llmem_model_get_double(c, key, &b);
-            cr_expect(a == b, "%s key %d: preset %g, config %g", pairs[i].preset, key, a, b);
-        }
-        int64_t wp = -1, wc = -2;
-        llmem_model_get_int(p, LLMEM_MODEL_SLIDING_WINDOW, &wp);
-        llmem_model_get_int(c, LLMEM_MODEL_SLIDING_WINDOW, &wc);
-        cr_expect_eq(wp, wc, "%s: sliding window: preset %" PRId64 ", config %" PRId64,
-                     pairs[i].preset, wp, wc);
-        llmem_model_free(c);
-        llmem_model_free(p);
-    }
-}
-
 /* The JSON text is used up to len, not to a NUL. */
 Test(hf_config, json_uses_length, .init = setup_ctx, .fini = teardown_ctx)
 {

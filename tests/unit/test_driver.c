@@ -255,6 +255,82 @@ Test(driver, a100_80gb_3g_is_3g_39gb_on_r535_and_r545)
     cr_expect_str_eq(llmem_mig_profile_driver_name(h, profile(h, "3g.40gb"), 535), "3g.40gb");
 }
 
+/* name with its ASCII letters in upper case, into buf. */
+static const char *upper(const char *name, char *buf, size_t cap)
+{
+    size_t i = 0;
+    for (; name[i] != '\0' && i + 1 < cap; i++)
+        buf[i] = name[i] >= 'a' && name[i] <= 'z' ? (char)(name[i] - 'a' + 'A') : name[i];
+    buf[i] = '\0';
+    return buf;
+}
+
+/* Whatever a branch names a profile, llmem_mig_profile_find() finds that
+ * profile: every GPU, every profile, every branch (0 to 999), as named and
+ * in upper case. A name one branch gives a profile and another branch gives
+ * another profile of the same GPU would fail here. */
+Test(driver, every_branchs_name_finds_its_profile)
+{
+    size_t names = 0, renamed = 0;
+    for (size_t g = 0; g < llmem_gpu_count(); g++) {
+        uint64_t n = 0;
+        cr_assert_eq(llmem_gpu_get_u64(g, LLMEM_GPU_MIG_PROFILES, &n), LLMEM_OK);
+        for (size_t p = 0; p < n; p++)
+            for (int64_t d = 0; d <= 999; d++) {
+                const char *name = llmem_mig_profile_driver_name(g, p, d);
+                char buf[64];
+                size_t found = SIZE_MAX;
+                if (name == NULL)
+                    continue;
+                names++;
+                renamed += strcmp(name, llmem_mig_profile_name(g, p)) != 0;
+                cr_assert_eq(llmem_mig_profile_find(ctx, g, name, &found), LLMEM_OK,
+                             "%s R%lld %s: %s", llmem_gpu_name(g), (long long)d, name,
+                             llmem_ctx_error(ctx));
+                cr_assert_eq(found, p, "%s R%lld %s: profile %zu, not %zu", llmem_gpu_name(g),
+                             (long long)d, name, found, p);
+                found = SIZE_MAX;
+                cr_assert_eq(llmem_mig_profile_find(NULL, g, upper(name, buf, sizeof buf),
+                                                    &found), LLMEM_OK, "%s", buf);
+                cr_assert_eq(found, p, "%s %s", llmem_gpu_name(g), buf);
+            }
+    }
+    cr_expect_gt(names, 100000, "%zu names tried", names);
+    /* The A100 80 GB's 3g.39gb on R535 to R545: 11 branches. */
+    cr_expect_eq(renamed, 11, "%zu renamed", renamed);
+}
+
+/* The name a 535 driver prints is found on any branch (find takes none): it
+ * names one profile; where no branch has it, the message lists the GPU's
+ * profiles under their catalog names. */
+Test(driver, a100_80gb_finds_3g_39gb_whatever_the_branch)
+{
+    size_t g = gpu("A100-80GB"), p = profile(g, "3g.40gb"), found = SIZE_MAX;
+    const char *spellings[] = { "3g.39gb", "3G.39GB", "3g.39GB" };
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        found = SIZE_MAX;
+        cr_expect_eq(llmem_mig_profile_find(ctx, g, spellings[i], &found), LLMEM_OK, "%s: %s",
+                     spellings[i], llmem_ctx_error(ctx));
+        cr_expect_eq(found, p, "%s", spellings[i]);
+        cr_expect_str_eq(llmem_ctx_error(ctx), "", "a success clears the message");
+    }
+    /* Not a prefix or a near miss, and not on another GPU. */
+    const char *misses[] = { "3g.39", "3g.39gb+me", "3g.39gbx", " 3g.39gb" };
+    for (size_t i = 0; i < sizeof misses / sizeof misses[0]; i++)
+        cr_expect_eq(llmem_mig_profile_find(ctx, g, misses[i], &found), LLMEM_ENOTFOUND, "%s",
+                     misses[i]);
+    size_t h = gpu("H100");
+    cr_expect_eq(llmem_mig_profile_find(ctx, h, "3g.39gb", &found), LLMEM_ENOTFOUND);
+    cr_expect(strstr(llmem_ctx_error(ctx), "'3g.39gb'") &&
+                  strstr(llmem_ctx_error(ctx), "1g.10gb|1g.10gb+me|1g.20gb|2g.20gb|3g.40gb|"
+                                                   "4g.40gb|7g.80gb"),
+              "%s", llmem_ctx_error(ctx));
+    cr_expect_eq(llmem_mig_profile_find(ctx, gpu("A100-40GB"), "3g.39gb", &found),
+                 LLMEM_ENOTFOUND);
+    cr_expect(strstr(llmem_ctx_error(ctx), "3g.20gb") && !strstr(llmem_ctx_error(ctx), "39gb|"),
+              "%s", llmem_ctx_error(ctx));
+}
+
 Test(driver, a_changed_driver_drops_the_result)
 {
     cr_assert_eq(llmem_pack_add_gpu(pack, gpu("A100-80GB"), 0), LLMEM_OK);
