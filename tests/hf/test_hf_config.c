@@ -639,6 +639,18 @@ ParameterizedTest(const dropout_case *c, hf_config, dropouts, .init = setup_ctx,
     llmem_model_free(m);
 }
 
+/* The model field key of the config json reads want. */
+static void expect_field(const char *json, int key, int64_t want)
+{
+    llmem_model *m = NULL;
+    int64_t v = -1;
+    cr_assert_eq(llmem_model_new_hf_config_json(ctx, json, strlen(json), &m), LLMEM_OK, "%s: %s",
+                 json, llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_model_get_int(m, key, &v), LLMEM_OK);
+    cr_expect_eq(v, want, "%s: key %d reads %" PRId64 ", want %" PRId64, json, key, v, want);
+    llmem_model_free(m);
+}
+
 /* MistralConfig's window when the key is absent (4096), none when null;
  * LlamaModel has no window whatever the config says. */
 Test(hf_config, sliding_window_absent_or_null, .init = setup_ctx, .fini = teardown_ctx)
@@ -652,15 +664,8 @@ Test(hf_config, sliding_window_absent_or_null, .init = setup_ctx, .fini = teardo
         { "{\"model_type\": \"phi3\", " LLAMA_BODY "}", 0 },
         { "{\"model_type\": \"llama\", " LLAMA_BODY ", \"sliding_window\": 64}", 0 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        llmem_model *m = NULL;
-        int64_t w = -1;
-        cr_assert_eq(llmem_model_new_hf_config_json(ctx, cases[i].json, strlen(cases[i].json), &m),
-                     LLMEM_OK, "%s: %s", cases[i].json, llmem_ctx_error(ctx));
-        cr_assert_eq(llmem_model_get_int(m, LLMEM_MODEL_SLIDING_WINDOW, &w), LLMEM_OK);
-        cr_expect_eq(w, cases[i].window, "%s: %" PRId64, cases[i].json, w);
-        llmem_model_free(m);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_field(cases[i].json, LLMEM_MODEL_SLIDING_WINDOW, cases[i].window);
 }
 
 /* quantization_config: bitsandbytes 4-bit with double quantization (nf4 or
@@ -688,15 +693,8 @@ Test(hf_config, bitsandbytes_4bit, .init = setup_ctx, .fini = teardown_ctx)
           "\"fp8\", \"fmt\": \"e4m3\", \"weight_block_size\": [128, 128]}}", 0 },
         { "{\"model_type\": \"llama\", " LLAMA_BODY "}", 0 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        llmem_model *m = NULL;
-        int64_t q = -1;
-        cr_assert_eq(llmem_model_new_hf_config_json(ctx, cases[i].json, strlen(cases[i].json), &m),
-                     LLMEM_OK, "%s: %s", cases[i].json, llmem_ctx_error(ctx));
-        cr_assert_eq(llmem_model_get_int(m, LLMEM_MODEL_BNB_4BIT, &q), LLMEM_OK);
-        cr_expect_eq(q, cases[i].bnb_4bit, "%s: bnb-4bit %" PRId64, cases[i].json, q);
-        llmem_model_free(m);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_field(cases[i].json, LLMEM_MODEL_BNB_4BIT, cases[i].bnb_4bit);
 }
 
 /* A pre-quantized checkpoint estimates under QLoRA as the unquantized one
