@@ -17,6 +17,8 @@ int cli_weights_open(llmem_ctx *ctx, const char *path, cli_weights *w)
         { LLMEM_WEIGHTS_BYTES, &w->bytes },
         { LLMEM_WEIGHTS_TENSORS, &w->tensors },
         { LLMEM_WEIGHTS_FILES, &w->files },
+        { LLMEM_WEIGHTS_QUANT_STATE_BYTES, &w->quant_bytes },
+        { LLMEM_WEIGHTS_QUANT_STATE_TENSORS, &w->quant_tensors },
     };
     memset(w, 0, sizeof *w);
     int rc = llmem_weights_open(ctx, path, &w->handle);
@@ -90,6 +92,12 @@ void cli_weights_text(FILE *out, const cli_weights *w, const uint64_t *model_par
         cli_format_bytes(nbytes, bytes, sizeof bytes);
         row(out, 4, name, "%s parameters, %s", count, bytes);
     }
+    /* Only a bitsandbytes checkpoint has the line: others print as before. */
+    if (w->quant_tensors > 0) {
+        cli_format_bytes(w->quant_bytes, bytes, sizeof bytes);
+        row(out, 2, "quant state", "%s in %llu tensors (bitsandbytes 4-bit: not parameters)",
+            bytes, (unsigned long long)w->quant_tensors);
+    }
     if (model_params != NULL)
         print_cross_check(out, w->params, *model_params);
 }
@@ -115,6 +123,13 @@ void cli_weights_json(json_writer *jw, const char *key, const cli_weights *w,
         json_object_end(jw);
     }
     json_object_end(jw);
+    /* Additive: only a bitsandbytes checkpoint has the key. */
+    if (w->quant_tensors > 0) {
+        json_object_begin(jw, "quant_state");
+        json_u64(jw, "bytes", w->quant_bytes);
+        json_u64(jw, "tensors", w->quant_tensors);
+        json_object_end(jw);
+    }
     if (model_params != NULL) {
         uint64_t m = *model_params, p = w->params;
         uint64_t magnitude = p >= m ? p - m : m - p;

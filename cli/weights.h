@@ -15,6 +15,7 @@ typedef struct cli_weights {
     const char *path;      /* as given; NULL: no weights */
     llmem_weights *handle; /* owns the dtype names */
     uint64_t params, bytes, tensors, files;
+    uint64_t quant_bytes, quant_tensors; /* bitsandbytes 4-bit state, in bytes and tensors */
 } cli_weights;
 
 /* Read the headers at path (a .safetensors file, an index .json or a

@@ -419,10 +419,21 @@ typedef struct llmem_weights llmem_weights;
 
 /** Keys for llmem_weights_get_u64(). @since 0.1.0 */
 enum llmem_weights_key {
-    LLMEM_WEIGHTS_PARAMS = 1,  /**< elements over all tensors */
-    LLMEM_WEIGHTS_BYTES = 2,   /**< bytes of tensor data */
-    LLMEM_WEIGHTS_TENSORS = 3, /**< number of tensors */
-    LLMEM_WEIGHTS_FILES = 4    /**< safetensors files read */
+    /** Parameters: elements over all tensors, except that a bitsandbytes
+     * 4-bit weight counts two a stored byte and its quantization state
+     * counts none (#LLMEM_WEIGHTS_QUANT_STATE_BYTES). */
+    LLMEM_WEIGHTS_PARAMS = 1,
+    LLMEM_WEIGHTS_BYTES = 2,   /**< bytes of tensor data, quantization state included */
+    LLMEM_WEIGHTS_TENSORS = 3, /**< number of tensors, quantization state included */
+    LLMEM_WEIGHTS_FILES = 4,   /**< safetensors files read */
+    /** Bytes of bitsandbytes 4-bit quantization state: the tensors saved next
+     * to a packed weight X.weight (X.weight.absmax, .quant_map,
+     * .nested_absmax, .nested_quant_map and .quant_state.bitsandbytes__nf4
+     * or __fp4), part of #LLMEM_WEIGHTS_BYTES; 0 for other checkpoints.
+     * @since 0.2.0 */
+    LLMEM_WEIGHTS_QUANT_STATE_BYTES = 5,
+    /** Number of those tensors, part of #LLMEM_WEIGHTS_TENSORS. @since 0.2.0 */
+    LLMEM_WEIGHTS_QUANT_STATE_TENSORS = 6
 };
 
 /**
@@ -430,7 +441,8 @@ enum llmem_weights_key {
  * `model.safetensors.index.json` (any path ending in `.json`) with its
  * shards, each header read once, or a directory holding
  * model.safetensors.index.json or else model.safetensors. Only headers are
- * read, never tensor data. Every tensor in the files counts, so buffers a
+ * read, never tensor data. Every tensor in the files counts (bitsandbytes
+ * 4-bit state as bytes only: #LLMEM_WEIGHTS_PARAMS), so buffers a
  * checkpoint stores (GPT-2's attention masks, FP8 scales, DeepSeek-V3's
  * multi-token-prediction layer, a tied head saved twice) make the totals
  * exceed llmem_model_param_count().
@@ -458,7 +470,15 @@ LLMEM_API size_t llmem_weights_dtype_count(const llmem_weights *weights);
 /**
  * Dtype @p index (in order of first appearance): its safetensors name
  * ("BF16", "F32", "F8_E4M3", ...), elements and bytes; any output may be
- * NULL. @return #LLMEM_ERANGE past the last dtype. @since 0.1.0
+ * NULL. A bitsandbytes 4-bit checkpoint's packed weights (a U8 tensor
+ * X.weight saved with X.weight.quant_state.bitsandbytes__nf4 or __fp4 in
+ * any of its files) are listed under "bnb-nf4" or "bnb-fp4" (since 0.2.0):
+ * two parameters a stored byte (exact for an even in x out; an odd one is
+ * counted one more), their stored bytes; their quantization state is in no
+ * dtype (#LLMEM_WEIGHTS_QUANT_STATE_BYTES), so the dtypes' parameters add
+ * up to #LLMEM_WEIGHTS_PARAMS and their bytes with the state's to
+ * #LLMEM_WEIGHTS_BYTES. @return #LLMEM_ERANGE past the last dtype.
+ * @since 0.1.0
  */
 LLMEM_API int llmem_weights_dtype(const llmem_weights *weights, size_t index, const char **name,
                                   uint64_t *params, uint64_t *bytes);

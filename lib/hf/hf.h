@@ -31,11 +31,24 @@ typedef struct hf_dtype {
 
 extern const hf_dtype llmem_hf_dtypes[HF_DTYPE_COUNT];
 
-/* Totals of one or more safetensors headers. */
+/* The per-dtype listing has two pseudo-dtypes after the format's: the packed
+ * 4-bit weights of a bitsandbytes checkpoint (bnb.c), by quant type. */
+enum {
+    HF_KIND_BNB_NF4 = HF_DTYPE_COUNT,
+    HF_KIND_BNB_FP4,
+    HF_KIND_COUNT
+};
+/* Name of a dtype or pseudo-dtype index ("BF16", "bnb-nf4"). */
+const char *llmem_hf_kind_name(int kind);
+
+/* Totals of one or more safetensors headers. params and the per-dtype
+ * listing leave out bitsandbytes' quantization state (quant_*), which bytes
+ * and tensors include. */
 typedef struct hf_totals {
     uint64_t params, bytes, tensors;
-    uint64_t dtype_params[HF_DTYPE_COUNT], dtype_bytes[HF_DTYPE_COUNT];
-    unsigned char order[HF_DTYPE_COUNT]; /* dtype indices in order of first use */
+    uint64_t quant_bytes, quant_tensors;
+    uint64_t dtype_params[HF_KIND_COUNT], dtype_bytes[HF_KIND_COUNT];
+    unsigned char order[HF_KIND_COUNT]; /* dtype indices in order of first use */
     size_t ndtypes;
 } hf_totals;
 
@@ -66,16 +79,47 @@ typedef struct hf_st_tensors {
 /* Tensor names and strings in messages are cut to this many bytes. */
 #define HF_NAME_SHOWN 80
 
+/* bitsandbytes 4-bit checkpoints (bnb.c). bitsandbytes' Linear4bit saves
+ * its weight X.weight packed, two 4-bit values a byte, and next to it the
+ * quantization state: X.weight.absmax, .quant_map, .nested_absmax,
+ * .nested_quant_map and .quant_state.bitsandbytes__nf4 (or __fp4), the
+ * non-tensor fields packed into a U8 tensor. The set holds each X.weight
+ * whose quant_state tensor the checkpoint holds, in any of its files. */
+typedef struct hf_bnb_base {
+    const char *name; /* decoded: points into a header or index, or owned */
+    size_t len;
+    unsigned char kind;  /* HF_KIND_BNB_* */
+    unsigned char owned; /* name is from ctx's allocator (decoded from escapes) */
+} hf_bnb_base;
+
+typedef struct hf_bnb {
+    hf_bnb_base *b; /* from ctx's allocator, sorted by name once complete */
+    size_t n, cap;
+} hf_bnb;
+
+/* Add the base of name to the set when name is a quant_state tensor's. */
+int llmem_hf_bnb_add(llmem_ctx *ctx, hf_bnb *set, const hf_str *name);
+/* Sort the set once every name is added. */
+void llmem_hf_bnb_sort(hf_bnb *set);
+void llmem_hf_bnb_free(llmem_ctx *ctx, hf_bnb *set);
+/* What a tensor of this dtype and (decoded) name counts as under the set:
+ * its dtype, HF_KIND_BNB_* for a packed U8 weight, or HF_BNB_STATE for
+ * quantization state. */
+#define HF_BNB_STATE (-1)
+int llmem_hf_bnb_kind(const hf_bnb *set, const char *name, size_t len, int dtype);
+
 /* Parse and validate one safetensors header (the JSON after the length),
- * whose file holds data_len bytes after it, and add its tensors to *totals.
- * name names the file in messages. The header is walked token by token
- * (hf/scan.h): memory is linear in its tensors, with no JSON tree. A name
+ * whose file holds data_len bytes after it, and add its tensors to *totals,
+ * bitsandbytes 4-bit weights as bnb says (NULL: as this header's own
+ * quant_state tensors say). name names the file in messages. The header is
+ * walked token by token (hf/scan.h): memory is linear in its tensors, with no JSON tree. A name
  * given twice is refused (which entry holds the tensor is ambiguous). On success, when keep is not NULL, it receives the tensors sorted by
  * name (valid while header lives) for the caller to look names up. Fails with
  * LLMEM_EPARSE (or LLMEM_ENOMEM) and a message naming the tensor or field;
  * *totals is then unchanged. */
 int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
-                       uint64_t data_len, hf_totals *totals, hf_st_tensors *keep);
+                       uint64_t data_len, const hf_bnb *bnb, hf_totals *totals,
+                       hf_st_tensors *keep);
 
 /* The tensors of one header together (st_set.c). */
 hf_str llmem_hf_st_name(const hf_st_tensor *t);
@@ -83,8 +127,11 @@ hf_str llmem_hf_st_name(const hf_st_tensor *t);
  * file in messages); t is sorted by offsets on return. */
 int llmem_hf_st_check_coverage(llmem_ctx *ctx, const char *file, uint64_t data_len,
                                hf_st_tensor *t, size_t n);
-/* Totals of t, dtypes in order of first appearance in the header. */
-void llmem_hf_st_count(const hf_st_tensor *t, size_t n, hf_totals *add);
+/* Totals of t, dtypes in order of first appearance in the header; packed
+ * weights and quantization state as bnb says. Fails only for memory (an
+ * escaped name is decoded to be looked up). */
+int llmem_hf_st_count(llmem_ctx *ctx, const hf_st_tensor *t, size_t n, const hf_bnb *bnb,
+                      hf_totals *add);
 void llmem_hf_st_sort_by_name(hf_st_tensor *t, size_t n);
 /* Add totals (sums checked by the caller). */
 void llmem_hf_st_merge(hf_totals *into, const hf_totals *add);
@@ -100,11 +147,12 @@ int llmem_hf_st_split(llmem_ctx *ctx, const char *name, const unsigned char *dat
 
 /* Weights of totals read from files (weights.c). */
 int llmem_hf_make_weights(llmem_ctx *ctx, const hf_totals *t, uint64_t files, llmem_weights **out);
-/* Read one .safetensors file and add its tensors to *t. With keep (and text),
+/* Read one .safetensors file and add its tensors to *t (bnb as for
+ * llmem_hf_st_header). With keep (and text),
  * also its tensors sorted by name, whose names point into *text, the header
  * (free both with llmem__free). */
-int llmem_hf_read_single(llmem_ctx *ctx, const char *path, hf_totals *t, char **text,
-                         hf_st_tensors *keep);
+int llmem_hf_read_single(llmem_ctx *ctx, const char *path, const hf_bnb *bnb, hf_totals *t,
+                         char **text, hf_st_tensors *keep);
 
 /* A sharded checkpoint: the index names each tensor's shard (index.c). */
 #define HF_INDEX_NAME "model.safetensors.index.json"

@@ -223,7 +223,8 @@ static int check_shard(index_read *r, const mapped *m, size_t n, const hf_st_ten
 }
 
 /* Read the shard of entries [0, n) (dir is the index's directory). */
-static int read_shard(index_read *r, const char *dir, const mapped *m, size_t n, hf_totals *t)
+static int read_shard(index_read *r, const char *dir, const mapped *m, size_t n,
+                      const hf_bnb *bnb, hf_totals *t)
 {
     hf_str shard = shard_of(m), first = tensor_of(m);
     hf_st_tensors keep = { NULL, 0 };
@@ -237,7 +238,7 @@ static int read_shard(index_read *r, const char *dir, const mapped *m, size_t n,
     if (rc == LLMEM_OK && (path = llmem_hf_path_join(r->ctx, dir, name)) == NULL)
         rc = llmem__fail(r->ctx, LLMEM_ENOMEM, "%s: out of memory", r->index);
     if (rc == LLMEM_OK)
-        rc = llmem_hf_read_single(r->ctx, path, t, &text, &keep);
+        rc = llmem_hf_read_single(r->ctx, path, bnb, t, &text, &keep);
     if (rc == LLMEM_OK)
         rc = check_shard(r, m, n, &keep);
     llmem__free(r->ctx, keep.t);
@@ -247,23 +248,45 @@ static int read_shard(index_read *r, const char *dir, const mapped *m, size_t n,
     return rc;
 }
 
-/* Each shard in turn, then the count: the shards hold what the index lists. */
-static int read_shards(index_read *r, const char *dir, llmem_weights **out)
+/* The shards, each once: entries sorted by shard, each shard's run read. */
+static int read_sorted_shards(index_read *r, const char *dir, const hf_bnb *bnb, hf_totals *t,
+                              uint64_t *files)
 {
-    hf_totals t;
-    uint64_t files = 0;
-    memset(&t, 0, sizeof t);
     if (r->n > 1)
         qsort(r->m, r->n, sizeof *r->m, by_shard);
     for (size_t i = 0, j; i < r->n; i = j) {
         hf_str a = shard_of(&r->m[i]), b;
         for (j = i + 1; j < r->n && (b = shard_of(&r->m[j]), llmem_hf_str_cmp(&a, &b) == 0);)
             j++;
-        int rc = read_shard(r, dir, &r->m[i], j - i, &t);
+        int rc = read_shard(r, dir, &r->m[i], j - i, bnb, t);
         if (rc != LLMEM_OK)
             return rc;
-        files++;
+        (*files)++;
     }
+    return LLMEM_OK;
+}
+
+/* Each shard in turn, then the count: the shards hold what the index lists.
+ * A bitsandbytes weight's state may sit in another shard than the weight, so
+ * which weights are packed 4-bit is read from the whole weight_map (whose
+ * names the shards must hold). */
+static int read_shards(index_read *r, const char *dir, llmem_weights **out)
+{
+    hf_totals t;
+    hf_bnb bnb = { NULL, 0, 0 };
+    uint64_t files = 0;
+    int rc = LLMEM_OK;
+    memset(&t, 0, sizeof t);
+    for (size_t i = 0; rc == LLMEM_OK && i < r->n; i++) {
+        hf_str tensor = tensor_of(&r->m[i]);
+        rc = llmem_hf_bnb_add(r->ctx, &bnb, &tensor);
+    }
+    llmem_hf_bnb_sort(&bnb);
+    if (rc == LLMEM_OK)
+        rc = read_sorted_shards(r, dir, &bnb, &t, &files);
+    llmem_hf_bnb_free(r->ctx, &bnb);
+    if (rc != LLMEM_OK)
+        return rc;
     if (t.tensors != r->n)
         return llmem__fail(r->ctx, LLMEM_EPARSE,
                            "%s: the shards hold %llu tensors but 'weight_map' lists %llu",

@@ -20,6 +20,15 @@ const hf_dtype llmem_hf_dtypes[HF_DTYPE_COUNT] = {
     { "F32", 32 },     { "C64", 64 },     { "F64", 64 },    { "I64", 64 },    { "U64", 64 },
 };
 
+/* The pseudo-dtypes' names are lower case, unlike any of the format's. */
+const char *llmem_hf_kind_name(int kind)
+{
+    if (kind == HF_KIND_BNB_NF4)
+        return "bnb-nf4";
+    if (kind == HF_KIND_BNB_FP4)
+        return "bnb-fp4";
+    return llmem_hf_dtypes[kind].name;
+}
 
 static int find_dtype(const char *name)
 {
@@ -356,11 +365,25 @@ static int check_unique(walk *w)
     return LLMEM_OK;
 }
 
+/* The quant_state tensors of this header alone. */
+static int own_bnb(walk *w, hf_bnb *set)
+{
+    int rc = LLMEM_OK;
+    for (size_t i = 0; rc == LLMEM_OK && i < w->n; i++) {
+        hf_str name = llmem_hf_st_name(&w->t[i]);
+        rc = llmem_hf_bnb_add(w->ctx, set, &name);
+    }
+    llmem_hf_bnb_sort(set);
+    return rc;
+}
+
 int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, size_t header_len,
-                       uint64_t data_len, hf_totals *totals, hf_st_tensors *keep)
+                       uint64_t data_len, const hf_bnb *bnb, hf_totals *totals,
+                       hf_st_tensors *keep)
 {
     walk w;
     hf_totals add;
+    hf_bnb own = { NULL, 0, 0 };
     int rc;
     if (keep != NULL) {
         keep->t = NULL;
@@ -378,12 +401,18 @@ int llmem_hf_st_header(llmem_ctx *ctx, const char *name, const char *header, siz
         rc = check_unique(&w);
     if (rc == LLMEM_OK)
         rc = llmem_hf_st_check_coverage(ctx, name, data_len, w.t, w.n);
+    if (rc == LLMEM_OK && bnb == NULL) {
+        rc = own_bnb(&w, &own);
+        bnb = &own;
+    }
+    if (rc == LLMEM_OK)
+        rc = llmem_hf_st_count(ctx, w.t, w.n, bnb, &add);
+    llmem_hf_bnb_free(ctx, &own);
     if (rc == LLMEM_OK) {
         /* The tensors cover the data region without overlap, and a data
          * region (of a file, or an object in memory) is below 2^63 bytes: the
-         * bytes, and the elements (at most two a byte, F4), add up below
-         * 2^64. Sums with other shards are checked. */
-        llmem_hf_st_count(w.t, w.n, &add);
+         * bytes, and the elements (at most two a byte, F4 or packed 4-bit),
+         * add up below 2^64. Sums with other shards are checked. */
         checked c = { 0 };
         ck_add(&c, totals->params, add.params);
         ck_add(&c, totals->bytes, add.bytes);

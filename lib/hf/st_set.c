@@ -45,27 +45,57 @@ static void sort(hf_st_tensor *t, size_t n, int (*cmp)(const void *, const void 
         qsort(t, n, sizeof *t, cmp);
 }
 
+#define KIND_NO_MEMORY (-2) /* neither a kind nor HF_BNB_STATE */
+
+/* What t counts as under bnb (llmem_hf_bnb_kind); an escaped name is looked
+ * up decoded. KIND_NO_MEMORY when the name cannot be decoded. */
+static int kind_of(llmem_ctx *ctx, const hf_st_tensor *t, const hf_bnb *bnb)
+{
+    if (bnb == NULL || bnb->n == 0)
+        return t->dtype;
+    if (!t->name_escaped)
+        return llmem_hf_bnb_kind(bnb, t->name, t->name_len, t->dtype);
+    hf_str name = llmem_hf_st_name(t);
+    char *decoded = llmem__alloc(ctx, name.len);
+    if (decoded == NULL)
+        return KIND_NO_MEMORY;
+    int kind = llmem_hf_bnb_kind(bnb, decoded, llmem_hf_str_decode(&name, decoded), t->dtype);
+    llmem__free(ctx, decoded);
+    return kind;
+}
+
 /* Totals of the tensors kept, dtypes in order of first appearance in the
  * header (names point into it, so the first is the lowest address). */
-void llmem_hf_st_count(const hf_st_tensor *t, size_t n, hf_totals *add)
+int llmem_hf_st_count(llmem_ctx *ctx, const hf_st_tensor *t, size_t n, const hf_bnb *bnb,
+                      hf_totals *add)
 {
-    const char *first[HF_DTYPE_COUNT] = { NULL };
+    const char *first[HF_KIND_COUNT] = { NULL };
     memset(add, 0, sizeof *add);
     for (size_t i = 0; i < n; i++) {
         const hf_st_tensor *r = &t[i];
-        int dt = r->dtype;
-        uint64_t bytes = r->end - r->begin, bits = llmem_hf_dtypes[dt].bits;
-        /* bytes x 8 / bits, exact (check_tensor) and without overflow. */
+        int dt = kind_of(ctx, r, bnb);
+        if (dt == KIND_NO_MEMORY)
+            return llmem__fail(ctx, LLMEM_ENOMEM, "out of memory for a tensor name");
+        uint64_t bytes = r->end - r->begin, bits = llmem_hf_dtypes[r->dtype].bits;
+        /* bytes x 8 / bits, exact (check_tensor) and without overflow; a
+         * packed 4-bit weight holds two a byte. */
         uint64_t elems = bytes / bits * 8 + bytes % bits * 8 / bits;
+        add->bytes += bytes;
+        add->tensors++;
+        if (dt == HF_BNB_STATE) {
+            add->quant_bytes += bytes;
+            add->quant_tensors++;
+            continue;
+        }
+        if (dt >= HF_DTYPE_COUNT)
+            elems = 2 * bytes;
         if (first[dt] == NULL || r->name < first[dt])
             first[dt] = r->name;
         add->dtype_params[dt] += elems;
         add->dtype_bytes[dt] += bytes;
         add->params += elems;
-        add->bytes += bytes;
-        add->tensors++;
     }
-    for (int dt = 0; dt < HF_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < HF_KIND_COUNT; dt++) {
         if (first[dt] == NULL)
             continue;
         size_t k = add->ndtypes++;
@@ -73,6 +103,7 @@ void llmem_hf_st_count(const hf_st_tensor *t, size_t n, hf_totals *add)
             add->order[k] = add->order[k - 1];
         add->order[k] = (unsigned char)dt;
     }
+    return LLMEM_OK;
 }
 
 /* The data region must be covered exactly: sorted by offsets, each tensor
@@ -122,11 +153,13 @@ void llmem_hf_st_merge(hf_totals *into, const hf_totals *add)
         if (!seen)
             into->order[into->ndtypes++] = (unsigned char)dt;
     }
-    for (int dt = 0; dt < HF_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < HF_KIND_COUNT; dt++) {
         into->dtype_params[dt] += add->dtype_params[dt];
         into->dtype_bytes[dt] += add->dtype_bytes[dt];
     }
     into->params += add->params;
     into->bytes += add->bytes;
     into->tensors += add->tensors;
+    into->quant_bytes += add->quant_bytes;
+    into->quant_tensors += add->quant_tensors;
 }

@@ -41,14 +41,14 @@ int llmem_weights_open_buffer(llmem_ctx *ctx, const void *data, size_t len, llme
                           &data_len)) != LLMEM_OK)
         return rc;
     memset(&t, 0, sizeof t);
-    if ((rc = llmem_hf_st_header(ctx, "safetensors buffer", header, header_len, data_len, &t, NULL)) !=
-        LLMEM_OK)
+    if ((rc = llmem_hf_st_header(ctx, "safetensors buffer", header, header_len, data_len, NULL,
+                                 &t, NULL)) != LLMEM_OK)
         return rc;
     return llmem_hf_make_weights(ctx, &t, 1, out);
 }
 
-int llmem_hf_read_single(llmem_ctx *ctx, const char *path, hf_totals *t, char **text,
-                       hf_st_tensors *keep)
+int llmem_hf_read_single(llmem_ctx *ctx, const char *path, const hf_bnb *bnb, hf_totals *t,
+                         char **text, hf_st_tensors *keep)
 {
     char *header;
     size_t header_len;
@@ -56,7 +56,8 @@ int llmem_hf_read_single(llmem_ctx *ctx, const char *path, hf_totals *t, char **
     int rc = llmem_hf_read_st_header(ctx, path, &header, &header_len, &data_len);
     if (rc != LLMEM_OK)
         return rc;
-    rc = llmem_hf_st_header(ctx, llmem_hf_basename(path), header, header_len, data_len, t, keep);
+    rc = llmem_hf_st_header(ctx, llmem_hf_basename(path), header, header_len, data_len, bnb, t,
+                            keep);
     if (rc == LLMEM_OK && text != NULL)
         *text = header;
     else
@@ -76,7 +77,7 @@ static int open_file(llmem_ctx *ctx, const char *path, llmem_weights **out)
     if (ends_with(path, ".json"))
         return llmem_hf_read_index(ctx, path, out);
     memset(&t, 0, sizeof t);
-    int rc = llmem_hf_read_single(ctx, path, &t, NULL, NULL);
+    int rc = llmem_hf_read_single(ctx, path, NULL, &t, NULL, NULL);
     return rc != LLMEM_OK ? rc : llmem_hf_make_weights(ctx, &t, 1, out);
 }
 
@@ -136,6 +137,8 @@ int llmem_weights_get_u64(const llmem_weights *w, int key, uint64_t *out)
     case LLMEM_WEIGHTS_BYTES: *out = w->t.bytes; break;
     case LLMEM_WEIGHTS_TENSORS: *out = w->t.tensors; break;
     case LLMEM_WEIGHTS_FILES: *out = w->files; break;
+    case LLMEM_WEIGHTS_QUANT_STATE_BYTES: *out = w->t.quant_bytes; break;
+    case LLMEM_WEIGHTS_QUANT_STATE_TENSORS: *out = w->t.quant_tensors; break;
     default: return llmem__fail(w->ctx, LLMEM_EINVAL, "weights: unknown key %d", key);
     }
     return LLMEM_OK;
@@ -156,7 +159,7 @@ int llmem_weights_dtype(const llmem_weights *w, size_t index, const char **name,
                            index, w->t.ndtypes);
     int dt = w->t.order[index];
     if (name != NULL)
-        *name = llmem_hf_dtypes[dt].name;
+        *name = llmem_hf_kind_name(dt);
     if (params != NULL)
         *params = w->t.dtype_params[dt];
     if (bytes != NULL)

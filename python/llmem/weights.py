@@ -15,6 +15,8 @@ _PARAMS = 1
 _BYTES = 2
 _TENSORS = 3
 _FILES = 4
+_QUANT_STATE_BYTES = 5
+_QUANT_STATE_TENSORS = 6
 
 
 @dataclass(frozen=True)
@@ -38,12 +40,18 @@ class Weights:
     either. The headers are read at once and the library handle freed, so the
     object is a plain value: ``params``, ``bytes``, ``tensors``, ``files`` and
     ``dtypes`` (name -> :class:`DtypeTotal`, in order of first appearance).
+    A bitsandbytes 4-bit checkpoint's packed weights are the dtype
+    ``"bnb-nf4"`` or ``"bnb-fp4"`` (two parameters a byte); their
+    quantization state is ``quant_state_bytes`` in ``quant_state_tensors``
+    tensors, part of ``bytes`` and ``tensors`` but of no dtype.
     """
 
     params: int
     bytes: int
     tensors: int
     files: int
+    quant_state_bytes: int
+    quant_state_tensors: int
     dtypes: Dict[str, DtypeTotal]
 
     def __init__(self, path: Union[str, bytes, "os.PathLike[str]"], *,
@@ -78,6 +86,8 @@ class Weights:
 
             self.params, self.bytes = total(_PARAMS), total(_BYTES)
             self.tensors, self.files = total(_TENSORS), total(_FILES)
+            self.quant_state_bytes = total(_QUANT_STATE_BYTES)
+            self.quant_state_tensors = total(_QUANT_STATE_TENSORS)
             self.dtypes = {}
             name, params, nbytes = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64()
             for index in range(LIB.llmem_weights_dtype_count(handle._handle)):

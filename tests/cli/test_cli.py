@@ -983,6 +983,49 @@ def weights_json(llmem, path):
     return json.loads(out)
 
 
+def check_bnb_weights(t, llmem, tmp, config, count):
+    """A bitsandbytes 4-bit checkpoint (gen_safetensors.py --bnb-4bit): its
+    packed weights count two parameters a byte, its quantization state bytes
+    only, and it matches its config's model."""
+    with open(config) as f:
+        quantized = json.load(f)
+    for quant_type, shards in (("nf4", "1"), ("fp4", "2")):
+        n, path = generate(tmp, config, "bnb-" + quant_type, "--bnb-4bit", quant_type,
+                           "--shards", shards)
+        quantized["quantization_config"] = {
+            "quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": False,
+            "bnb_4bit_use_double_quant": True, "bnb_4bit_quant_type": quant_type}
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(quantized, f)
+        d = weights_json(llmem, path)
+        packed = d["dtypes"].get("bnb-" + quant_type, {})
+        t.check(n == count and d["params"] == count and list(d["dtypes"]) ==
+                ["BF16", "bnb-" + quant_type] and packed.get("bytes", 0) * 2 ==
+                packed.get("params") > 0 and "U8" not in d["dtypes"] and
+                d["dtypes"]["BF16"]["params"] + packed["params"] == count,
+                "bnb %s, %s shard(s): packed weights two parameters a byte" % (quant_type, shards),
+                d)
+        state = d.get("quant_state", {})
+        t.check(state.get("tensors", 0) > 0 and d["bytes"] == state["bytes"] +
+                d["dtypes"]["BF16"]["bytes"] + packed["bytes"] and d["files"] == int(shards),
+                "bnb %s: the quantization state is bytes, not parameters" % quant_type, d)
+        rc, out, err = llmem.run("weights", path)
+        t.check(rc == 0 and "bnb-" + quant_type in out and "quant state" in out and
+                "{:,}".format(count) in out, "bnb %s: the table shows the packed weights and "
+                "the state" % quant_type, out)
+        rc, out, err = llmem.run("estimate", "--config", path, "--weights", path, "--method",
+                                 "qlora", "--json")
+        w = json.loads(out).get("weights", {}) if rc in (0, 3) else {}
+        t.check(rc == 0 and err == "" and w.get("matches_model") is True and
+                w.get("quant_state") == state,
+                "bnb %s: estimate --config --weights on the checkpoint exits 0" % quant_type,
+                (rc, err, w))
+        rc, out, err = llmem.run("estimate", "--config", path, "--weights", path, "--method",
+                                 "qlora")
+        t.check(rc == 0 and "matches params_total" in out and "quant state" in out,
+                "bnb %s: the table says the weights match" % quant_type, (rc, err, out[-700:]))
+
+
 def check_weights(t, llmem):
     with tempfile.TemporaryDirectory() as tmp:
         check_weights_in(t, llmem, tmp)
@@ -1083,6 +1126,8 @@ def check_weights_in(t, llmem, tmp):
     d = json.loads(out)
     t.check(rc == 3 and "weights" in d and d["model_source"] == "custom",
             "--weights with a custom (--family) model", (rc, d.get("weights")))
+
+    check_bnb_weights(t, llmem, tmp, mistral_cfg, count)
 
     # Malformed weights: exit 1, the library's message, nothing on stdout.
     bad = []

@@ -9,10 +9,20 @@ libllmem derives from the config. Tensor data is never written: files are
 extended with truncate(), which leaves them sparse (zeros) where the file
 system allows; only the headers are real.
 
-usage: gen_safetensors.py CONFIG OUTDIR [--shards N] [--dtype BF16]
+usage: gen_safetensors.py CONFIG OUTDIR [--shards N] [--dtype BF16] [--bnb-4bit nf4|fp4]
 Writes OUTDIR/model.safetensors, or with N > 1 OUTDIR/model-0000i-of-0000N
 .safetensors and OUTDIR/model.safetensors.index.json. Exit status 77 when the
 file system cannot hold the (sparse) files, so a test can skip.
+
+--bnb-4bit writes the decoder layers' linear weights (2-D "model.layers.*
+.weight", which is every nn.Linear transformers' bitsandbytes quantizer
+replaces in the llama-like families) as a checkpoint saved after
+load_in_4bit with double quantization holds them (bitsandbytes'
+Linear4bit._save_to_state_dict and QuantState.as_dict(packed=True)): the n
+values packed two a byte as U8 [ceil(n/2), 1], then absmax (U8, one per
+64-value block), quant_map (F32 [16]), nested_absmax (F32, one per 256
+blocks), nested_quant_map (F32 [256]) and quant_state.bitsandbytes__<type>,
+the other fields as a JSON blob in U8. The printed count stays the model's.
 """
 import argparse
 import json
@@ -404,11 +414,40 @@ def numel(shape):
     return n
 
 
+BNB_BLOCK, BNB_NESTED_BLOCK = 64, 256  # bitsandbytes' 4-bit and nested blocksizes
+
+
+def bnb_4bit(items, dtype, quant_type):
+    """items with the decoder's linear weights quantized; each item becomes
+    (name, shape, dtype)."""
+    out = []
+    for name, shape in items:
+        if not (name.startswith("model.layers.") and name.endswith(".weight") and
+                len(shape) == 2):
+            out.append((name, shape, dtype))
+            continue
+        n = numel(shape)
+        blocks = -(-n // BNB_BLOCK)
+        blob = json.dumps({"quant_type": quant_type, "blocksize": BNB_BLOCK,
+                           "dtype": "bfloat16", "shape": shape,
+                           "nested_blocksize": BNB_NESTED_BLOCK, "nested_dtype": "float32",
+                           "nested_offset": 0.0}).encode()
+        out += [(name, [-(-n // 2), 1], "U8"),
+                (name + ".absmax", [blocks], "U8"),
+                (name + ".quant_map", [16], "F32"),
+                (name + ".nested_absmax", [-(-blocks // BNB_NESTED_BLOCK)], "F32"),
+                (name + ".nested_quant_map", [256], "F32"),
+                (name + ".quant_state.bitsandbytes__" + quant_type, [len(blob)], "U8")]
+    return out
+
+
 def write_file(path, items, dtype):
     header, offset = {"__metadata__": {"format": "pt"}}, 0
-    for name, shape in items:
-        n = numel(shape) * BYTES[dtype]
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+    for item in items:
+        name, shape = item[0], item[1]
+        n = numel(shape) * BYTES[item[2] if len(item) > 2 else dtype]
+        header[name] = {"dtype": item[2] if len(item) > 2 else dtype, "shape": shape,
+                        "data_offsets": [offset, offset + n]}
         offset += n
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
@@ -425,10 +464,12 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--dtype", default="BF16", choices=sorted(BYTES))
+    ap.add_argument("--bnb-4bit", choices=("nf4", "fp4"))
     args = ap.parse_args()
     with open(args.config) as f:
         config = json.load(f)
-    items = GENERATORS[config["model_type"]](config).items
+    params = GENERATORS[config["model_type"]](config).items
+    items = bnb_4bit(params, args.dtype, args.bnb_4bit) if args.bnb_4bit else params
     os.makedirs(args.outdir, exist_ok=True)
     try:
         if args.shards <= 1:
@@ -440,13 +481,13 @@ def main():
                 name = f"model-{s + 1:05d}-of-{args.shards:05d}.safetensors"
                 part = items[s * per:(s + 1) * per]
                 total += write_file(os.path.join(args.outdir, name), part, args.dtype)
-                weight_map.update({n: name for n, _ in part})
+                weight_map.update({item[0]: name for item in part})
             with open(os.path.join(args.outdir, "model.safetensors.index.json"), "w") as f:
                 json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
     except OSError as e:
         print(f"cannot write the sparse files: {e}", file=sys.stderr)
         return 77
-    print(sum(numel(shape) for _, shape in items))
+    print(sum(numel(shape) for _, shape in params))
     return 0
 
 

@@ -637,3 +637,257 @@ Test(safetensors, allocation_failures, .init = setup, .fini = teardown)
             break;
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* bitsandbytes 4-bit checkpoints: a U8 X.weight saved with
+ * X.weight.quant_state.bitsandbytes__nf4 (or __fp4) in the checkpoint is two
+ * 4-bit parameters a byte; its state tensors are bytes, not parameters. */
+
+typedef struct st_entry {
+    const char *name, *dtype, *shape;
+    uint64_t bytes;
+} st_entry;
+
+/* A header holding the entries in order, back to back from offset 0. */
+static uint64_t header_of(const st_entry *e, size_t n, char *buf, size_t cap)
+{
+    uint64_t at = 0;
+    size_t used = (size_t)snprintf(buf, cap, "{");
+    for (size_t i = 0; i < n; i++) {
+        used += (size_t)snprintf(buf + used, cap - used,
+                                 "%s\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%" PRIu64
+                                 ",%" PRIu64 "]}",
+                                 i ? "," : "", e[i].name, e[i].dtype, e[i].shape, at,
+                                 at + e[i].bytes);
+        at += e[i].bytes;
+    }
+    snprintf(buf + used, cap - used, "}");
+    cr_assert_lt(used + 1, cap);
+    return at;
+}
+
+static void write_entries(const char *name, const st_entry *e, size_t n)
+{
+    char header[4096];
+    uint64_t data_len = header_of(e, n, header, sizeof header);
+    write_st(tmpdir, name, header, data_len);
+}
+
+/* A 4 x 3 linear quantized with double quantization, as Linear4bit saves it:
+ * 12 values packed in 6 bytes; the state's shapes are bitsandbytes' (one
+ * absmax block, 256-entry nested map, 16-entry map, a JSON blob). */
+#define EMBED { "model.embed_tokens.weight", "BF16", "[10,4]", 80 }
+#define NORM { "model.norm.weight", "BF16", "[4]", 8 }
+#define PACKED(x) { x ".weight", "U8", "[6,1]", 6 }
+#define ABSMAX(x) { x ".weight.absmax", "U8", "[1]", 1 }
+#define NESTED_ABSMAX(x) { x ".weight.nested_absmax", "F32", "[1]", 4 }
+#define NESTED_MAP(x) { x ".weight.nested_quant_map", "F32", "[256]", 1024 }
+#define QUANT_MAP(x) { x ".weight.quant_map", "F32", "[16]", 64 }
+#define QUANT_STATE(x, type) { x ".weight.quant_state.bitsandbytes__" type, "U8", "[40]", 40 }
+#define STATE(x, type) ABSMAX(x), NESTED_ABSMAX(x), NESTED_MAP(x), QUANT_MAP(x), QUANT_STATE(x, type)
+#define Q "model.layers.0.self_attn.q_proj"
+#define K "model.layers.0.self_attn.k_proj"
+#define STATE_BYTES (1 + 4 + 1024 + 64 + 40)
+
+typedef struct dtype_total {
+    const char *name;
+    uint64_t params, bytes;
+} dtype_total;
+
+/* The totals and the dtypes in order. */
+static void expect_weights(const llmem_weights *w, uint64_t params, uint64_t bytes,
+                           uint64_t tensors, uint64_t state_bytes, uint64_t state_tensors,
+                           const dtype_total *dt, size_t ndt)
+{
+    cr_expect_eq(get(w, LLMEM_WEIGHTS_PARAMS), params, "params %" PRIu64,
+                 get(w, LLMEM_WEIGHTS_PARAMS));
+    cr_expect_eq(get(w, LLMEM_WEIGHTS_BYTES), bytes, "bytes %" PRIu64,
+                 get(w, LLMEM_WEIGHTS_BYTES));
+    cr_expect_eq(get(w, LLMEM_WEIGHTS_TENSORS), tensors);
+    cr_expect_eq(get(w, LLMEM_WEIGHTS_QUANT_STATE_BYTES), state_bytes, "state %" PRIu64,
+                 get(w, LLMEM_WEIGHTS_QUANT_STATE_BYTES));
+    cr_expect_eq(get(w, LLMEM_WEIGHTS_QUANT_STATE_TENSORS), state_tensors);
+    cr_assert_eq(llmem_weights_dtype_count(w), ndt, "%zu dtypes", llmem_weights_dtype_count(w));
+    for (size_t i = 0; i < ndt; i++) {
+        const char *name = NULL;
+        uint64_t p = 0, b = 0;
+        cr_assert_eq(llmem_weights_dtype(w, i, &name, &p, &b), LLMEM_OK);
+        cr_expect_str_eq(name, dt[i].name, "dtype %zu", i);
+        cr_expect_eq(p, dt[i].params, "%s: %" PRIu64 " params", name, p);
+        cr_expect_eq(b, dt[i].bytes, "%s: %" PRIu64 " bytes", name, b);
+    }
+}
+
+static llmem_weights *open_entries(const st_entry *e, size_t n)
+{
+    char header[4096];
+    size_t len;
+    llmem_weights *w = NULL;
+    uint64_t data_len = header_of(e, n, header, sizeof header);
+    unsigned char *p = build(header, strlen(header), data_len, &len);
+    cr_assert_eq(llmem_weights_open_buffer(ctx, p, len, &w), LLMEM_OK, "%s",
+                 llmem_ctx_error(ctx));
+    free(p);
+    return w;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof(a)[0])
+
+Test(safetensors, bnb_nf4_single_file, .init = setup, .fini = teardown)
+{
+    static const st_entry e[] = { EMBED, PACKED(Q), STATE(Q, "nf4"), NORM };
+    static const dtype_total dt[] = { { "BF16", 44, 88 }, { "bnb-nf4", 12, 6 } };
+    llmem_weights *w = open_entries(e, COUNT(e));
+    expect_weights(w, 56, 88 + 6 + STATE_BYTES, 8, STATE_BYTES, 5, dt, COUNT(dt));
+    llmem_weights_free(w);
+    /* The same file from a path. */
+    char path[PATH_CAP + 32];
+    write_entries("model.safetensors", e, COUNT(e));
+    snprintf(path, sizeof path, "%s/model.safetensors", tmpdir);
+    cr_assert_eq(llmem_weights_open(ctx, path, &w), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    expect_weights(w, 56, 88 + 6 + STATE_BYTES, 8, STATE_BYTES, 5, dt, COUNT(dt));
+    llmem_weights_free(w);
+}
+
+/* fp4 and nf4 side by side, in order of first appearance; the state may
+ * come before its weight in the header. */
+Test(safetensors, bnb_fp4_and_nf4, .init = setup, .fini = teardown)
+{
+    static const st_entry e[] = { STATE(K, "fp4"), PACKED(K), PACKED(Q), STATE(Q, "nf4") };
+    static const dtype_total dt[] = { { "bnb-fp4", 12, 6 }, { "bnb-nf4", 12, 6 } };
+    llmem_weights *w = open_entries(e, COUNT(e));
+    expect_weights(w, 24, 12 + 2 * STATE_BYTES, 12, 2 * STATE_BYTES, 10, dt, COUNT(dt));
+    llmem_weights_free(w);
+}
+
+/* Without its quant_state tensor, a U8 weight is U8 elements, and so are the
+ * tensors named like state; a quant_state tensor makes no other tensor
+ * packed (another base, or a weight that is not U8). */
+Test(safetensors, bnb_needs_quant_state, .init = setup, .fini = teardown)
+{
+    static const st_entry plain[] = { PACKED(Q), ABSMAX(Q), QUANT_MAP(Q) };
+    static const dtype_total plain_dt[] = { { "U8", 7, 7 }, { "F32", 16, 64 } };
+    llmem_weights *w = open_entries(plain, COUNT(plain));
+    expect_weights(w, 23, 71, 3, 0, 0, plain_dt, COUNT(plain_dt));
+    llmem_weights_free(w);
+
+    static const st_entry other[] = {
+        PACKED(Q), { K ".weight", "BF16", "[4,3]", 24 }, QUANT_STATE(K, "nf4"),
+        { Q ".weight.quant_state.bitsandbytes__int4", "U8", "[2]", 2 },
+        { Q ".weight.quant_state", "U8", "[2]", 2 },
+    };
+    static const dtype_total other_dt[] = { { "U8", 10, 10 }, { "BF16", 12, 24 } };
+    w = open_entries(other, COUNT(other));
+    expect_weights(w, 22, 74, 5, 40, 1, other_dt, COUNT(other_dt));
+    llmem_weights_free(w);
+}
+
+/* Escapes in a name are decoded before its suffix is compared. */
+Test(safetensors, bnb_escaped_names, .init = setup, .fini = teardown)
+{
+    static const st_entry e[] = {
+        { "q\\u002eweight", "U8", "[6,1]", 6 },
+        { "q.weight.quant\\u005fstate.bitsandbytes__nf4", "U8", "[40]", 40 },
+        { "q.weight\\u002eabsmax", "F32", "[1]", 4 },
+    };
+    static const dtype_total dt[] = { { "bnb-nf4", 12, 6 } };
+    llmem_weights *w = open_entries(e, COUNT(e));
+    expect_weights(w, 12, 50, 3, 44, 2, dt, COUNT(dt));
+    llmem_weights_free(w);
+}
+
+#define SHARD_A "model-00001-of-00002.safetensors"
+#define SHARD_B "model-00002-of-00002.safetensors"
+
+static void write_bnb_index(const st_entry *a, size_t na, const st_entry *b, size_t nb)
+{
+    char text[8192];
+    size_t used = (size_t)snprintf(text, sizeof text, "{\"weight_map\":{");
+    write_entries(SHARD_A, a, na);
+    write_entries(SHARD_B, b, nb);
+    for (size_t i = 0; i < na + nb; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s\"%s\":\"%s\"",
+                                 i ? "," : "", i < na ? a[i].name : b[i - na].name,
+                                 i < na ? SHARD_A : SHARD_B);
+    snprintf(text + used, sizeof text - used, "}}");
+    cr_assert_lt(used + 2, sizeof text);
+    write_index(text);
+}
+
+/* A sharded checkpoint: the state may sit in another shard than its weight
+ * (the index names them all). */
+Test(safetensors, bnb_sharded, .init = setup, .fini = teardown)
+{
+    static const dtype_total dt[] = { { "BF16", 44, 88 }, { "bnb-nf4", 12, 6 } };
+    static const dtype_total reversed_dt[] = { { "bnb-nf4", 12, 6 }, { "BF16", 44, 88 } };
+    static const st_entry a[] = { EMBED, PACKED(Q) }, b[] = { STATE(Q, "nf4"), NORM };
+    static const st_entry c[] = { EMBED, ABSMAX(Q), QUANT_STATE(Q, "nf4") };
+    static const st_entry d[] = { PACKED(Q), NESTED_ABSMAX(Q), NESTED_MAP(Q), QUANT_MAP(Q), NORM };
+    static const st_entry e[] = { EMBED, PACKED(Q), STATE(Q, "nf4") }, f[] = { NORM };
+    llmem_weights *w = NULL;
+
+    write_bnb_index(a, COUNT(a), b, COUNT(b)); /* the weight alone */
+    cr_assert_eq(llmem_weights_open(ctx, tmpdir, &w), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    expect_weights(w, 56, 88 + 6 + STATE_BYTES, 8, STATE_BYTES, 5, dt, COUNT(dt));
+    cr_expect_eq(get(w, LLMEM_WEIGHTS_FILES), 2);
+    llmem_weights_free(w);
+
+    write_bnb_index(c, COUNT(c), d, COUNT(d)); /* quant_state apart, the state split */
+    cr_assert_eq(llmem_weights_open(ctx, tmpdir, &w), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    expect_weights(w, 56, 88 + 6 + STATE_BYTES, 8, STATE_BYTES, 5, dt, COUNT(dt));
+    llmem_weights_free(w);
+
+    write_bnb_index(d, COUNT(d), c, COUNT(c)); /* the shard with the weight first */
+    cr_assert_eq(llmem_weights_open(ctx, tmpdir, &w), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    expect_weights(w, 56, 88 + 6 + STATE_BYTES, 8, STATE_BYTES, 5, reversed_dt,
+                   COUNT(reversed_dt));
+    llmem_weights_free(w);
+
+    write_bnb_index(e, COUNT(e), f, COUNT(f)); /* all together */
+    cr_assert_eq(llmem_weights_open(ctx, tmpdir, &w), LLMEM_OK, "%s", llmem_ctx_error(ctx));
+    expect_weights(w, 56, 88 + 6 + STATE_BYTES, 8, STATE_BYTES, 5, dt, COUNT(dt));
+    llmem_weights_free(w);
+}
+
+/* The quantized weights' sets under failing allocations: a clean status,
+ * nothing leaked (escaped names are decoded into allocated buffers). */
+Test(safetensors, bnb_allocation_failures, .init = setup, .fini = teardown)
+{
+    static const st_entry a[] = {
+        { "q\\u002eweight", "U8", "[6,1]", 6 }, { "q.weight\\u002eabsmax", "F32", "[1]", 4 },
+    };
+    static const st_entry b[] = {
+        { "q.weight.quant\\u005fstate.bitsandbytes__nf4", "U8", "[40]", 40 }, NORM,
+    };
+    write_bnb_index(a, COUNT(a), b, COUNT(b));
+    char single[PATH_CAP + 64];
+    snprintf(single, sizeof single, "%s/" SHARD_B, tmpdir);
+    const char *paths[] = { tmpdir, single };
+    const uint64_t params[] = { 12 + 4, 4 };
+    for (size_t i = 0; i < COUNT(paths); i++) {
+        for (int k = 1; k < 64; k++) {
+            budget bud = { k, 0 };
+            llmem_allocator al = LLMEM_ALLOCATOR_INIT;
+            llmem_ctx *c = NULL;
+            llmem_weights *w = NULL;
+            al.alloc = budget_alloc;
+            al.free = budget_free;
+            al.user = &bud;
+            cr_assert_eq(llmem_ctx_new(&c, &al), LLMEM_OK);
+            int rc = llmem_weights_open(c, paths[i], &w);
+            cr_expect(rc == LLMEM_OK || rc == LLMEM_ENOMEM, "budget %d: %d (%s)", k, rc,
+                      llmem_ctx_error(c));
+            if (rc == LLMEM_OK) {
+                cr_expect_eq(get(w, LLMEM_WEIGHTS_PARAMS), params[i], "%s: %" PRIu64,
+                             paths[i], get(w, LLMEM_WEIGHTS_PARAMS));
+                llmem_weights_free(w);
+            } else {
+                cr_expect_null(w);
+            }
+            llmem_ctx_free(c);
+            cr_expect_eq(bud.live, 0, "budget %d: %ld blocks leaked", k, bud.live);
+            if (rc == LLMEM_OK)
+                break;
+        }
+    }
+}

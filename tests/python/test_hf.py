@@ -71,6 +71,24 @@ def test_weights_from_a_file_and_a_buffer(hf_configs, tmp_path):
                                   "F32": llmem.DtypeTotal(4, 16)}
 
 
+def test_bnb_4bit_weights(hf_configs):
+    # A 4 x 8 linear packed two 4-bit values a byte, with its bitsandbytes state.
+    q = "model.layers.0.mlp.up_proj.weight"
+    data = safetensors([("model.norm.weight", "BF16", [8], 2), (q, "U8", [16, 1], 1),
+                        (q + ".absmax", "U8", [1], 1), (q + ".quant_map", "F32", [16], 4),
+                        (q + ".nested_absmax", "F32", [1], 4),
+                        (q + ".nested_quant_map", "F32", [256], 4),
+                        (q + ".quant_state.bitsandbytes__nf4", "U8", [30], 1)])
+    weights = llmem.Weights.from_buffer(data)
+    state = 1 + 64 + 4 + 1024 + 30
+    assert (weights.params, weights.bytes, weights.tensors) == (8 + 32, 16 + 16 + state, 7)
+    assert (weights.quant_state_bytes, weights.quant_state_tensors) == (state, 5)
+    assert weights.dtypes == {"BF16": llmem.DtypeTotal(8, 16),
+                              "bnb-nf4": llmem.DtypeTotal(32, 16)}
+    plain = llmem.Weights.from_buffer(safetensors(SMALL))
+    assert (plain.quant_state_bytes, plain.quant_state_tensors) == (0, 0)
+
+
 def test_malformed_weights(hf_configs, tmp_path):
     data = bytearray(safetensors(SMALL))
     with pytest.raises(llmem.ParseError):
