@@ -87,7 +87,19 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
         return out;
     }
     int index = g->nop++;
+    tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
+    uint64_t out_bytes = out_elems * (uint64_t)out_dt;
     g_op *op = &g->op[index];
+    op->out = out;
+    op->aux = aux;
+    op->nin = (uint8_t)nin;
+    op->rule = (uint8_t)(nin >= 2 ? save : save & ~(SAVE_CROSS | BWD_REDUCE));
+    op->grad_alias = (uint8_t)grad_alias;
+    op->alloc = out_bytes + aux_bytes;
+    op->fwd_extra = fwd_extra;
+    op->bwd_extra = bwd_extra;
+    op->bwd_final = 0;
+    op->region = g->region;
     /* Using an input (a view: its base) keeps its storage alive to here. */
     for (int j = 0; j < nin; j++) {
         g_tensor *x = &t[in[j]];
@@ -95,21 +107,10 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
         any_rg |= x->rg;
         x->last_use = t[x->base].last_use = (int16_t)index;
     }
-    tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
-    activation(&t[out], out, out_elems * (uint64_t)out_dt, index, any_rg, out_dt);
+    activation(&t[out], out, out_bytes, index, any_rg, out_dt);
     if (has_aux)
         activation(&t[aux], aux, aux_bytes, index, 0, 1);
     g->nt = nt + 1 + has_aux;
-    op->out = out;
-    op->aux = aux;
-    op->nin = (uint8_t)nin;
-    op->rule = (uint8_t)(nin >= 2 ? save : save & ~(SAVE_CROSS | BWD_REDUCE));
-    op->grad_alias = (uint8_t)grad_alias;
-    op->alloc = t[out].bytes + aux_bytes;
-    op->fwd_extra = fwd_extra;
-    op->bwd_extra = bwd_extra;
-    op->bwd_final = 0;
-    op->region = g->region;
     graph_apply_rule(t, op, any_rg);
     count_saves(t, op, index);
     return out;
@@ -201,6 +202,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int
     /* freed[i]: bytes whose last reference goes after op i. */
     uint64_t freed[GRAPH_MAX_OPS];
     uint64_t live = 0, peak = 0, persist = 0, cached = 0, made_first = 0;
+    tid output = g->output; /* a local: not reloaded after each store to release */
     event_log log = log_open(g);
     memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
     memset(release, 0, (size_t)g->nop * sizeof release[0]);
@@ -216,7 +218,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int
             /* autocast holds it past the segment (under no_grad too: the
              * caller counts it then, from the segment's end) */
             cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
-        } else if (t != g->output && x->last_use >= 0) {
+        } else if (t != output && x->last_use >= 0) {
             freed[x->last_use] += x->bytes;
         }
     }
@@ -388,8 +390,9 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop
              * function returns, before the engine reduces or casts its
              * products (the unpacked tensor was the only reference); a
              * node's own saved tensors, when it is released, after. */
-            uint64_t early = pass == 1 ? release[i] : 0;
-            uint64_t now = live + op->bwd_extra - (early < op->bwd_final ? early : op->bwd_final);
+            uint64_t now = live + op->bwd_extra;
+            if (op->bwd_final != 0 && pass == 1)
+                now -= release[i] < op->bwd_final ? release[i] : op->bwd_final;
             if (now > peak)
                 peak = now;
             record(&log, kind, now, i, param_grads);
