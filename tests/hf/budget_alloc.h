@@ -5,6 +5,8 @@
 #ifndef LLMEM_TESTS_HF_BUDGET_ALLOC_H
 #define LLMEM_TESTS_HF_BUDGET_ALLOC_H
 
+#include "llmem.h"
+
 #include <stdlib.h>
 
 typedef struct budget {
@@ -27,6 +29,16 @@ static void budget_free(void *user, void *ptr)
     budget *b = user;
     b->live--;
     free(ptr);
+}
+
+/* An allocator drawing on b. */
+static inline llmem_allocator budget_allocator(budget *b)
+{
+    llmem_allocator a = LLMEM_ALLOCATOR_INIT;
+    a.alloc = budget_alloc;
+    a.free = budget_free;
+    a.user = b;
+    return a;
 }
 
 #endif

@@ -875,12 +875,9 @@ Test(hf_config, allocation_failures)
 {
     for (int k = 1; k < 64; k++) {
         budget b = { k, 0 };
-        llmem_allocator a = LLMEM_ALLOCATOR_INIT;
+        llmem_allocator a = budget_allocator(&b);
         llmem_ctx *c = NULL;
         llmem_model *m = NULL;
-        a.alloc = budget_alloc;
-        a.free = budget_free;
-        a.user = &b;
         cr_assert_eq(llmem_ctx_new(&c, &a), LLMEM_OK);
         int rc = llmem_model_new_hf_config(c, HF_TEST_DIR "/configs", &m);
         /* The directory has no config.json: EIO once the path fits in memory. */

@@ -609,24 +609,23 @@ ParameterizedTest(cross_case *c, safetensors, crosscheck, .init = setup, .fini =
 /* Allocation failure at every step: a clean status, nothing leaked. */
 
 
-Test(safetensors, allocation_failures, .init = setup, .fini = teardown)
+/* Open path with an allocation failing at every step in turn, until it
+ * opens: a clean status (ENOMEM, no handle) and nothing leaked at each, and
+ * params parameters once open. */
+static void open_under_budgets(const char *path, uint64_t params)
 {
-    write_shards();
-    write_index(INDEX(MAP2));
     for (int k = 1; k < 64; k++) {
         budget b = { k, 0 };
-        llmem_allocator a = LLMEM_ALLOCATOR_INIT;
+        llmem_allocator a = budget_allocator(&b);
         llmem_ctx *c = NULL;
         llmem_weights *w = NULL;
-        a.alloc = budget_alloc;
-        a.free = budget_free;
-        a.user = &b;
         cr_assert_eq(llmem_ctx_new(&c, &a), LLMEM_OK);
-        int rc = llmem_weights_open(c, tmpdir, &w);
+        int rc = llmem_weights_open(c, path, &w);
         cr_expect(rc == LLMEM_OK || rc == LLMEM_ENOMEM, "budget %d: %d (%s)", k, rc,
                   llmem_ctx_error(c));
         if (rc == LLMEM_OK) {
-            cr_expect_eq(get(w, LLMEM_WEIGHTS_PARAMS), 11);
+            cr_expect_eq(get(w, LLMEM_WEIGHTS_PARAMS), params, "%s: %" PRIu64, path,
+                         get(w, LLMEM_WEIGHTS_PARAMS));
             llmem_weights_free(w);
         } else {
             cr_expect_null(w);
@@ -636,6 +635,13 @@ Test(safetensors, allocation_failures, .init = setup, .fini = teardown)
         if (rc == LLMEM_OK)
             break;
     }
+}
+
+Test(safetensors, allocation_failures, .init = setup, .fini = teardown)
+{
+    write_shards();
+    write_index(INDEX(MAP2));
+    open_under_budgets(tmpdir, 11);
 }
 
 /* ------------------------------------------------------------------ */
@@ -864,30 +870,6 @@ Test(safetensors, bnb_allocation_failures, .init = setup, .fini = teardown)
     snprintf(single, sizeof single, "%s/" SHARD_B, tmpdir);
     const char *paths[] = { tmpdir, single };
     const uint64_t params[] = { 12 + 4, 4 };
-    for (size_t i = 0; i < COUNT(paths); i++) {
-        for (int k = 1; k < 64; k++) {
-            budget bud = { k, 0 };
-            llmem_allocator al = LLMEM_ALLOCATOR_INIT;
-            llmem_ctx *c = NULL;
-            llmem_weights *w = NULL;
-            al.alloc = budget_alloc;
-            al.free = budget_free;
-            al.user = &bud;
-            cr_assert_eq(llmem_ctx_new(&c, &al), LLMEM_OK);
-            int rc = llmem_weights_open(c, paths[i], &w);
-            cr_expect(rc == LLMEM_OK || rc == LLMEM_ENOMEM, "budget %d: %d (%s)", k, rc,
-                      llmem_ctx_error(c));
-            if (rc == LLMEM_OK) {
-                cr_expect_eq(get(w, LLMEM_WEIGHTS_PARAMS), params[i], "%s: %" PRIu64,
-                             paths[i], get(w, LLMEM_WEIGHTS_PARAMS));
-                llmem_weights_free(w);
-            } else {
-                cr_expect_null(w);
-            }
-            llmem_ctx_free(c);
-            cr_expect_eq(bud.live, 0, "budget %d: %ld blocks leaked", k, bud.live);
-            if (rc == LLMEM_OK)
-                break;
-        }
-    }
+    for (size_t i = 0; i < COUNT(paths); i++)
+        open_under_budgets(paths[i], params[i]);
 }
