@@ -11,7 +11,8 @@ Pure ctypes over the C library, standard library only. The library is found
 through LLMEM_LIBRARY, the build tree, or the system (see ``_library``); its
 major version must be this package's. Field names, bounds and value names
 come from the library: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`,
-:data:`PARALLEL_FIELDS`, :data:`PLAN_FIELDS`.
+:data:`PARALLEL_FIELDS`, :data:`PLAN_FIELDS`, :data:`FIT_FIELDS`,
+:data:`PACK_FIELDS`. MIG profiles, fitting and packing: :mod:`llmem.mig`.
 """
 from ._library import PATH as library_path
 from ._library import LIB as _LIB
@@ -21,7 +22,11 @@ from .errors import (BufferTooSmall, Error, Inconsistent, InvalidArgument, NotFo
                      NotSupported, OutOfMemory, OutOfRange, Overflow, ParseError, ReadError)
 from .estimate import (DEFAULT_MARGIN, LEVELS, PHASES, TERMS, Estimate, Gpu, Rank, Result, Term,
                        Timeline, TimelinePoint, estimate, gpu, gpus, largest_fitting, sweep)
-from .fields import ALIASES, MODEL_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, TRAIN_FIELDS, Alias, Field
+from .fields import (ALIASES, FIT_FIELDS, MODEL_FIELDS, PACK_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS,
+                     TRAIN_FIELDS, Alias, Field)
+from .mig import (Fit, FitOption, FitResult, MigDriverName, MigProfile, Pack, PackBounds,
+                  PackedGpu, PackedInstance, PackedJob, PackJob, PackResult, PackStatus,
+                  RunningInstance, fit, mig_profile, mig_profiles, pack)
 from .model import Model, presets
 from .parallel import Parallel
 from .plan import Plan, PlannedLayout, PlanResult, Rejection, plan
@@ -36,11 +41,14 @@ def library_version() -> str:
 
 __all__ = [
     "__version__", "Alias", "ALIASES", "BufferTooSmall", "Context", "default_context",
-    "DEFAULT_MARGIN", "DtypeTotal", "Error", "Estimate", "estimate", "Field", "Gpu", "gpu",
-    "gpus", "Inconsistent", "InvalidArgument", "largest_fitting", "LEVELS", "library_path",
-    "library_version", "Model", "MODEL_FIELDS", "NotFound", "NotSupported", "OutOfMemory",
-    "OutOfRange", "Overflow", "Parallel", "PARALLEL_FIELDS", "ParseError", "PHASES", "Plan",
+    "DEFAULT_MARGIN", "DtypeTotal", "Error", "Estimate", "estimate", "Field", "Fit", "fit",
+    "FIT_FIELDS", "FitOption", "FitResult", "Gpu", "gpu", "gpus", "Inconsistent",
+    "InvalidArgument", "largest_fitting", "LEVELS", "library_path", "library_version",
+    "MigDriverName", "MigProfile", "mig_profile", "mig_profiles", "Model", "MODEL_FIELDS",
+    "NotFound", "NotSupported", "OutOfMemory", "OutOfRange", "Overflow", "Pack", "pack",
+    "PACK_FIELDS", "PackBounds", "PackedGpu", "PackedInstance", "PackedJob", "PackJob",
+    "PackResult", "PackStatus", "Parallel", "PARALLEL_FIELDS", "ParseError", "PHASES", "Plan",
     "plan", "PLAN_FIELDS", "PlannedLayout", "PlanResult", "presets", "Rank", "ReadError",
-    "Rejection", "Result", "sweep", "Term", "TERMS", "Timeline", "TimelinePoint", "Train",
-    "TRAIN_FIELDS", "Weights",
+    "Rejection", "Result", "RunningInstance", "sweep", "Term", "TERMS", "Timeline",
+    "TimelinePoint", "Train", "TRAIN_FIELDS", "Weights",
 ]

@@ -32,7 +32,8 @@ class Error(Exception):
         message: the library's message, naming the offending field and value.
         field: the field's Python keyword (``"lora_rank"``), or None; the
             message spells it as the library does (``"lora-rank: ..."``).
-        object: ``"model"`` or ``"train"`` when ``field`` is set, else None.
+        object: ``"model"``, ``"train"``, ``"parallel"``, ``"plan"``, ``"fit"``
+            or ``"pack"`` when ``field`` is set, else None.
     """
 
     status = EINVAL

@@ -2,7 +2,7 @@
 """The fields of models and training setups, as the library describes them.
 
 Names, bounds and value names are asked of the library at import
-(``llmem_{model,train,parallel,plan}_field_info``, ``*_value_name``,
+(``llmem_{model,train,parallel,plan,fit,pack}_field_info``, ``*_value_name``,
 ``*_choice``);
 nothing here lists them a second time. A field's keyword is
 its library name with underscores for dashes (``kv-heads`` -> ``kv_heads``),
@@ -22,9 +22,11 @@ MODEL = "model"
 TRAIN = "train"
 PARALLEL = "parallel"
 PLAN = "plan"
+FIT = "fit"
+PACK = "pack"
 
 # Object kinds of llmem_ctx_error_field (include/llmem.h, LLMEM_OBJECT_*).
-_OBJECT_CODES = {1: MODEL, 2: TRAIN, 3: PARALLEL, 4: PLAN}
+_OBJECT_CODES = {1: MODEL, 2: TRAIN, 3: PARALLEL, 4: PLAN, 5: FIT, 6: PACK}
 
 # Field keys are small integers, assigned in order and never reused; the
 # scan reaches far beyond the last one so keys added later are found.
@@ -35,8 +37,9 @@ Value = Union[int, float, str]
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a model, a training setup, a layout or a planner
-    (``object``: "model", "train", "parallel", "plan")."""
+    """One field of a model, a training setup, a layout, a planner, a fit
+    or a pack (``object``: "model", "train", "parallel", "plan", "fit",
+    "pack")."""
 
     object: str
     key: int
@@ -87,14 +90,17 @@ class Field:
         return raw
 
 
-# The planner's fields are all plain numbers: it has no value names.
+# The settings of the planner, the fit and the pack are all plain numbers:
+# they have no value names.
 _FUNCTIONS = {
     object: {"field_info": getattr(LIB, "llmem_%s_field_info" % object),
              "value_name": getattr(LIB, "llmem_%s_value_name" % object),
              "choice": getattr(LIB, "llmem_%s_choice" % object)}
     for object in (MODEL, TRAIN, PARALLEL)
 }
-_FUNCTIONS[PLAN] = {"field_info": LIB.llmem_plan_field_info, "value_name": None, "choice": None}
+for _numeric in (PLAN, FIT, PACK):
+    _FUNCTIONS[_numeric] = {"field_info": getattr(LIB, "llmem_%s_field_info" % _numeric),
+                            "value_name": None, "choice": None}
 
 
 def _choices(object: str, key: int) -> Tuple[Tuple[str, int], ...]:
@@ -149,8 +155,11 @@ MODEL_FIELDS: Mapping[str, Field] = _scan(MODEL)
 TRAIN_FIELDS: Mapping[str, Field] = _scan(TRAIN)
 PARALLEL_FIELDS: Mapping[str, Field] = _scan(PARALLEL)
 PLAN_FIELDS: Mapping[str, Field] = _scan(PLAN)
+FIT_FIELDS: Mapping[str, Field] = _scan(FIT)
+PACK_FIELDS: Mapping[str, Field] = _scan(PACK)
 _BY_KEY = {(f.object, f.key): f
-           for table in (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS)
+           for table in (MODEL_FIELDS, TRAIN_FIELDS, PARALLEL_FIELDS, PLAN_FIELDS, FIT_FIELDS,
+                         PACK_FIELDS)
            for f in table.values()}
 
 
@@ -191,7 +200,7 @@ def _suffixes(object: str, target: str, prefix: str) -> str:
 
 
 _TABLES = {MODEL: MODEL_FIELDS, TRAIN: TRAIN_FIELDS, PARALLEL: PARALLEL_FIELDS,
-           PLAN: PLAN_FIELDS}
+           PLAN: PLAN_FIELDS, FIT: FIT_FIELDS, PACK: PACK_FIELDS}
 
 # The flags of cli/args.c whose name is not the field's: each its keyword.
 ALIASES: Mapping[str, Alias] = {
