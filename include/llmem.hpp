@@ -10,7 +10,7 @@
  * llmem::error with the status and the context's message.
  *
  * Lifetimes and threads follow the C API (docs/api-lifecycle.md): a Context
- * must outlive the Model, Train and Estimate objects made from it (declare it
+ * must outlive the Model, Train, Estimate, Fit and Pack objects made from it (declare it
  * first; a Context moved elsewhere must outlive them there), and a context
  * and its objects are used by one thread at a time.
  *
@@ -59,7 +59,7 @@ public:
     /** The #llmem_object whose field the error is about; 0 when none. */
     int field_object() const noexcept { return object_; }
     /** The field's key (#llmem_model_key, #llmem_train_key, #llmem_parallel_key,
-     * #llmem_plan_key); 0 when none. */
+     * #llmem_plan_key, #llmem_fit_key, #llmem_pack_key); 0 when none. */
     int field_key() const noexcept { return key_; }
     /** The field's name as messages spell it ("lora-rank"), or NULL when none. */
     const char *field() const noexcept
@@ -73,6 +73,10 @@ public:
             llmem_parallel_field_info(key_, &name, nullptr, nullptr);
         else if (object_ == LLMEM_OBJECT_PLAN)
             llmem_plan_field_info(key_, &name, nullptr, nullptr);
+        else if (object_ == LLMEM_OBJECT_FIT)
+            llmem_fit_field_info(key_, &name, nullptr, nullptr);
+        else if (object_ == LLMEM_OBJECT_PACK)
+            llmem_pack_field_info(key_, &name, nullptr, nullptr);
         return name;
     }
 
@@ -679,6 +683,427 @@ public:
 private:
     llmem_ctx *ctx_;
     detail::owned<llmem_plan, llmem_plan_free> p_;
+};
+
+/**
+ * The catalog index of the GPU @p name names: any name llmem_gpu_find()
+ * takes ("H100", "h100-sxm", "NVIDIA A100-SXM4-80GB"). Throws llmem::error
+ * (#LLMEM_ENOTFOUND for an unknown or ambiguous name, the message naming
+ * the close matches).
+ */
+inline std::size_t find_gpu(Context &ctx, const std::string &name)
+{
+    std::size_t gpu = 0;
+    detail::check(llmem_gpu_find(ctx.native(), name.c_str(), &gpu), ctx.native());
+    return gpu;
+}
+
+/**
+ * A MIG profile of a GPU of the catalog as a driver branch has it
+ * (llmem_mig_profile_*(), `llmem gpus --mig`). Indices are the catalog's,
+ * stable within one library version only: look profiles up by name
+ * (find_mig_profile()).
+ */
+struct MigProfile {
+    std::size_t gpu;              /**< the GPU's catalog index */
+    std::size_t index;            /**< the profile's index on that GPU */
+    std::int64_t driver;          /**< the driver branch it is described for (0: the newest) */
+    std::string name;             /**< as that branch names it ("3g.39gb" on 535) */
+    std::string catalog_name;     /**< the catalog's name ("3g.40gb") */
+    std::string resource;         /**< its Kubernetes resource under that branch */
+    std::string source;           /**< where its values come from */
+    std::uint64_t usable_bytes;   /**< #LLMEM_MIG_USABLE_BYTES */
+    std::uint64_t compute_slices; /**< #LLMEM_MIG_COMPUTE_SLICES */
+    std::uint64_t slots;          /**< #LLMEM_MIG_SLOTS */
+    std::uint64_t starts;         /**< #LLMEM_MIG_STARTS: bit s for a start at slot s */
+    std::uint64_t max_count;      /**< #LLMEM_MIG_MAX_COUNT */
+    std::uint64_t sms;            /**< #LLMEM_MIG_SMS; 0 when unknown */
+    int variant;                  /**< #llmem_mig_variant */
+    std::uint64_t uncertain;      /**< #LLMEM_MIG_UNCERTAIN: #llmem_mig_uncertain bits */
+    std::uint64_t since_driver;   /**< #LLMEM_MIG_SINCE_DRIVER; 0 for every branch */
+    /** The slots it may start at, in order. */
+    std::vector<unsigned> start_slots() const
+    {
+        std::vector<unsigned> out;
+        for (unsigned s = 0; s < 64; s++)
+            if (starts >> s & 1)
+                out.push_back(s);
+        return out;
+    }
+};
+
+namespace detail {
+/** A number of a profile of the catalog; throws for a bad index. */
+inline std::uint64_t mig_u64(std::size_t gpu, std::size_t profile, int key)
+{
+    std::uint64_t v = 0;
+    const int rc = llmem_mig_profile_get_u64(gpu, profile, key, &v);
+    if (rc != LLMEM_OK)
+        throw error(rc, "mig: GPU " + std::to_string(gpu) + " has no profile " +
+                            std::to_string(profile));
+    return v;
+}
+
+/** Copy out a text of a `(buf, cap, *len_out)` function of the pack. */
+template <class Write>
+std::string buffer_text(Write write, const llmem_ctx *ctx)
+{
+    std::size_t len = 0;
+    check(write(nullptr, 0, &len), ctx);
+    std::vector<char> buf(len + 1);
+    check(write(buf.data(), buf.size(), nullptr), ctx);
+    return std::string(buf.data(), len);
+}
+} // namespace detail
+
+/**
+ * Profile @p profile of GPU @p gpu as driver branch @p driver (0: the
+ * newest) has it. Throws llmem::error: #LLMEM_ERANGE for a bad index,
+ * #LLMEM_ENOTFOUND for a profile the branch does not have
+ * (#LLMEM_MIG_SINCE_DRIVER).
+ */
+inline MigProfile mig_profile(std::size_t gpu, std::size_t profile, std::int64_t driver = 0)
+{
+    MigProfile p{};
+    p.gpu = gpu;
+    p.index = profile;
+    p.driver = driver;
+    p.usable_bytes = detail::mig_u64(gpu, profile, LLMEM_MIG_USABLE_BYTES);
+    const char *name = llmem_mig_profile_driver_name(gpu, profile, driver);
+    if (name == nullptr)
+        throw error(LLMEM_ENOTFOUND, std::string("mig: driver branch ") + std::to_string(driver) +
+                                         " has no " + llmem_mig_profile_name(gpu, profile) +
+                                         " of " + llmem_gpu_name(gpu));
+    p.name = name;
+    p.catalog_name = llmem_mig_profile_name(gpu, profile);
+    const char *resource = llmem_mig_profile_driver_resource(gpu, profile, driver);
+    const char *source = llmem_mig_profile_source(gpu, profile);
+    p.resource = resource != nullptr ? resource : "";
+    p.source = source != nullptr ? source : "";
+    p.compute_slices = detail::mig_u64(gpu, profile, LLMEM_MIG_COMPUTE_SLICES);
+    p.slots = detail::mig_u64(gpu, profile, LLMEM_MIG_SLOTS);
+    p.starts = detail::mig_u64(gpu, profile, LLMEM_MIG_STARTS);
+    p.max_count = detail::mig_u64(gpu, profile, LLMEM_MIG_MAX_COUNT);
+    p.sms = detail::mig_u64(gpu, profile, LLMEM_MIG_SMS);
+    p.variant = static_cast<int>(detail::mig_u64(gpu, profile, LLMEM_MIG_VARIANT));
+    p.uncertain = detail::mig_u64(gpu, profile, LLMEM_MIG_UNCERTAIN);
+    p.since_driver = detail::mig_u64(gpu, profile, LLMEM_MIG_SINCE_DRIVER);
+    return p;
+}
+
+/** The MIG profiles of GPU @p gpu that driver branch @p driver has, in the
+ * catalog's order; empty for a GPU without MIG. Throws #LLMEM_ERANGE for a
+ * bad GPU index. */
+inline std::vector<MigProfile> mig_profiles(std::size_t gpu, std::int64_t driver = 0)
+{
+    std::uint64_t n = 0;
+    const int rc = llmem_gpu_get_u64(gpu, LLMEM_GPU_MIG_PROFILES, &n);
+    if (rc != LLMEM_OK)
+        throw error(rc, "mig: no GPU of index " + std::to_string(gpu));
+    std::vector<MigProfile> out;
+    for (std::size_t p = 0; p < n; p++)
+        if (llmem_mig_profile_driver_name(gpu, p, driver) != nullptr)
+            out.push_back(mig_profile(gpu, p, driver));
+    return out;
+}
+
+/**
+ * The MIG profile of GPU @p gpu that @p name names (llmem_mig_profile_find():
+ * its catalog name or any branch's, "3g.39gb", case-insensitively), as
+ * driver branch @p driver has it. Throws llmem::error: #LLMEM_ENOTFOUND with
+ * the library's message (the GPU's profiles), as mig_profile() for a profile
+ * the branch lacks.
+ */
+inline MigProfile find_mig_profile(Context &ctx, std::size_t gpu, const std::string &name,
+                                   std::int64_t driver = 0)
+{
+    std::size_t profile = 0;
+    detail::check(llmem_mig_profile_find(ctx.native(), gpu, name.c_str(), &profile), ctx.native());
+    return mig_profile(gpu, profile, driver);
+}
+
+/** One option of a Fit: a MIG profile or the whole GPU (#llmem_fit_result). */
+struct FitOption {
+    std::size_t index;             /**< its position in the fit */
+    std::string name;              /**< as the fit's driver branch names it; "whole" */
+    std::string resource;          /**< Kubernetes resource; "nvidia.com/gpu" for the whole GPU */
+    std::size_t profile;           /**< #LLMEM_FIT_PROFILE (the GPU's profile count: whole GPU) */
+    bool whole_gpu;                /**< #LLMEM_FIT_WHOLE_GPU */
+    bool fits;                     /**< #LLMEM_FIT_FITS */
+    bool placeable;                /**< #LLMEM_FIT_PLACEABLE */
+    std::uint64_t usable_bytes;    /**< #LLMEM_FIT_USABLE_BYTES */
+    std::uint64_t compute_slices;  /**< #LLMEM_FIT_COMPUTE_SLICES */
+    std::uint64_t budget_bytes;    /**< #LLMEM_FIT_BUDGET_BYTES */
+    std::uint64_t need_bytes;      /**< #LLMEM_FIT_NEED_BYTES */
+    std::uint64_t required_bytes;  /**< #LLMEM_FIT_REQUIRED_BYTES */
+    std::uint64_t headroom_bytes;  /**< #LLMEM_FIT_HEADROOM_BYTES */
+    std::uint64_t shortfall_bytes; /**< #LLMEM_FIT_SHORTFALL_BYTES */
+    std::uint64_t start;           /**< #LLMEM_FIT_START; UINT64_MAX when not placeable */
+    std::uint64_t starts;          /**< #LLMEM_FIT_STARTS bit mask */
+    /** The bytes kept free: usable less budget. */
+    std::uint64_t margin_bytes() const noexcept { return usable_bytes - budget_bytes; }
+};
+
+/**
+ * An llmem_fit: which MIG profiles of a GPU, and whether the whole GPU, hold
+ * a job, next to the MIG instances it already runs (docs/mig.md, "Fitting").
+ */
+class Fit {
+public:
+    /** A fit with the library's defaults (margin 50 permille). */
+    explicit Fit(Context &ctx) : ctx_(ctx.native()), gpu_(0)
+    {
+        llmem_fit *p = nullptr;
+        detail::check(llmem_fit_new(ctx_, &p), ctx_);
+        p_.reset(p);
+    }
+    /** Set a setting (#llmem_fit_key). */
+    Fit &set(int key, std::int64_t value)
+    {
+        detail::check(llmem_fit_set_int(p_.get(), key, value), ctx_);
+        return *this;
+    }
+    /** A fit has no real settings: a floating-point value does not compile. */
+    template <typename Real, detail::if_real<Real> = 0>
+    Fit &set(int key, Real value) = delete;
+    /** Set a setting from decimal text ("50"). */
+    Fit &set(int key, const std::string &text)
+    {
+        detail::check(llmem_fit_set_str(p_.get(), key, text.c_str()), ctx_);
+        return *this;
+    }
+    /** Read a setting. */
+    std::int64_t get(int key) const
+    {
+        std::int64_t v = 0;
+        detail::check(llmem_fit_get_int(p_.get(), key, &v), ctx_);
+        return v;
+    }
+    /** Declare a MIG instance the GPU runs and keeps: profile index @p profile
+     * of the GPU run() gets (find_mig_profile()) at placement start @p start;
+     * run() checks it. */
+    Fit &add_running(std::size_t profile, std::size_t start)
+    {
+        detail::check(llmem_fit_add_running(p_.get(), profile, start), ctx_);
+        return *this;
+    }
+    /** Forget the running instances (an empty GPU). */
+    Fit &clear_running()
+    {
+        detail::check(llmem_fit_clear_running(p_.get()), ctx_);
+        return *this;
+    }
+    /** Fit @p bytes at @p level (#LLMEM_LEVEL_DEVICE or #LLMEM_LEVEL_RESERVED)
+     * to GPU @p gpu (a catalog index, find_gpu()). A running instance the GPU
+     * cannot hold throws, named ("running instance 1 (3g.40gb@2): ..."). */
+    Fit &run(std::size_t gpu, std::uint64_t bytes, int level = LLMEM_LEVEL_DEVICE)
+    {
+        detail::check(llmem_fit_run(p_.get(), gpu, bytes, level), ctx_);
+        gpu_ = gpu;
+        return *this;
+    }
+    /** Options of the last run (0 before any, and after a setting changed). */
+    std::size_t count() const noexcept { return llmem_fit_count(p_.get()); }
+    /** The first option that fits, in @p option; false when none does. */
+    bool best(std::size_t &option) const noexcept
+    {
+        return llmem_fit_best(p_.get(), &option) == LLMEM_OK;
+    }
+    /** A value of option @p option (#llmem_fit_result). */
+    std::uint64_t option_get(std::size_t option, int key) const
+    {
+        std::uint64_t v = 0;
+        detail::check(llmem_fit_get_u64(p_.get(), option, key, &v), ctx_);
+        return v;
+    }
+    /** Option @p option's name ("1g.10gb", "whole"); throws past the last. */
+    std::string name(std::size_t option) const
+    {
+        const char *n = llmem_fit_name(p_.get(), option);
+        if (n == nullptr)
+            throw error(LLMEM_ERANGE, "fit: option " + std::to_string(option) + " of " +
+                                          std::to_string(count()));
+        return n;
+    }
+    /** Option @p option, every value. */
+    FitOption option(std::size_t option) const
+    {
+        FitOption o{};
+        o.index = option;
+        o.name = name(option);
+        o.profile = static_cast<std::size_t>(option_get(option, LLMEM_FIT_PROFILE));
+        o.whole_gpu = option_get(option, LLMEM_FIT_WHOLE_GPU) != 0;
+        o.fits = option_get(option, LLMEM_FIT_FITS) != 0;
+        o.placeable = option_get(option, LLMEM_FIT_PLACEABLE) != 0;
+        o.usable_bytes = option_get(option, LLMEM_FIT_USABLE_BYTES);
+        o.compute_slices = option_get(option, LLMEM_FIT_COMPUTE_SLICES);
+        o.budget_bytes = option_get(option, LLMEM_FIT_BUDGET_BYTES);
+        o.need_bytes = option_get(option, LLMEM_FIT_NEED_BYTES);
+        o.required_bytes = option_get(option, LLMEM_FIT_REQUIRED_BYTES);
+        o.headroom_bytes = option_get(option, LLMEM_FIT_HEADROOM_BYTES);
+        o.shortfall_bytes = option_get(option, LLMEM_FIT_SHORTFALL_BYTES);
+        o.start = option_get(option, LLMEM_FIT_START);
+        o.starts = option_get(option, LLMEM_FIT_STARTS);
+        const char *resource =
+            o.whole_gpu ? "nvidia.com/gpu"
+                        : llmem_mig_profile_driver_resource(gpu_, o.profile, get(LLMEM_FIT_DRIVER));
+        o.resource = resource != nullptr ? resource : "";
+        return o;
+    }
+    /** Every option of the last run, smallest first, the whole GPU last. */
+    std::vector<FitOption> options() const
+    {
+        std::vector<FitOption> out;
+        for (std::size_t i = 0; i < count(); i++)
+            out.push_back(option(i));
+        return out;
+    }
+    /** The C handle (NULL once moved from). */
+    llmem_fit *native() const noexcept { return p_.get(); }
+
+private:
+    llmem_ctx *ctx_;
+    std::size_t gpu_; /* of the last run: the options' resources */
+    detail::owned<llmem_fit, llmem_fit_free> p_;
+};
+
+/**
+ * An llmem_pack: many jobs onto a fleet of GPUs with valid MIG layouts, and
+ * the outputs schedulers consume (docs/mig.md, "What schedulers consume").
+ * The result lasts until the problem changes (a job, a GPU or a new setting
+ * added); its getters throw #LLMEM_EINCONSISTENT before a run.
+ */
+class Pack {
+public:
+    /** An empty problem with the library's defaults. */
+    explicit Pack(Context &ctx) : ctx_(ctx.native())
+    {
+        llmem_pack *p = nullptr;
+        detail::check(llmem_pack_new(ctx_, &p), ctx_);
+        p_.reset(p);
+    }
+    /** Set a setting (#llmem_pack_key). */
+    Pack &set(int key, std::int64_t value)
+    {
+        detail::check(llmem_pack_set_int(p_.get(), key, value), ctx_);
+        return *this;
+    }
+    /** A pack has no real settings: a floating-point value does not compile. */
+    template <typename Real, detail::if_real<Real> = 0>
+    Pack &set(int key, Real value) = delete;
+    /** Set a setting from decimal text. */
+    Pack &set(int key, const std::string &text)
+    {
+        detail::check(llmem_pack_set_str(p_.get(), key, text.c_str()), ctx_);
+        return *this;
+    }
+    /** Read a setting. */
+    std::int64_t get(int key) const
+    {
+        std::int64_t v = 0;
+        detail::check(llmem_pack_get_int(p_.get(), key, &v), ctx_);
+        return v;
+    }
+    /** Add @p count GPUs of type @p gpu (a catalog index; 0: as many as needed). */
+    Pack &add_gpu(std::size_t gpu, std::uint64_t count = 0)
+    {
+        detail::check(llmem_pack_add_gpu(p_.get(), gpu, count), ctx_);
+        return *this;
+    }
+    /** Add a job: @p id, its @p bytes at @p level and the compute slices it
+     * needs at least (@p min_compute, 0 for any). */
+    Pack &add_job(const std::string &id, std::uint64_t bytes, int level = LLMEM_LEVEL_DEVICE,
+                  std::int64_t min_compute = 0)
+    {
+        detail::check(llmem_pack_add_job(p_.get(), id.c_str(), bytes, level, min_compute), ctx_);
+        return *this;
+    }
+    /** Remove every job and GPU type, keeping the settings. */
+    Pack &clear() noexcept
+    {
+        llmem_pack_clear(p_.get());
+        return *this;
+    }
+    /** Pack the jobs onto the fleet. */
+    Pack &run()
+    {
+        detail::check(llmem_pack_run(p_.get()), ctx_);
+        return *this;
+    }
+    /** A value of the result (#llmem_pack_result). */
+    std::uint64_t result(int key) const
+    {
+        std::uint64_t v = 0;
+        detail::check(llmem_pack_get_u64(p_.get(), key, &v), ctx_);
+        return v;
+    }
+    /** Jobs added. */
+    std::size_t job_count() const noexcept { return llmem_pack_job_count(p_.get()); }
+    /** Job @p job's id; throws past the last. */
+    std::string job_id(std::size_t job) const
+    {
+        const char *id = llmem_pack_job_id(p_.get(), job);
+        if (id == nullptr)
+            throw error(LLMEM_ERANGE, "pack: job " + std::to_string(job) + " of " +
+                                          std::to_string(job_count()));
+        return id;
+    }
+    /** A value of job @p job's result (#llmem_pack_job_key); a key its status
+     * has no value of (the GPU of a job not placed) throws #LLMEM_ENOTFOUND. */
+    std::uint64_t job_get(std::size_t job, int key) const
+    {
+        std::uint64_t v = 0;
+        const int rc = llmem_pack_job_u64(p_.get(), job, key, &v);
+        if (rc == LLMEM_ENOTFOUND) /* the library leaves no message for it */
+            throw error(rc, "pack: job '" + job_id(job) + "': key " + std::to_string(key) +
+                                " has no value for its status");
+        detail::check(rc, ctx_);
+        return v;
+    }
+    /** The Kubernetes resource job @p job requests ("nvidia.com/mig-3g.40gb",
+     * "nvidia.com/gpu"); empty for a job not placed or before a run. */
+    std::string job_resource(std::size_t job) const
+    {
+        const char *r = llmem_pack_job_resource(p_.get(), job);
+        return r != nullptr ? r : "";
+    }
+    /** A value of GPU @p gpu of the layout (#llmem_pack_gpu_key). */
+    std::uint64_t gpu_get(std::size_t gpu, int key) const
+    {
+        std::uint64_t v = 0;
+        detail::check(llmem_pack_gpu_u64(p_.get(), gpu, key, &v), ctx_);
+        return v;
+    }
+    /** The layout as an NVIDIA mig-parted configuration named "llmem". */
+    std::string mig_parted() const { return mig_parted_named(nullptr); }
+    /** The layout as an NVIDIA mig-parted configuration named @p name (a
+     * Kubernetes label value, else #LLMEM_EINVAL naming it). */
+    std::string mig_parted(const std::string &name) const { return mig_parted_named(name.c_str()); }
+    /** The layout as `nvidia-smi` commands, with explicit placements. */
+    std::string nvidia_smi() const
+    {
+        const llmem_pack *p = p_.get();
+        return detail::buffer_text(
+            [p](char *buf, std::size_t cap, std::size_t *len) {
+                return llmem_pack_nvidia_smi(p, buf, cap, len);
+            },
+            ctx_);
+    }
+    /** The C handle (NULL once moved from). */
+    llmem_pack *native() const noexcept { return p_.get(); }
+
+private:
+    std::string mig_parted_named(const char *name) const
+    {
+        const llmem_pack *p = p_.get();
+        return detail::buffer_text(
+            [p, name](char *buf, std::size_t cap, std::size_t *len) {
+                return llmem_pack_mig_parted(p, name, buf, cap, len);
+            },
+            ctx_);
+    }
+    llmem_ctx *ctx_;
+    detail::owned<llmem_pack, llmem_pack_free> p_;
 };
 
 } // namespace llmem

@@ -476,8 +476,260 @@ void timeline_as_the_c_api()
           "each rank's timeline peaks at its own allocated peak");
 }
 
+/* The error thrown by @p call, or status 0 when none is. */
+template <class Call>
+llmem::error thrown(Call call)
+{
+    try {
+        call();
+    } catch (const llmem::error &e) {
+        return e;
+    }
+    return llmem::error(0, "");
+}
+
+bool contains(const std::string &text, const std::string &part)
+{
+    return text.find(part) != std::string::npos;
+}
+
+// The MIG catalog: profiles by index and by any branch's name, as the C API has them.
+void mig_profiles_as_the_c_api()
+{
+    llmem::Context ctx;
+    const std::size_t a100 = llmem::find_gpu(ctx, "NVIDIA A100-SXM4-80GB");
+    check(std::string(llmem_gpu_name(a100)) == "A100-80GB", "find_gpu() by the driver's name");
+    const std::vector<llmem::MigProfile> all = llmem::mig_profiles(a100);
+    std::uint64_t n = 0;
+    llmem_gpu_get_u64(a100, LLMEM_GPU_MIG_PROFILES, &n);
+    bool same = all.size() == n && n > 0;
+    for (std::size_t p = 0; same && p < all.size(); p++) {
+        std::uint64_t usable = 0, starts = 0;
+        llmem_mig_profile_get_u64(a100, p, LLMEM_MIG_USABLE_BYTES, &usable);
+        llmem_mig_profile_get_u64(a100, p, LLMEM_MIG_STARTS, &starts);
+        same = all[p].index == p && all[p].name == llmem_mig_profile_name(a100, p) &&
+               all[p].resource == llmem_mig_profile_resource(a100, p) &&
+               all[p].usable_bytes == usable && all[p].starts == starts &&
+               all[p].start_slots().size() > 0 && all[p].start_slots().front() == 0;
+    }
+    check(same, "mig_profiles() lists the C API's profiles");
+    const llmem::MigProfile named = llmem::find_mig_profile(ctx, a100, "3g.39gb", 535);
+    check(named.name == "3g.39gb" && named.catalog_name == "3g.40gb" &&
+              named.resource == "nvidia.com/mig-3g.39gb" && named.slots == 4 &&
+              llmem::find_mig_profile(ctx, a100, "3G.40GB").name == "3g.40gb",
+          "a profile by any branch's name, described as a branch has it");
+    bool renamed = false;
+    for (const llmem::MigProfile &p : llmem::mig_profiles(a100, 535))
+        renamed = renamed || (p.name == "3g.39gb" && p.driver == 535);
+    check(renamed, "mig_profiles() of branch 535 names the 3g.39gb");
+    const std::size_t t4 = llmem::find_gpu(ctx, "T4");
+    check(llmem::mig_profiles(t4).empty(), "a GPU without MIG has no profiles");
+    llmem::error e = thrown([&] { llmem::find_mig_profile(ctx, a100, "9g.40gb"); });
+    check(e.status() == LLMEM_ENOTFOUND && contains(e.what(), "'9g.40gb'") &&
+              contains(e.what(), "1g.10gb"),
+          "an unknown profile throws ENOTFOUND naming it and the GPU's profiles");
+    e = thrown([&] { llmem::find_gpu(ctx, "A100"); });
+    check(e.status() == LLMEM_ENOTFOUND && contains(e.what(), "A100-40GB"),
+          "an ambiguous GPU throws ENOTFOUND naming the matches");
+    e = thrown([&] { llmem::mig_profile(a100, 99); });
+    check(e.status() == LLMEM_ERANGE, "a bad profile index throws ERANGE");
+    const std::size_t twenty = llmem::find_mig_profile(ctx, a100, "1g.20gb").index;
+    e = thrown([&] { llmem::mig_profile(a100, twenty, 520); });
+    check(e.status() == LLMEM_ENOTFOUND && contains(e.what(), "520"),
+          "a profile the branch lacks throws ENOTFOUND");
+}
+
+// A fit next to running instances: the C API's options, and its refusals.
+void fit_as_the_c_api()
+{
+    const std::uint64_t gib = std::uint64_t(1) << 30;
+    llmem::Context ctx;
+    const std::size_t h100 = llmem::find_gpu(ctx, "H100");
+    const std::size_t four = llmem::find_mig_profile(ctx, h100, "4g.40gb").index;
+    const std::size_t one = llmem::find_mig_profile(ctx, h100, "1g.10gb").index;
+    llmem::Fit fit(ctx);
+    fit.add_running(four, 0).add_running(one, 4).run(h100, 9 * gib);
+
+    llmem_fit *c = nullptr;
+    llmem_fit_new(ctx.native(), &c);
+    llmem_fit_add_running(c, four, 0);
+    llmem_fit_add_running(c, one, 4);
+    bool same = llmem_fit_run(c, h100, 9 * gib, LLMEM_LEVEL_DEVICE) == LLMEM_OK &&
+                fit.count() == llmem_fit_count(c) && fit.count() > 2;
+    const std::vector<llmem::FitOption> options = fit.options();
+    for (std::size_t i = 0; same && i < fit.count(); i++) {
+        for (int key = LLMEM_FIT_PROFILE; same && key <= LLMEM_FIT_STARTS; key++) {
+            std::uint64_t v = 0;
+            llmem_fit_get_u64(c, i, key, &v);
+            same = fit.option_get(i, key) == v;
+        }
+        std::uint64_t start = 0, shortfall = 0;
+        llmem_fit_get_u64(c, i, LLMEM_FIT_START, &start);
+        llmem_fit_get_u64(c, i, LLMEM_FIT_SHORTFALL_BYTES, &shortfall);
+        same = same && options[i].name == llmem_fit_name(c, i) && options[i].start == start &&
+               options[i].shortfall_bytes == shortfall &&
+               options[i].margin_bytes() == options[i].usable_bytes - options[i].budget_bytes;
+    }
+    check(same, "fit options as the C API");
+    std::size_t best = 0, c_best = 1;
+    llmem_fit_best(c, &c_best);
+    llmem_fit_free(c);
+    check(fit.best(best) && best == c_best && options[best].name == "1g.10gb" &&
+              options[best].start == 5 && options[best].resource == "nvidia.com/mig-1g.10gb",
+          "the best option is the C API's: a 1g.10gb at start 5");
+    check(options.back().whole_gpu && !options.back().placeable &&
+              options.back().resource == "nvidia.com/gpu",
+          "the whole GPU cannot be created next to running instances");
+
+    fit.clear_running();
+    const std::size_t three = llmem::find_mig_profile(ctx, h100, "3g.40gb").index;
+    llmem::error e = thrown([&] { fit.add_running(three, 2).run(h100, 9 * gib); });
+    check(e.status() == LLMEM_ERANGE && contains(e.what(), "running instance 1 (3g.40gb@2)") &&
+              contains(e.what(), "not 2"),
+          "a bad start throws ERANGE naming the instance");
+    fit.clear_running();
+    e = thrown([&] { fit.run(h100, 0); });
+    check(e.status() == LLMEM_ERANGE && contains(e.what(), "bytes"), "zero bytes throw ERANGE");
+    e = thrown([&] { fit.set(LLMEM_FIT_MIN_COMPUTE, 8); });
+    check(e.status() == LLMEM_ERANGE && e.field_object() == LLMEM_OBJECT_FIT &&
+              e.field_key() == LLMEM_FIT_MIN_COMPUTE && std::string(e.field()) == "min-compute",
+          "an out-of-range setting names the fit's field");
+    check(!fit.run(h100, 200 * gib).best(best) && fit.count() > 0,
+          "best() is false when no option holds the job");
+    fit.set(LLMEM_FIT_DRIVER, "535");
+    const std::size_t a100 = llmem::find_gpu(ctx, "A100-80GB");
+    check(fit.run(a100, 30 * gib).best(best) && fit.name(best) == "3g.39gb" &&
+              fit.option(best).resource == "nvidia.com/mig-3g.39gb" &&
+              fit.get(LLMEM_FIT_DRIVER) == 535,
+          "a driver branch names the options and their resources");
+    e = thrown([&] { fit.name(fit.count()); });
+    check(e.status() == LLMEM_ERANGE, "an option past the last throws ERANGE");
+}
+
+/* A pack's text output through the C API's two calls. */
+std::string c_output(const llmem_pack *p, const char *name, bool smi)
+{
+    std::size_t len = 0;
+    if ((smi ? llmem_pack_nvidia_smi(p, nullptr, 0, &len)
+             : llmem_pack_mig_parted(p, name, nullptr, 0, &len)) != LLMEM_OK)
+        return "(failed)";
+    std::vector<char> buf(len + 1);
+    if (smi)
+        llmem_pack_nvidia_smi(p, buf.data(), buf.size(), nullptr);
+    else
+        llmem_pack_mig_parted(p, name, buf.data(), buf.size(), nullptr);
+    return std::string(buf.data(), len);
+}
+
+// A packing: the C API's layout, job results and outputs.
+void pack_as_the_c_api()
+{
+    const std::uint64_t gib = std::uint64_t(1) << 30;
+    const std::uint64_t sizes[] = { 30 * gib, 9 * gib, 18 * gib, 4 * gib, 60 * gib, 200 * gib,
+                                    35 * gib, 8 * gib };
+    llmem::Context ctx;
+    const std::size_t a100 = llmem::find_gpu(ctx, "A100-80GB");
+    llmem::Pack pack(ctx);
+    llmem_pack *c = nullptr;
+    llmem_pack_new(ctx.native(), &c);
+    llmem::error e = thrown([&] { pack.mig_parted(); });
+    check(e.status() == LLMEM_EINCONSISTENT && contains(e.what(), "run it first"),
+          "outputs before a run throw EINCONSISTENT");
+    pack.set(LLMEM_PACK_GPUS_PER_NODE, 2).add_gpu(a100, 2);
+    llmem_pack_set_int(c, LLMEM_PACK_GPUS_PER_NODE, 2);
+    llmem_pack_add_gpu(c, a100, 2);
+    for (std::size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+        const std::string id = "job-" + std::to_string(j);
+        pack.add_job(id, sizes[j], LLMEM_LEVEL_DEVICE, j == 1 ? 2 : 0);
+        llmem_pack_add_job(c, id.c_str(), sizes[j], LLMEM_LEVEL_DEVICE, j == 1 ? 2 : 0);
+    }
+    pack.run();
+    bool same = llmem_pack_run(c) == LLMEM_OK && pack.job_count() == llmem_pack_job_count(c);
+    for (int key = LLMEM_PACK_GPUS_USED; same && key <= LLMEM_PACK_JOBS_BOUND; key++) {
+        std::uint64_t v = 0;
+        llmem_pack_get_u64(c, key, &v);
+        same = pack.result(key) == v;
+    }
+    check(same && pack.result(LLMEM_PACK_GPUS_USED) == 2, "pack results as the C API");
+    bool jobs = true, nowhere = false, no_room = false;
+    for (std::size_t j = 0; jobs && j < pack.job_count(); j++) {
+        std::uint64_t status = 0, v = 0;
+        llmem_pack_job_u64(c, j, LLMEM_PACK_JOB_STATUS, &status);
+        jobs = pack.job_get(j, LLMEM_PACK_JOB_STATUS) == status &&
+               pack.job_id(j) == llmem_pack_job_id(c, j);
+        if (status == LLMEM_PACK_PLACED) {
+            for (int key = LLMEM_PACK_JOB_GPU; jobs && key <= LLMEM_PACK_JOB_HEADROOM_BYTES;
+                 key++) {
+                llmem_pack_job_u64(c, j, key, &v);
+                jobs = pack.job_get(j, key) == v;
+            }
+            jobs = jobs && pack.job_resource(j) == llmem_pack_job_resource(c, j);
+        } else {
+            nowhere = nowhere || status == LLMEM_PACK_FITS_NOWHERE;
+            no_room = no_room || status == LLMEM_PACK_NO_ROOM;
+            jobs = jobs && pack.job_resource(j).empty();
+        }
+    }
+    check(jobs && nowhere && no_room, "each job's result as the C API, every status seen");
+    bool gpus = true;
+    for (std::size_t g = 0; gpus && g < pack.result(LLMEM_PACK_GPUS_USED); g++)
+        for (int key = LLMEM_PACK_GPU_TYPE; gpus && key <= LLMEM_PACK_GPU_DEVICE; key++) {
+            std::uint64_t v = 0;
+            llmem_pack_gpu_u64(c, g, key, &v);
+            gpus = pack.gpu_get(g, key) == v;
+        }
+    check(gpus && pack.gpu_get(1, LLMEM_PACK_GPU_NODE) == 0, "each GPU of the layout as the C API");
+    check(pack.mig_parted() == c_output(c, nullptr, false) &&
+              pack.mig_parted("fleet-a") == c_output(c, "fleet-a", false) &&
+              contains(pack.mig_parted("fleet-a"), "\"fleet-a-node-0\":"),
+          "the mig-parted configuration as the C API's");
+    check(pack.nvidia_smi() == c_output(c, nullptr, true) &&
+              contains(pack.nvidia_smi(), "nvidia-smi mig -i 0 -cgi "),
+          "the nvidia-smi commands as the C API's");
+    llmem_pack_free(c);
+
+    e = thrown([&] { pack.mig_parted("-x"); });
+    check(e.status() == LLMEM_EINVAL && contains(e.what(), "config-name '-x'"),
+          "a config name that is no label value throws EINVAL naming it");
+    e = thrown([&] { pack.job_get(5, LLMEM_PACK_JOB_GPU); });
+    check(e.status() == LLMEM_ENOTFOUND && contains(e.what(), "job-5"),
+          "a job not placed has no GPU: ENOTFOUND naming the job");
+    e = thrown([&] { pack.add_job("empty", 0); });
+    check(e.status() == LLMEM_ERANGE && contains(e.what(), "'empty'"),
+          "a job of zero bytes throws ERANGE naming it");
+    e = thrown([&] { pack.add_job("late", gib).result(LLMEM_PACK_GPUS_USED); });
+    check(e.status() == LLMEM_EINCONSISTENT, "a change drops the result");
+    e = thrown([&] { pack.clear().run(); });
+    check(e.status() == LLMEM_EINCONSISTENT && pack.job_count() == 0,
+          "a pack without GPU types throws EINCONSISTENT");
+    e = thrown([&] { pack.set(LLMEM_PACK_DRIVER, 1000); });
+    check(e.status() == LLMEM_ERANGE && e.field_object() == LLMEM_OBJECT_PACK &&
+              std::string(e.field()) == "driver",
+          "an out-of-range setting names the pack's field");
+}
+
 void handles_move_and_do_not_copy()
 {
+    static_assert(!std::is_copy_constructible<llmem::Fit>::value, "Fit is not copyable");
+    static_assert(!std::is_copy_assignable<llmem::Pack>::value, "Pack is not copyable");
+    static_assert(std::is_nothrow_move_constructible<llmem::Fit>::value, "Fit moves");
+    static_assert(std::is_nothrow_move_assignable<llmem::Pack>::value, "Pack moves");
+    static_assert(!settable_with<llmem::Fit, double>::value, "a fit takes no real value");
+    static_assert(!settable_with<llmem::Pack, double>::value, "a pack takes no real value");
+    static_assert(settable_with<llmem::Pack, int>::value, "a pack takes an integer");
+    {
+        llmem::Context mig_ctx;
+        llmem::Fit first(mig_ctx);
+        llmem_fit *raw_fit = first.native();
+        llmem::Fit taken(std::move(first));
+        llmem::Pack pack(mig_ctx);
+        pack = llmem::Pack(mig_ctx);  // frees its own pack, takes the new one
+        check(first.native() == nullptr && taken.native() == raw_fit &&
+                  taken.run(llmem::find_gpu(mig_ctx, "H100"), 1u << 30).count() > 0 &&
+                  pack.add_gpu(llmem::find_gpu(mig_ctx, "T4")).add_job("a", 1u << 30).run().job_count() == 1,
+              "a moved fit and pack keep working");
+    }
+
     static_assert(!std::is_copy_constructible<llmem::Model>::value, "Model is not copyable");
     static_assert(settable_with<llmem::Model, double>::value, "a model takes a real (its dropouts)");
     static_assert(!settable_with<llmem::Parallel, float>::value, "a layout takes no real value");
@@ -518,6 +770,9 @@ int main()
         layouts_as_the_c_api();
         planning_as_the_c_api();
         timeline_as_the_c_api();
+        mig_profiles_as_the_c_api();
+        fit_as_the_c_api();
+        pack_as_the_c_api();
         handles_move_and_do_not_copy();
     } catch (const std::exception &e) {
         check(false, e.what());
