@@ -484,7 +484,7 @@ class Fit(Configurable):
             super().__init__(ptr, ctx)
         self.set(**settings)
 
-    def run(self, gpu: GpuName, job: Union[int, Result], *, level: str = "device",
+    def run(self, job: Union[int, Result], gpu: GpuName, *, level: str = "device",
             running: Iterable[Union[str, Tuple[str, int]]] = ()) -> FitResult:
         """Fit ``job`` (bytes at ``level``: "device", CUDA context included,
         or "reserved", without it; or an estimate's :class:`Result`, its
@@ -608,7 +608,7 @@ def fit(job: Union[int, Result], gpu: GpuName, *, level: str = "device",
     if driver is not None:
         settings["driver"] = driver
     with Fit(context=context, **settings) as handle:
-        return handle.run(gpu, job, level=level, running=running)
+        return handle.run(job, gpu, level=level, running=running)
 
 
 # --- packing -------------------------------------------------------------------

@@ -194,14 +194,14 @@ def test_running_instances_as_pairs_and_text_are_one():
 def test_a_fit_handle_is_reusable_and_configurable():
     with llmem.Fit(margin_permille=0, driver=535) as handle:
         assert (handle.margin_permille, handle.min_compute, handle.driver) == (0, 0, 535)
-        first = handle.run("A100-80GB", 30 * GIB)
+        first = handle.run(30 * GIB, "A100-80GB")
         assert first.best.name == "3g.39gb" and first.margin_permille == 0
         handle.min_compute = 4
-        assert handle.run("A100-80GB", 30 * GIB).best.name == "4g.40gb"
+        assert handle.run(30 * GIB, "A100-80GB").best.name == "4g.40gb"
         handle.set(min_compute=0, driver=0)
-        again = handle.run("A100-80GB", 30 * GIB, running=["3g.40gb@0"])
+        again = handle.run(30 * GIB, "A100-80GB", running=["3g.40gb@0"])
         assert again.best.name == "3g.40gb" and again.best.start == 4
-        assert handle.run("A100-80GB", 30 * GIB) == llmem.fit(30 * GIB, "A100-80GB", margin=0)
+        assert handle.run(30 * GIB, "A100-80GB") == llmem.fit(30 * GIB, "A100-80GB", margin=0)
         assert handle.to_dict() == {"margin_permille": 0, "min_compute": 0, "driver": 0}
 
 
@@ -225,8 +225,8 @@ def test_a_fit_handle_is_reusable_and_configurable():
 def test_bad_running_instances_are_refused_naming_them(running, error, message):
     with llmem.Fit() as handle:
         with pytest.raises(error, match=re.escape(message)):
-            handle.run("H100", 9 * GIB, running=running)
-        assert handle.run("H100", 9 * GIB).best.name == "1g.10gb"  # still usable
+            handle.run(9 * GIB, "H100", running=running)
+        assert handle.run(9 * GIB, "H100").best.name == "1g.10gb"  # still usable
 
 
 def test_running_on_a_gpu_or_branch_that_cannot_hold_it():
@@ -434,7 +434,7 @@ def test_closed_handles_refuse_use(kind, what):
     with pytest.raises(ValueError, match="closed %s" % what):
         handle.driver
     with pytest.raises(ValueError, match="closed %s" % what):
-        handle.run("H100", GIB) if kind is llmem.Fit else handle.run()
+        handle.run(GIB, "H100") if kind is llmem.Fit else handle.run()
     with kind() as inside:
         assert not inside.closed
     assert inside.closed
@@ -443,7 +443,7 @@ def test_closed_handles_refuse_use(kind, what):
 def test_closing_a_context_closes_fits_and_packs_and_results_survive():
     ctx = llmem.Context()
     fitter, packer = llmem.Fit(context=ctx), llmem.Pack(context=ctx)
-    result = fitter.run("H100", 9 * GIB)
+    result = fitter.run(9 * GIB, "H100")
     packed = packer.add_gpu("H100").add_job("a", GIB).run()
     ctx.close()
     assert fitter.closed and packer.closed
@@ -462,7 +462,7 @@ def test_a_fit_keeps_its_context_alive_and_errors_land_there():
     gc.collect()
     assert finalizer.alive
     with pytest.raises(llmem.NotFound):
-        fitter.run("H100", GIB, running=["9g.40gb@0"])
+        fitter.run(GIB, "H100", running=["9g.40gb@0"])
     assert "9g.40gb" in fitter._context.last_error
     del fitter
     gc.collect()
@@ -478,7 +478,7 @@ def test_a_shared_fit_is_serialized_across_threads():
         def work():
             try:
                 for _ in range(50):
-                    found.append(shared.run("H100", 9 * GIB, running=["4g.40gb@0"]))
+                    found.append(shared.run(9 * GIB, "H100", running=["4g.40gb@0"]))
                     llmem.pack([("a", GIB)], "H100", context=ctx)
             except Exception as exc:  # reported below
                 failures.append(exc)
