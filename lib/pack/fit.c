@@ -403,7 +403,7 @@ int llmem_fit_run(llmem_fit *fit, size_t gpu, uint64_t bytes, int level)
     if (g == NULL)
         return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: no GPU of index %zu", gpu);
     if (bytes == 0)
-        return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: bytes must be positive");
+        return llmem__fail(fit->ctx, LLMEM_ERANGE, "fit: bytes 0: must be positive");
     if (level != LLMEM_LEVEL_DEVICE && level != LLMEM_LEVEL_RESERVED)
         return llmem__fail(fit->ctx, LLMEM_EINVAL,
                            "fit: level %d: the device or the reserved level expected", level);

@@ -140,7 +140,7 @@ int llmem_pack_add_job(llmem_pack *p, const char *id, uint64_t bytes, int level,
     if (id == NULL)
         return llmem__fail(p->ctx, LLMEM_EINVAL, "pack: job id is NULL");
     if (bytes == 0)
-        return llmem__fail(p->ctx, LLMEM_ERANGE, "pack: job '%.60s': bytes must be positive",
+        return llmem__fail(p->ctx, LLMEM_ERANGE, "pack: job '%.60s': bytes 0: must be positive",
                            id);
     if (level != LLMEM_LEVEL_DEVICE && level != LLMEM_LEVEL_RESERVED)
         return llmem__fail(p->ctx, LLMEM_EINVAL,

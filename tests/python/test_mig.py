@@ -242,7 +242,7 @@ def test_bad_fit_input_raises_the_right_exception():
     with pytest.raises(llmem.NotFound) as info:
         llmem.fit(GIB, "A100")
     assert "A100-40GB" in info.value.message and "A100-80GB" in info.value.message
-    with pytest.raises(llmem.OutOfRange, match="fit: bytes must be positive"):
+    with pytest.raises(llmem.OutOfRange, match="fit: bytes 0: must be positive"):
         llmem.fit(0, "H100")
     for bad in (-1, 2 ** 64):
         with pytest.raises(llmem.OutOfRange, match="job: %d is outside" % bad):
@@ -392,7 +392,7 @@ def test_estimates_pack_as_their_device_peak():
 def test_bad_pack_input_raises_the_right_exception():
     with pytest.raises(llmem.NotFound, match="unknown GPU 'Z100'"):
         llmem.pack([("a", GIB)], "Z100")
-    with pytest.raises(llmem.OutOfRange, match="pack: job 'zero': bytes must be positive"):
+    with pytest.raises(llmem.OutOfRange, match="pack: job 'zero': bytes 0: must be positive"):
         llmem.pack([("zero", 0)], "H100")
     with pytest.raises(llmem.OutOfRange, match="pack: job 'c': min compute 9 out of range"):
         llmem.pack([("c", GIB, 9)], "H100")
