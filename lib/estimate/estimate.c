@@ -11,6 +11,7 @@
 #include "model/families.h"
 #include "train/train.h"
 
+#include <stddef.h>
 #include <string.h>
 
 void llmem_estimate_forget(llmem_estimate *e)
@@ -22,6 +23,8 @@ void llmem_estimate_forget(llmem_estimate *e)
     memset(e->trace_count, 0, sizeof e->trace_count);
     e->model_valid = e->model_checked = 0;
     e->model_serial = e->clock = 0;
+    e->setup_serial = 0;
+    e->setup_last = 0;
     e->tensors_valid = 0;
     for (int i = 0; i < ESTIMATE_CONFIGS; i++)
         e->config[i].used = 0;
@@ -200,19 +203,86 @@ static int check_model(llmem_estimate *e, const setup *s)
     return LLMEM_OK;
 }
 
-/* The configuration of (model, setup but batch and seq, layout): found, or
- * computed into the least recently used slot. Each struct is zeroed before
- * it is filled, so memcmp is exact. */
-static int find_config(llmem_estimate *e, const setup *s, const layout *l, const rank_recipe *rc,
-                       est_config **out)
+/* Setups compare but their batch and seq, their first two fields (with
+ * their padding: llmem_setup_resolve zeroes the whole struct). */
+#define SETUP_KEY_AT offsetof(setup, precision)
+typedef char setup_point_first[SETUP_KEY_AT == 2 * sizeof(uint64_t) ? 1 : -1];
+
+static int same_setup(const setup *a, const setup *b)
 {
-    setup key;
-    memcpy(&key, s, sizeof key); /* with its padding: keys compare with memcmp */
-    key.batch = key.seq = 0;
+    return memcmp((const char *)a + SETUP_KEY_AT, (const char *)b + SETUP_KEY_AT,
+                  sizeof *a - SETUP_KEY_AT) == 0;
+}
+
+/* The serial naming s but its batch and seq (est_setup): the last run's
+ * (a planner or a sweep moves the layout or the point, not the setup), one
+ * of the last setups', or a new one in the oldest's slot. */
+static uint64_t setup_id(llmem_estimate *e, const setup *s)
+{
+    int n = e->setup_serial < ESTIMATE_SETUPS ? (int)e->setup_serial : ESTIMATE_SETUPS;
+    if (n > 0 && same_setup(&e->setups[e->setup_last].s, s))
+        return e->setups[e->setup_last].id;
+    for (int i = 0; i < n; i++)
+        if (i != e->setup_last && same_setup(&e->setups[i].s, s)) {
+            e->setup_last = i;
+            return e->setups[i].id;
+        }
+    uint64_t id = ++e->setup_serial;
+    e->setup_last = (int)((id - 1) % ESTIMATE_SETUPS);
+    e->setups[e->setup_last].id = id;
+    memcpy(&e->setups[e->setup_last].s, s, sizeof *s);
+    return id;
+}
+
+/* The tensor list of the whole model under the rank setup `run` (2 x its
+ * setup's serial + the recipe's cast: the setup itself or its model cast to
+ * 16 bits), checked; the last one is kept. */
+static int tensor_list_of(llmem_estimate *e, uint64_t run, const rank_recipe *rc)
+{
+    const model_shape *m = &e->model;
+    if (e->tensors_valid && e->tensors_model == e->model_serial && e->tensors_run == run)
+        return LLMEM_OK;
+    e->tensors_valid = 0;
+    llmem_tensors_list(m, &e->params, &rc->run, &e->tensors);
+    if (e->tensors.overflow)
+        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                           "estimate: this model has more kinds of parameter tensors than "
+                           "the estimator lists (TENSOR_CLASSES_MAX); please report it");
+    /* The bound on the model's parameters (check_model) leaves out LoRA's
+     * adapters, which a large rank makes outnumber them: bound every
+     * listed tensor the same way, 32 bytes an element. */
+    checked c = { 0 };
+    uint64_t elems = 0;
+    for (int i = 0; i < e->tensors.n; i++)
+        elems = ck_add(&c, elems,
+                       ck_mul(&c, ck_mul(&c, e->tensors.c[i].rows, e->tensors.c[i].cols),
+                              e->tensors.c[i].count));
+    if (ck_mul(&c, elems, 32) > (UINT64_C(1) << 62) || c.overflow)
+        return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_LORA_RANK,
+                                 LLMEM_EOVERFLOW,
+                                 "lora-rank: %llu: the adapters' parameters overflow the "
+                                 "64-bit byte counts",
+                                 (unsigned long long)rc->run.lora_rank);
+    step_static whole;
+    memset(&whole, 0, sizeof whole);
+    llmem_statics_params(&e->tensors, m, &rc->run, &whole);
+    e->tensors_trainable = whole.trainable;
+    e->tensors_model = e->model_serial;
+    e->tensors_run = run;
+    e->tensors_valid = 1;
+    return LLMEM_OK;
+}
+
+/* The configuration of (model, setup but batch and seq: its serial
+ * setup_no, layout): found, or computed into the least recently used slot.
+ * Layouts are zeroed before they are filled, so memcmp is exact. */
+static int find_config(llmem_estimate *e, uint64_t setup_no, const layout *l,
+                       const rank_recipe *rc, est_config **out)
+{
     est_config *x = NULL;
     for (int i = 0; i < ESTIMATE_CONFIGS; i++) {
         est_config *c = &e->config[i];
-        if (c->used && c->model == e->model_serial && memcmp(&c->setup, &key, sizeof key) == 0 &&
+        if (c->used && c->model == e->model_serial && c->setup == setup_no &&
             memcmp(&c->layout, l, sizeof *l) == 0) {
             c->used = ++e->clock;
             *out = c;
@@ -231,46 +301,13 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
                            "estimate: the layout's stages hold more kinds of layers than the "
                            "estimator has rank classes for (RANKS_MAX); please report it");
     llmem_rank_shape(m, l, &x->shape);
-    /* The tensor list depends on the rank's setup, which many layouts share
-     * (a planner's): the last one is kept. */
-    setup run;
-    memcpy(&run, &rc->run, sizeof run);
-    run.batch = run.seq = 0;
-    if (!e->tensors_valid || e->tensors_model != e->model_serial ||
-        memcmp(&e->tensors_setup, &run, sizeof run) != 0) {
-        e->tensors_valid = 0;
-        llmem_tensors_list(m, &e->params, &rc->run, &e->tensors);
-        if (e->tensors.overflow)
-            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                               "estimate: this model has more kinds of parameter tensors than "
-                               "the estimator lists (TENSOR_CLASSES_MAX); please report it");
-        /* The bound on the model's parameters (check_model) leaves out LoRA's
-         * adapters, which a large rank makes outnumber them: bound every
-         * listed tensor the same way, 32 bytes an element. */
-        checked c = { 0 };
-        uint64_t elems = 0;
-        for (int i = 0; i < e->tensors.n; i++)
-            elems = ck_add(&c, elems,
-                           ck_mul(&c, ck_mul(&c, e->tensors.c[i].rows, e->tensors.c[i].cols),
-                                  e->tensors.c[i].count));
-        if (ck_mul(&c, elems, 32) > (UINT64_C(1) << 62) || c.overflow)
-            return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_LORA_RANK,
-                                     LLMEM_EOVERFLOW,
-                                     "lora-rank: %llu: the adapters' parameters overflow the "
-                                     "64-bit byte counts",
-                                     (unsigned long long)rc->run.lora_rank);
-        step_static whole;
-        memset(&whole, 0, sizeof whole);
-        llmem_statics_params(&e->tensors, m, &rc->run, &whole);
-        e->tensors_trainable = whole.trainable;
-        e->tensors_model = e->model_serial;
-        memcpy(&e->tensors_setup, &run, sizeof run);
-        e->tensors_valid = 1;
-    }
-    const tensor_list *tensors = &e->tensors;
+    uint64_t run = 2 * setup_no + (uint64_t)rc->cast;
+    int rc_ = tensor_list_of(e, run, rc);
+    if (rc_ != LLMEM_OK)
+        return rc_;
     x->trainable = e->tensors_trainable;
     for (int i = 0; i < x->nranks; i++) {
-        int rc_ = llmem_rank_share(tensors, m, rc, l, &x->classes[i], &x->share[i]);
+        rc_ = llmem_rank_share(&e->tensors, m, rc, l, &x->classes[i], &x->share[i]);
         if (rc_ == LLMEM_EOVERFLOW)
             return llmem__fail_field(e->ctx, LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_BUCKET_ELEMENTS,
                                      LLMEM_EOVERFLOW,
@@ -284,7 +321,7 @@ static int find_config(llmem_estimate *e, const setup *s, const layout *l, const
                                "estimator lists (TENSOR_CLASSES_MAX); please report it");
     }
     x->model = e->model_serial;
-    memcpy(&x->setup, &key, sizeof key);
+    x->setup = setup_no;
     memcpy(&x->layout, l, sizeof *l);
     x->used = ++e->clock;
     x->serial = e->clock;
@@ -578,7 +615,7 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
                                  "formula: the article's sum is for one GPU; use the phased "
                                  "formula with a layout");
     llmem_rank_recipe(&s, &l, &rc);
-    if ((rc_ = find_config(e, &s, &l, &rc, &cf)) != LLMEM_OK) {
+    if ((rc_ = find_config(e, setup_id(e, &s), &l, &rc, &cf)) != LLMEM_OK) {
         e->last_config = NULL;
         return rc_;
     }

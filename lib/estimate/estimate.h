@@ -20,7 +20,7 @@ typedef struct est_config {
     uint64_t used;                    /* 0: free */
     uint64_t serial;                  /* when it was computed (a slot is reused) */
     uint64_t model;                   /* the key: the model's serial, */
-    setup setup;                      /* the setup but batch and seq, */
+    uint64_t setup;                   /* the setup's (est_setup), */
     layout layout;                    /* and the layout */
     int nranks;
     rank_class classes[RANKS_MAX];
@@ -28,6 +28,16 @@ typedef struct est_config {
     rank_share share[RANKS_MAX];
     uint64_t trainable;
 } est_config;
+
+/* The setups (but batch and seq) of the last runs, each named by a serial,
+ * so that the keys of what a run computes once (its configuration, its
+ * tensor list) compare one word, not a setup. */
+#define ESTIMATE_SETUPS 8
+
+typedef struct est_setup {
+    uint64_t id;
+    setup s;                          /* its batch and seq are not compared */
+} est_setup;
 
 /* The model's part of the bound on the step's byte counts (estimate.c). */
 typedef struct step_bound {
@@ -57,10 +67,15 @@ struct llmem_estimate {
     model_params params;
     step_bound bound;
     est_config config[ESTIMATE_CONFIGS];
-    /* The parameter tensors under the last rank setup (but batch and seq). */
+    /* The last setups: setups[(id - 1) % ESTIMATE_SETUPS] holds serial id,
+     * the oldest replaced first; setup_last is the last run's slot. */
+    uint64_t setup_serial;
+    int setup_last;
+    est_setup setups[ESTIMATE_SETUPS];
+    /* The parameter tensors under the last rank setup (but batch and seq),
+     * named by its setup's serial and its recipe's cast (tensors_run). */
     int tensors_valid;
-    uint64_t tensors_model, tensors_trainable;
-    setup tensors_setup;
+    uint64_t tensors_model, tensors_run, tensors_trainable;
     tensor_list tensors;
     const est_config *last_config;    /* the configuration of the last walks, and its serial */
     uint64_t last_serial;

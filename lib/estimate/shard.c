@@ -29,6 +29,7 @@ void llmem_rank_recipe(const setup *s, const layout *l, rank_recipe *out)
     out->master_dt = s->param_dt;
     out->grad_dt = s->param_dt;
     out->master_copy = 0;
+    out->cast = 0;
     if (s->autocast && (sh->deepspeed || sh->fsdp)) {
         /* A 16-bit model; the optimizer updates fp32 copies: DeepSpeed's master
          * partitions, or FSDP's fp32 parameter shards (whose gradients are cast
@@ -39,6 +40,7 @@ void llmem_rank_recipe(const setup *s, const layout *l, rank_recipe *out)
         out->master_dt = 4;
         out->grad_dt = sh->fsdp ? 4 : s->compute_dt;
         out->master_copy = sh->deepspeed;
+        out->cast = 1;
     }
     llmem_rank_point(l, s->batch, s->seq, &out->run);
 }

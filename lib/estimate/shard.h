@@ -18,6 +18,8 @@ typedef struct rank_recipe {
     int master_dt;   /* bytes of what the optimizer updates (fp32 master or the weights) */
     int grad_dt;     /* bytes of the gradients the rank keeps */
     int master_copy; /* DeepSpeed mixed precision: a separate fp32 master partition */
+    int cast;        /* run is the setup with its model cast to the compute dtype
+                        (else the setup itself), but batch and seq */
 } rank_recipe;
 
 /* What a rank holds beyond the walk's own: the statics, the host side, and
