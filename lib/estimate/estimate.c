@@ -26,6 +26,7 @@ void llmem_estimate_forget(llmem_estimate *e)
     e->setup_serial = 0;
     e->setup_last = 0;
     e->tensors_valid = 0;
+    e->nsums = 0;
     for (int i = 0; i < ESTIMATE_CONFIGS; i++)
         e->config[i].used = 0;
     e->walk.graph.events = NULL; /* the graph's tables are written before they are read */
@@ -273,6 +274,63 @@ static int tensor_list_of(llmem_estimate *e, uint64_t run, const rank_recipe *rc
     return LLMEM_OK;
 }
 
+static int same_sums_key(const sums_key *a, const sums_key *b)
+{
+    return a->run == b->run && a->model == b->model && a->tp == b->tp && a->ep == b->ep &&
+           a->layer_first == b->layer_first && a->layers == b->layers &&
+           a->chunks == b->chunks && a->chunk_stride == b->chunk_stride && a->ends == b->ends;
+}
+
+/* The slot for new sums: an unused one, else the least recently used. */
+static est_sums *sums_slot(llmem_estimate *e)
+{
+    if (e->nsums < ESTIMATE_SUMS)
+        return &e->sums[e->nsums++];
+    est_sums *x = &e->sums[0];
+    for (int i = 1; i < ESTIMATE_SUMS; i++)
+        if (e->sums[i].used < x->used)
+            x = &e->sums[i];
+    return x;
+}
+
+/* Rank r's sums with parts (at least) under the rank setup `run` (as for
+ * tensor_list_of), found or computed into the least recently used slot. A
+ * planner that moves data parallelism and its engine finds them: only the
+ * divisions (llmem_rank_share) are left to do. */
+static int rank_sums_of(llmem_estimate *e, uint64_t run, const rank_recipe *rc, const layout *l,
+                        const rank_class *r, int parts, const est_sums **out)
+{
+    sums_key key = { e->model_serial, run, l->tp, l->ep, r->layer_first, r->layers, r->chunks,
+                     r->chunk_stride, (uint64_t)(r->embedding | r->head << 1) };
+    est_sums *x = NULL;
+    for (int i = 0; i < e->nsums && x == NULL; i++)
+        if (same_sums_key(&e->sums[i].key, &key)) /* a free slot's run is 0, no run's */
+            x = &e->sums[i];
+    if (x != NULL && (parts & ~x->sums.parts) == 0) {
+        x->used = ++e->clock;
+        *out = x;
+        return LLMEM_OK;
+    }
+    if (x != NULL)
+        parts |= x->sums.parts; /* computed again, with the parts this layout adds */
+    else
+        x = sums_slot(e);
+    x->key.run = 0; /* free until it is filled */
+    x->used = 0;
+    int rc_ = tensor_list_of(e, run, rc);
+    if (rc_ != LLMEM_OK)
+        return rc_;
+    if (llmem_rank_sums(&e->tensors, &e->model, rc, l, r, parts, &x->sums) != LLMEM_OK)
+        return llmem__fail(e->ctx, LLMEM_ENOTSUP,
+                           "estimate: a rank holds more kinds of parameter tensors than the "
+                           "estimator lists (TENSOR_CLASSES_MAX); please report it");
+    x->key = key;
+    x->trainable = e->tensors_trainable;
+    x->used = ++e->clock;
+    *out = x;
+    return LLMEM_OK;
+}
+
 /* The configuration of (model, setup but batch and seq: its serial
  * setup_no, layout): found, or computed into the least recently used slot.
  * Layouts are zeroed before they are filled, so memcmp is exact. */
@@ -302,23 +360,20 @@ static int find_config(llmem_estimate *e, uint64_t setup_no, const layout *l,
                            "estimator has rank classes for (RANKS_MAX); please report it");
     llmem_rank_shape(m, l, &x->shape);
     uint64_t run = 2 * setup_no + (uint64_t)rc->cast;
-    int rc_ = tensor_list_of(e, run, rc);
-    if (rc_ != LLMEM_OK)
-        return rc_;
-    x->trainable = e->tensors_trainable;
+    int parts = llmem_rank_sums_parts(l);
     for (int i = 0; i < x->nranks; i++) {
-        rc_ = llmem_rank_share(&e->tensors, m, rc, l, &x->classes[i], &x->share[i]);
-        if (rc_ == LLMEM_EOVERFLOW)
+        const est_sums *sums = NULL;
+        int rc_ = rank_sums_of(e, run, rc, l, &x->classes[i], parts, &sums);
+        if (rc_ != LLMEM_OK)
+            return rc_;
+        x->trainable = sums->trainable;
+        if (llmem_rank_share(&sums->sums, m, rc, l, &x->classes[i], &x->share[i]) != LLMEM_OK)
             return llmem__fail_field(e->ctx, LLMEM_OBJECT_PARALLEL, LLMEM_PARALLEL_BUCKET_ELEMENTS,
                                      LLMEM_EOVERFLOW,
                                      "bucket-elements: DeepSpeed's reduce bucket (hidden %llu "
                                      "squared by default) is beyond the estimate's range (2^62 "
                                      "bytes)",
                                      (unsigned long long)m->hidden);
-        if (rc_ != LLMEM_OK)
-            return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                               "estimate: a rank holds more kinds of parameter tensors than the "
-                               "estimator lists (TENSOR_CLASSES_MAX); please report it");
     }
     x->model = e->model_serial;
     x->setup = setup_no;

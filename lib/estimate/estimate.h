@@ -39,6 +39,25 @@ typedef struct est_setup {
     setup s;                          /* its batch and seq are not compared */
 } est_setup;
 
+/* The sums of the last ranks (shard.h: rank_sums), by what they depend on:
+ * the model (its serial), the rank's setup (run: 2 x its setup's serial +
+ * the recipe's cast, which also decides the master dtype), tensor and
+ * expert parallelism, the rank's layers and ends. */
+#define ESTIMATE_SUMS 8
+
+typedef struct sums_key {
+    uint64_t model, run, tp, ep;
+    uint64_t layer_first, layers, chunks, chunk_stride;
+    uint64_t ends;                    /* embedding | head << 1 */
+} sums_key;
+
+typedef struct est_sums {
+    uint64_t used;                    /* 0: free */
+    sums_key key;
+    uint64_t trainable;               /* the whole model's trainable parameters */
+    rank_sums sums;
+} est_sums;
+
 /* The model's part of the bound on the step's byte counts (estimate.c). */
 typedef struct step_bound {
     uint64_t per_token, per_layer, heads;
@@ -77,6 +96,8 @@ struct llmem_estimate {
     int tensors_valid;
     uint64_t tensors_model, tensors_run, tensors_trainable;
     tensor_list tensors;
+    int nsums;                        /* sums[0 .. nsums) have been used */
+    est_sums sums[ESTIMATE_SUMS];
     const est_config *last_config;    /* the configuration of the last walks, and its serial */
     uint64_t last_serial;
     walk_scratch walk;                /* reused by every run: no allocation */

@@ -188,24 +188,13 @@ static uint64_t split_div(uint64_t all, uint64_t experts, uint64_t div, uint64_t
     return ceil_div(all - experts, div) + ceil_div(experts, div_e);
 }
 
-/* The experts' share of a rank's statics, apart: their own (16-bit and
- * master-typed), a trained MoE layer's expert gradients, and the ranks
- * they shard over. */
-typedef struct expert_share {
-    step_static s16, sm;
-    uint64_t grads, wide;
-    uint64_t group;
-} expert_share;
-
 /* Out of line (expert parallelism only): its lists stay off the common
  * path's stack frame. */
-static LLMEM_NOINLINE void expert_share_of(const tensor_list *mine, const model_shape *m,
-                                     const rank_recipe *rc, uint64_t n, uint64_t ep,
-                                     expert_share *out)
+static LLMEM_NOINLINE void expert_sums_of(const tensor_list *mine, const model_shape *m,
+                                          const rank_recipe *rc, expert_sums *out)
 {
     tensor_list experts, experts_master;
     only_experts(mine, &experts);
-    out->group = n / llmem_gcd(n, ep);
     llmem_statics_params(&experts, m, &rc->run, &out->s16);
     llmem_statics_optimizer(&experts, &rc->run, &out->s16);
     if (retype(&experts, rc->master_dt, &experts_master)) {
@@ -217,30 +206,50 @@ static LLMEM_NOINLINE void expert_share_of(const tensor_list *mine, const model_
     expert_grads_per_layer(&experts, &out->grads, &out->wide);
 }
 
-int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_recipe *rc,
+int llmem_rank_sums_parts(const layout *l)
+{
+    const sharding_desc *sh = l->sharding;
+    return (l->ep > 1 && l->shard > 1 ? SUMS_EXPERTS : 0) | (sh->params ? SUMS_SEGMENTS : 0) |
+           (sh->states ? 0 : SUMS_ROUNDING);
+}
+
+int llmem_rank_sums(const tensor_list *all, const model_shape *m, const rank_recipe *rc,
+                    const layout *l, const rank_class *r, int parts, rank_sums *out)
+{
+    tensor_list mine, master; /* filled by rank_classes and retype */
+    if (rank_classes(all, m, l, r, &mine))
+        return LLMEM_ENOTSUP;
+    out->parts = parts;
+    memset(&out->st16, 0, sizeof out->st16);
+    int retyped = retype(&mine, rc->master_dt, &master);
+    llmem_statics_params(&mine, m, &rc->run, &out->st16);
+    llmem_statics_optimizer(&mine, &rc->run, &out->st16);
+    if (retyped) {
+        memset(&out->stm, 0, sizeof out->stm);
+        llmem_statics_params(&master, m, &rc->run, &out->stm);
+        llmem_statics_optimizer(&master, &rc->run, &out->stm);
+    } else {
+        out->stm = out->st16; /* the same list: the same statics */
+    }
+    if (parts & SUMS_EXPERTS)
+        expert_sums_of(&mine, m, rc, &out->experts);
+    if (parts & SUMS_SEGMENTS)
+        segment_bytes(&mine, &out->layer, &out->embedding, &out->head);
+    if (parts & SUMS_ROUNDING)
+        out->rounding = llmem_allocator_overhead(&mine, &rc->run);
+    return LLMEM_OK;
+}
+
+int llmem_rank_share(const rank_sums *sums, const model_shape *m, const rank_recipe *rc,
                      const layout *l, const rank_class *r, rank_share *out)
 {
     static const tensor_list empty;
-    tensor_list mine, master; /* filled by rank_classes and retype */
-    step_static st16, stm;
+    const step_static *st16 = &sums->st16, *stm = &sums->stm;
     const sharding_desc *sh = l->sharding;
     uint64_t n = l->shard;
     int offload_opt = l->offload != LLMEM_OFFLOAD_NONE;
     int offload_params = l->offload == LLMEM_OFFLOAD_PARAMETERS;
     memset(out, 0, sizeof *out);
-    memset(&st16, 0, sizeof st16);
-    memset(&stm, 0, sizeof stm);
-    if (rank_classes(all, m, l, r, &mine))
-        return LLMEM_ENOTSUP;
-    int retyped = retype(&mine, rc->master_dt, &master);
-    llmem_statics_params(&mine, m, &rc->run, &st16);
-    llmem_statics_optimizer(&mine, &rc->run, &st16);
-    if (retyped) {
-        llmem_statics_params(&master, m, &rc->run, &stm);
-        llmem_statics_optimizer(&master, &rc->run, &stm);
-    } else {
-        stm = st16; /* the same list: the same statics */
-    }
 
     /* Under expert parallelism DeepSpeed shards the experts' MoE parameter
      * groups over their expert data-parallel group of dp / ep ranks
@@ -254,14 +263,12 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
      * and the rest of the block, router and shared experts included, over
      * the whole shard group. A layer's gather below is then the rank's own
      * E / ep experts whole. ZeRO-3 with ep > 1 is refused (layout.c). */
-    static const expert_share no_experts; /* nothing apart (and no memset per run) */
-    expert_share ex;
-    const expert_share *x = &no_experts;
+    static const expert_sums no_experts; /* nothing apart */
+    const expert_sums *x = &no_experts;
     uint64_t ne = n;
     if (l->ep > 1 && n > 1) {
-        expert_share_of(&mine, m, rc, n, l->ep, &ex);
-        x = &ex;
-        ne = ex.group;
+        x = &sums->experts;
+        ne = n / llmem_gcd(n, l->ep); /* the ranks they shard over */
     }
     const step_static *e16 = &x->s16, *em = &x->sm;
 
@@ -269,28 +276,28 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
     uint64_t pdiv = sh->params ? n : 1, sdiv = sh->states ? n : 1, gdiv = sh->grads ? n : 1;
     uint64_t pdiv_e = sh->params ? ne : 1, sdiv_e = sh->states ? ne : 1, gdiv_e = sh->grads ? ne : 1;
     /* FSDP keeps the fp32 shards the optimizer updates; ZeRO-3 its 16-bit partitions. */
-    st->weights = sh->fsdp ? split_div(stm.weights, em->weights, pdiv, pdiv_e)
-                           : split_div(st16.weights, e16->weights, pdiv, pdiv_e);
-    st->quant_constants = split_div(st16.quant_constants, e16->quant_constants, pdiv, pdiv_e);
-    st->adapters = split_div(st16.adapters, e16->adapters, pdiv, pdiv_e);
+    st->weights = sh->fsdp ? split_div(stm->weights, em->weights, pdiv, pdiv_e)
+                           : split_div(st16->weights, e16->weights, pdiv, pdiv_e);
+    st->quant_constants = split_div(st16->quant_constants, e16->quant_constants, pdiv, pdiv_e);
+    st->adapters = split_div(st16->adapters, e16->adapters, pdiv, pdiv_e);
     /* GPT-2's causal masks are per layer: the stage's share; a rotary
      * inv_freq is one per model, so one per stage. */
-    st->buffers = m->traits & TRAIT_CAUSAL_BUFFER ? st16.buffers / m->layers * r->layers
-                                                  : st16.buffers;
-    st->trainable = st16.trainable;
-    st->param_tensors = st16.param_tensors;
+    st->buffers = m->traits & TRAIT_CAUSAL_BUFFER ? st16->buffers / m->layers * r->layers
+                                                  : st16->buffers;
+    st->trainable = st16->trainable;
+    st->param_tensors = st16->param_tensors;
     int narrow_grads = rc->grad_dt == rc->run.param_dt;
-    uint64_t grads = narrow_grads ? st16.grads : stm.grads;
+    uint64_t grads = narrow_grads ? st16->grads : stm->grads;
     uint64_t grad_shards = split_div(grads, narrow_grads ? e16->grads : em->grads, gdiv, gdiv_e);
     st->grads = offload_opt ? 0 : grad_shards;
     /* fp32, like its grads */
-    uint64_t master_bytes = rc->master_copy ? split_div(stm.grads, em->grads, n, ne) : 0;
-    uint64_t states = split_div(stm.states, em->states, sdiv, sdiv_e);
-    uint64_t paged = split_div(stm.paged_states, em->paged_states, sdiv, sdiv_e);
+    uint64_t master_bytes = rc->master_copy ? split_div(stm->grads, em->grads, n, ne) : 0;
+    uint64_t states = split_div(stm->states, em->states, sdiv, sdiv_e);
+    uint64_t paged = split_div(stm->paged_states, em->paged_states, sdiv, sdiv_e);
     /* DeepSpeed's step: FusedAdam in place, on an fp32 gradient partition it
      * builds each step (mixed precision); torch's optimizers (DDP, FSDP) run
      * the row's step over the local shards. Offloaded, the step runs on the host. */
-    uint64_t step = sh->deepspeed ? master_bytes : ceil_div(stm.optimizer_step, sdiv);
+    uint64_t step = sh->deepspeed ? master_bytes : ceil_div(stm->optimizer_step, sdiv);
     if (offload_opt) {
         /* DeepSpeed's fp32 gradient partition is its step's (above); FSDP's
          * CPUOffloadPolicy copies each sharded gradient to the host in
@@ -324,11 +331,11 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
     else if (sh->deepspeed)
         out->gather.backward = bucket_bytes;
     else if (!sh->states && l->dp > 1)
-        st->comm = st16.grads;
+        st->comm = st16->grads;
     st->batch = llmem_statics_data(&rc->run);
     /* The caching allocator rounds each tensor; sharded engines keep flat
      * buffers, where only the cuBLAS workspace remains. */
-    out->overhead = llmem_allocator_overhead(sh->states ? &empty : &mine, &rc->run);
+    out->overhead = sh->states ? llmem_allocator_overhead(&empty, &rc->run) : sums->rounding;
 
     /* What the walk keeps of each backward's gradients (walk.h): a 16-bit
      * parameter's gradient as grad_dt bytes an element, a 4-byte one's as
@@ -338,11 +345,10 @@ int llmem_rank_share(const tensor_list *all, const model_shape *m, const rank_re
 
     /* Gathered parameters around each segment (in the model's 16-bit dtype). */
     if (sh->params) {
-        uint64_t layer, emb, head;
-        segment_bytes(&mine, &layer, &emb, &head);
+        uint64_t layer = sums->layer;
         walk_gather *g = &out->gather;
-        g->embedding = emb;
-        g->head = head;
+        g->embedding = sums->embedding;
+        g->head = sums->head;
         if (sh->deepspeed) {
             /* ZeRO-3: the module's partitions, and the next ones up to the prefetch bucket. */
             uint64_t prefetch = m->hidden * m->hidden * PREFETCH_NUM / PREFETCH_DEN *
