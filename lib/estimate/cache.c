@@ -6,6 +6,7 @@
 void llmem_segcache_init(seg_cache *c)
 {
     c->context_known = 0;
+    memset(&c->context_name, 0, sizeof c->context_name);
     c->context = c->serial = c->clock = c->restarts = 0;
     c->context_entries = 0;
     c->pos = c->high = c->victim = 0;
@@ -32,12 +33,22 @@ static void start_over(seg_cache *c)
     c->restarts = restarts + 1;
 }
 
-void llmem_segcache_begin(seg_cache *c, int same_context, uint64_t walk_key)
+static int same_name(const seg_context_name *a, const seg_context_name *b)
+{
+    for (int i = 0; i < SEG_NAME_WORDS; i++)
+        if (a->w[i] != b->w[i])
+            return 0;
+    return 1;
+}
+
+void llmem_segcache_begin(seg_cache *c, const seg_context_name *name, uint64_t walk_key)
 {
     c->pos = 0;
     c->walk_start = ++c->clock;
-    if (!same_context)
+    if (name->w[0] == 0 || !same_name(&c->context_name, name)) {
         c->context_known = 0;
+        c->context_name = *name;
+    }
     c->walk = walk_key ? llmem_walk_slot(walk_key) : -1;
     c->walk_full = 1;
     if (c->walk >= 0 && c->walk_key[c->walk] != walk_key) {

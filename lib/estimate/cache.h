@@ -42,6 +42,17 @@ static inline int llmem_walk_slot(uint64_t walk_key)
 
 typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);
 
+/* The caller's name for a walk's context (its model shape and build
+ * settings): words that decide it (estimate.c: the model's serial, the rank's
+ * setup, the layout's splits). Walks of one name share their context, which
+ * the cache then looks up once, not at every walk; a first word 0 names
+ * none. */
+#define SEG_NAME_WORDS 6
+
+typedef struct seg_context_name {
+    uint64_t w[SEG_NAME_WORDS];
+} seg_context_name;
+
 typedef struct seg_context {
     uint64_t serial; /* 0: free */
     uint64_t used, hash;
@@ -84,8 +95,9 @@ typedef struct seg_entry {
 } seg_entry;
 
 typedef struct seg_cache {
-    int context_known; /* the walk's context is `context` (reset by every walk unless
-                          the caller says it is the last walk's: walk_scratch's same_context) */
+    int context_known; /* the walk's context is `context` (reset by a walk of another
+                          name than context_name, the name it was found for) */
+    seg_context_name context_name;
     uint64_t context, serial, clock;
     int context_entries; /* 0: the context is new, no entry is its yet */
     int pos;           /* lookups so far in this walk */
@@ -117,11 +129,12 @@ typedef struct seg_cache {
 
 /* An empty cache (the arena and logs need no clearing; all zeros is one too). */
 void llmem_segcache_init(seg_cache *c);
-/* A walk starts: its segments will be asked for in order; same_context: its
- * model shape and build settings are the last walk's (else looked up again);
- * walk_key: nonzero names the walk's structure (the same key, the same
- * segments asked for in the same order), 0 names none. */
-void llmem_segcache_begin(seg_cache *c, int same_context, uint64_t walk_key);
+/* A walk starts: its segments will be asked for in order; name: its
+ * context's (the context found for the same name is kept, else looked up
+ * again at the first lookup); walk_key: nonzero names the walk's structure
+ * (the same key, the same segments asked for in the same order), 0 names
+ * none. */
+void llmem_segcache_begin(seg_cache *c, const seg_context_name *name, uint64_t walk_key);
 /* The segment's cost from what c learnt, 1; or 0: simulate it (with
  * c->log as the graph's events), then call llmem_segcache_learn. */
 int llmem_segcache_lookup(seg_cache *c, const model_shape *m, const build *b, const seg_query *q,

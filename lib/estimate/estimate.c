@@ -34,7 +34,7 @@ void llmem_estimate_forget(llmem_estimate *e)
     e->walk.graph.event_grads = NULL;
     e->walk.graph.events_cap = 0;
     e->walk.graph_overflow = 0;
-    e->walk.same_context = 0;
+    memset(&e->walk.context_name, 0, sizeof e->walk.context_name);
     e->walk.walk_key = 0;
     e->walk.loss_chunk = 0;
     e->walk.compiled = e->walk.answered = e->walk.simulated = 0;
@@ -670,7 +670,8 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
                                  "formula: the article's sum is for one GPU; use the phased "
                                  "formula with a layout");
     llmem_rank_recipe(&s, &l, &rc);
-    if ((rc_ = find_config(e, setup_id(e, &s), &l, &rc, &cf)) != LLMEM_OK) {
+    uint64_t setup_no = setup_id(e, &s);
+    if ((rc_ = find_config(e, setup_no, &l, &rc, &cf)) != LLMEM_OK) {
         e->last_config = NULL;
         return rc_;
     }
@@ -682,9 +683,12 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
         step_overflows(&e->bound, &s, 1))
         return step_overflow_error(e->ctx, &s);
     int n = cf->nranks;
-    /* The walks of one configuration share the model shape and the setup (but
-     * batch and seq): the segment cache then need not look them up again. */
-    e->walk.same_context = cf == e->last_config && cf->serial == e->last_serial;
+    /* What decides the walks' model shape (tensor and context parallelism's
+     * splits of the model) and build settings (the rank's setup, sequence and
+     * expert parallelism): walks of the same, a planner's that only moves
+     * data parallelism, share the segment cache's context. */
+    e->walk.context_name = (seg_context_name){ { e->model_serial, 2 * setup_no + (uint64_t)rc.cast,
+                                                 l.tp, l.cp > 1, l.sp, l.ep } };
     e->last_config = cf;
     e->last_serial = cf->serial;
 

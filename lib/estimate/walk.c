@@ -868,7 +868,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     e->graph_overflow = 0;
     e->positions = 0;
     e->taped = 0; /* a tape of another walk was built for its own batch and seq */
-    llmem_segcache_begin(&e->cache, e->same_context, e->walk_key);
+    llmem_segcache_begin(&e->cache, &e->context_name, e->walk_key);
     b.batch = s->batch;
     b.seq = s->seq;
     b.tokens = s->batch * s->seq;

@@ -73,8 +73,8 @@ typedef struct walk_scratch {
     graph graph;
     seg_cache cache;
     int graph_overflow; /* a segment did not fit the graph: a bug, reported as such */
-    int same_context;   /* set by the caller: this walk's model shape and setup are the
-                           last walk's, but batch and seq (the cache skips looking them up) */
+    seg_context_name context_name; /* set by the caller: names this walk's model shape and
+                           setup but batch and seq (cache.h), or zeros */
     uint64_t walk_key;  /* set by the caller: nonzero names what the walk asks of the cache
                            (its configuration and rank; seg_cache's walk slots), 0 none */
     int positions;      /* segments asked for so far in this walk */
