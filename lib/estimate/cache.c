@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "estimate/cache.h"
 
+#include <stddef.h>
 #include <string.h>
 
 void llmem_segcache_init(seg_cache *c)
@@ -94,6 +95,11 @@ static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+/* The part of a model shape its context's digest covers: its family and
+ * the sizes of its layers and vocabulary, which tell models and their
+ * tensor-parallel splits apart (the whole shape is compared after). */
+#define SHAPE_HASHED offsetof(model_shape, max_positions)
+
 /* The walk's model shape and build settings: found or added (the least
  * recently used one goes). */
 static void find_context(seg_cache *c, const model_shape *m, const build *b)
@@ -106,7 +112,7 @@ static void find_context(seg_cache *c, const model_shape *m, const build *b)
     settings.hold_input = 0;
     settings.loss_chunk = 0; /* the queries' piece says it */
     settings.model_locals = 0; /* the head's spec says it */
-    uint64_t hash = mix_bytes(mix_bytes(0, m, sizeof *m), &settings, sizeof settings);
+    uint64_t hash = mix_bytes(mix_bytes(0, m, SHAPE_HASHED), &settings, sizeof settings);
     for (int i = 0; i < SEG_CONTEXTS; i++) {
         seg_context *x = &c->contexts[i];
         if (x->serial == 0) {
