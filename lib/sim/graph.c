@@ -435,9 +435,11 @@ SPECIALIZED void shift_recomputation(graph *g, int kind, seg_cost *c, uint64_t a
     if (down > c->fwd_peak)
         down = c->fwd_peak;
     c->fwd_peak = c->fwd_peak + up - down;
-    if (kind != LOG_NONE)
-        for (int k = 0; k < g->nevents_forward; k++)
-            g->events[k] = g->events[k] + up - (g->events[k] < down ? g->events[k] : down);
+    if (kind != LOG_NONE && (up | down) != 0) {
+        uint64_t *ev = g->events; /* a local: the stores cannot alias it */
+        for (int k = 0, n = g->nevents_forward; k < n; k++)
+            ev[k] = ev[k] + up - (ev[k] < down ? ev[k] : down);
+    }
 }
 
 SPECIALIZED void simulate(graph *g, int kind, int mode, seg_cost *c)
