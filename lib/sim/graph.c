@@ -15,6 +15,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->nevents = 0;
     g->region = NULL;
     g->ninputs = 0;
+    g->fate.valid = 0;
 }
 
 tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg)
@@ -120,6 +121,7 @@ tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int 
  * included); a tape recorded under no_grad keeps the parameter's flag. */
 void llmem_graph_cached(graph *g, tid c, tid w)
 {
+    g->fate.valid = 0;
     g->t[c].cached = g->grad_enabled ? CAST_CACHED : g->t[w].cached ? CAST_CACHED_NO_GRAD : 0;
 }
 
@@ -129,6 +131,7 @@ void llmem_graph_made_to_save(graph *g, tid t)
         g->overflow = 1; /* a builder's bug, reported as such */
         return;
     }
+    g->fate.valid = 0;
     g->op[g->nop - 2].alloc -= g->t[t].bytes; /* made only when saved: see simulate_forward */
     g->t[t].last_use = -1; /* never freed in forward: saved, or never made */
     g->made[g->nmade++] = t;
@@ -140,6 +143,7 @@ void llmem_graph_view(graph *g, tid v, tid x)
         g->op[g->nop - 1].alloc -= g->t[v].bytes;
     g->t[v].role = ROLE_VIEW;
     g->t[v].base = g->t[x].base;
+    g->fate.valid = 0;
 }
 
 static int owns_storage(const g_tensor *t)
@@ -194,32 +198,89 @@ static int last_save(const graph *g)
     return -1;
 }
 
-/* Forward, and what backward releases after each op (release: the saved
- * tensors whose first save it is; not under no_grad). */
+/* The tensor pass of a run without grad, kept as graph's fate for the
+ * tape's later runs (a checkpointed layer's recomputation follows its
+ * first forward): with grad, where each tensor that owns its storage
+ * goes; without, the saved tensors too (extra). */
+static void place_tensors(graph *g)
+{
+    struct tensor_fate *f = &g->fate;
+    uint64_t persist = 0, cached = 0;
+    tid output = g->output;
+    int nextra = 0;
+    memset(f->freed, 0, (size_t)g->nop * sizeof f->freed[0]);
+    memset(f->release, 0, (size_t)g->nop * sizeof f->release[0]);
+    for (int t = 0; t < g->nt; t++) {
+        const g_tensor *x = &g->t[t];
+        if (!owns_storage(x))
+            continue;
+        if (x->saved > 0) {
+            persist += x->bytes;
+            f->release[x->first_save] += x->bytes;
+            f->extra[nextra++] = (tid)t;
+        } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
+            cached += x->bytes;
+        } else if (t != output && x->last_use >= 0) {
+            f->freed[x->last_use] += x->bytes;
+        }
+    }
+    f->persist = persist;
+    f->cached = g->grad_enabled ? cached : 0;
+    f->nextra = nextra;
+    f->output = output;
+    f->nt = g->nt;
+    f->nop = g->nop;
+    f->valid = 1;
+}
+
+/* Forward, and what backward releases after each op (*release_at: the
+ * saved tensors whose first save it is, in release or the tape's fate;
+ * not under no_grad). */
 SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int packed,
-                                  uint64_t *release, seg_cost *c)
+                                  uint64_t *release, const uint64_t **release_at, seg_cost *c)
 {
     /* freed[i]: bytes whose last reference goes after op i. */
     uint64_t freed[GRAPH_MAX_OPS];
     uint64_t live = 0, peak = 0, persist = 0, cached = 0, made_first = 0;
     tid output = g->output; /* a local: not reloaded after each store to release */
+    const struct tensor_fate *f = &g->fate;
     event_log log = log_open(g);
-    memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
-    memset(release, 0, (size_t)g->nop * sizeof release[0]);
-    /* One pass: what stays saved for backward, and when the rest goes. */
-    for (int t = 0; t < g->nt; t++) {
-        const g_tensor *x = &g->t[t];
-        if (!owns_storage(x))
-            continue;
-        if (x->saved > 0 && !no_grad) {
-            persist += x->bytes;
-            release[x->first_save] += x->bytes;
-        } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
-            /* autocast holds it past the segment (under no_grad too: the
-             * caller counts it then, from the segment's end) */
-            cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
-        } else if (t != output && x->last_use >= 0) {
-            freed[x->last_use] += x->bytes;
+    int known = f->valid && f->output == output && f->nt == g->nt && f->nop == g->nop;
+    if (no_grad && !known) {
+        place_tensors(g);
+        known = 1;
+    }
+    if (known) {
+        memcpy(freed, f->freed, (size_t)g->nop * sizeof freed[0]);
+        for (int k = 0; no_grad && k < f->nextra; k++) {
+            const g_tensor *x = &g->t[f->extra[k]];
+            if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD))
+                continue; /* autocast's, as below */
+            if (f->extra[k] != output && x->last_use >= 0)
+                freed[x->last_use] += x->bytes;
+        }
+        persist = no_grad ? 0 : f->persist;
+        cached = no_grad ? 0 : f->cached;
+        *release_at = f->release;
+    } else {
+        memset(freed, 0, (size_t)g->nop * sizeof freed[0]);
+        memset(release, 0, (size_t)g->nop * sizeof release[0]);
+        *release_at = release;
+        /* One pass: what stays saved for backward, and when the rest goes. */
+        for (int t = 0; t < g->nt; t++) {
+            const g_tensor *x = &g->t[t];
+            if (!owns_storage(x))
+                continue;
+            if (x->saved > 0 && !no_grad) {
+                persist += x->bytes;
+                release[x->first_save] += x->bytes;
+            } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
+                /* autocast holds it past the segment (under no_grad too: the
+                 * caller counts it then, from the segment's end) */
+                cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
+            } else if (t != output && x->last_use >= 0) {
+                freed[x->last_use] += x->bytes;
+            }
         }
     }
     /* What exists only to be saved: made by the op before its saver when
@@ -447,13 +508,14 @@ SPECIALIZED void simulate(graph *g, int kind, int mode, seg_cost *c)
     int packed = mode == SIM_PACKED, no_grad = mode == SIM_NO_GRAD || packed;
     int stop = mode == SIM_EARLY_STOP ? last_save(g) : -1;
     uint64_t release[GRAPH_MAX_OPS], at_stop = 0;
+    const uint64_t *release_at = release;
     memset(c, 0, sizeof *c);
     g->nevents = 0;
-    simulate_forward(g, kind, stop, no_grad, packed, release, c);
+    simulate_forward(g, kind, stop, no_grad, packed, release, &release_at, c);
     g->nevents_forward = g->nevents;
     if (no_grad || !g->grad_enabled || g->output < 0 || !g->t[g->output].rg)
         return;
-    simulate_backward(g, kind, mode == SIM_HOLD_OUTPUT, stop, release, c, &at_stop);
+    simulate_backward(g, kind, mode == SIM_HOLD_OUTPUT, stop, release_at, c, &at_stop);
     if (stop >= 0)
         shift_recomputation(g, kind, c, at_stop);
 }

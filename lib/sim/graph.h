@@ -115,6 +115,21 @@ typedef struct graph {
     int nevents, events_cap;
     int nevents_forward; /* how many of them the forward pass logged */
     const char *region;  /* what the builder is recording: ops take it */
+    /* The tensor pass of the tape's first run without grad (graph.c), kept
+     * for its other runs: with grad, freed[i] is what goes after op i,
+     * release[i] the saved tensors whose first save op i is (backward drops
+     * them after it), persist their sum, cached autocast's casts held past
+     * the segment; without, the saved tensors go too: those of extra, nextra
+     * of them, after their last use. valid: 0 once the tape changes (a
+     * reset, a retarget, the builders' calls but the new tensors and ops
+     * that nt and nop tell); output, nt, nop: the tape's then. */
+    struct tensor_fate {
+        uint64_t freed[GRAPH_MAX_OPS], release[GRAPH_MAX_OPS];
+        uint64_t persist, cached;
+        tid extra[GRAPH_MAX_TENSORS];
+        int nextra, valid, nt, nop;
+        tid output;
+    } fate;
 } graph;
 
 /* What one segment costs, in bytes, relative to the live set before it. */
@@ -167,8 +182,10 @@ void llmem_graph_cached(graph *g, tid c, tid w);
 /* Keep t referenced (a Python local) at least until the op most recently recorded. */
 static inline void llmem_graph_hold(graph *g, tid t)
 {
-    if (t >= 0 && g->nop > 0 && g->t[t].last_use < g->nop - 1)
+    if (t >= 0 && g->nop > 0 && g->t[t].last_use < g->nop - 1) {
         g->t[t].last_use = g->t[g->t[t].base].last_use = (int16_t)(g->nop - 1);
+        g->fate.valid = 0;
+    }
 }
 
 /* How a segment runs (torch.utils.checkpoint, torch/utils/checkpoint.py). */

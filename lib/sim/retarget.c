@@ -65,6 +65,7 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
     uint8_t input = (uint8_t)(input_rg && g->grad_enabled);
     uint8_t params = (uint8_t)(params_rg && g->grad_enabled);
     int stale = 0;
+    g->fate.valid = 0;
     memset(changed, 0, (size_t)g->nt);
     for (int k = 0; k < graph_input_count(g); k++) {
         g_tensor *x = &t[graph_input_at(g, k)];
