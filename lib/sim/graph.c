@@ -198,6 +198,23 @@ static int last_save(const graph *g)
     return -1;
 }
 
+/* Where a tensor that owns its storage goes in forward: kept for backward
+ * (when saves count: not under no_grad), held by autocast past the segment
+ * (under no_grad too), freed after its last use, or kept to the end (the
+ * output, or a tensor no op uses). The tensor passes below all ask this. */
+enum tensor_way { GOES_SAVED, GOES_CACHED, GOES_FREED, GOES_NOWHERE };
+
+static inline enum tensor_way tensor_goes(const g_tensor *x, int t, tid output, int saves)
+{
+    if (x->saved > 0 && saves)
+        return GOES_SAVED;
+    if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD))
+        return GOES_CACHED;
+    if (t != output && x->last_use >= 0)
+        return GOES_FREED;
+    return GOES_NOWHERE;
+}
+
 /* The tensor pass of a run without grad, kept as graph's fate for the
  * tape's later runs (a checkpointed layer's recomputation follows its
  * first forward): with grad, where each tensor that owns its storage
@@ -214,14 +231,20 @@ static void place_tensors(graph *g)
         const g_tensor *x = &g->t[t];
         if (!owns_storage(x))
             continue;
-        if (x->saved > 0) {
+        switch (tensor_goes(x, t, output, 1)) {
+        case GOES_SAVED:
             persist += x->bytes;
             f->release[x->first_save] += x->bytes;
             f->extra[nextra++] = (tid)t;
-        } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
+            break;
+        case GOES_CACHED:
             cached += x->bytes;
-        } else if (t != output && x->last_use >= 0) {
+            break;
+        case GOES_FREED:
             f->freed[x->last_use] += x->bytes;
+            break;
+        case GOES_NOWHERE:
+            break;
         }
     }
     f->persist = persist;
@@ -254,9 +277,7 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int
         memcpy(freed, f->freed, (size_t)g->nop * sizeof freed[0]);
         for (int k = 0; no_grad && k < f->nextra; k++) {
             const g_tensor *x = &g->t[f->extra[k]];
-            if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD))
-                continue; /* autocast's, as below */
-            if (f->extra[k] != output && x->last_use >= 0)
+            if (tensor_goes(x, f->extra[k], output, 0) == GOES_FREED)
                 freed[x->last_use] += x->bytes;
         }
         persist = no_grad ? 0 : f->persist;
@@ -271,15 +292,19 @@ SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int
             const g_tensor *x = &g->t[t];
             if (!owns_storage(x))
                 continue;
-            if (x->saved > 0 && !no_grad) {
+            switch (tensor_goes(x, t, output, !no_grad)) {
+            case GOES_SAVED:
                 persist += x->bytes;
                 release[x->first_save] += x->bytes;
-            } else if (x->cached && (x->rg || x->cached == CAST_CACHED_NO_GRAD)) {
-                /* autocast holds it past the segment (under no_grad too: the
-                 * caller counts it then, from the segment's end) */
+                break;
+            case GOES_CACHED: /* under no_grad the caller counts it, from the segment's end */
                 cached += no_grad || !g->grad_enabled ? 0 : x->bytes;
-            } else if (t != output && x->last_use >= 0) {
+                break;
+            case GOES_FREED:
                 freed[x->last_use] += x->bytes;
+                break;
+            case GOES_NOWHERE:
+                break;
             }
         }
     }
