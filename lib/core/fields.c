@@ -183,8 +183,18 @@ int llmem_fields_accept_str(llmem_ctx *ctx, const field_table *t, int key, const
                 }
                 return rc;
             }
-        } else if ((v = llmem_names_lookup(f->values, text)) == 0) {
-            return unknown_name(ctx, t, f, "value", text);
+        } else {
+            size_t i = llmem_names_index(f->values, text);
+            if (i == llmem_names_count(f->values))
+                return unknown_name(ctx, t, f, "value", text);
+            v = llmem_names_at(f->values, i)->value;
+            /* A row's value names itself (llmem_fields_accept_int's last
+             * check): only the bounds are left (no name's value is 0). */
+            if (i < f->values->count) {
+                *ints = v;
+                return (double)v < f->min || (double)v > f->max ? fail_range(ctx, t, f, v)
+                                                                : LLMEM_OK;
+            }
         }
         *ints = v;
         return llmem_fields_accept_int(ctx, t, key, v, row);

@@ -117,14 +117,32 @@ const name_value *llmem_names_at(const name_table *t, size_t i)
     return (const name_value *)(const void *)((const char *)t->first + i * t->stride);
 }
 
+/* strcmp(a, b) == 0 inline: a planner sets a name at every call, and a
+ * library strcmp per row cost it more than the rest of the setter. Most
+ * rows differ at the first byte. */
+static int same_name(const char *a, const char *b)
+{
+    for (; *a == *b; a++, b++)
+        if (*a == '\0')
+            return 1;
+    return 0;
+}
+
+size_t llmem_names_index(const name_table *t, const char *name)
+{
+    size_t n = llmem_names_count(t);
+    if (name == NULL)
+        return n;
+    for (size_t i = 0; i < n; i++)
+        if (same_name(llmem_names_at(t, i)->name, name))
+            return i;
+    return n;
+}
+
 int llmem_names_lookup(const name_table *t, const char *name)
 {
-    if (name == NULL)
-        return 0;
-    for (size_t i = 0; i < llmem_names_count(t); i++)
-        if (strcmp(llmem_names_at(t, i)->name, name) == 0)
-            return llmem_names_at(t, i)->value;
-    return 0;
+    size_t i = llmem_names_index(t, name);
+    return i < llmem_names_count(t) ? llmem_names_at(t, i)->value : 0;
 }
 
 const char *llmem_names_name(const name_table *t, int value)

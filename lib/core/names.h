@@ -48,6 +48,9 @@ typedef struct name_table {
 size_t llmem_names_count(const name_table *t);
 /* Row i (i < llmem_names_count(t)): the rows, then the aliases. */
 const name_value *llmem_names_at(const name_table *t, size_t i);
+/* Index of name (llmem_names_at: a row, then an alias), or
+ * llmem_names_count(t) when unknown. */
+size_t llmem_names_index(const name_table *t, const char *name);
 /* Value of name (or of an alias), or 0 when unknown (no enumeration uses 0). */
 int llmem_names_lookup(const name_table *t, const char *name);
 /* Name of value (the row's, never an alias), or NULL. */

@@ -251,23 +251,23 @@ static int tensor_list_of(llmem_estimate *e, uint64_t run, const rank_recipe *rc
                            "the estimator lists (TENSOR_CLASSES_MAX); please report it");
     /* The bound on the model's parameters (check_model) leaves out LoRA's
      * adapters, which a large rank makes outnumber them: bound every
-     * listed tensor the same way, 32 bytes an element. */
+     * listed tensor the same way, 32 bytes an element. The trainable ones
+     * summed on the way are llmem_statics_params's count, within the bound. */
     checked c = { 0 };
-    uint64_t elems = 0;
-    for (int i = 0; i < e->tensors.n; i++)
-        elems = ck_add(&c, elems,
-                       ck_mul(&c, ck_mul(&c, e->tensors.c[i].rows, e->tensors.c[i].cols),
-                              e->tensors.c[i].count));
+    uint64_t elems = 0, trainable = 0;
+    for (int i = 0; i < e->tensors.n; i++) {
+        const tensor_class *x = &e->tensors.c[i];
+        uint64_t n = ck_mul(&c, ck_mul(&c, x->rows, x->cols), x->count);
+        elems = ck_add(&c, elems, n);
+        trainable += x->trainable ? n : 0;
+    }
     if (ck_mul(&c, elems, 32) > (UINT64_C(1) << 62) || c.overflow)
         return llmem__fail_field(e->ctx, LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_LORA_RANK,
                                  LLMEM_EOVERFLOW,
                                  "lora-rank: %llu: the adapters' parameters overflow the "
                                  "64-bit byte counts",
                                  (unsigned long long)rc->run.lora_rank);
-    step_static whole;
-    memset(&whole, 0, sizeof whole);
-    llmem_statics_params(&e->tensors, m, &rc->run, &whole);
-    e->tensors_trainable = whole.trainable;
+    e->tensors_trainable = trainable;
     e->tensors_model = e->model_serial;
     e->tensors_run = run;
     e->tensors_valid = 1;

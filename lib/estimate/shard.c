@@ -107,22 +107,36 @@ static int rank_classes(const tensor_list *all, const model_shape *m, const layo
     return 0;
 }
 
-/* The same classes with the trainable non-adapter ones in dt bytes. */
+/* Whether rank r holds every class of the model whole (one GPU, data
+ * parallelism alone): rank_classes would copy the list as it is (a layer
+ * class's count is its layers times a count per layer). */
+static int holds_all(const model_shape *m, const layout *l, const rank_class *r)
+{
+    return l->tp == 1 && l->ep == 1 && r->chunks == 1 && r->layer_first == 0 &&
+           r->layers == m->layers && r->embedding && r->head;
+}
+
+static int retyped(const tensor_class *c, int dt)
+{
+    return c->trainable && c->role != PARAM_ADAPTER && c->dt != DT_NF4 && c->dt != dt;
+}
+
 /* The list with its trainable weights in dt; 0 when that changes nothing
- * (the list is then in as it was). */
+ * (out is then not written: most setups train in the master dtype). */
 static int retype(const tensor_list *in, int dt, tensor_list *out)
 {
-    int changed = 0;
+    int i = 0;
+    while (i < in->n && !retyped(&in->c[i], dt))
+        i++;
+    if (i == in->n)
+        return 0;
     out->n = in->n; /* the classes in use only: a list is kilobytes */
     out->overflow = in->overflow;
     memcpy(out->c, in->c, (size_t)in->n * sizeof in->c[0]);
-    for (int i = 0; i < out->n; i++)
-        if (out->c[i].trainable && out->c[i].role != PARAM_ADAPTER && out->c[i].dt != DT_NF4 &&
-            out->c[i].dt != dt) {
+    for (; i < out->n; i++)
+        if (retyped(&out->c[i], dt))
             out->c[i].dt = dt;
-            changed = 1;
-        }
-    return changed;
+    return 1;
 }
 
 /* Bytes of one decoder layer's parameters as stored (the largest kind of
@@ -216,15 +230,19 @@ int llmem_rank_sums_parts(const layout *l)
 int llmem_rank_sums(const tensor_list *all, const model_shape *m, const rank_recipe *rc,
                     const layout *l, const rank_class *r, int parts, rank_sums *out)
 {
-    tensor_list mine, master; /* filled by rank_classes and retype */
-    if (rank_classes(all, m, l, r, &mine))
-        return LLMEM_ENOTSUP;
+    tensor_list own, master; /* filled by rank_classes and retype */
+    const tensor_list *mine = all;
+    if (!holds_all(m, l, r)) {
+        if (rank_classes(all, m, l, r, &own))
+            return LLMEM_ENOTSUP;
+        mine = &own;
+    }
     out->parts = parts;
     memset(&out->st16, 0, sizeof out->st16);
-    int retyped = retype(&mine, rc->master_dt, &master);
-    llmem_statics_params(&mine, m, &rc->run, &out->st16);
-    llmem_statics_optimizer(&mine, &rc->run, &out->st16);
-    if (retyped) {
+    int retyped_any = retype(mine, rc->master_dt, &master);
+    llmem_statics_params(mine, m, &rc->run, &out->st16);
+    llmem_statics_optimizer(mine, &rc->run, &out->st16);
+    if (retyped_any) {
         memset(&out->stm, 0, sizeof out->stm);
         llmem_statics_params(&master, m, &rc->run, &out->stm);
         llmem_statics_optimizer(&master, &rc->run, &out->stm);
@@ -232,11 +250,11 @@ int llmem_rank_sums(const tensor_list *all, const model_shape *m, const rank_rec
         out->stm = out->st16; /* the same list: the same statics */
     }
     if (parts & SUMS_EXPERTS)
-        expert_sums_of(&mine, m, rc, &out->experts);
+        expert_sums_of(mine, m, rc, &out->experts);
     if (parts & SUMS_SEGMENTS)
-        segment_bytes(&mine, &out->layer, &out->embedding, &out->head);
+        segment_bytes(mine, &out->layer, &out->embedding, &out->head);
     if (parts & SUMS_ROUNDING)
-        out->rounding = llmem_allocator_overhead(&mine, &rc->run);
+        out->rounding = llmem_allocator_overhead(mine, &rc->run);
     return LLMEM_OK;
 }
 
