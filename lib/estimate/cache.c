@@ -315,8 +315,11 @@ static void learn_forms(seg_cache *c, seg_entry *x, int newest)
 {
     sample_view now = view(x, newest), others[3];
     int fitted = 0;
-    int want_row = x->regime != REGIME_BATCH1 && find_form(x, FORM_ROW, now.seq) == NULL;
-    int want_col = (x->regime == REGIME_BATCH1 || x->regime == REGIME_GENERAL) &&
+    /* A row takes two other samples, a column three: an entry's first
+     * samples (a first run's) fit nothing. */
+    int enough = x->nsamples >= 3;
+    int want_row = enough && x->regime != REGIME_BATCH1 && find_form(x, FORM_ROW, now.seq) == NULL;
+    int want_col = enough && (x->regime == REGIME_BATCH1 || x->regime == REGIME_GENERAL) &&
                    find_form(x, FORM_COL, now.batch) == NULL;
     for (int pass = 0; pass < 2; pass++) {
         int n = 0, need = pass == 0 ? 2 : 3;

@@ -93,8 +93,10 @@ int llmem_train_check_unread(llmem_ctx *ctx, const llmem_train *t)
             unread |= rules[i].fields;
     uint32_t suspect = t->given & unread;
     for (int key = 1; suspect >> key != 0; key++) {
+        if (!(suspect >> key & 1))
+            continue;
         const field_desc *f = llmem_fields_find(&llmem_train_fields, key);
-        if (!(suspect >> key & 1) || at_default(t, f))
+        if (at_default(t, f))
             continue;
         char value[48];
         const char *name = f->kind == FIELD_ENUM ? llmem_fields_value_name(&llmem_train_fields,
