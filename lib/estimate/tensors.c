@@ -135,12 +135,11 @@ static void add_experts(tensor_list *l, const place *at, const model_shape *m, c
  * the layer norms are vectors: whatever the attention count has beyond its
  * linears. */
 static void add_layers(tensor_list *l, const model_shape *m, const model_params *p,
-                       const setup *s, uint64_t first, uint64_t count, int trainable, int moe)
+                       const setup *s, const model_linear *lin, int n, uint64_t first,
+                       uint64_t count, int trainable, int moe)
 {
     if (count == 0)
         return; /* no layers of this kind (a dense model's experts): nothing to list */
-    model_linear lin[MODEL_MAX_LINEARS];
-    int n = llmem_model_layer_linears(m, lin);
     int adapters = s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA;
     uint64_t linear_params = 0;
     place at = { SEG_LAYER, PARAM_WEIGHT, SPLIT_NONE, first, count };
@@ -159,14 +158,16 @@ static void add_layers(tensor_list *l, const model_shape *m, const model_params 
         s->param_dt, trainable);
 }
 
-/* Layers [first, first + count) of which the first `dense` of the model are dense. */
+/* Layers [first, first + count) of which the first `dense` of the model are
+ * dense; lin: a layer's n linears. */
 static void add_layer_range(tensor_list *l, const model_shape *m, const model_params *p,
-                            const setup *s, uint64_t first, uint64_t count, int trainable)
+                            const setup *s, const model_linear *lin, int n, uint64_t first,
+                            uint64_t count, int trainable)
 {
     uint64_t dense_end = m->experts > 0 ? m->dense_layers : m->layers;
     uint64_t dense = first < dense_end ? (dense_end - first < count ? dense_end - first : count) : 0;
-    add_layers(l, m, p, s, first, dense, trainable, 0);
-    add_layers(l, m, p, s, first + dense, count - dense, trainable, 1);
+    add_layers(l, m, p, s, lin, n, first, dense, trainable, 0);
+    add_layers(l, m, p, s, lin, n, first + dense, count - dense, trainable, 1);
 }
 
 void llmem_tensors_list(const model_shape *m, const model_params *p, const setup *s,
@@ -199,8 +200,11 @@ void llmem_tensors_list(const model_shape *m, const model_params *p, const setup
     if (m->embed_norm)
         add(l, &embed_norm, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt, embed_trains);
 
-    add_layer_range(l, m, p, s, 0, frozen, 0);
-    add_layer_range(l, m, p, s, frozen, m->layers - frozen, full || freeze);
+    /* Every layer has the same linears (the experts apart): listed once. */
+    model_linear lin[MODEL_MAX_LINEARS];
+    int n = llmem_model_layer_linears(m, lin);
+    add_layer_range(l, m, p, s, lin, n, 0, frozen, 0);
+    add_layer_range(l, m, p, s, lin, n, frozen, m->layers - frozen, full || freeze);
 
     if (m->final_norm)
         add(l, &final_norm, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt, full || freeze);
