@@ -36,84 +36,15 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     return id;
 }
 
-/* Op i keeps x for backward. Ops are counted in order, so the first to
- * keep it has the lowest index: backward's last use of it. */
-static inline void keep(g_tensor *x, int i)
+/* An op that does not fit (a builder's bug, reported as such): its output
+ * made as a plain tensor, so that the builder can go on. */
+tid llmem_graph_op_overflow(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin)
 {
-    if (x->saved++ == 0)
-        x->first_save = (int16_t)i;
-}
-
-/* Count op i's saves on the tensors that own their storage. */
-static inline void count_saves(g_tensor *t, const g_op *op, int i)
-{
-    unsigned save = op->save;
-    if (save == 0)
-        return;
-    if (save & 1u)
-        keep(&t[t[op->in[0]].base], i);
-    if (save & 2u)
-        keep(&t[t[op->in[1]].base], i);
-    if (save & 4u)
-        keep(&t[t[op->in[2]].base], i);
-    if (save & SAVE_OUT)
-        keep(&t[op->out], i);
-    if (save & SAVE_AUX)
-        keep(&t[op->aux], i);
-}
-
-/* A tensor op index creates (first_save is set by its first save). */
-static inline void activation(g_tensor *x, tid id, uint64_t bytes, int index, int rg, int dt)
-{
-    x->bytes = bytes;
-    x->last_use = (int16_t)index;
-    x->base = id;
-    x->saved = 0;
-    x->role = ROLE_ACT;
-    x->rg = (uint8_t)rg;
-    x->dt = (uint8_t)dt;
-    x->cached = 0;
-}
-
-tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin, unsigned save,
-             unsigned grad_alias, uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
-{
-    g_tensor *t = g->t;
-    int nt = g->nt, has_aux = aux_bytes > 0, any_rg = 0;
-    if (nt + 1 + has_aux > GRAPH_MAX_TENSORS || g->nop >= GRAPH_MAX_OPS || nin > GRAPH_MAX_IN) {
-        for (int j = 0; j < nin && j < GRAPH_MAX_IN; j++)
-            any_rg |= graph_rg(g, in[j]);
-        tid out = llmem_graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
-        g->overflow = 1;
-        return out;
-    }
-    int index = g->nop++;
-    tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;
-    uint64_t out_bytes = out_elems * (uint64_t)out_dt;
-    g_op *op = &g->op[index];
-    op->out = out;
-    op->aux = aux;
-    op->nin = (uint8_t)nin;
-    op->rule = (uint8_t)(nin >= 2 ? save : save & ~(SAVE_CROSS | BWD_REDUCE));
-    op->grad_alias = (uint8_t)grad_alias;
-    op->alloc = out_bytes + aux_bytes;
-    op->fwd_extra = fwd_extra;
-    op->bwd_extra = bwd_extra;
-    op->bwd_final = 0;
-    op->region = g->region;
-    /* Using an input (a view: its base) keeps its storage alive to here. */
-    for (int j = 0; j < nin; j++) {
-        g_tensor *x = &t[in[j]];
-        op->in[j] = in[j];
-        any_rg |= x->rg;
-        x->last_use = t[x->base].last_use = (int16_t)index;
-    }
-    activation(&t[out], out, out_bytes, index, any_rg, out_dt);
-    if (has_aux)
-        activation(&t[aux], aux, aux_bytes, index, 0, 1);
-    g->nt = nt + 1 + has_aux;
-    graph_apply_rule(t, op, any_rg);
-    count_saves(t, op, index);
+    int any_rg = 0;
+    for (int j = 0; j < nin && j < GRAPH_MAX_IN; j++)
+        any_rg |= graph_rg(g, in[j]);
+    tid out = llmem_graph_tensor(g, out_elems, out_dt, ROLE_ACT, any_rg);
+    g->overflow = 1;
     return out;
 }
 
