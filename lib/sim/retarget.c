@@ -82,12 +82,13 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
     for (int i = 0; i < g->nop; i++) {
         g_op *op = &g->op[i];
         int any_rg = 0, redo = 0;
-        for (int j = 0; j < op->nin; j++) {
-            any_rg |= t[op->in[j]].rg;
+        /* What requires grad is read only for the ops redone. */
+        for (int j = 0; j < op->nin; j++)
             redo |= changed[op->in[j]];
-        }
         if (!redo)
             continue;
+        for (int j = 0; j < op->nin; j++)
+            any_rg |= t[op->in[j]].rg;
         changed[op->out] = any_rg != t[op->out].rg;
         t[op->out].rg = (uint8_t)any_rg;
         stale |= redo_op(t, op, i, any_rg);
