@@ -323,15 +323,15 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop
                                    const uint64_t *release, seg_cost *c, uint64_t *at_stop)
 {
     grad_pool pool;
-    int16_t grad[GRAPH_MAX_TENSORS]; /* the storage holding a tensor's gradient; -1 = none */
-    uint8_t has_grad[GRAPH_MAX_TENSORS]; /* a parameter's .grad exists */
+    /* The storage holding a tensor's gradient; -1 = none. A parameter's
+     * .grad, which is not pooled, marks its existence with 0. */
+    int16_t grad[GRAPH_MAX_TENSORS];
     uint64_t live, peak, param_grads = 0, param_grads_wide = 0;
     const g_tensor *t = g->t;
     tid out = g->output;
 
     event_log log = log_open(g);
     memset(grad, 0xff, (size_t)g->nt * sizeof grad[0]);
-    memset(has_grad, 0, (size_t)g->nt);
     pool.n = 0;
     live = c->persist + (hold_output ? c->out_bytes : 0);
     grad[out] = (int16_t)pool_new(&pool, t[out].bytes, &live);
@@ -373,13 +373,13 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop
                 if (xt->role == ROLE_PARAM) {
                     /* AccumulateGrad: the first gradient becomes .grad, later ones add in place. */
                     live += xt->bytes;
-                    if (has_grad[x]) {
+                    if (grad[x] >= 0) {
                         transient += xt->bytes;
                     } else {
                         param_grads += xt->bytes;
                         param_grads_wide += xt->dt >= 4 ? xt->bytes : 0;
                     }
-                    has_grad[x] = 1;
+                    grad[x] = 0;
                 } else if ((op->grad_alias >> j) & 1u) {
                     if (grad[x] < 0) {
                         grad[x] = (int16_t)gout;
