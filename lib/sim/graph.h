@@ -158,6 +158,7 @@ typedef struct seg_cost {
 
 void llmem_graph_reset(graph *g, int grad_enabled);
 tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg);
+/* llmem_graph_op's path for an op that does not fit: a builder's bug, flagged in overflow. */
 tid llmem_graph_op_overflow(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin);
 /* The tape as if recorded with its input requiring grad or not (a layer
  * after a frozen embedding, or after a layer that trains) and with its
