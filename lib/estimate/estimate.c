@@ -797,11 +797,81 @@ int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64
     return 1;
 }
 
-/* A line's two values, at the ends of a row's range. */
-typedef struct row_ends {
-    uint64_t lo, hi;
-    int k;
-} row_ends;
+/* The line k of a row's room (a, b) at batch x (wrapping, exact where the
+ * value fits). */
+static inline uint64_t row_line_at(const uint64_t *a, const uint64_t *b, int k, uint64_t x)
+{
+    return a[k] + b[k] * x;
+}
+
+/* The upper envelope over the batches x..hi of lines a + b B whose values
+ * there fit in 62 bits (so the wrapping values and, when hi > 2, the slopes
+ * as signed are the true ones) into row's pieces. From x, the line on top
+ * there (the steepest of equals) holds until the first batch where a
+ * steeper one passes it: the next piece starts there, with a steeper line
+ * on top (else it was not on top before), so there are at most n pieces.
+ * Exact: every crossing is an integer division of true values. */
+static void row_envelope(const uint64_t *a, const uint64_t *b, int n, uint64_t x, uint64_t hi,
+                         est_row *row)
+{
+    row->n = 0;
+    for (;;) {
+        int top = 0;
+        uint64_t tv = row_line_at(a, b, 0, x);
+        for (int k = 1; k < n; k++) {
+            uint64_t v = row_line_at(a, b, k, x);
+            if (v > tv || (v == tv && (int64_t)b[k] > (int64_t)b[top])) {
+                top = k;
+                tv = v;
+            }
+        }
+        uint64_t next = hi + 1; /* the first batch another passes it at */
+        for (int k = 0; k < n; k++)
+            if ((int64_t)b[k] > (int64_t)b[top]) {
+                uint64_t at = x + (tv - row_line_at(a, b, k, x)) / (b[k] - b[top]) + 1;
+                next = at < next ? at : next;
+            }
+        row->a[row->n] = a[top];
+        row->b[row->n] = b[top];
+        row->until[row->n++] = next - 1;
+        if (next > hi)
+            return;
+        x = next;
+    }
+}
+
+/* The row's pieces from a form's moments at seq over batches 2..hi: 1, or
+ * 0 when a value there passes 62 bits (outside the forms' premise). The
+ * line on top at batch 2 (then at hi) is below no other at batch 2, and
+ * one below it at both ends is below it between: the envelope is made of
+ * it and the lines above it at hi alone (mostly none). */
+static int row_lines(const walk_form *f, uint64_t seq, uint64_t hi, est_row *row)
+{
+    uint64_t a[WALK_TERMS], b[WALK_TERMS], lo[WALK_TERMS], up[WALK_TERMS];
+    int top = 0;
+    if (f->npeak < 1)
+        return 0;
+    for (int k = 0; k < f->npeak; k++) { /* the moments that can hold the peak */
+        llmem_form_line(f->kind, f->total[f->peak[k]], seq, &a[k], &b[k]);
+        lo[k] = row_line_at(a, b, k, 2);
+        up[k] = row_line_at(a, b, k, hi);
+        if (lo[k] > UINT64_C(1) << 62 || up[k] > UINT64_C(1) << 62)
+            return 0;
+        if (lo[k] > lo[top] || (lo[k] == lo[top] && up[k] > up[top]))
+            top = k;
+    }
+    uint64_t ca[WALK_TERMS], cb[WALK_TERMS]; /* the candidates, that line first */
+    int n = 1;
+    ca[0] = a[top];
+    cb[0] = b[top];
+    for (int k = 0; k < f->npeak; k++)
+        if (up[k] > up[top]) {
+            ca[n] = a[k];
+            cb[n++] = b[k];
+        }
+    row_envelope(ca, cb, n, 2, hi, row);
+    return 1;
+}
 
 int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *row)
 {
@@ -841,37 +911,9 @@ int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *r
     /* A row's or a full form's polynomials are lines in the batch at a seq. */
     if (f->kind != FORM_ROW && f->kind != FORM_FULL)
         return 0;
-    row_ends ends[WALK_TERMS];
-    for (int k = 0; k < f->n; k++) {
-        llmem_form_line(f->kind, f->total[k], run->seq, &row->a[k], &row->b[k]);
-        /* Within the step's bound a moment's value fits (the forms' premise):
-         * the ends are the true values, and a line below another at both
-         * ends is below it between (a line is the largest nowhere else). */
-        ends[k] = (row_ends){ row->a[k] + row->b[k] * 2, row->a[k] + row->b[k] * hi, k };
-        if (ends[k].lo > UINT64_C(1) << 62 || ends[k].hi > UINT64_C(1) << 62)
-            return 0;
-    }
-    /* Keep the lines no other is above at both ends: by the value at 2,
-     * largest first (then at hi), each kept if it passes all before it at hi. */
-    for (int i = 1; i < f->n; i++)
-        for (int j = i; j > 0 && (ends[j].lo > ends[j - 1].lo ||
-                                  (ends[j].lo == ends[j - 1].lo && ends[j].hi > ends[j - 1].hi));
-             j--) {
-            row_ends x = ends[j];
-            ends[j] = ends[j - 1];
-            ends[j - 1] = x;
-        }
-    uint64_t a[WALK_TERMS], b[WALK_TERMS], top_hi = 0;
-    int n = 0;
-    for (int i = 0; i < f->n; i++)
-        if (i == 0 || ends[i].hi > top_hi) {
-            a[n] = row->a[ends[i].k];
-            b[n++] = row->b[ends[i].k];
-            top_hi = ends[i].hi;
-        }
-    memcpy(row->a, a, (size_t)n * sizeof a[0]);
-    memcpy(row->b, b, (size_t)n * sizeof b[0]);
-    row->n = n;
+    /* Within the step's bound a moment's value fits (the forms' premise). */
+    if (!row_lines(f, run->seq, hi, row))
+        return 0;
     /* The end of backward less what the statics and the batch's data
      * (llmem_statics_data: 24 bytes a token) make it. */
     uint64_t end_a, end_b;
@@ -879,6 +921,10 @@ int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *r
     row->off_a = end_a - statics_held(&share->st);
     row->off_b = end_b - 24 * run->seq;
     row->rounding = end_rounding(share, c, &job->l);
+    /* Mostly the same at every batch: then checked here once. */
+    row->off_each = row->off_b != 0;
+    if (!row->off_each && row->off_a > row->rounding && 0 - row->off_a > row->rounding)
+        return 0;
     row->add[LLMEM_LEVEL_ALLOCATED - 1] = 0;
     row->add[LLMEM_LEVEL_RESERVED - 1] = reserved_of(0, share);
     row->add[LLMEM_LEVEL_DEVICE - 1] = llmem_allocator_device(run, reserved_of(0, share),

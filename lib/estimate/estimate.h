@@ -127,13 +127,15 @@ int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64
                          int level, uint64_t *peak);
 
 /* A sweep's row: a one-rank job's peak at one seq for every batch from 2 to
- * hi, as lines in the batch (its compiled walk's moments at that seq, those
- * below another at both ends of the range dropped), with every check a run
- * makes that depends on the seq alone done. A point of the row is then a few
- * lines evaluated, exactly its run's peak (llmem_row_peak). */
+ * hi, as the upper envelope of its compiled walk's moments at that seq
+ * (lines in the batch): pieces by batch, each a line, with every check a
+ * run makes that depends on the seq alone done. A point of the row is then
+ * its piece's line, exactly its run's peak (llmem_row_peak). */
 typedef struct est_row {
     uint64_t seq, hi;                    /* the batches it answers: 2..hi at seq */
-    int n;                               /* lines that can hold the peak */
+    int n;                               /* pieces of the envelope, by batch */
+    int off_each;                        /* the end-of-backward check varies: made at each batch */
+    uint64_t until[WALK_TERMS];          /* piece k is the peak up to batch until[k] */
     uint64_t a[WALK_TERMS], b[WALK_TERMS]; /* at batch B: a + b B (wrapping, like the forms) */
     uint64_t off_a, off_b, rounding;     /* end of backward less what it must be, within rounding */
     uint64_t add[3];                     /* added to the peak at each level (llmem_level - 1) */
@@ -142,25 +144,53 @@ typedef struct est_row {
 /* The row of job at seq (job as for llmem_estimate_point): 1, or 0 when its
  * points must each be answered by llmem_estimate_point (several ranks, a
  * pipeline's stash, a fused loss's chunks, a walk not compiled, a seq that
- * fails a check or no batch within the step's bound). */
+ * fails a check, an end of backward off at every batch or no batch within
+ * the step's bound). */
 int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *row);
 
+/* Whether row r's end of backward passes the walk's white-box check at batch. */
+static inline int llmem_row_end_ok(const est_row *r, uint64_t batch)
+{
+    uint64_t off = r->off_a + r->off_b * batch; /* wraps below zero */
+    return off <= r->rounding || 0 - off <= r->rounding;
+}
+
 /* The point at batch of row r: 1 and *peak at level, exactly its run's; 0
- * when the row does not answer it. */
+ * when the row does not answer it (the walk's white-box check failing is
+ * left to the run). */
 static inline int llmem_row_peak(const est_row *r, uint64_t batch, int level, uint64_t *peak)
 {
-    if (batch < 2 || batch > r->hi)
+    if (batch - 2 > r->hi - 2 || (r->off_each && !llmem_row_end_ok(r, batch)))
         return 0;
-    uint64_t off = r->off_a + r->off_b * batch; /* wraps below zero */
-    if (off > r->rounding && 0 - off > r->rounding)
-        return 0; /* the walk's white-box check: left to the run */
-    uint64_t top = 0;
-    for (int k = 0; k < r->n; k++) {
-        uint64_t v = r->a[k] + r->b[k] * batch;
-        top = v > top ? v : top;
-    }
-    *peak = top + r->add[level - LLMEM_LEVEL_ALLOCATED];
+    int k = 0;
+    while (batch > r->until[k]) /* the last piece's until is hi */
+        k++;
+    *peak = r->a[k] + r->b[k] * batch + r->add[level - LLMEM_LEVEL_ALLOCATED];
     return 1;
+}
+
+/* llmem_row_peak over points i.. of a sweep (batch[], seq[]) while they
+ * keep the row's seq: the first point it does not answer (n: none). The
+ * row's fields are read into locals once (a peak written could alias them). */
+static inline size_t llmem_row_peaks(const est_row *r, const int64_t *batch, const int64_t *seq,
+                                     size_t i, size_t n, int level, uint64_t *peak)
+{
+    const uint64_t at = r->seq, span = r->hi - 2, add = r->add[level - LLMEM_LEVEL_ALLOCATED];
+    const uint64_t *until = r->until, *a = r->a, *slope = r->b;
+    if (r->off_each) /* rare: each point on its own */
+        for (; i < n && (uint64_t)seq[i] == at; i++)
+            if (!llmem_row_peak(r, (uint64_t)batch[i], level, &peak[i]))
+                return i;
+    for (; i < n && (uint64_t)seq[i] == at; i++) {
+        uint64_t b = (uint64_t)batch[i]; /* < 0: past hi */
+        if (b - 2 > span)
+            break;
+        int k = 0;
+        while (b > until[k])
+            k++;
+        peak[i] = a[k] + slope[k] * b + add;
+    }
+    return i;
 }
 
 /* Back to what a new handle is (no results, nothing cached; the timeline's

@@ -58,6 +58,22 @@ static int same_seq_ahead(const int64_t *seq, size_t i, size_t n)
     return k;
 }
 
+/* The points from i on that row answers, one after another while they
+ * keep its seq: the first it does not (n when it answers all). */
+static size_t row_points(const est_row *row, const int64_t *batch, int64_t train_batch,
+                         const int64_t *seq, size_t i, size_t n, int level, uint64_t *peak)
+{
+    if (batch != NULL && seq != NULL)
+        return llmem_row_peaks(row, batch, seq, i, n, level, peak);
+    for (; i < n; i++) {
+        uint64_t b = (uint64_t)(batch != NULL ? batch[i] : train_batch); /* < 0: past hi */
+        if ((seq != NULL && (uint64_t)seq[i] != row->seq) ||
+            !llmem_row_peak(row, b, level, &peak[i]))
+            break;
+    }
+    return i;
+}
+
 int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_train *train,
                          const llmem_parallel *parallel, const int64_t *batch, const int64_t *seq,
                          size_t n, int level, uint64_t *peak)
@@ -88,16 +104,29 @@ int llmem_estimate_sweep(llmem_estimate *e, llmem_model *model, const llmem_trai
             tried = s;
             row_seq = llmem_estimate_row(e, &job, (uint64_t)s, &row) ? s : 0;
         }
-        if ((row_seq > 0 && s == row_seq &&
-             llmem_row_peak(&row, (uint64_t)b, level, &peak[i])) ||
-            (have_job && accept_point(e->ctx, b, s) == LLMEM_OK &&
-             llmem_estimate_point(e, &job, (uint64_t)b, (uint64_t)s, level, &peak[i]))) {
+        if (row_seq > 0 && s == row_seq) {
+            size_t end = row_points(&row, batch, train->i[LLMEM_TRAIN_BATCH], seq, i, n, level,
+                                    peak);
+            if (end > i) {
+                unwritten = 1;
+                last_b = batch != NULL ? batch[end - 1] : b;
+                last_s = s;
+                i = end - 1;
+                continue;
+            }
+        }
+        if (have_job && accept_point(e->ctx, b, s) == LLMEM_OK &&
+            llmem_estimate_point(e, &job, (uint64_t)b, (uint64_t)s, level, &peak[i])) {
             unwritten = 1;
             last_b = b;
             last_s = s;
             continue;
         }
-        row_seq = tried = 0; /* a run may compile or evict the walks a row was made of */
+        /* A row stays exact after a run of its job (its lines are copied out
+         * of the walk); a seq without one is tried again, since a run may
+         * compile the walk it needs. */
+        if (row_seq == 0)
+            tried = 0;
         int rc = run_point(e, model, &t, parallel, b, s, &job);
         if (rc != LLMEM_OK && unwritten) {
             run_point(e, model, &t, parallel, last_b, last_s, &job);

@@ -224,6 +224,39 @@ static void prune(walk_form *f)
     f->n = n;
 }
 
+/* Whether moment j is at least moment k everywhere in the regime, and
+ * above it somewhere or the first of the two (so that of equals one stays). */
+static int peak_over(const walk_form *f, int j, int k)
+{
+    int64_t d[6], t[6];
+    for (int i = 0; i < 6; i++)
+        d[i] = f->total[j][i] - f->total[k][i]; /* bounded: no wrap */
+    if (!llmem_form_shift(f->kind, d, t))
+        return 0;
+    int above = 0;
+    for (int i = 0; i < 6; i++) {
+        if (t[i] < 0)
+            return 0;
+        above |= t[i] > 0;
+    }
+    return above || j < k;
+}
+
+/* The moments the peak alone needs (walk_form's peak): a moment under
+ * another is dropped; the order is strict and transitive, so each dropped
+ * one has a kept one over it. */
+static void peak_set(walk_form *f)
+{
+    f->npeak = 0;
+    for (int k = 0; k < f->n; k++) {
+        int under = 0;
+        for (int j = 0; j < f->n && !under; j++)
+            under = j != k && peak_over(f, j, k);
+        if (!under)
+            f->peak[f->npeak++] = (int8_t)k;
+    }
+}
+
 int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs,
                        const walk_log *at, uint64_t b, uint64_t s,
                        const compiled_form *const seg[SEG_HINTS])
@@ -255,5 +288,6 @@ int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs
     if (!expand(f, &v, at, seg))
         return 0;
     prune(f);
+    peak_set(f);
     return 1;
 }

@@ -59,6 +59,10 @@ typedef struct walk_form {
     uint64_t grads[WALK_TERMS], gathered[WALK_TERMS];
     int64_t total[WALK_TERMS][6];
     int64_t fixed[6], stash[6], end_of_backward[6];
+    /* The moments that can hold the peak alone (a sweep's rows): those no
+     * other is at least everywhere in the regime (the first of equals kept). */
+    int npeak;
+    int8_t peak[WALK_TERMS];
 } walk_form;
 
 /* The grid of a regime (its points: batch[i], seq[i]) and the checks; the

@@ -2,7 +2,8 @@
 /*
  * A sweep's rows (llmem_estimate_row, lib/estimate/estimate.h): every batch a
  * row answers is exactly its own run's peak, at every level, from batch 2 to
- * the row's last (the step's bound or the batch field's range); the batch
+ * the row's last (the step's bound or the batch field's range) and around
+ * each batch where its peak turns from one line to another; the batch
  * after the last is answered by neither; a row keeps fewer lines than its
  * walk has moments; and a row is refused where its points cannot be lines
  * (several ranks, a fused loss, a seq that fails a check).
@@ -97,7 +98,7 @@ static int row_batches(uint64_t hi, uint64_t *out)
 
 Test(rows, each_batch_of_a_row_is_its_run)
 {
-    int made = 0, thinned = 0;
+    int made = 0, thinned = 0, bent = 0;
     for (size_t j = 0; j < JOBS; j++) {
         fixture f = open_job(jobs[j].preset);
         set_job(f.t, f.l, j);
@@ -138,8 +139,14 @@ Test(rows, each_batch_of_a_row_is_its_run)
             const walk_form *w = llmem_walk_form(&f.e->walk, 2, job.rc.run.seq);
             cr_assert(row.n >= 1 && row.n <= w->n);
             thinned += row.n < w->n;
-            uint64_t batches[80];
+            uint64_t batches[80 + 4 * WALK_TERMS];
             int n = row_batches(row.hi, batches);
+            /* Around each batch where the envelope turns to another line. */
+            bent += row.n > 1;
+            for (int k = 0; k + 1 < row.n; k++)
+                for (uint64_t b = row.until[k] - 1; b <= row.until[k] + 2; b++)
+                    if (b >= 2 && b <= row.hi)
+                        batches[n++] = b;
             for (int k = 0; k < n; k++) {
                 int64_t b = (int64_t)batches[k];
                 cr_assert_eq(own_run(&f, b, (int64_t)seq, want), LLMEM_OK,
@@ -168,6 +175,8 @@ Test(rows, each_batch_of_a_row_is_its_run)
         close_fixture(&f);
     }
     cr_expect_geq(made, 40, "rows made: %d", made);
+    cr_expect_geq(bent, 1, "rows whose peak turns from one line to another: %d", bent);
+    fprintf(stderr, "rows: %d made, %d bent\n", made, bent);
     cr_expect_geq(thinned, made / 2, "rows with fewer lines than moments: %d of %d", thinned,
                   made);
 }

@@ -155,6 +155,55 @@ Test(sweep, compiled_points_equal_their_runs)
     }
 }
 
+/* Rows interrupted: a point a row does not answer (batch 1, which runs at
+ * seq 1..3) in the middle of a seq's points, after which the row goes on;
+ * seqs 1..3 and 4; a seq coming back after another's points; a seq of two
+ * points (no row). Each point its own run's, at every level, swept until
+ * compiled and again. */
+static const int64_t cut_batch[] = { 1, 2, 3, 1, 4, 5, 2, 3, 1, 4, 6, 2, 1, 3, 7, 8,
+                                     2, 1, 3, 4, 9, 5, 1, 6, 7, 2, 3, 8, 1, 2 };
+static const int64_t cut_seq[] = { 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
+                                   4, 4, 4, 4, 512, 512, 512, 512, 512, 4, 4, 4, 300, 300 };
+#define CUT (sizeof cut_batch / sizeof cut_batch[0])
+
+Test(sweep, rows_interrupted_by_runs)
+{
+    for (size_t j = 0; j < JOBS; j++) {
+        fixture f = open_job(j);
+        uint64_t want[3][CUT];
+        llmem_train *t;
+        cr_assert_eq(llmem_train_new(f.ctx, &t), LLMEM_OK);
+        set_job(t, j);
+        for (size_t i = 0; i < CUT; i++) {
+            llmem_estimate *own;
+            cr_assert_eq(llmem_estimate_new(f.ctx, &own), LLMEM_OK);
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, cut_batch[i]), LLMEM_OK);
+            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, cut_seq[i]), LLMEM_OK);
+            cr_assert_eq(llmem_estimate_run_parallel(own, f.m, t, f.l), LLMEM_OK, "%s",
+                         llmem_ctx_error(f.ctx));
+            for (int k = 0; k < 3; k++)
+                llmem_estimate_get_u64(own, level_keys[k], &want[k][i]);
+            llmem_estimate_free(own);
+        }
+        for (int pass = 0; pass < 6; pass++) {
+            int k = pass % 3;
+            uint64_t peak[CUT], last = 0;
+            cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, f.l, cut_batch, cut_seq, CUT,
+                                              levels[k], peak),
+                         LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+            for (size_t i = 0; i < CUT; i++)
+                cr_expect_eq(peak[i], want[k][i],
+                             "%s %s, pass %d, batch %lld seq %lld: %llu != %llu", jobs[j].preset,
+                             jobs[j].method, pass, (long long)cut_batch[i], (long long)cut_seq[i],
+                             (unsigned long long)peak[i], (unsigned long long)want[k][i]);
+            llmem_estimate_get_u64(f.e, level_keys[k], &last);
+            cr_expect_eq(last, want[k][CUT - 1], "the estimate holds the last point");
+        }
+        llmem_train_free(t);
+        close_fixture(&f);
+    }
+}
+
 /* A point failing after points answered alone: the estimate holds the last
  * point that succeeded, as after a run that fails. The failures: a field's
  * range, the step's 64-bit bound, context parallelism's split. */
