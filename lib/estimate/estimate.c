@@ -905,9 +905,11 @@ int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *r
     if (hi > (uint64_t)batch_field->max)
         hi = (uint64_t)batch_field->max;
     e->walk.walk_key = walk_key(cf, 0, run);
-    const walk_form *f = llmem_walk_form(&e->walk, 2, run->seq);
+    walk_form *f = llmem_walk_form(&e->walk, 2, run->seq);
     if (hi < 2 || f == NULL || f->state != 1 || f->key != e->walk.walk_key)
         return 0;
+    if (f->npeak < 0)
+        llmem_walkform_peak_set(f);
     /* A row's or a full form's polynomials are lines in the batch at a seq. */
     if (f->kind != FORM_ROW && f->kind != FORM_FULL)
         return 0;

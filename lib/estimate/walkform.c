@@ -242,10 +242,7 @@ static int peak_over(const walk_form *f, int j, int k)
     return above || j < k;
 }
 
-/* The moments the peak alone needs (walk_form's peak): a moment under
- * another is dropped; the order is strict and transitive, so each dropped
- * one has a kept one over it. */
-static void peak_set(walk_form *f)
+void llmem_walkform_peak_set(walk_form *f)
 {
     f->npeak = 0;
     for (int k = 0; k < f->n; k++) {
@@ -288,6 +285,6 @@ int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs
     if (!expand(f, &v, at, seg))
         return 0;
     prune(f);
-    peak_set(f);
+    f->npeak = -1; /* made by the first row that needs it */
     return 1;
 }

@@ -60,7 +60,8 @@ typedef struct walk_form {
     int64_t total[WALK_TERMS][6];
     int64_t fixed[6], stash[6], end_of_backward[6];
     /* The moments that can hold the peak alone (a sweep's rows): those no
-     * other is at least everywhere in the regime (the first of equals kept). */
+     * other is at least everywhere in the regime (the first of equals kept);
+     * npeak -1 until a row asks (llmem_walkform_peak_set). */
     int npeak;
     int8_t peak[WALK_TERMS];
 } walk_form;
@@ -79,5 +80,9 @@ int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs
                        const walk_log *at, uint64_t b, uint64_t s,
                        const compiled_form *const seg[SEG_HINTS]);
 
+/* f's peak set (walk_form's peak): a moment under another is dropped; the
+ * order is strict and transitive, so each dropped one has a kept one over
+ * it. n^2 tests, once per compiled walk that a row reads. */
+void llmem_walkform_peak_set(walk_form *f);
 
 #endif
