@@ -175,16 +175,24 @@ static int expand(walk_form *f, const fitted *v, const walk_log *at,
     return 1;
 }
 
+/* Moment j less moment k, written around the regime's corner
+ * (llmem_form_shift): 0 when a coefficient is too large to shift. */
+static int shifted_gap(const walk_form *f, int j, int k, int64_t t[6])
+{
+    int64_t d[6];
+    for (int i = 0; i < 6; i++)
+        d[i] = f->total[j][i] - f->total[k][i]; /* bounded: no wrap */
+    return llmem_form_shift(f->kind, d, t);
+}
+
 /* Whether moment j is, everywhere in the regime, at least moment k, and
  * at least as large net of its gradients (the temporaries' maximum);
  * strictly larger when j comes later, since the first of a phase's largest
  * moments is its peak, with its gradients. */
 static int dominates(const walk_form *f, int j, int k)
 {
-    int64_t d[6], t[6];
-    for (int i = 0; i < 6; i++)
-        d[i] = f->total[j][i] - f->total[k][i]; /* bounded: no wrap */
-    if (!llmem_form_shift(f->kind, d, t))
+    int64_t t[6];
+    if (!shifted_gap(f, j, k, t))
         return 0;
     for (int i = 1; i < 6; i++)
         if (t[i] < 0)
@@ -228,10 +236,8 @@ static void prune(walk_form *f)
  * above it somewhere or the first of the two (so that of equals one stays). */
 static int peak_over(const walk_form *f, int j, int k)
 {
-    int64_t d[6], t[6];
-    for (int i = 0; i < 6; i++)
-        d[i] = f->total[j][i] - f->total[k][i]; /* bounded: no wrap */
-    if (!llmem_form_shift(f->kind, d, t))
+    int64_t t[6];
+    if (!shifted_gap(f, j, k, t))
         return 0;
     int above = 0;
     for (int i = 0; i < 6; i++) {

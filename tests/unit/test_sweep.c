@@ -106,10 +106,48 @@ Test(sweep, each_point_equals_its_own_run)
     }
 }
 
+/* Job j's points (batch[i], seq[i]) swept six times (each level twice) on
+ * one handle: each point must be its own run's, on a new handle, and the
+ * estimate must hold the last point's result. */
+#define MAX_POINTS 32
+static void sweep_equals_own_runs(size_t j, const int64_t *batch, const int64_t *seq, size_t n)
+{
+    cr_assert(n <= MAX_POINTS);
+    fixture f = open_job(j);
+    uint64_t want[3][MAX_POINTS];
+    llmem_train *t;
+    cr_assert_eq(llmem_train_new(f.ctx, &t), LLMEM_OK);
+    set_job(t, j);
+    for (size_t i = 0; i < n; i++) {
+        llmem_estimate *own;
+        cr_assert_eq(llmem_estimate_new(f.ctx, &own), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, batch[i]), LLMEM_OK);
+        cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, seq[i]), LLMEM_OK);
+        cr_assert_eq(llmem_estimate_run_parallel(own, f.m, t, f.l), LLMEM_OK, "%s",
+                     llmem_ctx_error(f.ctx));
+        for (int k = 0; k < 3; k++)
+            llmem_estimate_get_u64(own, level_keys[k], &want[k][i]);
+        llmem_estimate_free(own);
+    }
+    for (int pass = 0; pass < 6; pass++) {
+        int k = pass % 3;
+        uint64_t peak[MAX_POINTS], last = 0;
+        cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, f.l, batch, seq, n, levels[k], peak),
+                     LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
+        for (size_t i = 0; i < n; i++)
+            cr_expect_eq(peak[i], want[k][i], "%s %s, pass %d, batch %lld seq %lld: %llu != %llu",
+                         jobs[j].preset, jobs[j].method, pass, (long long)batch[i],
+                         (long long)seq[i], (unsigned long long)peak[i],
+                         (unsigned long long)want[k][i]);
+        llmem_estimate_get_u64(f.e, level_keys[k], &last);
+        cr_expect_eq(last, want[k][n - 1], "the estimate holds the last point");
+    }
+    llmem_train_free(t);
+    close_fixture(&f);
+}
+
 /* A grid swept again and again: once a job's walks are compiled, its points
- * are answered without the rest of a run (the sweep's fast path); each must
- * still be its own run's, at every level, and the estimate must hold the
- * last point's result. */
+ * are answered without the rest of a run (the sweep's fast path). */
 #define GRID_B 4
 #define GRID_S 4
 Test(sweep, compiled_points_equal_their_runs)
@@ -119,47 +157,14 @@ Test(sweep, compiled_points_equal_their_runs)
         batch[i] = 2 + i % GRID_B;
         seq[i] = 128 * (1 + i / GRID_B);
     }
-    for (size_t j = 0; j < JOBS; j++) {
-        fixture f = open_job(j);
-        uint64_t want[3][GRID_B * GRID_S];
-        llmem_train *t;
-        cr_assert_eq(llmem_train_new(f.ctx, &t), LLMEM_OK);
-        set_job(t, j);
-        for (int i = 0; i < GRID_B * GRID_S; i++) {
-            llmem_estimate *own;
-            cr_assert_eq(llmem_estimate_new(f.ctx, &own), LLMEM_OK);
-            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, batch[i]), LLMEM_OK);
-            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, seq[i]), LLMEM_OK);
-            cr_assert_eq(llmem_estimate_run_parallel(own, f.m, t, f.l), LLMEM_OK, "%s",
-                         llmem_ctx_error(f.ctx));
-            for (int k = 0; k < 3; k++)
-                llmem_estimate_get_u64(own, level_keys[k], &want[k][i]);
-            llmem_estimate_free(own);
-        }
-        for (int pass = 0; pass < 6; pass++) {
-            int k = pass % 3;
-            uint64_t peak[GRID_B * GRID_S], last = 0;
-            cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, f.l, batch, seq, GRID_B * GRID_S,
-                                              levels[k], peak),
-                         LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
-            for (int i = 0; i < GRID_B * GRID_S; i++)
-                cr_expect_eq(peak[i], want[k][i],
-                             "%s %s, pass %d, batch %lld seq %lld: %llu != %llu", jobs[j].preset,
-                             jobs[j].method, pass, (long long)batch[i], (long long)seq[i],
-                             (unsigned long long)peak[i], (unsigned long long)want[k][i]);
-            llmem_estimate_get_u64(f.e, level_keys[k], &last);
-            cr_expect_eq(last, want[k][GRID_B * GRID_S - 1], "the estimate holds the last point");
-        }
-        llmem_train_free(t);
-        close_fixture(&f);
-    }
+    for (size_t j = 0; j < JOBS; j++)
+        sweep_equals_own_runs(j, batch, seq, GRID_B * GRID_S);
 }
 
 /* Rows interrupted: a point a row does not answer (batch 1, which runs at
  * seq 1..3) in the middle of a seq's points, after which the row goes on;
  * seqs 1..3 and 4; a seq coming back after another's points; a seq of two
- * points (no row). Each point its own run's, at every level, swept until
- * compiled and again. */
+ * points (no row). */
 static const int64_t cut_batch[] = { 1, 2, 3, 1, 4, 5, 2, 3, 1, 4, 6, 2, 1, 3, 7, 8,
                                      2, 1, 3, 4, 9, 5, 1, 6, 7, 2, 3, 8, 1, 2 };
 static const int64_t cut_seq[] = { 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
@@ -168,40 +173,8 @@ static const int64_t cut_seq[] = { 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 
 
 Test(sweep, rows_interrupted_by_runs)
 {
-    for (size_t j = 0; j < JOBS; j++) {
-        fixture f = open_job(j);
-        uint64_t want[3][CUT];
-        llmem_train *t;
-        cr_assert_eq(llmem_train_new(f.ctx, &t), LLMEM_OK);
-        set_job(t, j);
-        for (size_t i = 0; i < CUT; i++) {
-            llmem_estimate *own;
-            cr_assert_eq(llmem_estimate_new(f.ctx, &own), LLMEM_OK);
-            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_BATCH, cut_batch[i]), LLMEM_OK);
-            cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_SEQ, cut_seq[i]), LLMEM_OK);
-            cr_assert_eq(llmem_estimate_run_parallel(own, f.m, t, f.l), LLMEM_OK, "%s",
-                         llmem_ctx_error(f.ctx));
-            for (int k = 0; k < 3; k++)
-                llmem_estimate_get_u64(own, level_keys[k], &want[k][i]);
-            llmem_estimate_free(own);
-        }
-        for (int pass = 0; pass < 6; pass++) {
-            int k = pass % 3;
-            uint64_t peak[CUT], last = 0;
-            cr_assert_eq(llmem_estimate_sweep(f.e, f.m, f.t, f.l, cut_batch, cut_seq, CUT,
-                                              levels[k], peak),
-                         LLMEM_OK, "%s", llmem_ctx_error(f.ctx));
-            for (size_t i = 0; i < CUT; i++)
-                cr_expect_eq(peak[i], want[k][i],
-                             "%s %s, pass %d, batch %lld seq %lld: %llu != %llu", jobs[j].preset,
-                             jobs[j].method, pass, (long long)cut_batch[i], (long long)cut_seq[i],
-                             (unsigned long long)peak[i], (unsigned long long)want[k][i]);
-            llmem_estimate_get_u64(f.e, level_keys[k], &last);
-            cr_expect_eq(last, want[k][CUT - 1], "the estimate holds the last point");
-        }
-        llmem_train_free(t);
-        close_fixture(&f);
-    }
+    for (size_t j = 0; j < JOBS; j++)
+        sweep_equals_own_runs(j, cut_batch, cut_seq, CUT);
 }
 
 /* A point failing after points answered alone: the estimate holds the last
