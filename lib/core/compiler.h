@@ -11,14 +11,6 @@
 #define LLMEM_NOINLINE
 #endif
 
-/* Inlined whatever the compiler's size heuristics say: a hot function whose
- * callers pass constants that then fold away (the tape's recording). */
-#if defined(__GNUC__)
-#define LLMEM_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define LLMEM_ALWAYS_INLINE static inline
-#endif
-
 /* A printf-like function: the format is argument fmt, its values start at
  * argument first (0 for a va_list). Callers' formats are checked, and the
  * function may pass fmt on to vprintf without -Wformat-nonliteral. */

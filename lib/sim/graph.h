@@ -15,8 +15,6 @@
 #ifndef LLMEM_ESTIMATE_GRAPH_H
 #define LLMEM_ESTIMATE_GRAPH_H
 
-#include "core/compiler.h"
-
 #include <stdint.h>
 
 #define GRAPH_MAX_TENSORS 256
@@ -29,6 +27,14 @@
 #define GRAPH_MAX_EVENTS (2 * (GRAPH_MAX_OPS + 1))
 
 typedef int16_t tid; /* tensor index; -1 = none */
+
+/* Recording's hot path, inlined into the builders whatever the compiler's
+ * size heuristics say: their constant arguments then fold away. */
+#if defined(__GNUC__)
+#define GRAPH_INLINE static inline __attribute__((always_inline))
+#else
+#define GRAPH_INLINE static inline
+#endif
 
 typedef enum tensor_role {
     ROLE_ACT = 0,   /* created by this segment */
@@ -309,9 +315,9 @@ static inline void graph_activation(g_tensor *x, tid id, uint64_t bytes, int ind
  * input requires grad (autograd records nothing then). aux_bytes > 0 adds a
  * second output (saved when save has SAVE_AUX). Inline: a builder's op
  * passes constants for most arguments, which then fold away. */
-LLMEM_ALWAYS_INLINE tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in,
-                                       int nin, unsigned save, unsigned grad_alias,
-                                       uint64_t aux_bytes, uint64_t fwd_extra, uint64_t bwd_extra)
+GRAPH_INLINE tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin,
+                                unsigned save, unsigned grad_alias, uint64_t aux_bytes,
+                                uint64_t fwd_extra, uint64_t bwd_extra)
 {
     g_tensor *t = g->t;
     int nt = g->nt, has_aux = aux_bytes > 0, any_rg = 0;
