@@ -155,6 +155,17 @@ static inline int llmem_row_end_ok(const est_row *r, uint64_t batch)
     return off <= r->rounding || 0 - off <= r->rounding;
 }
 
+/* The line of the row piece holding batch (2..hi): the pieces passed as
+ * arrays, so a loop over many points can keep them in locals. */
+static inline uint64_t llmem_row_line(const uint64_t *until, const uint64_t *a,
+                                      const uint64_t *slope, uint64_t batch)
+{
+    int k = 0;
+    while (batch > until[k]) /* the last piece's until is hi */
+        k++;
+    return a[k] + slope[k] * batch;
+}
+
 /* The point at batch of row r: 1 and *peak at level, exactly its run's; 0
  * when the row does not answer it (the walk's white-box check failing is
  * left to the run). */
@@ -162,10 +173,7 @@ static inline int llmem_row_peak(const est_row *r, uint64_t batch, int level, ui
 {
     if (batch - 2 > r->hi - 2 || (r->off_each && !llmem_row_end_ok(r, batch)))
         return 0;
-    int k = 0;
-    while (batch > r->until[k]) /* the last piece's until is hi */
-        k++;
-    *peak = r->a[k] + r->b[k] * batch + r->add[level - LLMEM_LEVEL_ALLOCATED];
+    *peak = llmem_row_line(r->until, r->a, r->b, batch) + r->add[level - LLMEM_LEVEL_ALLOCATED];
     return 1;
 }
 
@@ -185,10 +193,7 @@ static inline size_t llmem_row_peaks(const est_row *r, const int64_t *batch, con
         uint64_t b = (uint64_t)batch[i]; /* < 0: past hi */
         if (b - 2 > span)
             break;
-        int k = 0;
-        while (b > until[k])
-            k++;
-        peak[i] = a[k] + slope[k] * b + add;
+        peak[i] = llmem_row_line(until, a, slope, b) + add;
     }
     return i;
 }
