@@ -32,12 +32,17 @@
 #define SEG_HINTS 8       /* segments a walk asks for, remembered in order */
 #define SEG_WALKS 4       /* walks whose entries are remembered (a configuration's ranks) */
 
-/* The slot of a walk key (estimate.c: a configuration's rank times 32, plus
- * its loss's chunk code): the ranks of one configuration, and the chunks of
+/* A walk key (estimate.c: walk_key): bits 0-4 its loss's chunk code, bit 5
+ * WALK_KEY_WINDOW (walk.h), the configuration's rank from bit
+ * WALK_KEY_RANK_SHIFT on. */
+#define WALK_KEY_WINDOW 32
+#define WALK_KEY_RANK_SHIFT 6
+
+/* The slot of a walk key: the ranks of one configuration, and the chunks of
  * one rank, take different slots. */
 static inline int llmem_walk_slot(uint64_t walk_key)
 {
-    return (int)((walk_key ^ walk_key >> 5) % SEG_WALKS);
+    return (int)(((walk_key >> WALK_KEY_RANK_SHIFT) ^ walk_key) % SEG_WALKS);
 }
 
 typedef void (*segment_builder)(build *, const model_shape *, const seg_spec *);

@@ -629,7 +629,7 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
  * window must not answer them). */
 static uint64_t walk_key(const est_config *cf, int rank, const setup *run)
 {
-    uint64_t key = (cf->serial * RANKS_MAX + (uint64_t)rank + 1) * 64;
+    uint64_t key = (cf->serial * RANKS_MAX + (uint64_t)rank + 1) << WALK_KEY_RANK_SHIFT;
     if (llmem_model_window_reached(&cf->shape, run->attention, run->seq))
         key += WALK_KEY_WINDOW;
     if (run->loss != LLMEM_LOSS_CHUNKED)

@@ -125,7 +125,6 @@ int llmem_walk_logged(walk_scratch *ws, const walk_input *in, walk_result *out, 
  * or a regime of one point). A walk key with WALK_KEY_WINDOW takes the
  * regimes of one seq (sim/compiled.h): its slot is of one seq at a time,
  * and one of another seq is forgotten (its key cleared) when asked for. */
-#define WALK_KEY_WINDOW 32
 walk_form *llmem_walk_form(walk_scratch *ws, uint64_t batch, uint64_t seq);
 
 #endif
