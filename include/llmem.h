@@ -919,7 +919,7 @@ enum llmem_term_kind {
 LLMEM_API const char *llmem_term_name(int kind);
 
 /**
- * Create an empty estimate: one allocation of about 595 KiB, holding the
+ * Create an empty estimate: one allocation of about 664 KiB, holding the
  * simulator's scratch and its caches, not cleared (memory is touched as the
  * caches fill, so a new handle costs well under a microsecond). A handle
  * remembers the segments it simulated, keyed by what they depend on but batch
@@ -999,8 +999,9 @@ LLMEM_API int llmem_estimate_max(llmem_estimate *est, llmem_model *model, const 
  * peak at @p level (#llmem_level): exactly what llmem_estimate_run_parallel()
  * then llmem_estimate_get_u64() give at that point. Once the handle has
  * compiled the configuration's walk (a grid swept before), a point costs
- * its peak alone, about 40 ns for Llama-3.1-8B; any other point costs its
- * run (docs/benchmarks.md). A binding makes one call for all of them.
+ * its peak alone: about 6 ns for Llama-3.1-8B where several points share
+ * a seq (a row), a few tens of ns otherwise; any other point costs its run
+ * (docs/benchmarks.md). A binding makes one call for all of them.
  * @p train is left unchanged; the estimate holds the result of the last
  * point that succeeded.
  * A point that fails stops the sweep with that run's status, its message
