@@ -438,8 +438,8 @@ static inline walk_form *walk_to_compile(llmem_estimate *e, const rank_recipe *r
 {
     walk_scratch *ws = &e->walk;
     walk_form *f = llmem_walk_form(ws, rc->run.batch, rc->run.seq);
-    if (f == NULL || (f->key == ws->walk_key && f->state != 0) || !ws->walked ||
-        !ws->cache.walk_full || e->trace != NULL)
+    if (f == NULL || (f->key == ws->walk_key && f->state != 0) || !ws->cache.walk_full ||
+        e->trace != NULL)
         return NULL;
     if (f->key != ws->walk_key) { /* the first: wait for a second */
         f->key = ws->walk_key;
@@ -533,7 +533,7 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
                      const rank_share *share, const step_static *st, walk_result *out)
 {
     walk_input in;
-    e->walk.walked = e->walk.logged = 0;
+    e->walk.logged = 0;
     /* Known without walking (the same point again, a compiled walk): no input to build. */
     int known = e->trace == NULL && llmem_walk_known(&e->walk, rc->run.batch, rc->run.seq,
                                                      c->in_flight_num, c->in_flight_den, out);

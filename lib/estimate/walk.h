@@ -83,8 +83,8 @@ typedef struct walk_scratch {
     seg_spec tape_spec;
     int uncached;       /* this walk's segments are simulated, never cached: see walk.c */
     uint64_t loss_chunk; /* set by the caller: the fused loss's chunk fixed (build's), or 0 */
-    int walked;         /* the last llmem_walk walked (0: it knew the result: walk_known) */
-    int logged;         /* and logged its moments in log (a walk that may be compiled next) */
+    int logged;         /* the last llmem_walk logged its moments in log (a walk that may be
+                           compiled next) */
     uint64_t compiled, answered; /* walks compiled, and estimates they answered (white-box tests) */
     uint64_t simulated;          /* segments simulated for the cache (white-box tests) */
     walk_log log;
@@ -98,16 +98,17 @@ typedef struct walk_scratch {
 /* The whole model on one GPU. */
 void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
                        const step_static *st);
-/* Walk the step; 0, or LLMEM_ENOTSUP when a segment overflowed the graph.
- * With a walk_key, a compiled walk of its key and regime answers instead
- * when there is one (walkform.h), and a walk logs its moments in ws->log. */
+/* Walk the step (callers ask llmem_walk_known first); with a walk_key, log
+ * the moments when the walk may be compiled next (in ws->log: walkform.h),
+ * and remember the result. 0, or LLMEM_ENOTSUP when a segment overflowed
+ * the graph. */
 int llmem_walk(walk_scratch *ws, const walk_input *in, walk_result *out);
 /* Where the step's runs of identical decoder layers after the first start
  * (at most LAYER_RUNS_MAX - 1, ascending); returns how many. */
 int llmem_walk_layer_bounds(const model_shape *m, const setup *s, uint64_t *bounds);
 /* The walk of ws's walk_key at (batch, seq) when it is known without
  * walking (the last result at that point, or a compiled walk): 1 and r, or
- * 0. llmem_walk tries it first. */
+ * 0. Asked before llmem_walk. */
 int llmem_walk_known(walk_scratch *ws, uint64_t batch, uint64_t seq, uint64_t in_flight,
                      uint64_t in_flight_den, walk_result *r);
 /* What a sweep needs of a walk: its peak, and the white-box check's bytes. */
