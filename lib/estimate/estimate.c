@@ -916,12 +916,13 @@ int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *r
     /* Within the step's bound a moment's value fits (the forms' premise). */
     if (!row_lines(f, run->seq, hi, row))
         return 0;
-    /* The end of backward less what the statics and the batch's data
-     * (llmem_statics_data: 24 bytes a token) make it. */
+    /* The end of backward less what the statics and the batch's data make
+     * it: the data is a line through 0 in the batch, its slope one
+     * sample's (run is at batch 2 here: not llmem_statics_data(run)). */
     uint64_t end_a, end_b;
     llmem_form_line(f->kind, f->end_of_backward, run->seq, &end_a, &end_b);
     row->off_a = end_a - statics_held(&share->st);
-    row->off_b = end_b - 24 * run->seq;
+    row->off_b = end_b - llmem_statics_data_sample(run->seq);
     row->rounding = end_rounding(share, c, &job->l);
     /* Mostly the same at every batch: then checked here once. */
     row->off_each = row->off_b != 0;

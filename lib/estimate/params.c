@@ -43,9 +43,7 @@ void llmem_statics_params(const tensor_list *l, const model_shape *m, const setu
         st->buffers = 0;
 }
 
-/* What the Hugging Face Trainer moves to the GPU: input_ids, attention_mask
- * and labels, int64 [batch, seq] each. */
 uint64_t llmem_statics_data(const setup *s)
 {
-    return 3 * s->batch * s->seq * 8;
+    return s->batch * llmem_statics_data_sample(s->seq);
 }

@@ -27,8 +27,18 @@ void llmem_statics_params(const tensor_list *l, const model_shape *m, const setu
                           step_static *st);
 /* The optimizer term: gradients, states, and the step's transient. */
 void llmem_statics_optimizer(const tensor_list *l, const setup *s, step_static *st);
-/* The data term: the batch as the Trainer moves it to the GPU. */
+/* The data term: the batch as the Trainer moves it to the GPU, batch x
+ * llmem_statics_data_sample(seq). */
 uint64_t llmem_statics_data(const setup *s);
+
+/* The data term's bytes for one sample of the batch: what the Hugging Face
+ * Trainer moves to the GPU is input_ids, attention_mask and labels, int64
+ * [batch, seq] each. (A sweep's row reads it as the data's slope in the
+ * batch.) */
+static inline uint64_t llmem_statics_data_sample(uint64_t seq)
+{
+    return 3 * seq * 8;
+}
 
 /* What reserved adds to allocated: the caching allocator's rounding of the
  * parameter-sized tensors, and the cuBLAS workspace. */
