@@ -177,9 +177,8 @@ void llmem_tensors_list(const model_shape *m, const model_params *p, const setup
     int freeze = s->method == LLMEM_METHOD_FREEZE;
     int dt = s->param_dt;
     uint64_t frozen = freeze ? s->frozen_layers : 0;
-    /* Frozen-layer fine-tuning freezes the embeddings too; a tied head goes with them. */
-    int embed_trains = full;
-    int head_trains = full || (freeze && !m->tie);
+    int embed_trains = llmem_setup_embedding_trains(s);
+    int head_trains = llmem_setup_head_trains(s, m);
     place embed = { SEG_EMBEDDING, PARAM_EMBEDDING, SPLIT_VOCAB, 0, 1 };
     place project_in = as(&embed, PARAM_EMBEDDING, SPLIT_NONE);
     place position = as(&embed, PARAM_POSITION, SPLIT_NONE);
@@ -207,7 +206,8 @@ void llmem_tensors_list(const model_shape *m, const model_params *p, const setup
     add_layer_range(l, m, p, s, lin, n, frozen, m->layers - frozen, full || freeze);
 
     if (m->final_norm)
-        add(l, &final_norm, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt, full || freeze);
+        add(l, &final_norm, m->hidden, 1, (uint64_t)(1 + m->norm_bias), dt,
+            llmem_setup_final_norm_trains(s));
     if (m->embed_dim != m->hidden) /* and project_out, back to embed-dim; it trains with them */
         add(l, &project_out, m->embed_dim, m->hidden, 1, dt, embed_trains);
     if (!m->tie)

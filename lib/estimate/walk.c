@@ -860,7 +860,6 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     walk w;
     build b;
     int ckpt = s->grad_ckpt != LLMEM_GRAD_CKPT_NONE;
-    int full = s->method == LLMEM_METHOD_FULL;
     int accumulating = in->grads_persist;
 
     memset(&b, 0, sizeof b);
@@ -896,8 +895,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         memcpy(one_kind, groups, (size_t)ngroups * sizeof *groups);
         ngroups = alternate_runs(one_kind, ngroups, groups);
     }
-    int embed_trains = full;
-    int head_trains = full || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
+    int embed_trains = llmem_setup_embedding_trains(s);
+    int head_trains = llmem_setup_head_trains(s, m);
     seg_spec emb_spec = { .input_rg = all[0].spec.input_rg && !embed_trains,
                           .weights_trainable = embed_trains, .norms_trainable = embed_trains,
                           .projections_trainable = embed_trains };
@@ -920,7 +919,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     uint64_t first_held = hold_first && !groups[0].input_saved ? groups[0].x_bytes : 0;
     seg_spec head_spec = { .input_rg = output_rg(&all[nall - 1].spec),
                            .weights_trainable = head_trains,
-                           .norms_trainable = full || s->method == LLMEM_METHOD_FREEZE,
+                           .norms_trainable = llmem_setup_final_norm_trains(s),
                            .projections_trainable = embed_trains,
                            .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
     int pos_emb = e->positions;

@@ -28,6 +28,26 @@ typedef struct setup {
     uint64_t cublas_workspace, cuda_context;
 } setup;
 
+/* What trains beside the decoder layers, which the tensor list
+ * (estimate/tensors.c) and the walk (estimate/walk.c) must agree on: full
+ * fine-tuning trains all of it; frozen-layer fine-tuning freezes the
+ * embeddings (a tied head goes with them) and trains the final norm and an
+ * untied head; the adapters' methods train none of it. */
+static inline int llmem_setup_embedding_trains(const setup *s)
+{
+    return s->method == LLMEM_METHOD_FULL;
+}
+
+static inline int llmem_setup_head_trains(const setup *s, const model_shape *m)
+{
+    return s->method == LLMEM_METHOD_FULL || (s->method == LLMEM_METHOD_FREEZE && !m->tie);
+}
+
+static inline int llmem_setup_final_norm_trains(const setup *s)
+{
+    return s->method == LLMEM_METHOD_FULL || s->method == LLMEM_METHOD_FREEZE;
+}
+
 /* The roles of the LoRA targets of t in model m: role bits as set, names
  * resolved in m's family ("all-linear": model/modules.h). On failure, the
  * status, the message naming the field. */
