@@ -504,14 +504,6 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
  * rounded per segment: a byte a layer at most (two where experts shard
  * apart). The bytes off, or 0 (st's
  * statics, but the batch's bytes: given). */
-/* What the walk must end backward holding: the statics, the batch's data
- * (data) aside. */
-static uint64_t statics_held(const step_static *st)
-{
-    return st->weights + st->quant_constants + st->adapters + st->buffers + st->states +
-           st->master + st->comm + st->grads;
-}
-
 /* How far the end of backward may be off: the sharded classes' rounding. */
 static uint64_t end_rounding(const rank_share *share, const rank_class *c, const layout *l)
 {
@@ -1157,8 +1149,8 @@ int llmem_estimate_timeline_point(const llmem_estimate *e, size_t rank, size_t i
                            llmem_estimate_timeline_count(e, rank));
     const trace_point *p = &e->trace_room[rank * e->trace->cap + index];
     const step_static *st = &e->rank_static[rank];
-    uint64_t params = st->weights + st->quant_constants + st->adapters + st->buffers;
-    uint64_t opt = st->states + st->master + st->comm + p->grads;
+    uint64_t params = statics_params(st);
+    uint64_t opt = statics_optimizer_held(st) + p->grads;
     if (phase)
         *phase = p->phase;
     if (part)

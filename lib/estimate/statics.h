@@ -22,6 +22,32 @@ typedef struct step_static {
     uint64_t param_tensors;   /* tensors of weights (allocator rounding) */
 } step_static;
 
+/* The sums of a step's statics that its terms and the walk read (unsigned,
+ * so any order gives the same bytes). The parameters term: */
+static inline uint64_t statics_params(const step_static *st)
+{
+    return st->weights + st->quant_constants + st->adapters + st->buffers;
+}
+
+/* the optimizer term's part live throughout, gradients apart: */
+static inline uint64_t statics_optimizer_held(const step_static *st)
+{
+    return st->states + st->master + st->comm;
+}
+
+/* what is live from the step's start to its end (but gradients): */
+static inline uint64_t statics_fixed(const step_static *st)
+{
+    return statics_params(st) + statics_optimizer_held(st) + st->batch;
+}
+
+/* and what backward must end holding, the batch's data aside (its
+ * gradients whole). */
+static inline uint64_t statics_held(const step_static *st)
+{
+    return statics_params(st) + statics_optimizer_held(st) + st->grads;
+}
+
 /* The parameters term: weights by dtype, NF4 constants, adapters, buffers. */
 void llmem_statics_params(const tensor_list *l, const model_shape *m, const setup *s,
                           step_static *st);

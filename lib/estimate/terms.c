@@ -27,7 +27,7 @@ void llmem_terms_phased(est_results *r, const step_static *st, const walk_result
     struct llmem_term *optimizer = &r->term[LLMEM_TERM_OPTIMIZER - 1];
     struct llmem_term *data = &r->term[LLMEM_TERM_DATA - 1];
     struct llmem_term *temporary = &r->term[LLMEM_TERM_TEMPORARY - 1];
-    uint64_t weights = st->weights + st->quant_constants + st->adapters + st->buffers;
+    uint64_t weights = statics_params(st);
 
     r->peak_allocated = w->peak;
     r->peak_phase = w->peak_phase;
@@ -41,7 +41,7 @@ void llmem_terms_phased(est_results *r, const step_static *st, const walk_result
         llmem_term_add(params, "lora_adapters", st->adapters);
     llmem_term_add(params, "buffers", st->buffers);
 
-    uint64_t held = st->states + st->master + st->comm;
+    uint64_t held = statics_optimizer_held(st);
     llmem_term_set(optimizer, LLMEM_TERM_OPTIMIZER, held + w->peak_grads, held + st->grads);
     llmem_term_add(optimizer, "gradients", w->peak_grads);
     llmem_term_add(optimizer, "states", st->states);

@@ -964,8 +964,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         log->n = log->overflow = 0;
         log->positions = e->positions;
     }
-    w.fixed = st->weights + st->quant_constants + st->adapters + st->buffers + st->states +
-              st->master + st->comm + st->batch;
+    w.fixed = statics_fixed(st);
     w.grads = accumulating ? st->grads : 0;
     w.live = w.fixed + w.grads;
     uint64_t start = w.live;
