@@ -37,7 +37,7 @@ uint64_t llmem_allocator_overhead(const tensor_list *l, const setup *s)
     uint64_t waste = 0;
     for (int i = 0; i < l->n; i++) {
         const tensor_class *c = &l->c[i];
-        uint64_t bytes = c->dt != DT_NF4 ? class_elems(c) * (uint64_t)c->dt : (class_elems(c) + 1) / 2;
+        uint64_t bytes = class_tensor_bytes(c);
         uint64_t copies = 1 + (c->trainable ? 1 + states : 0);
         waste += (block_size(bytes) - bytes) * copies * c->count;
         /* The fused step's 4-byte step counters take a 512-byte block each. */

@@ -22,7 +22,7 @@ void llmem_statics_params(const tensor_list *l, const model_shape *m, const setu
             st->trainable += elems;
         if (c->dt == DT_NF4) {
             uint64_t blocks = (class_elems(c) + NF4_BLOCK - 1) / NF4_BLOCK;
-            st->weights += (class_elems(c) + 1) / 2 * c->count;
+            st->weights += class_tensor_bytes(c) * c->count;
             st->quant_constants +=
                 (blocks + (blocks + NF4_DQ_BLOCK - 1) / NF4_DQ_BLOCK * 4) * c->count;
         } else if (adapter) {

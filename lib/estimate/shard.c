@@ -149,8 +149,7 @@ static void segment_bytes(const tensor_list *l, uint64_t *layer, uint64_t *embed
     *layer = *embedding = *head = 0;
     for (int i = 0; i < l->n; i++) {
         const tensor_class *c = &l->c[i];
-        uint64_t bytes = c->dt == DT_NF4 ? (class_elems(c) + 1) / 2 * c->count
-                                         : class_elems(c) * c->count * (uint64_t)c->dt;
+        uint64_t bytes = class_tensor_bytes(c) * c->count;
         if (c->segment == SEG_EMBEDDING)
             *embedding += bytes;
         else if (c->segment == SEG_HEAD)

@@ -57,4 +57,11 @@ static inline uint64_t class_elems(const tensor_class *c)
     return c->rows * c->cols;
 }
 
+/* One tensor of the class as stored: NF4 packs two weights a byte
+ * (bitsandbytes' Params4bit, an odd count's last byte half used). */
+static inline uint64_t class_tensor_bytes(const tensor_class *c)
+{
+    return c->dt == DT_NF4 ? (class_elems(c) + 1) / 2 : class_elems(c) * (uint64_t)c->dt;
+}
+
 #endif
