@@ -876,7 +876,7 @@ int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *r
         return 0;
     const rank_share *share = &cf->share[0];
     const rank_class *c = &cf->classes[0];
-    if (c->in_flight_num > (c->in_flight_den ? c->in_flight_den : 1))
+    if (llmem_walk_stashes(c->in_flight_num, c->in_flight_den))
         return 0; /* a pipeline's stash: its extra is not a line */
     /* The checks of a point that read the seq alone, as the sweep and the run make them. */
     if (llmem_fields_accept_int(e->ctx, &llmem_train_fields, LLMEM_TRAIN_SEQ, (int64_t)seq,
@@ -898,7 +898,7 @@ int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *r
         hi = (uint64_t)batch_field->max;
     e->walk.walk_key = walk_key(cf, 0, run);
     walk_form *f = llmem_walk_form(&e->walk, 2, run->seq);
-    if (hi < 2 || f == NULL || f->state != 1 || f->key != e->walk.walk_key)
+    if (hi < 2 || !llmem_walkform_ready(f, e->walk.walk_key))
         return 0;
     if (f->npeak < 0)
         llmem_walkform_peak_set(f);

@@ -757,7 +757,7 @@ static inline void layer_backward(walk *w, const layer_group *g, uint64_t base, 
 static uint64_t in_flight_extra(uint64_t in_flight, uint64_t in_flight_den, uint64_t stash)
 {
     uint64_t den = in_flight_den ? in_flight_den : 1;
-    return in_flight > den ? (in_flight - den) * stash / den : 0;
+    return llmem_walk_stashes(in_flight, in_flight_den) ? (in_flight - den) * stash / den : 0;
 }
 
 /* Forward through two interleaved runs, g (PAIR_FIRST) and g[1], of
@@ -1192,7 +1192,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                 w.temp_max = temp;                                                      \
         }                                                                               \
         r->end_of_backward = VALUE(f->end_of_backward, m);                              \
-        stash = in_flight > (in_flight_den ? in_flight_den : 1) ? VALUE(f->stash, m) : 0;\
+        stash = llmem_walk_stashes(in_flight, in_flight_den) ? VALUE(f->stash, m) : 0;  \
     } while (0)
 
 static void walk_compiled(const walk_form *f, uint64_t batch, uint64_t seq, uint64_t in_flight,
@@ -1226,14 +1226,14 @@ static void walk_compiled(const walk_form *f, uint64_t batch, uint64_t seq, uint
             opt = t > opt ? t : opt;                                                    \
         }                                                                               \
         r->end_of_backward = VALUE(f->end_of_backward, m);                              \
-        stash = in_flight > (in_flight_den ? in_flight_den : 1) ? VALUE(f->stash, m) : 0;\
+        stash = llmem_walk_stashes(in_flight, in_flight_den) ? VALUE(f->stash, m) : 0;  \
     } while (0)
 
 int llmem_walk_known_peak(walk_scratch *e, uint64_t batch, uint64_t seq,
                           uint64_t in_flight, uint64_t in_flight_den, walk_peak *r)
 {
     const walk_form *f = llmem_walk_form(e, batch, seq);
-    if (f == NULL || f->state != 1 || f->key != e->walk_key)
+    if (!llmem_walkform_ready(f, e->walk_key))
         return 0;
     uint64_t m[6], stash, step = 0, opt = 0;
     llmem_form_monomials(f->kind, batch, seq, m);
@@ -1285,7 +1285,7 @@ LLMEM_NOINLINE int llmem_walk_known(walk_scratch *e, uint64_t batch, uint64_t se
         return 1;
     }
     const walk_form *f = llmem_walk_form(e, batch, seq);
-    if (f == NULL || f->state != 1 || f->key != e->walk_key)
+    if (!llmem_walkform_ready(f, e->walk_key))
         return 0;
     walk_compiled(f, batch, seq, in_flight, in_flight_den, r);
     e->answered++;

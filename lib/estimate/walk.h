@@ -39,6 +39,13 @@ typedef struct walk_keep {
     uint64_t expert, expert_wide, expert_den;
 } walk_keep;
 
+/* Whether more micro-batches than this one hold their forward state while
+ * it runs (in_flight / den of them, den 0 read as 1): a pipeline's stash. */
+static inline int llmem_walk_stashes(uint64_t in_flight, uint64_t den)
+{
+    return in_flight > (den ? den : 1);
+}
+
 typedef struct walk_input {
     const model_shape *model;
     const setup *setup;

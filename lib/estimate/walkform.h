@@ -66,6 +66,13 @@ typedef struct walk_form {
     int8_t peak[WALK_TERMS];
 } walk_form;
 
+/* Whether f (a walk's slot, or NULL) holds a compiled walk of key: the
+ * slot's state may be of its key, and its key of an earlier walk. */
+static inline int llmem_walkform_ready(const walk_form *f, uint64_t key)
+{
+    return f != NULL && f->state == 1 && f->key == key;
+}
+
 /* The grid of a regime (its points: batch[i], seq[i]) and the checks; the
  * count of grid points, or 0 for a regime of one point. */
 int llmem_walkform_grid(int regime, uint64_t seq, uint64_t batch[WALK_GRID + WALK_CHECKS],
