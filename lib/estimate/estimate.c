@@ -498,19 +498,20 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
     }
 }
 
-/* The walk must end backward holding exactly what the rank holds from the
- * start and its gradients; anything else means the layer model and the
- * tensor list disagree: refuse rather than print a wrong number. Shards are
- * rounded per segment: a byte a layer at most (two where experts shard
- * apart). The bytes off, or 0 (st's
- * statics, but the batch's bytes: given). */
-/* How far the end of backward may be off: the sharded classes' rounding. */
+/* How far the end of backward may be off: the sharded classes' rounding,
+ * where the gradients shard (den = 2 x the gradient shards: walk_keep,
+ * llmem_rank_share). */
 static uint64_t end_rounding(const rank_share *share, const rank_class *c, const layout *l)
 {
     int apart = share->keep.expert > 0 && share->keep.expert_den != share->keep.den;
     return share->keep.den > 2 ? (c->layers + 2 + l->shard) * (apart ? 2 : 1) : 0;
 }
 
+/* The walk must end backward holding exactly what the rank holds from the
+ * start and its gradients; anything else means the layer model and the
+ * tensor list disagree: refuse rather than print a wrong number. Shards are
+ * rounded per segment: a byte a layer at most (two where experts shard
+ * apart). The bytes off, or 0 (st's statics, but the batch's bytes: given). */
 static uint64_t unaccounted(const step_static *st, uint64_t data, uint64_t end,
                             const rank_share *share, const rank_class *c, const layout *l)
 {
@@ -519,7 +520,7 @@ static uint64_t unaccounted(const step_static *st, uint64_t data, uint64_t end,
     return off > end_rounding(share, c, l) ? off : 0;
 }
 
-/* One rank's walk (checked), into w. */
+/* One rank's walk (checked), into out. */
 static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
                      const rank_recipe *rc, const layout *l, const rank_class *c,
                      const rank_share *share, const step_static *st, walk_result *out)
@@ -557,7 +558,6 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
     return LLMEM_OK;
 }
 
-/* A rank's terms and levels from its walk. */
 /* A rank's peak reserved by the caching allocator: what it allocates at its
  * peak and what rounding and the cuBLAS workspace add. */
 static uint64_t reserved_of(uint64_t allocated, const rank_share *share)
@@ -565,6 +565,7 @@ static uint64_t reserved_of(uint64_t allocated, const rank_share *share)
     return allocated + share->overhead;
 }
 
+/* A rank's terms and levels from its walk. */
 static void rank_results(est_results *r, const step_static *st, const walk_result *w,
                          const rank_share *share, const setup *run)
 {

@@ -178,8 +178,15 @@ static inline int llmem_row_peak(const est_row *r, uint64_t batch, int level, ui
 }
 
 /* llmem_row_peak over points i.. of a sweep (batch[], seq[]) while they
- * keep the row's seq: the first point it does not answer (n: none). The
- * row's fields are read into locals once (a peak written could alias them). */
+ * keep the row's seq: the first point it does not answer (n: none). Only
+ * the row's single values are read into locals; until, a and slope point
+ * into r. A peak written is a uint64_t like every field of r, so the
+ * compiler must assume it may change any of them: the locals spare
+ * reloading the single values at each point, the pieces are reloaded (one
+ * or two read). No peak does: the sweep's row is its own local, peak its
+ * caller's buffer. (Were they to overlap, the loop would read pieces that
+ * earlier points overwrote, beside the row's single values: wrong either
+ * way, so peak must not overlap r.) */
 static inline size_t llmem_row_peaks(const est_row *r, const int64_t *batch, const int64_t *seq,
                                      size_t i, size_t n, int level, uint64_t *peak)
 {

@@ -425,8 +425,8 @@ static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const 
     grp->param_grads_wide = c.param_grads_wide;
 }
 
-/* In a mixture-of-experts model the first dense_layers layers have a dense
- * MLP: split the run that crosses that boundary, and mark the MoE runs. */
+/* Split the run that crosses the layer `boundary` in two, the second's
+ * input requiring grad as the first's output does (split_runs' reasons). */
 static int split_at(layer_group *g, int n, uint64_t boundary)
 {
     uint64_t first = 0;

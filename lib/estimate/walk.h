@@ -28,9 +28,12 @@ typedef struct walk_gather {
 
 /* What stays of the parameter gradients a segment's backward makes: kept
  * bytes = (narrow x k16 + wide x k32) / den, narrow and wide being the
- * gradients of 16-bit and of 4-byte parameters. Data parallelism keeps them
- * all (1, 1, 1); sharding keeps 1/den of them, FSDP's fp32 shards of a 16-bit
- * model twice the bytes (k16 = 2); offload keeps none (den = 0). */
+ * gradients of 16-bit and of 4-byte parameters. One GPU keeps them all
+ * (1, 1, 1: llmem_walk_single). A rank's share (llmem_rank_share) keeps a
+ * 16-bit parameter's as k16 = its gradient dtype's bytes an element (FSDP's
+ * fp32 shards of a 16-bit model twice the bytes) and a 4-byte one's as
+ * itself (k32 = 2), over den = 2 x the gradient shards: den > 2 where the
+ * gradients shard; offload keeps none (den = 0). */
 typedef struct walk_keep {
     uint64_t k16, k32, den;
     /* A trained MoE layer's expert gradients (bytes as its backward makes

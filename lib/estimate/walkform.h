@@ -13,8 +13,11 @@
  * grid, and an estimate then evaluates them with the segments' frontiers
  * instead of walking.
  *
- * Only the bases are fitted: which moment is the largest is decided at
- * every call, with the walk's own rules (walk.c). Coefficients may be
+ * Only the bases are fitted. The moments that never decide their phase's
+ * peak nor the temporaries' maximum anywhere in the regime are dropped
+ * once, at the fit; which of the others is the largest is decided at each
+ * call with the walk's own rules (walk.c), or for a sweep's row once per
+ * seq (its peak set: llmem_walkform_peak_set). Coefficients may be
  * negative (a base subtracts a segment's input); arithmetic wraps, which is
  * exact whenever the true value fits, and the checks confirm it does.
  */
