@@ -286,7 +286,6 @@ int llmem_walkform_fit(walk_form *f, int regime, const walk_log *logs, int nlogs
             return 0;
     if (!check_at(&v, at, b, s))
         return 0;
-    f->regime = regime;
     f->kind = v.kind;
     if (!expand(f, &v, at, seg))
         return 0;

@@ -54,7 +54,6 @@ typedef struct walk_form {
     int state;                         /* 0: none (key seen once), 1: compiled, -1: refused */
     uint64_t key;                      /* the walk's key (walk_scratch) */
     uint64_t at;                       /* REGIME_ROW_AT's slot: the seq it is of */
-    int regime;
     int kind;                          /* FORM_ROW, FORM_COL or FORM_FULL */
     int n;                             /* moments, one per frontier step, phase by phase */
     int phase_end[4];                  /* where each phase's moments end (phases 1..4) */
