@@ -5,6 +5,7 @@
 #include "core/compiler.h"
 #include "core/ctx.h"
 #include "estimate/article.h"
+#include "estimate/run.h"
 #include "estimate/shard.h"
 #include "estimate/terms.h"
 #include "layers/layers.h"
@@ -119,7 +120,7 @@ static uint64_t step_per_token(const step_bound *sb, const setup *s, int scores_
     return ck_mul(c, per_token, sb->per_layer);
 }
 
-static int step_overflows(const step_bound *sb, const setup *s, int scores_formed)
+int llmem_step_overflows(const step_bound *sb, const setup *s, int scores_formed)
 {
     checked c = { 0 };
     uint64_t per = step_per_token(sb, s, scores_formed, &c);
@@ -127,9 +128,7 @@ static int step_overflows(const step_bound *sb, const setup *s, int scores_forme
     return sb->overflow || c.overflow || bound > (UINT64_C(1) << 62);
 }
 
-/* The most tokens (batch x seq) a step of this setup may have within the
- * bound (step_overflows); 0 when none may. */
-static uint64_t step_token_limit(const step_bound *sb, const setup *s, int scores_formed)
+uint64_t llmem_step_token_limit(const step_bound *sb, const setup *s, int scores_formed)
 {
     checked c = { 0 };
     uint64_t per = step_per_token(sb, s, scores_formed, &c);
@@ -482,7 +481,7 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
         walk_input in;
         walk_result w;
         rank_input(shape, &at, l, c, share, &st_at, &in);
-        if (step_overflows(&e->bound, &at.run, 1) ||
+        if (llmem_step_overflows(&e->bound, &at.run, 1) ||
             llmem_walk_logged(ws, &in, &w, &logs[k]) != LLMEM_OK || !ws->cache.walk_full)
             break;
     }
@@ -496,28 +495,6 @@ static LLMEM_NOINLINE void compile_walk(llmem_estimate *e, const model_shape *sh
         f->state = 1;
         ws->compiled++;
     }
-}
-
-/* How far the end of backward may be off: the sharded classes' rounding,
- * where the gradients shard (den = 2 x the gradient shards: walk_keep,
- * llmem_rank_share). */
-static uint64_t end_rounding(const rank_share *share, const rank_class *c, const layout *l)
-{
-    int apart = share->keep.expert > 0 && share->keep.expert_den != share->keep.den;
-    return share->keep.den > 2 ? (c->layers + 2 + l->shard) * (apart ? 2 : 1) : 0;
-}
-
-/* The walk must end backward holding exactly what the rank holds from the
- * start and its gradients; anything else means the layer model and the
- * tensor list disagree: refuse rather than print a wrong number. Shards are
- * rounded per segment: a byte a layer at most (two where experts shard
- * apart). The bytes off, or 0 (st's statics, but the batch's bytes: given). */
-static uint64_t unaccounted(const step_static *st, uint64_t data, uint64_t end,
-                            const rank_share *share, const rank_class *c, const layout *l)
-{
-    uint64_t expected = statics_held(st) + data;
-    uint64_t off = end > expected ? end - expected : expected - end;
-    return off > end_rounding(share, c, l) ? off : 0;
 }
 
 /* One rank's walk (checked), into out. */
@@ -556,13 +533,6 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
         e->trace_peak[rank] = llmem_trace_peak(e->trace);
     }
     return LLMEM_OK;
-}
-
-/* A rank's peak reserved by the caching allocator: what it allocates at its
- * peak and what rounding and the cuBLAS workspace add. */
-static uint64_t reserved_of(uint64_t allocated, const rank_share *share)
-{
-    return allocated + share->overhead;
 }
 
 /* A rank's terms and levels from its walk. */
@@ -620,7 +590,7 @@ int llmem_estimate_run_parallel(llmem_estimate *e, llmem_model *model, const llm
  * sliding window on the layers take a mask: WALK_KEY_WINDOW (bit 5; such
  * walks are compiled one seq at a time, and a walk compiled below the
  * window must not answer them). */
-static uint64_t walk_key(const est_config *cf, int rank, const setup *run)
+uint64_t llmem_estimate_walk_key(const est_config *cf, int rank, const setup *run)
 {
     uint64_t key = (cf->serial * RANKS_MAX + (uint64_t)rank + 1) << WALK_KEY_RANK_SHIFT;
     if (llmem_model_window_reached(&cf->shape, run->attention, run->seq))
@@ -653,7 +623,7 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
     if ((rc_ = llmem_setup_resolve(train, m, e->ctx, &s)) != LLMEM_OK)
         return rc_;
     int scores = llmem_layers_quadratic_attention(m, s.attention, s.compute_dt);
-    if (s.formula == LLMEM_FORMULA_PHASED && step_overflows(&e->bound, &s, scores))
+    if (s.formula == LLMEM_FORMULA_PHASED && llmem_step_overflows(&e->bound, &s, scores))
         return step_overflow_error(e->ctx, &s);
     if ((rc_ = check_model(e, &s)) != LLMEM_OK ||
         (rc_ = llmem_layout_resolve(e->ctx, parallel, m, &s, &l)) != LLMEM_OK)
@@ -673,7 +643,7 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
      * math kernel. Bound the step again with the scores then. */
     if (s.formula == LLMEM_FORMULA_PHASED && !scores &&
         llmem_layers_quadratic_attention(&cf->shape, s.attention, s.compute_dt) &&
-        step_overflows(&e->bound, &s, 1))
+        llmem_step_overflows(&e->bound, &s, 1))
         return step_overflow_error(e->ctx, &s);
     int n = cf->nranks;
     /* What decides the walks' model shape (tensor and context parallelism's
@@ -706,7 +676,7 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
             e->trace_count[i] = 0;
             continue;
         }
-        e->walk.walk_key = walk_key(cf, i, &rc.run);
+        e->walk.walk_key = llmem_estimate_walk_key(cf, i, &rc.run);
         if ((rc_ = walk_rank(e, (size_t)i, &cf->shape, &rc, &l, &cf->classes[i], share, &st[i],
                              &walks[i])) != LLMEM_OK)
             return rc_;
@@ -741,430 +711,5 @@ int llmem_estimate_run_job(llmem_estimate *e, llmem_model *model, const llmem_tr
                                                                  s.compute_dt);
     }
     llmem__ok(e->ctx);
-    return LLMEM_OK;
-}
-
-int llmem_estimate_point(llmem_estimate *e, est_job *job, uint64_t batch, uint64_t seq,
-                         int level, uint64_t *peak)
-{
-    const est_config *cf = job->cf;
-    if (job->s.formula != LLMEM_FORMULA_PHASED || e->trace != NULL || cf != e->last_config ||
-        cf->serial != e->last_serial)
-        return 0;
-    setup *s = &job->s;
-    const setup *run = &job->rc.run;
-    s->batch = batch;
-    s->seq = seq;
-    llmem_rank_point(&job->l, batch, seq, &job->rc.run);
-    uint64_t data = llmem_statics_data(run);
-    est_results best;
-    best.peak_allocated = best.peak_reserved = best.peak_device = 0;
-    for (int i = 0; i < cf->nranks; i++) {
-        const rank_share *share = &cf->share[i];
-        const rank_class *c = &cf->classes[i];
-        walk_peak w;
-        e->walk.walk_key = walk_key(cf, i, run);
-        if (!llmem_walk_known_peak(&e->walk, run->batch, run->seq, c->in_flight_num,
-                                   c->in_flight_den, &w) ||
-            unaccounted(&share->st, data, w.end_of_backward, share, c, &job->l) != 0)
-            return 0;
-        uint64_t reserved = reserved_of(w.peak, share);
-        uint64_t device = llmem_allocator_device(run, reserved, share->st.paged_states);
-        if (i == 0 || device > best.peak_device) { /* the first most loaded, as a run's */
-            best.peak_allocated = w.peak;
-            best.peak_reserved = reserved;
-            best.peak_device = device;
-        }
-    }
-    /* What a run checks of batch and seq, with the run's own checks (after
-     * the walks, which decline sooner and whose wrapping arithmetic is
-     * harmless at a point that fails): any failure is left to the run,
-     * which reports it. (The scores bound the step whenever the model's or
-     * the rank's kernel forms them: a step that overflows without them
-     * overflows with them.) */
-    if (llmem_setup_check_point(e->ctx, &e->model, s) != LLMEM_OK ||
-        llmem_layout_check_point(e->ctx, &job->l, &e->model, s) != LLMEM_OK ||
-        step_overflows(&e->bound, s, job->scores))
-        return 0;
-    *peak = llmem_level_bytes(&best, level);
-    return 1;
-}
-
-/* The line k of a row's room (a, b) at batch x (wrapping, exact where the
- * value fits). */
-static inline uint64_t row_line_at(const uint64_t *a, const uint64_t *b, int k, uint64_t x)
-{
-    return a[k] + b[k] * x;
-}
-
-/* The upper envelope over the batches x..hi of lines a + b B whose values
- * there fit in 62 bits (so the wrapping values and, when hi > 2, the slopes
- * as signed are the true ones) into row's pieces. From x, the line on top
- * there (the steepest of equals) holds until the first batch where a
- * steeper one passes it: the next piece starts there, with a steeper line
- * on top (else it was not on top before), so there are at most n pieces.
- * Exact: every crossing is an integer division of true values. */
-static void row_envelope(const uint64_t *a, const uint64_t *b, int n, uint64_t x, uint64_t hi,
-                         est_row *row)
-{
-    row->n = 0;
-    for (;;) {
-        int top = 0;
-        uint64_t tv = row_line_at(a, b, 0, x);
-        for (int k = 1; k < n; k++) {
-            uint64_t v = row_line_at(a, b, k, x);
-            if (v > tv || (v == tv && (int64_t)b[k] > (int64_t)b[top])) {
-                top = k;
-                tv = v;
-            }
-        }
-        uint64_t next = hi + 1; /* the first batch another passes it at */
-        for (int k = 0; k < n; k++)
-            if ((int64_t)b[k] > (int64_t)b[top]) {
-                uint64_t at = x + (tv - row_line_at(a, b, k, x)) / (b[k] - b[top]) + 1;
-                next = at < next ? at : next;
-            }
-        row->a[row->n] = a[top];
-        row->b[row->n] = b[top];
-        row->until[row->n++] = next - 1;
-        if (next > hi)
-            return;
-        x = next;
-    }
-}
-
-/* The row's pieces from a form's moments at seq over batches 2..hi: 1, or
- * 0 when a value there passes 62 bits (outside the forms' premise). The
- * line on top at batch 2 (then at hi) is below no other at batch 2, and
- * one below it at both ends is below it between: the envelope is made of
- * it and the lines above it at hi alone (mostly none). */
-static int row_lines(const walk_form *f, uint64_t seq, uint64_t hi, est_row *row)
-{
-    uint64_t a[WALK_TERMS], b[WALK_TERMS], lo[WALK_TERMS], up[WALK_TERMS];
-    int top = 0;
-    if (f->npeak < 1)
-        return 0;
-    for (int k = 0; k < f->npeak; k++) { /* the moments that can hold the peak */
-        llmem_form_line(f->kind, f->total[f->peak[k]], seq, &a[k], &b[k]);
-        lo[k] = row_line_at(a, b, k, 2);
-        up[k] = row_line_at(a, b, k, hi);
-        if (lo[k] > UINT64_C(1) << 62 || up[k] > UINT64_C(1) << 62)
-            return 0;
-        if (lo[k] > lo[top] || (lo[k] == lo[top] && up[k] > up[top]))
-            top = k;
-    }
-    uint64_t ca[WALK_TERMS], cb[WALK_TERMS]; /* the candidates, that line first */
-    int n = 1;
-    ca[0] = a[top];
-    cb[0] = b[top];
-    for (int k = 0; k < f->npeak; k++)
-        if (up[k] > up[top]) {
-            ca[n] = a[k];
-            cb[n++] = b[k];
-        }
-    row_envelope(ca, cb, n, 2, hi, row);
-    return 1;
-}
-
-int llmem_estimate_row(llmem_estimate *e, est_job *job, uint64_t seq, est_row *row)
-{
-    const est_config *cf = job->cf;
-    setup *s = &job->s;
-    setup *run = &job->rc.run;
-    const field_desc *seq_field, *batch_field;
-    if (s->formula != LLMEM_FORMULA_PHASED || e->trace != NULL || cf != e->last_config ||
-        cf->serial != e->last_serial || cf->nranks != 1 || s->loss == LLMEM_LOSS_CHUNKED)
-        return 0;
-    const rank_share *share = &cf->share[0];
-    const rank_class *c = &cf->classes[0];
-    if (llmem_walk_stashes(c->in_flight_num, c->in_flight_den))
-        return 0; /* a pipeline's stash: its extra is not a line */
-    /* The checks of a point that read the seq alone, as the sweep and the run make them. */
-    if (llmem_fields_accept_int(e->ctx, &llmem_train_fields, LLMEM_TRAIN_SEQ, (int64_t)seq,
-                                &seq_field) != LLMEM_OK ||
-        llmem_fields_row(e->ctx, &llmem_train_fields, LLMEM_TRAIN_BATCH, &batch_field) !=
-            LLMEM_OK ||
-        batch_field->kind != FIELD_INT || batch_field->min > 2 || batch_field->max > 0x1p53)
-        return 0;
-    s->batch = 2;
-    s->seq = seq;
-    llmem_rank_point(&job->l, 2, seq, run);
-    if (llmem_setup_check_point(e->ctx, &e->model, s) != LLMEM_OK ||
-        llmem_layout_check_point(e->ctx, &job->l, &e->model, s) != LLMEM_OK)
-        return 0;
-    /* Batches 2..hi: within the field's range and the step's bound, one
-     * regime (batch >= 2 at this seq) and so one compiled walk. */
-    uint64_t hi = step_token_limit(&e->bound, s, job->scores) / seq;
-    if (hi > (uint64_t)batch_field->max)
-        hi = (uint64_t)batch_field->max;
-    e->walk.walk_key = walk_key(cf, 0, run);
-    walk_form *f = llmem_walk_form(&e->walk, 2, run->seq);
-    if (hi < 2 || !llmem_walkform_ready(f, e->walk.walk_key))
-        return 0;
-    if (f->npeak < 0)
-        llmem_walkform_peak_set(f);
-    /* A row's or a full form's polynomials are lines in the batch at a seq. */
-    if (f->kind != FORM_ROW && f->kind != FORM_FULL)
-        return 0;
-    /* Within the step's bound a moment's value fits (the forms' premise). */
-    if (!row_lines(f, run->seq, hi, row))
-        return 0;
-    /* The end of backward less what the statics and the batch's data make
-     * it: the data is a line through 0 in the batch, its slope one
-     * sample's (run is at batch 2 here: not llmem_statics_data(run)). */
-    uint64_t end_a, end_b;
-    llmem_form_line(f->kind, f->end_of_backward, run->seq, &end_a, &end_b);
-    row->off_a = end_a - statics_held(&share->st);
-    row->off_b = end_b - llmem_statics_data_sample(run->seq);
-    row->rounding = end_rounding(share, c, &job->l);
-    /* Mostly the same at every batch: then checked here once. */
-    row->off_each = row->off_b != 0;
-    if (!row->off_each && row->off_a > row->rounding && 0 - row->off_a > row->rounding)
-        return 0;
-    row->add[LLMEM_LEVEL_ALLOCATED - 1] = 0;
-    row->add[LLMEM_LEVEL_RESERVED - 1] = reserved_of(0, share);
-    row->add[LLMEM_LEVEL_DEVICE - 1] = llmem_allocator_device(run, reserved_of(0, share),
-                                                              share->st.paged_states);
-    row->seq = seq;
-    row->hi = hi;
-    return 1;
-}
-
-static int require_valid(const llmem_estimate *e)
-{
-    if (e == NULL)
-        return LLMEM_EINVAL;
-    if (!e->valid)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: not run yet (call llmem_estimate_run)");
-    return LLMEM_OK;
-}
-
-int llmem_estimate_get_u64(const llmem_estimate *e, int key, uint64_t *out)
-{
-    int rc = require_valid(e);
-    if (rc != LLMEM_OK)
-        return rc;
-    if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_get_u64: out is NULL");
-    switch (key) {
-    case LLMEM_EST_PARAMS_TOTAL: *out = e->r.params_total; break;
-    case LLMEM_EST_PARAMS_TRAINABLE: *out = e->r.params_trainable; break;
-    case LLMEM_EST_PEAK_ALLOCATED: *out = e->r.peak_allocated; break;
-    case LLMEM_EST_PEAK_RESERVED: *out = e->r.peak_reserved; break;
-    case LLMEM_EST_PEAK_DEVICE: *out = e->r.peak_device; break;
-    case LLMEM_EST_PEAK_PHASE: *out = (uint64_t)e->r.peak_phase; break;
-    case LLMEM_EST_PARAMS_ACTIVE: *out = e->r.params_active; break;
-    default: return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown result key %d", key);
-    }
-    return LLMEM_OK;
-}
-
-int llmem_estimate_phase_bytes(const llmem_estimate *e, int phase, uint64_t *out)
-{
-    int rc = require_valid(e);
-    if (rc != LLMEM_OK)
-        return rc;
-    if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_phase_bytes: out is NULL");
-    if (phase < 1 || phase > PHASE_COUNT)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown phase %d", phase);
-    *out = e->r.phase_peak[phase - 1];
-    return LLMEM_OK;
-}
-
-int llmem_estimate_term(const llmem_estimate *e, int kind, const llmem_term **out)
-{
-    int rc = require_valid(e);
-    if (rc != LLMEM_OK)
-        return rc;
-    if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_term: out is NULL");
-    if (kind < 1 || kind > TERM_COUNT)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
-    *out = &e->r.term[kind - 1];
-    return LLMEM_OK;
-}
-
-uint64_t llmem_term_bytes_at_peak(const llmem_term *t)
-{
-    return t ? t->at_peak : 0;
-}
-
-uint64_t llmem_term_max_bytes(const llmem_term *t)
-{
-    return t ? t->max : 0;
-}
-
-size_t llmem_term_component_count(const llmem_term *t)
-{
-    return t ? t->ncomp : 0;
-}
-
-int llmem_term_component(const llmem_term *t, size_t index, const char **name,
-                         uint64_t *bytes_at_peak)
-{
-    if (t == NULL || index >= t->ncomp)
-        return LLMEM_EINVAL;
-    if (name)
-        *name = t->comp_name[index];
-    if (bytes_at_peak)
-        *bytes_at_peak = t->comp_bytes[index];
-    return LLMEM_OK;
-}
-
-size_t llmem_estimate_rank_count(const llmem_estimate *e)
-{
-    return e != NULL && e->valid ? e->nranks : 0;
-}
-
-size_t llmem_estimate_peak_rank(const llmem_estimate *e)
-{
-    return e != NULL && e->valid ? e->peak_rank : 0;
-}
-
-static int require_rank(const llmem_estimate *e, size_t rank)
-{
-    int rc = require_valid(e);
-    if (rc != LLMEM_OK)
-        return rc;
-    if (rank >= e->nranks)
-        return llmem__fail(e->ctx, LLMEM_ERANGE, "estimate: rank %zu of %zu", rank, e->nranks);
-    return LLMEM_OK;
-}
-
-int llmem_estimate_rank_get_u64(const llmem_estimate *e, size_t rank, int key, uint64_t *out)
-{
-    int rc = require_rank(e, rank);
-    if (rc != LLMEM_OK)
-        return rc;
-    if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_rank_get_u64: out is NULL");
-    const est_results *r = &e->rank[rank];
-    const rank_class *c = &e->rank_class[rank];
-    switch (key) {
-    case LLMEM_EST_PARAMS_TOTAL: *out = r->params_total; break;
-    case LLMEM_EST_PARAMS_TRAINABLE: *out = r->params_trainable; break;
-    case LLMEM_EST_PEAK_ALLOCATED: *out = r->peak_allocated; break;
-    case LLMEM_EST_PEAK_RESERVED: *out = r->peak_reserved; break;
-    case LLMEM_EST_PEAK_DEVICE: *out = r->peak_device; break;
-    case LLMEM_EST_PEAK_PHASE: *out = (uint64_t)r->peak_phase; break;
-    case LLMEM_EST_PARAMS_ACTIVE: *out = r->params_active; break;
-    case LLMEM_RANK_STAGE: *out = c->stage; break;
-    case LLMEM_RANK_LAYER_FIRST: *out = c->layer_first; break;
-    case LLMEM_RANK_LAYERS: *out = c->layers; break;
-    case LLMEM_RANK_GPUS: *out = c->gpus; break;
-    case LLMEM_RANK_HOST: *out = e->rank_host[rank]; break;
-    case LLMEM_RANK_STAGES: *out = c->stages; break;
-    case LLMEM_RANK_CHUNKS: *out = c->chunks; break;
-    case LLMEM_RANK_CHUNK_STRIDE: *out = c->chunk_stride; break;
-    case LLMEM_RANK_IN_FLIGHT_X1000:
-        *out = c->in_flight_num * 1000 / (c->in_flight_den ? c->in_flight_den : 1);
-        break;
-    default: return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown result key %d", key);
-    }
-    return LLMEM_OK;
-}
-
-int llmem_estimate_rank_phase_bytes(const llmem_estimate *e, size_t rank, int phase,
-                                    uint64_t *out)
-{
-    int rc = require_rank(e, rank);
-    if (rc != LLMEM_OK)
-        return rc;
-    if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_rank_phase_bytes: out is NULL");
-    if (phase < 1 || phase > PHASE_COUNT)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown phase %d", phase);
-    *out = e->rank[rank].phase_peak[phase - 1];
-    return LLMEM_OK;
-}
-
-int llmem_estimate_rank_term(const llmem_estimate *e, size_t rank, int kind,
-                             const llmem_term **out)
-{
-    int rc = require_rank(e, rank);
-    if (rc != LLMEM_OK)
-        return rc;
-    if (out == NULL)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "llmem_estimate_rank_term: out is NULL");
-    if (kind < 1 || kind > TERM_COUNT)
-        return llmem__fail(e->ctx, LLMEM_EINVAL, "estimate: unknown term %d", kind);
-    *out = &e->rank[rank].term[kind - 1];
-    return LLMEM_OK;
-}
-
-int llmem_estimate_timeline(llmem_estimate *e, size_t capacity, int expand)
-{
-    if (e == NULL)
-        return LLMEM_EINVAL;
-    if (e->trace != NULL && (capacity == 0 || capacity != e->trace->cap)) {
-        llmem__free(e->ctx, e->trace_room);
-        llmem__free(e->ctx, e->trace);
-        e->trace = NULL;
-        e->trace_room = NULL;
-    }
-    memset(e->trace_count, 0, sizeof e->trace_count);
-    if (capacity == 0)
-        return LLMEM_OK;
-    if (capacity > SIZE_MAX / (RANKS_MAX * sizeof(trace_point)))
-        return llmem__fail(e->ctx, LLMEM_ERANGE, "timeline: %zu points is too many", capacity);
-    if (e->trace == NULL) {
-        e->trace = llmem__calloc(e->ctx, sizeof *e->trace);
-        e->trace_room = llmem__alloc(e->ctx, RANKS_MAX * capacity * sizeof(trace_point));
-        if (e->trace == NULL || e->trace_room == NULL) {
-            llmem__free(e->ctx, e->trace);
-            llmem__free(e->ctx, e->trace_room);
-            e->trace = NULL;
-            e->trace_room = NULL;
-            return llmem__fail(e->ctx, LLMEM_ENOMEM, "timeline: out of memory");
-        }
-        e->trace->cap = capacity;
-    }
-    e->trace->expand = expand != 0;
-    llmem__ok(e->ctx);
-    return LLMEM_OK;
-}
-
-size_t llmem_estimate_timeline_count(const llmem_estimate *e, size_t rank)
-{
-    if (e == NULL || !e->valid || e->trace == NULL || rank >= e->nranks)
-        return 0;
-    return e->trace_count[rank];
-}
-
-size_t llmem_estimate_timeline_peak(const llmem_estimate *e, size_t rank)
-{
-    if (llmem_estimate_timeline_count(e, rank) == 0)
-        return 0;
-    return e->trace_peak[rank];
-}
-
-int llmem_estimate_timeline_point(const llmem_estimate *e, size_t rank, size_t index, int *phase,
-                                  const char **part, int64_t *layer, uint64_t *parameters,
-                                  uint64_t *optimizer, uint64_t *data, uint64_t *temporary)
-{
-    if (e == NULL)
-        return LLMEM_EINVAL;
-    if (index >= llmem_estimate_timeline_count(e, rank))
-        return llmem__fail(e->ctx, LLMEM_ERANGE, "timeline: point %zu of %zu", index,
-                           llmem_estimate_timeline_count(e, rank));
-    const trace_point *p = &e->trace_room[rank * e->trace->cap + index];
-    const step_static *st = &e->rank_static[rank];
-    uint64_t params = statics_params(st);
-    uint64_t opt = statics_optimizer_held(st) + p->grads;
-    if (phase)
-        *phase = p->phase;
-    if (part)
-        *part = p->part;
-    if (layer)
-        *layer = p->layer;
-    if (parameters)
-        *parameters = params;
-    if (optimizer)
-        *optimizer = opt;
-    if (data)
-        *data = st->batch;
-    if (temporary)
-        *temporary = p->total - params - opt - st->batch;
     return LLMEM_OK;
 }
