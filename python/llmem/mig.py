@@ -803,12 +803,18 @@ class Pack(Configurable):
 
     def add_job(self, id: Union[str, bytes], bytes: Union[int, Result], *,
                 level: str = "device", min_compute: int = 0) -> "Pack":
-        """Add a job: its ``id`` (unique), ``bytes`` at ``level`` ("device" or
-        "reserved"; or an estimate's :class:`Result`, its device peak) and
-        the compute slices it needs at least (``min_compute``)."""
+        """Add a job: its ``id`` (unique; a str, or bytes in UTF-8), ``bytes``
+        at ``level`` ("device" or "reserved"; or an estimate's
+        :class:`Result`, its device peak) and the compute slices it needs at
+        least (``min_compute``)."""
         function = "Pack.add_job()"
         data = c_string(id, "id")
-        text = data.decode("utf-8", "replace")
+        try:  # results give ids back as str: refuse what would not decode, up front
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise errors.InvalidArgument("pack: job %r: id is not UTF-8 (byte %d): give a str "
+                                         "or UTF-8 bytes" % (id, exc.start),
+                                         errors.EINVAL) from None
         code = _level(level, function)
         need, level = _job_bytes(bytes, level, "job '%s': bytes" % text, function)
         if isinstance(min_compute, bool) or not isinstance(min_compute, int):

@@ -423,6 +423,22 @@ def test_bad_pack_input_raises_the_right_exception():
         llmem.pack([("a\0b", GIB)], "H100")
 
 
+def test_pack_job_ids_must_be_utf8():
+    # Results give ids back as str: bytes that do not decode are refused before
+    # the library sees them (not a UnicodeDecodeError after it packed them), and
+    # two such ids cannot meet in the duplicate check as one.
+    with pytest.raises(llmem.InvalidArgument, match=r"pack: job b'\\xff': id is not UTF-8"):
+        llmem.pack([(b"\xff", GIB)], "H100")
+    with pytest.raises(llmem.InvalidArgument, match=r"job b'\\xfe': id is not UTF-8"):
+        llmem.pack([("a", GIB), (b"\xfe", GIB)], "H100")
+    with llmem.Pack() as handle:
+        with pytest.raises(llmem.InvalidArgument):
+            handle.add_job(b"x\xff", GIB)
+        assert handle.job_count == 0
+    result = llmem.pack([("caf\u00e9".encode(), GIB), ("na\u00efve", GIB)], "H100")
+    assert [j.id for j in result.jobs] == ["caf\u00e9", "na\u00efve"]
+
+
 # --- lifetimes and threads -----------------------------------------------------
 
 @pytest.mark.parametrize("kind,what", [(llmem.Fit, "fit"), (llmem.Pack, "pack")])
