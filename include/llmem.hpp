@@ -744,6 +744,18 @@ inline std::uint64_t mig_u64(std::size_t gpu, std::size_t profile, int key)
     return v;
 }
 
+/** Throw #LLMEM_ERANGE for a driver branch outside the range #LLMEM_FIT_DRIVER
+ * takes ([0, 999]), worded as the Python binding words it: the catalog's
+ * getters would read such a branch as one with no profiles. */
+inline void check_driver(std::int64_t driver)
+{
+    std::int64_t min = 0, max = 0;
+    llmem_fit_field_info(LLMEM_FIT_DRIVER, nullptr, &min, &max);
+    if (driver < min || driver > max)
+        throw error(LLMEM_ERANGE, "driver: " + std::to_string(driver) + " out of range [" +
+                                      std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
 /** Copy out a text of a `(buf, cap, *len_out)` function of the pack. */
 template <class Write>
 std::string buffer_text(Write write, const llmem_ctx *ctx)
@@ -758,12 +770,13 @@ std::string buffer_text(Write write, const llmem_ctx *ctx)
 
 /**
  * Profile @p profile of GPU @p gpu as driver branch @p driver (0: the
- * newest) has it. Throws llmem::error: #LLMEM_ERANGE for a bad index,
- * #LLMEM_ENOTFOUND for a profile the branch does not have
+ * newest) has it. Throws llmem::error: #LLMEM_ERANGE for a bad index or a
+ * branch outside [0, 999], #LLMEM_ENOTFOUND for a profile the branch does not have
  * (#LLMEM_MIG_SINCE_DRIVER).
  */
 inline MigProfile mig_profile(std::size_t gpu, std::size_t profile, std::int64_t driver = 0)
 {
+    detail::check_driver(driver);
     MigProfile p{};
     p.gpu = gpu;
     p.index = profile;
@@ -793,9 +806,10 @@ inline MigProfile mig_profile(std::size_t gpu, std::size_t profile, std::int64_t
 
 /** The MIG profiles of GPU @p gpu that driver branch @p driver has, in the
  * catalog's order; empty for a GPU without MIG. Throws #LLMEM_ERANGE for a
- * bad GPU index. */
+ * bad GPU index or a branch outside [0, 999]. */
 inline std::vector<MigProfile> mig_profiles(std::size_t gpu, std::int64_t driver = 0)
 {
+    detail::check_driver(driver);
     std::uint64_t n = 0;
     const int rc = llmem_gpu_get_u64(gpu, LLMEM_GPU_MIG_PROFILES, &n);
     if (rc != LLMEM_OK)
@@ -817,6 +831,7 @@ inline std::vector<MigProfile> mig_profiles(std::size_t gpu, std::int64_t driver
 inline MigProfile find_mig_profile(Context &ctx, std::size_t gpu, const std::string &name,
                                    std::int64_t driver = 0)
 {
+    detail::check_driver(driver);
     std::size_t profile = 0;
     detail::check(llmem_mig_profile_find(ctx.native(), gpu, name.c_str(), &profile), ctx.native());
     return mig_profile(gpu, profile, driver);

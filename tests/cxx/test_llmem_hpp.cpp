@@ -537,6 +537,24 @@ void mig_profiles_as_the_c_api()
     e = thrown([&] { llmem::mig_profile(a100, twenty, 520); });
     check(e.status() == LLMEM_ENOTFOUND && contains(e.what(), "520"),
           "a profile the branch lacks throws ENOTFOUND");
+    // A branch outside [0, 999] is refused as the fit, the pack and Python refuse it,
+    // not read as a branch with no profiles.
+    const long long bad[] = { 1000, -1 };
+    for (long long driver : bad) {
+        const std::string value = "driver: " + std::to_string(driver) + " out of range [0, 999]";
+        e = thrown([&] { llmem::mig_profiles(a100, driver); });
+        check(e.status() == LLMEM_ERANGE && e.what() == value,
+              ("mig_profiles() refuses driver " + std::to_string(driver) + " with ERANGE").c_str());
+        e = thrown([&] { llmem::mig_profile(a100, 0, driver); });
+        check(e.status() == LLMEM_ERANGE && e.what() == value,
+              ("mig_profile() refuses driver " + std::to_string(driver) + " with ERANGE").c_str());
+        e = thrown([&] { llmem::find_mig_profile(ctx, a100, "3g.40gb", driver); });
+        check(e.status() == LLMEM_ERANGE && e.what() == value,
+              "find_mig_profile() refuses it too");
+    }
+    check(llmem::mig_profiles(a100, 999).size() == all.size() &&
+              llmem::mig_profile(a100, 0, 999).name == all[0].name,
+          "branch 999, the bound, is a branch");
 }
 
 // A fit next to running instances: the C API's options, and its refusals.
