@@ -628,23 +628,27 @@ def largest_fitting(model: Union[str, Model], field: str = "batch", *,
                     level: str = "device", context: Optional[Context] = None,
                     **settings: Any) -> int:
     """The largest batch (or ``field="seq"``) whose peak fits one GPU (see
-    :meth:`Estimate.max`), with the settings of :func:`estimate`.
+    :meth:`Estimate.max`), with the settings of :func:`estimate` (not the
+    field it solves: ``batch=`` with ``field="batch"`` raises TypeError, as
+    the command refuses ``--max batch --batch N``).
 
-    With ``gpu=NAME`` (and no ``capacity``) it fits that GPU's usable memory
-    less ``margin`` percent kept free (default 5): exactly what ``llmem
-    estimate --max batch --gpu NAME [--margin P]`` answers,
+    It fits the capacity, ``capacity`` (bytes) or else the usable memory of
+    ``gpu=NAME``, less ``margin`` percent kept free (default 5, as
+    :func:`estimate` and ``--margin``): exactly what ``llmem estimate --max
+    batch --gpu NAME`` (or ``--capacity SIZE``) ``[--margin P]`` answers,
     ``largest_fitting("meta-llama/Llama-3.1-8B", gpu="H100", seq=4096, dp=8,
-    zero=3)``. ``capacity`` (bytes) wins over the GPU's memory, as
-    ``--capacity`` does; given alone it is the budget itself, no margin kept
-    (as before ``margin=`` existed) unless ``margin`` is given too. 0 when
-    even the smallest value does not fit."""
+    zero=3)``. ``capacity`` wins over the GPU's memory, as ``--capacity``
+    does; ``margin=0`` makes it the budget itself (what ``capacity`` alone
+    meant before 0.2.0). 0 when even the smallest value does not fit."""
     function = "largest_fitting()"
     if capacity is None and "gpu" not in settings:
         raise TypeError("%s needs capacity= (bytes) or gpu= (a GPU's name)" % function)
     if capacity is not None:
         expect_u64(capacity, "capacity")
-    permille = _margin_permille(function, DEFAULT_MARGIN if margin is None and capacity is None
-                                else margin if margin is not None else 0)
+    if isinstance(field, str) and field in settings:
+        raise TypeError("%s: %s=%r: it solves %s (the answer): leave it out"
+                        % (function, field, settings[field], field))
+    permille = _margin_permille(function, DEFAULT_MARGIN if margin is None else margin)
 
     def body(m: Model, train: Train, est: Estimate, layout: Parallel) -> int:
         usable = _capacity(train, capacity)

@@ -158,6 +158,7 @@ MAXIMA = [
     ("meta-llama/Llama-3.2-1B", "batch", {"gpu": "H100", "seq": 2048, "attention": "flash",
                                           "grad_ckpt": "full"}, 0.1),
     ("gpt2", "batch", {"capacity": 12 * 2**30}, 10),
+    ("gpt2", "batch", {"capacity": 10**10}, None),  # the default margin, 5%, as the command's
     ("gpt2", "batch", {"gpu": "A100-80GB", "capacity": 6 * 10**9}, None),  # capacity wins
 ]
 
@@ -177,17 +178,31 @@ def test_largest_fitting_covers_none_fitting():
     assert llmem.largest_fitting("gpt2", gpu="H100") > 1
 
 
-def test_largest_fitting_capacity_alone_keeps_no_margin():
-    # As before margin= existed: the capacity is the budget itself.
+def test_largest_fitting_capacity_alone_keeps_the_default_margin():
+    # As estimate(capacity=) and `llmem estimate --capacity X --max batch` do: 5%
+    # of the capacity kept free (it kept none before: gpt2 at 1e10 bytes gave 11
+    # where the command gave 10).
     capacity = 10 * 2**30
     with llmem.Model.from_preset("gpt2") as model, llmem.Train(seq=1024) as train, \
             llmem.Estimate() as est:
         raw = est.max(model, train, "batch", capacity=capacity)
         less = est.max(model, train, "batch", capacity=capacity * 950 // 1000)
-    assert llmem.largest_fitting("gpt2", capacity=capacity, seq=1024) == raw
+    assert llmem.largest_fitting("gpt2", capacity=capacity, seq=1024) == less
     assert llmem.largest_fitting("gpt2", capacity=capacity, seq=1024, margin=5) == less
     assert llmem.largest_fitting("gpt2", capacity=capacity, seq=1024, margin=0) == raw
     assert raw > less
+    command = _llmem("estimate", "--model", "gpt2", "--max", "batch", "--capacity", 10**10)
+    assert llmem.largest_fitting("gpt2", capacity=10**10) == command["max"]["value"] == 10
+
+
+def test_largest_fitting_refuses_the_field_it_solves():
+    # The command refuses `--max batch --batch 4000`; the keyword was dropped.
+    with pytest.raises(TypeError, match=r"largest_fitting\(\): batch=4000: it solves "
+                                        r"batch \(the answer\): leave it out"):
+        llmem.largest_fitting("gpt2", "batch", capacity=10**10, batch=4000)
+    with pytest.raises(TypeError, match="seq=1024: it solves seq"):
+        llmem.largest_fitting("gpt2", "seq", gpu="H100", seq=1024)
+    assert llmem.largest_fitting("gpt2", "seq", capacity=10**10, batch=4) > 0  # the other one
 
 
 def test_largest_fitting_needs_a_capacity():

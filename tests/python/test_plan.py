@@ -84,16 +84,17 @@ def test_largest_fitting_equals_the_cli(llmem_json, field, flags):
     if "--dp" in flags:
         settings.update(dp=8, sharding="zero3")
     usable = js["max"]["usable_bytes"]
-    assert llmem.largest_fitting(LLAMA_1B, field, capacity=usable, **settings) == \
+    assert llmem.largest_fitting(LLAMA_1B, field, capacity=usable, margin=0, **settings) == \
         js["max"]["value"] > 0
 
 
 def test_largest_fitting_is_the_edge():
     capacity = 24 * GIB
-    n = llmem.largest_fitting(LLAMA_1B, capacity=capacity, seq=1024)
+    n = llmem.largest_fitting(LLAMA_1B, capacity=capacity, seq=1024, margin=0)
     assert llmem.estimate(LLAMA_1B, batch=n, seq=1024).peak_device <= capacity
     assert llmem.estimate(LLAMA_1B, batch=n + 1, seq=1024).peak_device > capacity
-    allocated = llmem.largest_fitting(LLAMA_1B, capacity=capacity, seq=1024, level="allocated")
+    allocated = llmem.largest_fitting(LLAMA_1B, capacity=capacity, seq=1024, level="allocated",
+                                      margin=0)
     assert allocated >= n
     assert llmem.largest_fitting(LLAMA_8B, capacity=GIB) == 0  # not even batch 1
 
