@@ -88,6 +88,7 @@ _PROTOTYPES = {
     "llmem_parallel_value_name": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]),
     "llmem_parallel_choice": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_size_t, _i64_p]),
     "llmem_parallel_gpus": (ctypes.c_uint64, [ctypes.c_void_p]),
+    "llmem_parallel_step": (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
     "llmem_estimate_max": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                           ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                           ctypes.c_uint64, _i64_p]),

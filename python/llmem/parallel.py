@@ -8,7 +8,7 @@ from typing import Any, Optional
 from ._configurable import Configurable, add_properties
 from ._library import LIB
 from .context import Context, resolve
-from .fields import PARALLEL_FIELDS
+from .fields import PARALLEL_FIELDS, TRAIN_FIELDS, unknown_keyword
 
 
 class Parallel(Configurable):
@@ -51,6 +51,21 @@ class Parallel(Configurable):
         """GPUs the layout spans: dp x tp x pp x cp."""
         with self._context._lock:
             return LIB.llmem_parallel_gpus(self._handle)
+
+    def step(self, field: str) -> int:
+        """The values of the training field ``field`` ("batch" or "seq") the
+        layout splits are the multiples of this (``llmem_parallel_step``):
+        2 x cp for seq under context parallelism, the least common multiple
+        with cp x tp under sequence parallelism; 1 for batch and any other
+        training field. It is the smallest value :meth:`Estimate.max` tries."""
+        if not isinstance(field, str):
+            raise TypeError("Parallel.step(): field: expected a str, got %s"
+                            % type(field).__name__)
+        train_field = TRAIN_FIELDS.get(field)
+        if train_field is None:
+            raise unknown_keyword("Parallel.step()", field, list(TRAIN_FIELDS))
+        with self._context._lock:
+            return int(LIB.llmem_parallel_step(self._handle, train_field.key))
 
     def __repr__(self) -> str:
         if self.closed:

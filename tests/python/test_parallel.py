@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Layouts across GPUs from Python equal `llmem estimate --json` with the
 layout flags, rank by rank."""
+import json
+import os
+import subprocess
+
 import pytest
 
 import llmem
@@ -92,6 +96,46 @@ def test_one_gpu_is_one_rank():
     assert (rank.stage, rank.gpus, rank.host_bytes) == (0, 1, 0)
     assert rank.peak_allocated == result.peak_allocated
     assert llmem.estimate(LLAMA_1B, dp=1, tp=1, pp=1) == result
+
+
+STEPS = [  # a layout's keywords and flags; the command's smallest --max values for them
+    (dict(cp=2), ["--cp", 2]),
+    (dict(tp=4, sp=1), ["--tp", 4, "--sp", 1]),
+    (dict(cp=2, tp=4, sp=1), ["--cp", 2, "--tp", 4, "--sp", 1]),
+    (dict(dp=2), ["--dp", 2]),
+]
+
+
+@pytest.mark.parametrize("keywords,flags", STEPS, ids=[" ".join(map(str, s[1])) for s in STEPS])
+def test_step_is_the_smallest_value_the_command_tries(keywords, flags):
+    # llmem_parallel_step: the multiples of batch or seq a layout splits, the
+    # smallest `llmem estimate --max FIELD` tries (its smallest_value when none fits).
+    path = os.environ.get("LLMEM_TEST_CLI")
+    if not path:
+        pytest.skip("the llmem command is not built")
+    with llmem.Parallel(**keywords) as layout:
+        for field in ("batch", "seq"):
+            proc = subprocess.run([path, "estimate", "--model", LLAMA_1B, "--max", field,
+                                   "--capacity", "1000", "--json"] + [str(f) for f in flags],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, timeout=120)
+            assert proc.returncode == 3, proc.stderr  # nothing fits 1000 bytes
+            assert layout.step(field) == json.loads(proc.stdout)["max"]["smallest_value"]
+
+
+def test_step_of_the_cxx_wrappers_layout():
+    # tests/cxx: dp 8 fsdp-full pp 2 cp 2 splits seq by 4, batch by 1.
+    layout = llmem.Parallel(dp=8, sharding="fsdp-full", pp=2, cp=2)
+    assert (layout.step("seq"), layout.step("batch")) == (4, 1)
+    assert llmem.Parallel().step("seq") == 1
+    assert layout.step("lora_rank") == 1  # a training field it does not split
+    with pytest.raises(TypeError, match="did you mean 'seq'"):
+        layout.step("sq")
+    with pytest.raises(TypeError, match="expected a str"):
+        layout.step(5)
+    layout.close()
+    with pytest.raises(ValueError, match="closed"):
+        layout.step("seq")
 
 
 def test_sharding_lowers_what_a_rank_holds():
