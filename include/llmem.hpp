@@ -7,7 +7,9 @@
  * libllmem`); nothing of it is compiled into the library, so it adds nothing
  * to the ABI. Every class owns one library handle, frees it in its
  * destructor, and is movable but not copyable. A failed call throws
- * llmem::error with the status and the context's message.
+ * llmem::error with the status and the context's message; a call on an
+ * object moved from (or given one) throws #LLMEM_EINVAL, "use of a
+ * moved-from llmem::Model", its noexcept counts read 0.
  *
  * Lifetimes and threads follow the C API (docs/api-lifecycle.md): a Context
  * must outlive the Model, Train, Estimate, Fit and Pack objects made from it (declare it
@@ -107,6 +109,21 @@ inline void check(int rc, const llmem_ctx *ctx)
     throw error(rc, text);
 }
 
+/**
+ * @p p, the handle of an object of class @p what; throws #LLMEM_EINVAL
+ * ("use of a moved-from llmem::Model") when it is NULL, as it is once the
+ * object was moved from. The C API refuses a NULL handle but has no context
+ * to put a message in, so check() would report the context's last message,
+ * about an earlier, unrelated call.
+ */
+template <class T>
+T *live(T *p, const char *what)
+{
+    if (p == nullptr)
+        throw error(LLMEM_EINVAL, std::string("use of a moved-from llmem::") + what);
+    return p;
+}
+
 /** unique_ptr deleter calling the library's free function. */
 template <class T, void (*Free)(T *)>
 struct deleter {
@@ -188,7 +205,7 @@ public:
     /** Set an integer field (#llmem_model_key). */
     Model &set(int key, std::int64_t value)
     {
-        detail::check(llmem_model_set_int(p_.get(), key, value), ctx_);
+        detail::check(llmem_model_set_int(live(), key, value), ctx_);
         return *this;
     }
     /** Set a real field (a dropout probability) from a floating-point value (set_real). */
@@ -200,42 +217,44 @@ public:
     /** Set a real field: #LLMEM_MODEL_ATTENTION_DROPOUT and the other dropouts. */
     Model &set_real(int key, double value)
     {
-        detail::check(llmem_model_set_double(p_.get(), key, value), ctx_);
+        detail::check(llmem_model_set_double(live(), key, value), ctx_);
         return *this;
     }
     /** Set an enumerated field by name ("llama", "rmsnorm"). */
     Model &set(int key, const std::string &name)
     {
-        detail::check(llmem_model_set_str(p_.get(), key, name.c_str()), ctx_);
+        detail::check(llmem_model_set_str(live(), key, name.c_str()), ctx_);
         return *this;
     }
     /** Read a field, defaults resolved. */
     std::int64_t get(int key) const
     {
         std::int64_t v = 0;
-        detail::check(llmem_model_get_int(p_.get(), key, &v), ctx_);
+        detail::check(llmem_model_get_int(live(), key, &v), ctx_);
         return v;
     }
     /** Read a real field. */
     double get_real(int key) const
     {
         double v = 0;
-        detail::check(llmem_model_get_double(p_.get(), key, &v), ctx_);
+        detail::check(llmem_model_get_double(live(), key, &v), ctx_);
         return v;
     }
     /** Check the fields together. */
-    void validate() { detail::check(llmem_model_validate(p_.get()), ctx_); }
+    void validate() { detail::check(llmem_model_validate(live()), ctx_); }
     /** The exact parameter count. */
     std::uint64_t param_count()
     {
         std::uint64_t n = 0;
-        detail::check(llmem_model_param_count(p_.get(), &n), ctx_);
+        detail::check(llmem_model_param_count(live(), &n), ctx_);
         return n;
     }
     /** The C handle (NULL once moved from). */
     llmem_model *native() const noexcept { return p_.get(); }
 
 private:
+    /** The handle; throws #LLMEM_EINVAL once moved from (detail::live()). */
+    llmem_model *live() const { return detail::live(p_.get(), "Model"); }
     Model(llmem_ctx *ctx, llmem_model *p) : ctx_(ctx), p_(p) {}
     llmem_ctx *ctx_;
     detail::owned<llmem_model, llmem_model_free> p_;
@@ -254,13 +273,13 @@ public:
     /** Set an integer or enumerated field (#llmem_train_key). */
     Train &set(int key, std::int64_t value)
     {
-        detail::check(llmem_train_set_int(p_.get(), key, value), ctx_);
+        detail::check(llmem_train_set_int(live(), key, value), ctx_);
         return *this;
     }
     /** Set a field by name or text ("flash", "q_proj,v_proj", "0.1"). */
     Train &set(int key, const std::string &text)
     {
-        detail::check(llmem_train_set_str(p_.get(), key, text.c_str()), ctx_);
+        detail::check(llmem_train_set_str(live(), key, text.c_str()), ctx_);
         return *this;
     }
     /** Set a real field from a floating-point value (set_real). */
@@ -272,34 +291,36 @@ public:
     /** Set a real field (dropout, article factor). */
     Train &set_real(int key, double value)
     {
-        detail::check(llmem_train_set_double(p_.get(), key, value), ctx_);
+        detail::check(llmem_train_set_double(live(), key, value), ctx_);
         return *this;
     }
     /** Read an integer or enumerated field. */
     std::int64_t get(int key) const
     {
         std::int64_t v = 0;
-        detail::check(llmem_train_get_int(p_.get(), key, &v), ctx_);
+        detail::check(llmem_train_get_int(live(), key, &v), ctx_);
         return v;
     }
     /** Read a real field. */
     double get_real(int key) const
     {
         double v = 0;
-        detail::check(llmem_train_get_double(p_.get(), key, &v), ctx_);
+        detail::check(llmem_train_get_double(live(), key, &v), ctx_);
         return v;
     }
     /** Why the setup does not read field @p key ("needs method lora or qlora"), or
      * empty when an estimate reads it (llmem_train_unread). */
     std::string unread(int key) const
     {
-        const char *why = llmem_train_unread(p_.get(), key);
+        const char *why = llmem_train_unread(live(), key);
         return why != nullptr ? why : "";
     }
     /** The C handle (NULL once moved from). */
     llmem_train *native() const noexcept { return p_.get(); }
 
 private:
+    /** The handle; throws #LLMEM_EINVAL once moved from (detail::live()). */
+    llmem_train *live() const { return detail::live(p_.get(), "Train"); }
     llmem_ctx *ctx_;
     detail::owned<llmem_train, llmem_train_free> p_;
 };
@@ -317,7 +338,7 @@ public:
     /** Set a field (#llmem_parallel_key). */
     Parallel &set(int key, std::int64_t value)
     {
-        detail::check(llmem_parallel_set_int(p_.get(), key, value), ctx_);
+        detail::check(llmem_parallel_set_int(live(), key, value), ctx_);
         return *this;
     }
     /** A layout has no real fields: a floating-point value does not compile. */
@@ -326,21 +347,21 @@ public:
     /** Set a field by name ("zero3", "1f1b") or decimal text. */
     Parallel &set(int key, const std::string &text)
     {
-        detail::check(llmem_parallel_set_str(p_.get(), key, text.c_str()), ctx_);
+        detail::check(llmem_parallel_set_str(live(), key, text.c_str()), ctx_);
         return *this;
     }
     /** Read a field. */
     std::int64_t get(int key) const
     {
         std::int64_t v = 0;
-        detail::check(llmem_parallel_get_int(p_.get(), key, &v), ctx_);
+        detail::check(llmem_parallel_get_int(live(), key, &v), ctx_);
         return v;
     }
     /** Why the layout does not read field @p key ("needs sharding fsdp-hybrid ..."),
      * or empty when it does (llmem_parallel_unread). */
     std::string unread(int key) const
     {
-        const char *why = llmem_parallel_unread(p_.get(), key);
+        const char *why = llmem_parallel_unread(live(), key);
         return why != nullptr ? why : "";
     }
     /** GPUs the layout spans: dp x tp x pp x cp. */
@@ -351,6 +372,8 @@ public:
     llmem_parallel *native() const noexcept { return p_.get(); }
 
 private:
+    /** The handle; throws #LLMEM_EINVAL once moved from (detail::live()). */
+    llmem_parallel *live() const { return detail::live(p_.get(), "Parallel"); }
     llmem_ctx *ctx_;
     detail::owned<llmem_parallel, llmem_parallel_free> p_;
 };
@@ -449,14 +472,17 @@ public:
     /** Estimate @p model trained as @p train on one GPU; returns *this for the getters. */
     Estimate &run(Model &model, const Train &train)
     {
-        detail::check(llmem_estimate_run(p_.get(), model.native(), train.native()), ctx_);
+        detail::check(llmem_estimate_run(live(), detail::live(model.native(), "Model"),
+                                         detail::live(train.native(), "Train")),
+                      ctx_);
         return *this;
     }
     /** Estimate @p model trained as @p train, laid out as @p layout. */
     Estimate &run(Model &model, const Train &train, const Parallel &layout)
     {
-        detail::check(llmem_estimate_run_parallel(p_.get(), model.native(), train.native(),
-                                                  layout.native()),
+        detail::check(llmem_estimate_run_parallel(live(), detail::live(model.native(), "Model"),
+                                                  detail::live(train.native(), "Train"),
+                                                  detail::live(layout.native(), "Parallel")),
                       ctx_);
         return *this;
     }
@@ -499,7 +525,7 @@ public:
     std::uint64_t get(int key) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_estimate_get_u64(p_.get(), key, &v), ctx_);
+        detail::check(llmem_estimate_get_u64(live(), key, &v), ctx_);
         return v;
     }
     /** Ranks with a result of their own (1 on one GPU). */
@@ -510,21 +536,21 @@ public:
     std::uint64_t rank_get(std::size_t rank, int key) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_estimate_rank_get_u64(p_.get(), rank, key, &v), ctx_);
+        detail::check(llmem_estimate_rank_get_u64(live(), rank, key, &v), ctx_);
         return v;
     }
     /** Peak live bytes of rank @p rank within @p phase. */
     std::uint64_t rank_phase_bytes(std::size_t rank, int phase) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_estimate_rank_phase_bytes(p_.get(), rank, phase, &v), ctx_);
+        detail::check(llmem_estimate_rank_phase_bytes(live(), rank, phase, &v), ctx_);
         return v;
     }
     /** The term of @p kind of rank @p rank. */
     Term rank_term(std::size_t rank, int kind) const
     {
         const llmem_term *t = nullptr;
-        detail::check(llmem_estimate_rank_term(p_.get(), rank, kind, &t), ctx_);
+        detail::check(llmem_estimate_rank_term(live(), rank, kind, &t), ctx_);
         return Term(kind, t);
     }
     /** Bytes of live tensors at the peak (torch.cuda.max_memory_allocated). */
@@ -539,14 +565,14 @@ public:
     std::uint64_t phase_bytes(int phase) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_estimate_phase_bytes(p_.get(), phase, &v), ctx_);
+        detail::check(llmem_estimate_phase_bytes(live(), phase, &v), ctx_);
         return v;
     }
     /** The term of @p kind (#llmem_term_kind). */
     Term term(int kind) const
     {
         const llmem_term *t = nullptr;
-        detail::check(llmem_estimate_term(p_.get(), kind, &t), ctx_);
+        detail::check(llmem_estimate_term(live(), kind, &t), ctx_);
         return Term(kind, t);
     }
     /**
@@ -556,7 +582,7 @@ public:
      */
     Estimate &record_timeline(std::size_t capacity, bool expand = false)
     {
-        detail::check(llmem_estimate_timeline(p_.get(), capacity, expand ? 1 : 0), ctx_);
+        detail::check(llmem_estimate_timeline(live(), capacity, expand ? 1 : 0), ctx_);
         return *this;
     }
     /** The most loaded rank's timeline (no points, empty(), unless recorded). */
@@ -565,33 +591,38 @@ public:
     Timeline rank_timeline(std::size_t rank) const
     {
         Timeline t{};
-        const std::size_t n = llmem_estimate_timeline_count(p_.get(), rank);
+        const std::size_t n = llmem_estimate_timeline_count(live(), rank);
         t.points.reserve(n);
         for (std::size_t i = 0; i < n; i++) {
             TimelinePoint p{};
             const char *part = nullptr;
             p.index = i;
-            detail::check(llmem_estimate_timeline_point(p_.get(), rank, i, &p.phase, &part,
+            detail::check(llmem_estimate_timeline_point(live(), rank, i, &p.phase, &part,
                                                         &p.layer, &p.parameters, &p.optimizer,
                                                         &p.data, &p.temporary),
                           ctx_);
             p.part = part != nullptr ? part : "";
             t.points.push_back(std::move(p));
         }
-        t.peak = llmem_estimate_timeline_peak(p_.get(), rank);
+        t.peak = llmem_estimate_timeline_peak(live(), rank);
         return t;
     }
     /** The C handle (NULL once moved from). */
     llmem_estimate *native() const noexcept { return p_.get(); }
 
 private:
+    /** The handle; throws #LLMEM_EINVAL once moved from (detail::live()). */
+    llmem_estimate *live() const { return detail::live(p_.get(), "Estimate"); }
     std::int64_t max(Model &model, const Train &train, const Parallel *layout, int key,
                      int level, std::uint64_t capacity)
     {
         std::int64_t v = 0;
-        detail::check(llmem_estimate_max(p_.get(), model.native(), train.native(),
-                                         layout != nullptr ? layout->native() : nullptr, key,
-                                         level, capacity, &v),
+        detail::check(llmem_estimate_max(live(), detail::live(model.native(), "Model"),
+                                         detail::live(train.native(), "Train"),
+                                         layout != nullptr
+                                             ? detail::live(layout->native(), "Parallel")
+                                             : nullptr,
+                                         key, level, capacity, &v),
                       ctx_);
         return v;
     }
@@ -602,8 +633,11 @@ private:
         if (!batch.empty() && !seq.empty() && batch.size() != seq.size())
             throw std::invalid_argument("llmem: sweep: batch and seq differ in length");
         std::vector<std::uint64_t> peak(batch.empty() ? seq.size() : batch.size());
-        detail::check(llmem_estimate_sweep(p_.get(), model.native(), train.native(),
-                                           layout != nullptr ? layout->native() : nullptr,
+        detail::check(llmem_estimate_sweep(live(), detail::live(model.native(), "Model"),
+                                           detail::live(train.native(), "Train"),
+                                           layout != nullptr
+                                               ? detail::live(layout->native(), "Parallel")
+                                               : nullptr,
                                            batch.empty() ? nullptr : batch.data(),
                                            seq.empty() ? nullptr : seq.data(), peak.size(),
                                            level, peak.data()),
@@ -634,7 +668,7 @@ public:
     /** Set a field (#llmem_plan_key). */
     Plan &set(int key, std::int64_t value)
     {
-        detail::check(llmem_plan_set_int(p_.get(), key, value), ctx_);
+        detail::check(llmem_plan_set_int(live(), key, value), ctx_);
         return *this;
     }
     /** A planner has no real fields: a floating-point value does not compile. */
@@ -644,13 +678,15 @@ public:
     std::int64_t get(int key) const
     {
         std::int64_t v = 0;
-        detail::check(llmem_plan_get_int(p_.get(), key, &v), ctx_);
+        detail::check(llmem_plan_get_int(live(), key, &v), ctx_);
         return v;
     }
     /** Enumerate the layouts of @p model trained as @p train. */
     Plan &run(Model &model, const Train &train)
     {
-        detail::check(llmem_plan_run(p_.get(), model.native(), train.native()), ctx_);
+        detail::check(llmem_plan_run(live(), detail::live(model.native(), "Model"),
+                                     detail::live(train.native(), "Train")),
+                      ctx_);
         return *this;
     }
     /** Layouts that fit, best first. */
@@ -659,13 +695,15 @@ public:
     std::uint64_t result_get(std::size_t index, int key) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_plan_result_get_u64(p_.get(), index, key, &v), ctx_);
+        detail::check(llmem_plan_result_get_u64(live(), index, key, &v), ctx_);
         return v;
     }
     /** Copy result @p index's layout into @p layout (of the same context). */
     void result_layout(std::size_t index, Parallel &layout) const
     {
-        detail::check(llmem_plan_result_layout(p_.get(), index, layout.native()), ctx_);
+        detail::check(
+            llmem_plan_result_layout(live(), index, detail::live(layout.native(), "Parallel")),
+            ctx_);
     }
     /** Number of kinds of rejected layouts. */
     std::size_t rejected_count() const noexcept { return llmem_plan_rejected_count(p_.get()); }
@@ -674,13 +712,15 @@ public:
     {
         const char *reason = nullptr, *example = nullptr;
         std::uint64_t layouts = 0;
-        detail::check(llmem_plan_rejected(p_.get(), index, &reason, &layouts, &example), ctx_);
+        detail::check(llmem_plan_rejected(live(), index, &reason, &layouts, &example), ctx_);
         return Rejection{ reason, layouts, example != nullptr ? example : "" };
     }
     /** The C handle (NULL once moved from). */
     llmem_plan *native() const noexcept { return p_.get(); }
 
 private:
+    /** The handle; throws #LLMEM_EINVAL once moved from (detail::live()). */
+    llmem_plan *live() const { return detail::live(p_.get(), "Plan"); }
     llmem_ctx *ctx_;
     detail::owned<llmem_plan, llmem_plan_free> p_;
 };
@@ -875,7 +915,7 @@ public:
     /** Set a setting (#llmem_fit_key). */
     Fit &set(int key, std::int64_t value)
     {
-        detail::check(llmem_fit_set_int(p_.get(), key, value), ctx_);
+        detail::check(llmem_fit_set_int(live(), key, value), ctx_);
         return *this;
     }
     /** A fit has no real settings: a floating-point value does not compile. */
@@ -884,14 +924,14 @@ public:
     /** Set a setting from decimal text ("50"). */
     Fit &set(int key, const std::string &text)
     {
-        detail::check(llmem_fit_set_str(p_.get(), key, text.c_str()), ctx_);
+        detail::check(llmem_fit_set_str(live(), key, text.c_str()), ctx_);
         return *this;
     }
     /** Read a setting. */
     std::int64_t get(int key) const
     {
         std::int64_t v = 0;
-        detail::check(llmem_fit_get_int(p_.get(), key, &v), ctx_);
+        detail::check(llmem_fit_get_int(live(), key, &v), ctx_);
         return v;
     }
     /** Declare a MIG instance the GPU runs and keeps: profile index @p profile
@@ -899,13 +939,13 @@ public:
      * run() checks it. */
     Fit &add_running(std::size_t profile, std::size_t start)
     {
-        detail::check(llmem_fit_add_running(p_.get(), profile, start), ctx_);
+        detail::check(llmem_fit_add_running(live(), profile, start), ctx_);
         return *this;
     }
     /** Forget the running instances (an empty GPU). */
     Fit &clear_running()
     {
-        detail::check(llmem_fit_clear_running(p_.get()), ctx_);
+        detail::check(llmem_fit_clear_running(live()), ctx_);
         return *this;
     }
     /** Fit @p bytes at @p level (#LLMEM_LEVEL_DEVICE or #LLMEM_LEVEL_RESERVED)
@@ -913,7 +953,7 @@ public:
      * cannot hold throws, named ("running instance 1 (3g.40gb@2): ..."). */
     Fit &run(std::size_t gpu, std::uint64_t bytes, int level = LLMEM_LEVEL_DEVICE)
     {
-        detail::check(llmem_fit_run(p_.get(), gpu, bytes, level), ctx_);
+        detail::check(llmem_fit_run(live(), gpu, bytes, level), ctx_);
         gpu_ = gpu;
         return *this;
     }
@@ -928,13 +968,13 @@ public:
     std::uint64_t option_get(std::size_t option, int key) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_fit_get_u64(p_.get(), option, key, &v), ctx_);
+        detail::check(llmem_fit_get_u64(live(), option, key, &v), ctx_);
         return v;
     }
     /** Option @p option's name ("1g.10gb", "whole"); throws past the last. */
     std::string name(std::size_t option) const
     {
-        const char *n = llmem_fit_name(p_.get(), option);
+        const char *n = llmem_fit_name(live(), option);
         if (n == nullptr)
             throw error(LLMEM_ERANGE, "fit: option " + std::to_string(option) + " of " +
                                           std::to_string(count()));
@@ -977,6 +1017,8 @@ public:
     llmem_fit *native() const noexcept { return p_.get(); }
 
 private:
+    /** The handle; throws #LLMEM_EINVAL once moved from (detail::live()). */
+    llmem_fit *live() const { return detail::live(p_.get(), "Fit"); }
     llmem_ctx *ctx_;
     std::size_t gpu_; /* of the last run: the options' resources */
     detail::owned<llmem_fit, llmem_fit_free> p_;
@@ -1000,7 +1042,7 @@ public:
     /** Set a setting (#llmem_pack_key). */
     Pack &set(int key, std::int64_t value)
     {
-        detail::check(llmem_pack_set_int(p_.get(), key, value), ctx_);
+        detail::check(llmem_pack_set_int(live(), key, value), ctx_);
         return *this;
     }
     /** A pack has no real settings: a floating-point value does not compile. */
@@ -1009,20 +1051,20 @@ public:
     /** Set a setting from decimal text. */
     Pack &set(int key, const std::string &text)
     {
-        detail::check(llmem_pack_set_str(p_.get(), key, text.c_str()), ctx_);
+        detail::check(llmem_pack_set_str(live(), key, text.c_str()), ctx_);
         return *this;
     }
     /** Read a setting. */
     std::int64_t get(int key) const
     {
         std::int64_t v = 0;
-        detail::check(llmem_pack_get_int(p_.get(), key, &v), ctx_);
+        detail::check(llmem_pack_get_int(live(), key, &v), ctx_);
         return v;
     }
     /** Add @p count GPUs of type @p gpu (a catalog index; 0: as many as needed). */
     Pack &add_gpu(std::size_t gpu, std::uint64_t count = 0)
     {
-        detail::check(llmem_pack_add_gpu(p_.get(), gpu, count), ctx_);
+        detail::check(llmem_pack_add_gpu(live(), gpu, count), ctx_);
         return *this;
     }
     /** Add a job: @p id, its @p bytes at @p level and the compute slices it
@@ -1030,7 +1072,7 @@ public:
     Pack &add_job(const std::string &id, std::uint64_t bytes, int level = LLMEM_LEVEL_DEVICE,
                   std::int64_t min_compute = 0)
     {
-        detail::check(llmem_pack_add_job(p_.get(), id.c_str(), bytes, level, min_compute), ctx_);
+        detail::check(llmem_pack_add_job(live(), id.c_str(), bytes, level, min_compute), ctx_);
         return *this;
     }
     /** Remove every job and GPU type, keeping the settings. */
@@ -1042,14 +1084,14 @@ public:
     /** Pack the jobs onto the fleet. */
     Pack &run()
     {
-        detail::check(llmem_pack_run(p_.get()), ctx_);
+        detail::check(llmem_pack_run(live()), ctx_);
         return *this;
     }
     /** A value of the result (#llmem_pack_result). */
     std::uint64_t result(int key) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_pack_get_u64(p_.get(), key, &v), ctx_);
+        detail::check(llmem_pack_get_u64(live(), key, &v), ctx_);
         return v;
     }
     /** Jobs added. */
@@ -1057,7 +1099,7 @@ public:
     /** Job @p job's id; throws past the last. */
     std::string job_id(std::size_t job) const
     {
-        const char *id = llmem_pack_job_id(p_.get(), job);
+        const char *id = llmem_pack_job_id(live(), job);
         if (id == nullptr)
             throw error(LLMEM_ERANGE, "pack: job " + std::to_string(job) + " of " +
                                           std::to_string(job_count()));
@@ -1068,7 +1110,7 @@ public:
     std::uint64_t job_get(std::size_t job, int key) const
     {
         std::uint64_t v = 0;
-        const int rc = llmem_pack_job_u64(p_.get(), job, key, &v);
+        const int rc = llmem_pack_job_u64(live(), job, key, &v);
         if (rc == LLMEM_ENOTFOUND) /* the library leaves no message for it */
             throw error(rc, "pack: job '" + job_id(job) + "': key " + std::to_string(key) +
                                 " has no value for its status");
@@ -1079,14 +1121,14 @@ public:
      * "nvidia.com/gpu"); empty for a job not placed or before a run. */
     std::string job_resource(std::size_t job) const
     {
-        const char *r = llmem_pack_job_resource(p_.get(), job);
+        const char *r = llmem_pack_job_resource(live(), job);
         return r != nullptr ? r : "";
     }
     /** A value of GPU @p gpu of the layout (#llmem_pack_gpu_key). */
     std::uint64_t gpu_get(std::size_t gpu, int key) const
     {
         std::uint64_t v = 0;
-        detail::check(llmem_pack_gpu_u64(p_.get(), gpu, key, &v), ctx_);
+        detail::check(llmem_pack_gpu_u64(live(), gpu, key, &v), ctx_);
         return v;
     }
     /** The layout as an NVIDIA mig-parted configuration named "llmem". */
@@ -1097,7 +1139,7 @@ public:
     /** The layout as `nvidia-smi` commands, with explicit placements. */
     std::string nvidia_smi() const
     {
-        const llmem_pack *p = p_.get();
+        const llmem_pack *p = live();
         return detail::buffer_text(
             [p](char *buf, std::size_t cap, std::size_t *len) {
                 return llmem_pack_nvidia_smi(p, buf, cap, len);
@@ -1108,9 +1150,11 @@ public:
     llmem_pack *native() const noexcept { return p_.get(); }
 
 private:
+    /** The handle; throws #LLMEM_EINVAL once moved from (detail::live()). */
+    llmem_pack *live() const { return detail::live(p_.get(), "Pack"); }
     std::string mig_parted_named(const char *name) const
     {
-        const llmem_pack *p = p_.get();
+        const llmem_pack *p = live();
         return detail::buffer_text(
             [p, name](char *buf, std::size_t cap, std::size_t *len) {
                 return llmem_pack_mig_parted(p, name, buf, cap, len);

@@ -764,6 +764,36 @@ void handles_move_and_do_not_copy()
     llmem_model *raw = a.native();
     llmem::Model b(std::move(a));
     check(a.native() == nullptr && b.native() == raw, "a move transfers the handle");
+    // A moved-from object throws saying so, not the context's last message (the C
+    // API refuses a NULL handle with no context to write a message in).
+    llmem::Train train(ctx);
+    llmem::error e = thrown([&] { train.set(LLMEM_TRAIN_LORA_RANK, -5); });
+    check(e.status() == LLMEM_ERANGE && ctx.last_error().find("lora-rank") == 0,
+          "a failed call leaves its message in the context");
+    e = thrown([&] { a.set(LLMEM_MODEL_LAYERS, 2); });
+    check(e.status() == LLMEM_EINVAL && std::string(e.what()) == "use of a moved-from llmem::Model" &&
+              e.field() == nullptr,
+          "a moved-from Model throws 'use of a moved-from llmem::Model'");
+    e = thrown([&] { a.param_count(); });
+    check(std::string(e.what()) == "use of a moved-from llmem::Model", "so does its getter");
+    llmem::Estimate est(ctx);
+    e = thrown([&] { est.run(a, train); });
+    check(e.status() == LLMEM_EINVAL && std::string(e.what()) == "use of a moved-from llmem::Model",
+          "a moved-from Model given to Estimate::run() is named");
+    llmem::Train kept(std::move(train));
+    e = thrown([&] { est.max(b, train, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, 1u << 30); });
+    check(std::string(e.what()) == "use of a moved-from llmem::Train",
+          "a moved-from Train given to Estimate::max() is named");
+    llmem::Estimate other(std::move(est));
+    e = thrown([&] { est.run(b, kept); });
+    check(std::string(e.what()) == "use of a moved-from llmem::Estimate" &&
+              other.run(b, kept).peak_allocated() > 0,
+          "a moved-from Estimate throws; the one it moved to runs");
+    llmem::Pack pack(ctx);
+    llmem::Pack pack2(std::move(pack));
+    e = thrown([&] { pack.run(); });
+    check(std::string(e.what()) == "use of a moved-from llmem::Pack" && pack.job_count() == 0,
+          "a moved-from Pack throws (its noexcept counts read 0)");
     llmem::Model c(ctx, LLMEM_FAMILY_LLAMA);
     c = std::move(b);  // frees c's own model, takes b's
     check(c.native() == raw && c.param_count() == 124439808, "a move assignment takes over");
