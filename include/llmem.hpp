@@ -30,6 +30,7 @@
 
 #include <llmem.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -88,6 +89,45 @@ private:
     int key_;
 };
 
+/**
+ * A failed Estimate::max() that left a partial answer: #LLMEM_EOVERFLOW or
+ * #LLMEM_ENOTSUP when the next value is beyond what the estimate counts or
+ * models (llmem_estimate_max()). Catch it as llmem::error, or as itself for
+ * value().
+ */
+class max_error : public error {
+public:
+    /** @p e with the value the C call left in its out-parameter. */
+    max_error(const error &e, std::int64_t value) : error(e), value_(value) {}
+    /** The last value that could be counted and fits: a floor of the answer,
+     * not the answer. */
+    std::int64_t value() const noexcept { return value_; }
+
+private:
+    std::int64_t value_;
+};
+
+/**
+ * A failed Estimate::sweep(): the error of the point that failed (its message
+ * names it, "sweep point 3 (batch 0, seq 2048): ..."), with the peaks of the
+ * points before it. Catch it as llmem::error, or as itself for peaks().
+ */
+class sweep_error : public error {
+public:
+    /** @p e with the peaks written before the failing point. */
+    sweep_error(const error &e, std::vector<std::uint64_t> peaks)
+        : error(e), peaks_(std::make_shared<const std::vector<std::uint64_t>>(std::move(peaks)))
+    {
+    }
+    /** The peaks of the points before the failing one (empty when it failed
+     * before any point: a bad argument). */
+    const std::vector<std::uint64_t> &peaks() const noexcept { return *peaks_; }
+
+private:
+    /* shared: copying an exception must not throw */
+    std::shared_ptr<const std::vector<std::uint64_t>> peaks_;
+};
+
 /** Implementation details; not part of the wrapper's interface. */
 namespace detail {
 /** Enabled for a floating-point argument: set(key, 0.1) would otherwise
@@ -96,17 +136,38 @@ template <typename T>
 using if_real = typename std::enable_if<std::is_floating_point<T>::value, int>::type;
 
 
-/** Throw llmem::error when @p rc is not LLMEM_OK, with @p ctx's message and field. */
-inline void check(int rc, const llmem_ctx *ctx)
+/** The llmem::error of a failed call's status @p rc, with @p ctx's message and field. */
+inline error failure(int rc, const llmem_ctx *ctx)
 {
-    if (rc == LLMEM_OK)
-        return;
     const char *message = ctx != nullptr ? llmem_ctx_error(ctx) : "";
     std::string text = message != nullptr && *message != '\0' ? message : llmem_status_str(rc);
     int object = 0, key = 0;
     if (ctx != nullptr && llmem_ctx_error_field(ctx, &object, &key) == LLMEM_OK)
-        throw error(rc, text, object, key);
-    throw error(rc, text);
+        return error(rc, text, object, key);
+    return error(rc, text);
+}
+
+/** Throw llmem::error when @p rc is not LLMEM_OK, with @p ctx's message and field. */
+inline void check(int rc, const llmem_ctx *ctx)
+{
+    if (rc != LLMEM_OK)
+        throw failure(rc, ctx);
+}
+
+/** The index of the point a failed sweep stopped at, from the library's
+ * message ("sweep point 3 (batch ...", llmem_estimate_sweep()); 0 when it
+ * failed before any point. */
+inline std::size_t failed_point(const char *message)
+{
+    static const char prefix[] = "sweep point ";
+    std::size_t i = 0;
+    for (; prefix[i] != '\0'; i++)
+        if (message[i] != prefix[i])
+            return 0;
+    std::size_t point = 0;
+    for (; message[i] >= '0' && message[i] <= '9'; i++)
+        point = point * 10 + static_cast<std::size_t>(message[i] - '0');
+    return message[i] == ' ' ? point : 0;
 }
 
 /**
@@ -489,7 +550,11 @@ public:
     /**
      * The largest value of the training field @p key (#LLMEM_TRAIN_BATCH or
      * #LLMEM_TRAIN_SEQ) whose peak at @p level (#llmem_level) fits
-     * @p capacity bytes on one GPU; 0 when even 1 does not fit.
+     * @p capacity bytes on one GPU; 0 when even the smallest value does not
+     * fit (1, or a multiple of 2 x cp for seq under context parallelism:
+     * Parallel::step()). Throws llmem::max_error, with the last countable
+     * value, when the next value is beyond what the estimate counts
+     * (#LLMEM_EOVERFLOW) or models (#LLMEM_ENOTSUP).
      */
     std::int64_t max(Model &model, const Train &train, int key, int level,
                      std::uint64_t capacity)
@@ -506,7 +571,8 @@ public:
      * The peak at @p level (#llmem_level) of @p train at each point
      * (batch[i], seq[i]) on one GPU (llmem_estimate_sweep()). An empty
      * vector keeps the train's value at every point; two non-empty ones must
-     * be the same length (std::invalid_argument).
+     * be the same length (std::invalid_argument). A point that fails throws
+     * llmem::sweep_error, with the peaks of the points before it.
      */
     std::vector<std::uint64_t> sweep(Model &model, const Train &train,
                                      const std::vector<std::int64_t> &batch,
@@ -617,13 +683,15 @@ private:
                      int level, std::uint64_t capacity)
     {
         std::int64_t v = 0;
-        detail::check(llmem_estimate_max(live(), detail::live(model.native(), "Model"),
-                                         detail::live(train.native(), "Train"),
-                                         layout != nullptr
-                                             ? detail::live(layout->native(), "Parallel")
-                                             : nullptr,
-                                         key, level, capacity, &v),
-                      ctx_);
+        const int rc = llmem_estimate_max(live(), detail::live(model.native(), "Model"),
+                                          detail::live(train.native(), "Train"),
+                                          layout != nullptr
+                                              ? detail::live(layout->native(), "Parallel")
+                                              : nullptr,
+                                          key, level, capacity, &v);
+        if (rc == LLMEM_EOVERFLOW || rc == LLMEM_ENOTSUP) /* v: the last countable value */
+            throw max_error(detail::failure(rc, ctx_), v);
+        detail::check(rc, ctx_);
         return v;
     }
     std::vector<std::uint64_t> sweep(Model &model, const Train &train, const Parallel *layout,
@@ -633,15 +701,19 @@ private:
         if (!batch.empty() && !seq.empty() && batch.size() != seq.size())
             throw std::invalid_argument("llmem: sweep: batch and seq differ in length");
         std::vector<std::uint64_t> peak(batch.empty() ? seq.size() : batch.size());
-        detail::check(llmem_estimate_sweep(live(), detail::live(model.native(), "Model"),
-                                           detail::live(train.native(), "Train"),
-                                           layout != nullptr
-                                               ? detail::live(layout->native(), "Parallel")
-                                               : nullptr,
-                                           batch.empty() ? nullptr : batch.data(),
-                                           seq.empty() ? nullptr : seq.data(), peak.size(),
-                                           level, peak.data()),
-                      ctx_);
+        const int rc = llmem_estimate_sweep(live(), detail::live(model.native(), "Model"),
+                                            detail::live(train.native(), "Train"),
+                                            layout != nullptr
+                                                ? detail::live(layout->native(), "Parallel")
+                                                : nullptr,
+                                            batch.empty() ? nullptr : batch.data(),
+                                            seq.empty() ? nullptr : seq.data(), peak.size(),
+                                            level, peak.data());
+        if (rc != LLMEM_OK) { /* peak is written up to the failing point */
+            error e = detail::failure(rc, ctx_);
+            peak.resize(std::min(detail::failed_point(e.what()), peak.size()));
+            throw sweep_error(e, std::move(peak));
+        }
         return peak;
     }
     llmem_ctx *ctx_;

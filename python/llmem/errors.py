@@ -8,7 +8,7 @@ ValueError`` catches an out-of-range value as Python code expects.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Dict, List, Optional, Type
 
 # Status codes of include/llmem.h; the library never renumbers them.
 OK = 0
@@ -34,9 +34,19 @@ class Error(Exception):
             message spells it as the library does (``"lora-rank: ..."``).
         object: ``"model"``, ``"train"``, ``"parallel"``, ``"plan"``, ``"fit"``
             or ``"pack"`` when ``field`` is set, else None.
+        value: what a failed :meth:`Estimate.max` found before it stopped:
+            with :class:`Overflow` or :class:`NotSupported` (the next value is
+            beyond what the estimate counts or models) the last value that
+            could be counted and fits, a floor of the answer, not the
+            answer (``llmem_estimate_max``'s ``*out``); else None.
+        peaks: the peaks of a failed :meth:`Estimate.sweep`'s points before
+            the failing one (empty when it failed before any point); else
+            None.
     """
 
     status = EINVAL
+    value: Optional[int] = None
+    peaks: Optional[List[int]] = None
 
     def __init__(self, message: str, status: Optional[int] = None,
                  field: Optional[str] = None, object: Optional[str] = None) -> None:

@@ -6,6 +6,7 @@ import array
 import collections.abc
 import ctypes
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     Union)
@@ -423,7 +424,12 @@ class Estimate(Handle):
         """The largest ``field`` ("batch" or "seq") whose peak at ``level``
         ("allocated", "reserved", "device") on the most loaded rank stays
         within ``capacity`` bytes, the other fields as ``train`` has them; 0
-        when even 1 does not fit. Keep a safety margin out of ``capacity``."""
+        when even the smallest value the layout splits does not fit (1, or a
+        multiple of 2 x cp for seq under context parallelism:
+        :meth:`Parallel.step`). Keep a safety margin out of ``capacity``.
+        When the next value is beyond what the estimate counts or models,
+        :class:`Overflow` or :class:`NotSupported` is raised with the last
+        value that could be counted as its ``value`` (a floor of the answer)."""
         if not isinstance(field, str):
             raise TypeError("field: expected a str, got %s" % type(field).__name__)
         if field not in _MAX_FIELDS:
@@ -437,10 +443,16 @@ class Estimate(Handle):
         out = ctypes.c_int64()
         objects = _job(model, train, parallel)
         with locked(ctx, *(o._context for o in objects)):
-            ctx.check(LIB.llmem_estimate_max(
+            rc = LIB.llmem_estimate_max(
                 self._handle, model._handle, train._handle,
                 parallel._handle if parallel is not None else None, key, LEVELS[level],
-                capacity, ctypes.byref(out)))
+                capacity, ctypes.byref(out))
+            try:
+                ctx.check(rc)
+            except errors.Error as exc:
+                if rc in (errors.EOVERFLOW, errors.ENOTSUP):  # *out: the last countable value
+                    exc.value = out.value
+                raise
         return out.value
 
     def sweep(self, model: Model, train: Train, batch: Optional[Sequence[int]] = None,
@@ -451,7 +463,10 @@ class Estimate(Handle):
         in one call of the library (``llmem_estimate_sweep``): each the peak
         :meth:`run` gives at that point. ``None`` keeps the train's value at
         every point; two sequences must be the same length. ``train`` is left
-        as it was; the estimate holds the last point's result."""
+        as it was; the estimate holds the last point's result. A point that
+        fails raises its error, the message naming the point ("sweep point 3
+        (batch 0, seq 2048): ..."), with the peaks of the points before it
+        as its ``peaks``."""
         if level not in LEVELS:
             raise ValueError("level: %r is not one of %s" % (level, ", ".join(LEVELS)))
         objects = _job(model, train, parallel)
@@ -465,10 +480,15 @@ class Estimate(Handle):
         peaks = (ctypes.c_uint64 * n)()
         ctx = self._context
         with locked(ctx, *(o._context for o in objects)):
-            ctx.check(LIB.llmem_estimate_sweep(
+            rc = LIB.llmem_estimate_sweep(
                 self._handle, model._handle, train._handle,
                 parallel._handle if parallel is not None else None, columns[0], columns[1],
-                n, LEVELS[level], peaks))
+                n, LEVELS[level], peaks)
+            try:
+                ctx.check(rc)
+            except errors.Error as exc:
+                exc.peaks = list(peaks[:_failed_point(exc.message)])  # written up to it
+                raise
         return list(peaks)
 
     def _u64(self, key: int, rank: Optional[int] = None) -> int:
@@ -560,6 +580,14 @@ class Estimate(Handle):
             peak_device=top.peak_device, peak_phase=top.peak_phase,
             phase_bytes=dict(top.phase_bytes), terms=dict(top.terms),
             peak_rank=peak_rank, ranks=ranks, timeline=top.timeline)
+
+
+def _failed_point(message: str) -> int:
+    """The index of the point a failed sweep stopped at, from the library's
+    message ("sweep point 3 (batch 0, seq 2048): ...", llmem.h); 0 for a
+    failure before any point (a bad argument)."""
+    found = re.match(r"sweep point (\d+) ", message)
+    return int(found.group(1)) if found else 0
 
 
 def _int64_column(name: str, values: Optional[Iterable[int]]) -> Any:

@@ -726,6 +726,56 @@ void pack_as_the_c_api()
           "an out-of-range setting names the pack's field");
 }
 
+// What the C API leaves when max() or sweep() fails part way, on the error thrown.
+void failures_keep_the_partial_results()
+{
+    llmem::Context ctx;
+    auto model = llmem::Model::preset(ctx, "meta-llama/Llama-3.1-8B");
+    llmem::Train train(ctx);
+    llmem::Estimate est(ctx);
+    std::int64_t c_out = 0;
+    const int c_rc = llmem_estimate_max(est.native(), model.native(), train.native(), nullptr,
+                                        LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, UINT64_MAX, &c_out);
+    std::int64_t value = -1;
+    int status = 0;
+    try {
+        est.max(model, train, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, UINT64_MAX);
+    } catch (const llmem::max_error &e) {
+        value = e.value();
+        status = e.status();
+    }
+    check(c_rc == LLMEM_EOVERFLOW && status == LLMEM_EOVERFLOW && c_out > 0 && value == c_out,
+          "max() past what the estimate counts throws max_error with the last countable value");
+    llmem::error e = thrown([&] {
+        est.max(model, train, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, UINT64_MAX);
+    });
+    check(e.status() == LLMEM_EOVERFLOW && contains(e.what(), std::to_string(c_out)),
+          "a max_error is an llmem::error");
+
+    auto gpt2 = llmem::Model::preset(ctx, "gpt2");
+    const std::vector<std::uint64_t> before =
+        est.sweep(gpt2, train, { 1, 2 }, {}, LLMEM_LEVEL_DEVICE);
+    std::vector<std::uint64_t> partial(9, 0);
+    std::string what;
+    try {
+        est.sweep(gpt2, train, { 1, 2, 0, 4 }, {}, LLMEM_LEVEL_DEVICE);
+    } catch (const llmem::sweep_error &err) {
+        partial = err.peaks();
+        status = err.status();
+        what = err.what();
+    }
+    check(status == LLMEM_ERANGE && before.size() == 2 && partial == before &&
+              what.find("sweep point 2 (batch 0") == 0,
+          "a failed sweep throws sweep_error with the peaks before the failing point");
+    bool none = false;
+    try {
+        est.sweep(gpt2, train, { 0, 1 }, {}, LLMEM_LEVEL_DEVICE);
+    } catch (const llmem::sweep_error &err) {
+        none = err.peaks().empty() && err.status() == LLMEM_ERANGE;
+    }
+    check(none, "a sweep failing at its first point has no peaks");
+}
+
 void handles_move_and_do_not_copy()
 {
     static_assert(!std::is_copy_constructible<llmem::Fit>::value, "Fit is not copyable");
@@ -821,6 +871,7 @@ int main()
         mig_profiles_as_the_c_api();
         fit_as_the_c_api();
         pack_as_the_c_api();
+        failures_keep_the_partial_results();
         handles_move_and_do_not_copy();
     } catch (const std::exception &e) {
         check(false, e.what());

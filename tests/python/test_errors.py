@@ -312,3 +312,43 @@ def test_a_nul_inside_a_name_or_a_path_is_refused(tmp_path):
             llmem.Model.from_hf_config(path)
         with pytest.raises(llmem.InvalidArgument, match="path: embedded NUL character"):
             llmem.Weights(path)
+
+
+def test_a_failed_max_keeps_the_last_countable_value():
+    # llmem_estimate_max's EOVERFLOW leaves the last value it could count in
+    # *out (a floor of the answer): the binding hands it on as exc.value.
+    with llmem.Model.from_preset("meta-llama/Llama-3.1-8B") as model, \
+            llmem.Train() as train, llmem.Estimate() as est:
+        with pytest.raises(llmem.Overflow) as info:
+            est.max(model, train, capacity=2**64 - 1)
+        out = ctypes.c_int64()
+        rc = LIB.llmem_estimate_max(est._handle, model._handle, train._handle, None,
+                                    llmem.TRAIN_FIELDS["batch"].key, 3, 2**64 - 1,
+                                    ctypes.byref(out))
+        assert rc == errors.EOVERFLOW and info.value.value == out.value > 0
+        assert "batch %d and below fit" % out.value in str(info.value)
+        assert info.value.peaks is None
+        assert est.max(model, train, capacity=2**40) > 0  # still usable
+    with llmem.Model("llama") as unsized, llmem.Train() as train, llmem.Estimate() as est:
+        with pytest.raises(llmem.Error) as info:
+            est.max(unsized, train, capacity=2**40)
+        assert info.value.value is None  # only Overflow and NotSupported carry one
+
+
+def test_a_failed_sweep_keeps_the_peaks_before_the_failing_point():
+    with llmem.Model.from_preset("gpt2") as model, llmem.Train() as train, \
+            llmem.Estimate() as est:
+        before = est.sweep(model, train, batch=[1, 2])
+        with pytest.raises(llmem.OutOfRange, match=r"^sweep point 2 \(batch 0") as info:
+            est.sweep(model, train, batch=[1, 2, 0, 4])
+        assert info.value.peaks == before and len(before) == 2 and info.value.value is None
+        with pytest.raises(llmem.OutOfRange) as info:
+            est.sweep(model, train, seq=[0, 512])
+        assert info.value.peaks == []
+    with llmem.Model("llama") as unsized, llmem.Train() as train, llmem.Estimate() as est:
+        with pytest.raises(llmem.Error) as info:
+            est.sweep(unsized, train, batch=[1, 2])
+        assert info.value.peaks == []  # refused before any point
+    with pytest.raises(llmem.OutOfRange) as info:  # the one-call form too
+        llmem.sweep("gpt2", batch=[1, 0])
+    assert len(info.value.peaks) == 1
