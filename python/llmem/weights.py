@@ -64,8 +64,13 @@ class Weights:
             self._read(_Handle(ptr, ctx))
 
     @classmethod
-    def from_buffer(cls, data: bytes, *, context: Optional[Context] = None) -> "Weights":
-        """The totals of one safetensors file's bytes (the data is not read)."""
+    def from_buffer(cls, data: Union[bytes, bytearray, memoryview], *,
+                    context: Optional[Context] = None) -> "Weights":
+        """The totals of one safetensors file's bytes (bytes, bytearray or
+        memoryview; the tensors' data is not read)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):  # bytes(5): five NULs
+            raise TypeError("Weights.from_buffer(): data: expected bytes, bytearray or "
+                            "memoryview, got %s" % type(data).__name__)
         data = bytes(data)
         ctx = resolve(context)
         self = cls.__new__(cls)

@@ -64,7 +64,8 @@ def test_weights_from_a_file_and_a_buffer(hf_configs, tmp_path):
     path = tmp_path / "model.safetensors"
     path.write_bytes(data)
     for weights in (llmem.Weights(path), llmem.Weights(str(tmp_path)),
-                    llmem.Weights.from_buffer(data)):
+                    llmem.Weights.from_buffer(data), llmem.Weights.from_buffer(bytearray(data)),
+                    llmem.Weights.from_buffer(memoryview(data))):
         assert (weights.params, weights.bytes, weights.tensors, weights.files) == \
             (6 + 4 + 5, 12 + 16 + 10, 3, 1)
         assert weights.dtypes == {"BF16": llmem.DtypeTotal(11, 22),
@@ -87,6 +88,14 @@ def test_bnb_4bit_weights(hf_configs):
                               "bnb-nf4": llmem.DtypeTotal(32, 16)}
     plain = llmem.Weights.from_buffer(safetensors(SMALL))
     assert (plain.quant_state_bytes, plain.quant_state_tensors) == (0, 0)
+
+
+@pytest.mark.parametrize("data", [5, "abc", [1, 2], None])
+def test_weights_from_a_buffer_takes_bytes_only(data):
+    # bytes(5) was five NUL bytes, which the reader then refused as a malformed file.
+    with pytest.raises(TypeError, match="Weights.from_buffer..: data: expected bytes, "
+                                        "bytearray or memoryview, got %s" % type(data).__name__):
+        llmem.Weights.from_buffer(data)
 
 
 def test_malformed_weights(hf_configs, tmp_path):
