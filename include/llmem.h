@@ -1023,7 +1023,8 @@ LLMEM_API int llmem_estimate_sweep(llmem_estimate *est, llmem_model *model,
  * (runs allocate nothing); @p capacity 0 turns the timeline off and frees it.
  * A step with more points keeps the first @p capacity: a count equal to
  * @p capacity means the room filled, so record again with more. The article's formula
- * has no timeline. @return #LLMEM_ENOMEM. @since 0.2.0
+ * has no timeline. @return #LLMEM_ENOMEM; #LLMEM_ERANGE for a @p capacity
+ * whose room (320 bytes a point) would not fit in a size_t. @since 0.2.0
  */
 LLMEM_API int llmem_estimate_timeline(llmem_estimate *est, size_t capacity, int expand);
 /** Points of rank @p rank's timeline (0 when off). @since 0.2.0 */
@@ -1680,7 +1681,16 @@ LLMEM_API int llmem_pack_get_u64(const llmem_pack *pack, int key, uint64_t *out)
 LLMEM_API size_t llmem_pack_job_count(const llmem_pack *pack);
 /** Id of job @p job (in the order added), or NULL. @since 0.2.0 */
 LLMEM_API const char *llmem_pack_job_id(const llmem_pack *pack, size_t job);
-/** Read a value of job @p job's result (#llmem_pack_job_key). @since 0.2.0 */
+/**
+ * Read a value of job @p job's result (#llmem_pack_job_key). @return
+ * #LLMEM_ENOTFOUND, leaving no message in the context, for a key the job's
+ * status has no value of (#LLMEM_PACK_JOB_GPU, _PROFILE, _START,
+ * _USABLE_BYTES and _HEADROOM_BYTES of a job not placed;
+ * #LLMEM_PACK_JOB_LARGEST_GPU and _LARGEST_PROFILE of one that is not
+ * #LLMEM_PACK_FITS_NOWHERE); #LLMEM_ERANGE past the last job;
+ * #LLMEM_EINCONSISTENT before a run; #LLMEM_EINVAL for an unknown key.
+ * @since 0.2.0
+ */
 LLMEM_API int llmem_pack_job_u64(const llmem_pack *pack, size_t job, int key, uint64_t *out);
 /**
  * The Kubernetes extended resource job @p job requests: "nvidia.com/mig-3g.40gb"

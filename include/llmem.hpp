@@ -12,9 +12,10 @@
  * moved-from llmem::Model", its noexcept counts read 0.
  *
  * Lifetimes and threads follow the C API (docs/api-lifecycle.md): a Context
- * must outlive the Model, Train, Estimate, Fit and Pack objects made from it (declare it
- * first; a Context moved elsewhere must outlive them there), and a context
- * and its objects are used by one thread at a time.
+ * must outlive the Model, Train, Parallel, Estimate, Plan, Fit and Pack
+ * objects made from it (declare it first; a Context moved elsewhere must
+ * outlive them there), and a context and its objects are used by one thread
+ * at a time.
  *
  * @code
  * llmem::Context ctx;

@@ -352,3 +352,22 @@ def test_a_failed_sweep_keeps_the_peaks_before_the_failing_point():
     with pytest.raises(llmem.OutOfRange) as info:  # the one-call form too
         llmem.sweep("gpt2", batch=[1, 0])
     assert len(info.value.peaks) == 1
+
+
+def test_the_statuses_llmem_h_documents_for_timeline_and_pack_job_u64():
+    # llmem_estimate_timeline: ERANGE when the room (320 bytes a point) would
+    # not fit a size_t, besides ENOMEM.
+    with llmem.Estimate() as est:
+        with pytest.raises(llmem.OutOfRange, match="timeline: 9223372036854775808 points is "
+                                                   "too many"):
+            est.record_timeline(capacity=2**63)
+    # llmem_pack_job_u64: ENOTFOUND, with no message, for a key the job's
+    # status has no value of (the GPU of a job that fits nowhere).
+    with llmem.Pack() as pack:
+        pack.add_gpu("A100-80GB", 1).add_job("big", 2**50).run()
+        ctx = pack._context
+        with ctx._lock:
+            out = ctypes.c_uint64()
+            before = LIB.llmem_ctx_error(ctx._handle)
+            rc = LIB.llmem_pack_job_u64(pack._handle, 0, 2, ctypes.byref(out))  # JOB_GPU
+            assert rc == errors.ENOTFOUND and LIB.llmem_ctx_error(ctx._handle) == before
