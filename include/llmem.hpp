@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file llmem.hpp
- * @brief Header-only C++ wrapper of llmem.h: RAII handles and exceptions.
+ * @brief Header-only C++ wrapper of most of llmem.h: RAII handles and exceptions.
  *
  * Needs C++11 and links like a C program (`pkg-config --cflags --libs
  * libllmem`); nothing of it is compiled into the library, so it adds nothing
@@ -10,6 +10,18 @@
  * llmem::error with the status and the context's message; a call on an
  * object moved from (or given one) throws #LLMEM_EINVAL, "use of a
  * moved-from llmem::Model", its noexcept counts read 0.
+ *
+ * What it covers: the objects (Context, Model, Train, Parallel, Estimate,
+ * Plan, Fit, Pack) with their setters, getters and runs; an estimate's
+ * results, ranks, terms, timelines, max() and sweep(); the GPU catalog
+ * (gpus(), gpu(), find_gpu()), MIG profiles (mig_profiles(), mig_profile(),
+ * find_mig_profile()), presets() and version(). Call these through the C
+ * API (each object's native() gives its handle): the field tables
+ * (llmem_*_field_info() but for error::field(), llmem_*_value_name(),
+ * llmem_*_choice(), llmem_model_field_is_real()), phase names
+ * (llmem_phase_name()), llmem_version_number(), a setup's LoRA modules
+ * (llmem_train_lora_modules()), safetensors totals (llmem_weights_*()) and
+ * a profile's catalog resource (llmem_mig_profile_resource()).
  *
  * Lifetimes and threads follow the C API (docs/api-lifecycle.md): a Context
  * must outlive the Model, Train, Parallel, Estimate, Plan, Fit and Pack
@@ -797,6 +809,92 @@ private:
     llmem_ctx *ctx_;
     detail::owned<llmem_plan, llmem_plan_free> p_;
 };
+
+/**
+ * A GPU of the library's catalog (llmem_gpu_*(), `llmem gpus`). @c index is
+ * the catalog's, stable within one library version only: look GPUs up by
+ * name (find_gpu()).
+ */
+struct Gpu {
+    std::size_t index;                /**< the GPU's catalog index */
+    std::string name;                 /**< canonical name ("A100-80GB", "H100-SXM") */
+    std::string device_name;          /**< #LLMEM_GPU_DEVICE_NAME, as the driver reports it */
+    std::string arch;                 /**< #LLMEM_GPU_ARCH ("sm_90", "CDNA3") */
+    std::uint64_t usable_bytes;       /**< #LLMEM_GPU_USABLE_BYTES */
+    bool usable_estimated;            /**< #LLMEM_GPU_USABLE_ESTIMATED */
+    std::uint64_t context_bytes;      /**< #LLMEM_GPU_CONTEXT_BYTES */
+    bool context_estimated;           /**< #LLMEM_GPU_CONTEXT_ESTIMATED */
+    std::uint64_t workspace_bytes;    /**< #LLMEM_GPU_WORKSPACE_BYTES */
+    std::uint64_t sms;                /**< #LLMEM_GPU_SMS; 0 when unknown */
+    std::uint64_t compute_capability; /**< #LLMEM_GPU_COMPUTE_CAPABILITY (90); 0 for AMD */
+    std::uint64_t mig_profiles;       /**< #LLMEM_GPU_MIG_PROFILES; 0 without MIG */
+    std::uint64_t mig_slots;          /**< #LLMEM_GPU_MIG_SLOTS */
+    std::uint64_t mig_compute_slices; /**< #LLMEM_GPU_MIG_COMPUTE_SLICES */
+    std::vector<std::string> aliases; /**< #LLMEM_GPU_ALIASES, split at '|' */
+    std::string memory_source;        /**< #LLMEM_GPU_MEMORY_SOURCE */
+    std::string constants_source;     /**< #LLMEM_GPU_CONSTANTS_SOURCE */
+};
+
+namespace detail {
+/** A number of a GPU of the catalog; throws #LLMEM_ERANGE for a bad index. */
+inline std::uint64_t gpu_u64(std::size_t gpu, int key)
+{
+    std::uint64_t v = 0;
+    const int rc = llmem_gpu_get_u64(gpu, key, &v);
+    if (rc != LLMEM_OK)
+        throw error(rc, "gpu: no GPU of index " + std::to_string(gpu) + " (" +
+                            std::to_string(llmem_gpu_count()) + " in the catalog)");
+    return v;
+}
+
+/** A text of a GPU of the catalog ("" when it has none). */
+inline std::string gpu_str(std::size_t gpu, int key)
+{
+    const char *text = llmem_gpu_get_str(gpu, key);
+    return text != nullptr ? text : "";
+}
+} // namespace detail
+
+/** GPU @p index of the catalog, every value; throws #LLMEM_ERANGE past the last. */
+inline Gpu gpu(std::size_t index)
+{
+    Gpu g{};
+    g.index = index;
+    g.usable_bytes = detail::gpu_u64(index, LLMEM_GPU_USABLE_BYTES); /* checks the index */
+    g.name = llmem_gpu_name(index);
+    g.device_name = detail::gpu_str(index, LLMEM_GPU_DEVICE_NAME);
+    g.arch = detail::gpu_str(index, LLMEM_GPU_ARCH);
+    g.usable_estimated = detail::gpu_u64(index, LLMEM_GPU_USABLE_ESTIMATED) != 0;
+    g.context_bytes = detail::gpu_u64(index, LLMEM_GPU_CONTEXT_BYTES);
+    g.context_estimated = detail::gpu_u64(index, LLMEM_GPU_CONTEXT_ESTIMATED) != 0;
+    g.workspace_bytes = detail::gpu_u64(index, LLMEM_GPU_WORKSPACE_BYTES);
+    g.sms = detail::gpu_u64(index, LLMEM_GPU_SMS);
+    g.compute_capability = detail::gpu_u64(index, LLMEM_GPU_COMPUTE_CAPABILITY);
+    g.mig_profiles = detail::gpu_u64(index, LLMEM_GPU_MIG_PROFILES);
+    g.mig_slots = detail::gpu_u64(index, LLMEM_GPU_MIG_SLOTS);
+    g.mig_compute_slices = detail::gpu_u64(index, LLMEM_GPU_MIG_COMPUTE_SLICES);
+    const std::string aliases = detail::gpu_str(index, LLMEM_GPU_ALIASES);
+    for (std::size_t start = 0; start < aliases.size();) {
+        std::size_t end = aliases.find('|', start);
+        if (end == std::string::npos)
+            end = aliases.size();
+        if (end > start)
+            g.aliases.push_back(aliases.substr(start, end - start));
+        start = end + 1;
+    }
+    g.memory_source = detail::gpu_str(index, LLMEM_GPU_MEMORY_SOURCE);
+    g.constants_source = detail::gpu_str(index, LLMEM_GPU_CONSTANTS_SOURCE);
+    return g;
+}
+
+/** The GPU catalog, in its order (as `llmem gpus` lists it). */
+inline std::vector<Gpu> gpus()
+{
+    std::vector<Gpu> out;
+    for (std::size_t i = 0; i < llmem_gpu_count(); i++)
+        out.push_back(gpu(i));
+    return out;
+}
 
 /**
  * The catalog index of the GPU @p name names: any name llmem_gpu_find()

@@ -493,6 +493,39 @@ bool contains(const std::string &text, const std::string &part)
     return text.find(part) != std::string::npos;
 }
 
+// The GPU catalog: every GPU's values as the C API has them; its aliases find it.
+void gpus_as_the_c_api()
+{
+    llmem::Context ctx;
+    const std::vector<llmem::Gpu> all = llmem::gpus();
+    bool same = all.size() == llmem_gpu_count() && !all.empty();
+    bool aliases_find = true;
+    for (std::size_t i = 0; same && i < all.size(); i++) {
+        const llmem::Gpu &g = all[i];
+        std::uint64_t usable = 0, context = 0, slots = 0, cc = 0;
+        llmem_gpu_get_u64(i, LLMEM_GPU_USABLE_BYTES, &usable);
+        llmem_gpu_get_u64(i, LLMEM_GPU_CONTEXT_BYTES, &context);
+        llmem_gpu_get_u64(i, LLMEM_GPU_MIG_SLOTS, &slots);
+        llmem_gpu_get_u64(i, LLMEM_GPU_COMPUTE_CAPABILITY, &cc);
+        same = g.index == i && g.name == llmem_gpu_name(i) && g.usable_bytes == usable &&
+               g.context_bytes == context && g.mig_slots == slots && g.compute_capability == cc &&
+               g.arch == llmem_gpu_get_str(i, LLMEM_GPU_ARCH) &&
+               g.device_name == llmem_gpu_get_str(i, LLMEM_GPU_DEVICE_NAME) && usable > 0;
+        for (const std::string &alias : g.aliases)
+            aliases_find = aliases_find && !alias.empty() && alias.find('|') == std::string::npos &&
+                           llmem::find_gpu(ctx, alias) == i;
+    }
+    check(same, "gpus() lists the C API's catalog, value for value");
+    check(aliases_find, "each alias of gpus() finds its GPU");
+    const llmem::Gpu h100 = llmem::gpu(llmem::find_gpu(ctx, "H100"));
+    check(h100.name == "H100-SXM" && h100.compute_capability == 90 && h100.mig_profiles > 0 &&
+              h100.mig_compute_slices == 7 && !h100.aliases.empty() && !h100.memory_source.empty(),
+          "gpu() of the H100: its name, compute capability and MIG grid");
+    const llmem::error e = thrown([&] { llmem::gpu(llmem_gpu_count()); });
+    check(e.status() == LLMEM_ERANGE && contains(e.what(), std::to_string(llmem_gpu_count())),
+          "gpu() past the last throws ERANGE");
+}
+
 // The MIG catalog: profiles by index and by any branch's name, as the C API has them.
 void mig_profiles_as_the_c_api()
 {
@@ -821,14 +854,15 @@ void handles_move_and_do_not_copy()
     check(e.status() == LLMEM_ERANGE && ctx.last_error().find("lora-rank") == 0,
           "a failed call leaves its message in the context");
     e = thrown([&] { a.set(LLMEM_MODEL_LAYERS, 2); });
-    check(e.status() == LLMEM_EINVAL && std::string(e.what()) == "use of a moved-from llmem::Model" &&
-              e.field() == nullptr,
+    check(e.status() == LLMEM_EINVAL &&
+              std::string(e.what()) == "use of a moved-from llmem::Model" && e.field() == nullptr,
           "a moved-from Model throws 'use of a moved-from llmem::Model'");
     e = thrown([&] { a.param_count(); });
     check(std::string(e.what()) == "use of a moved-from llmem::Model", "so does its getter");
     llmem::Estimate est(ctx);
     e = thrown([&] { est.run(a, train); });
-    check(e.status() == LLMEM_EINVAL && std::string(e.what()) == "use of a moved-from llmem::Model",
+    check(e.status() == LLMEM_EINVAL &&
+              std::string(e.what()) == "use of a moved-from llmem::Model",
           "a moved-from Model given to Estimate::run() is named");
     llmem::Train kept(std::move(train));
     e = thrown([&] { est.max(b, train, LLMEM_TRAIN_BATCH, LLMEM_LEVEL_DEVICE, 1u << 30); });
@@ -868,6 +902,7 @@ int main()
         layouts_as_the_c_api();
         planning_as_the_c_api();
         timeline_as_the_c_api();
+        gpus_as_the_c_api();
         mig_profiles_as_the_c_api();
         fit_as_the_c_api();
         pack_as_the_c_api();
