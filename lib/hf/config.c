@@ -401,12 +401,31 @@ static int read_activation(reader *r, const char *name)
                        "activation the estimate models", name, s);
 }
 
-/* GPT2MLP: inner = n_inner or 4 x n_embd. */
+/* GPT2Config's switches for modules or code paths the estimate does not
+ * build: add_cross_attention adds crossattention and ln_cross_attn to every
+ * block (weights the count would lack); reorder_and_upcast_attn sends
+ * GPT2Attention through its own _upcast_and_reordered_attn, not the
+ * attention interface the estimate follows. Each true is refused. */
+static const char *const gpt2_refused_flags[] = { "add_cross_attention",
+                                                  "reorder_and_upcast_attn" };
+
+/* GPT2MLP: inner = n_inner or 4 x n_embd, ACT2FN[activation_function]
+ * (gelu_new by default; the phased estimate builds that one only and
+ * refuses another, as it refuses --activation, naming the field). */
 static int layout_gpt2(reader *r)
 {
+    for (size_t i = 0; i < sizeof gpt2_refused_flags / sizeof gpt2_refused_flags[0]; i++) {
+        int on, rc = get_flag(r, gpt2_refused_flags[i], 0, &on);
+        if (rc != LLMEM_OK)
+            return rc;
+        if (on)
+            return llmem__fail(r->ctx, LLMEM_ENOTSUP,
+                               CONFIG_NAME ": field '%s' = true is not supported (model_type "
+                               "'gpt2' is estimated without it)", gpt2_refused_flags[i]);
+    }
     if (got(r, LLMEM_MODEL_INTERMEDIATE) == 0)
         put(r, LLMEM_MODEL_INTERMEDIATE, 4 * got(r, LLMEM_MODEL_HIDDEN), "n_embd");
-    return LLMEM_OK;
+    return read_activation(r, "activation_function");
 }
 
 /* OPTDecoder: final_layer_norm only when do_layer_norm_before and not

@@ -297,6 +297,9 @@ typedef struct error_case {
     "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "            \
     "\"intermediate_size\": 128, \"vocab_size\": 100"
 
+#define GPT2_BODY                                                                            \
+    "\"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"n_positions\": 1024, \"vocab_size\": 100"
+
 static const error_case error_cases[] = {
     { "unknown model_type", "{\"model_type\": \"mamba\", " LLAMA_BODY "}", LLMEM_ENOTSUP,
       "config.json: unsupported model_type 'mamba'" },
@@ -333,6 +336,23 @@ static const error_case error_cases[] = {
     { "unknown hidden_activation for gemma2", "{\"model_type\": \"gemma2\", " LLAMA_BODY
       ", \"hidden_activation\": \"\"}", LLMEM_ENOTSUP,
       "field 'hidden_activation' = '' is not an activation" },
+    /* GPT2Config: activation_function is read as the other types' fields;
+     * the modules and code paths the estimate lacks are refused. */
+    { "unknown activation_function for gpt2", "{\"model_type\": \"gpt2\", " GPT2_BODY
+      ", \"activation_function\": \"bogus\"}", LLMEM_ENOTSUP,
+      "field 'activation_function' = 'bogus' is not an activation the estimate models" },
+    { "activation_function not a string for gpt2", "{\"model_type\": \"gpt2\", " GPT2_BODY
+      ", \"activation_function\": 1}", LLMEM_EPARSE,
+      "field 'activation_function' must be a string, not an integer" },
+    { "gpt2 with cross-attention", "{\"model_type\": \"gpt2\", " GPT2_BODY
+      ", \"add_cross_attention\": true}", LLMEM_ENOTSUP,
+      "field 'add_cross_attention' = true is not supported" },
+    { "gpt2 reordering and upcasting attention", "{\"model_type\": \"gpt2\", " GPT2_BODY
+      ", \"reorder_and_upcast_attn\": true}", LLMEM_ENOTSUP,
+      "field 'reorder_and_upcast_attn' = true is not supported" },
+    { "gpt2 add_cross_attention not a boolean", "{\"model_type\": \"gpt2\", " GPT2_BODY
+      ", \"add_cross_attention\": 1}", LLMEM_EPARSE,
+      "field 'add_cross_attention' must be a boolean, not an integer" },
     { "string for an integer",
       "{\"model_type\": \"llama\", \"hidden_size\": \"64\", \"num_hidden_layers\": 2, "
       "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100}",
@@ -531,6 +551,52 @@ Test(hf_config, null_optional_sizes, .init = setup_ctx, .fini = teardown_ctx)
         cr_expect_eq(params_of(null), params_of(absent), "%s: null is the default", types[i]);
         cr_expect_neq(params_of(given), params_of(absent), "%s: the fields are read", types[i]);
     }
+}
+
+/* GPT2Config's activation_function: the MLP's activation as the flag sets
+ * it, so a config other than gelu_new is refused by the phased estimate as
+ * --activation is (the article's formula, which reads no activation, still
+ * runs); false switches are accepted. */
+static int64_t gpt2_activation(const char *extra, int *phased_rc, int *article_rc)
+{
+    char json[512];
+    llmem_model *m = NULL;
+    llmem_train *t = NULL;
+    llmem_estimate *e = NULL;
+    int64_t act = -1;
+    snprintf(json, sizeof json, "{\"model_type\": \"gpt2\", " GPT2_BODY "%s}", extra);
+    cr_assert_eq(llmem_model_new_hf_config_json(ctx, json, strlen(json), &m), LLMEM_OK, "%s: %s",
+                 json, llmem_ctx_error(ctx));
+    cr_assert_eq(llmem_model_get_int(m, LLMEM_MODEL_ACTIVATION, &act), LLMEM_OK);
+    cr_assert_eq(llmem_train_new(ctx, &t), LLMEM_OK);
+    cr_assert_eq(llmem_estimate_new(ctx, &e), LLMEM_OK);
+    *phased_rc = llmem_estimate_run(e, m, t);
+    cr_assert_eq(llmem_train_set_int(t, LLMEM_TRAIN_FORMULA, LLMEM_FORMULA_ARTICLE), LLMEM_OK);
+    *article_rc = llmem_estimate_run(e, m, t);
+    llmem_estimate_free(e);
+    llmem_train_free(t);
+    llmem_model_free(m);
+    return act;
+}
+
+Test(hf_config, gpt2_activation_function, .init = setup_ctx, .fini = teardown_ctx)
+{
+    int phased, article;
+    cr_expect_eq(gpt2_activation("", &phased, &article), LLMEM_ACTIVATION_GELU_NEW);
+    cr_expect_eq(phased, LLMEM_OK);
+    cr_expect_eq(gpt2_activation(", \"activation_function\": \"gelu_new\", "
+                                 "\"add_cross_attention\": false, "
+                                 "\"reorder_and_upcast_attn\": false",
+                                 &phased, &article),
+                 LLMEM_ACTIVATION_GELU_NEW);
+    cr_expect_eq(phased, LLMEM_OK);
+    cr_expect_eq(gpt2_activation(", \"activation_function\": \"relu\"", &phased, &article),
+                 LLMEM_ACTIVATION_RELU);
+    cr_expect_eq(phased, LLMEM_ENOTSUP, "relu: %d", phased);
+    cr_expect_eq(article, LLMEM_OK, "relu, article: %d", article);
+    cr_expect_eq(gpt2_activation(", \"activation_function\": \"gelu\"", &phased, &article),
+                 LLMEM_ACTIVATION_GELU);
+    cr_expect_eq(phased, LLMEM_ENOTSUP, "gelu: %d", phased);
 }
 
 /* ------------------------------------------------------------------ */
