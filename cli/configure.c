@@ -454,6 +454,41 @@ static int article_reads_target(int target)
            target != CLI_TARGET_TIMELINE;
 }
 
+/* A model's dropout at one kind of site (--attention-dropout, --hidden-dropout,
+ * --embedding-dropout): read only under --dropout model, the default; a
+ * probability for every site leaves it unread. */
+static int site_dropout(const cli_flag *f)
+{
+    return f->target == CLI_TARGET_MODEL && (f->key == LLMEM_MODEL_ATTENTION_DROPOUT ||
+                                             f->key == LLMEM_MODEL_HIDDEN_DROPOUT ||
+                                             f->key == LLMEM_MODEL_EMBEDDING_DROPOUT);
+}
+
+/* Why a site's dropout flag goes unread (--dropout P, or a formula that reads
+ * no dropout), into why; 0 when it is read. */
+static int site_dropout_unread(int argc, char **argv, const cli_request *req, char *why,
+                               size_t cap)
+{
+    const cli_flag *dropout = cli_flag_for_field(LLMEM_OBJECT_TRAIN, LLMEM_TRAIN_DROPOUT), *f;
+    const char *unread = llmem_train_unread(req->train, LLMEM_TRAIN_DROPOUT), *v, *given = NULL;
+    double p = -1;
+    cli_arg_iter it;
+    if (unread != NULL) {
+        snprintf(why, cap, "%s", unread);
+        return 1;
+    }
+    llmem_train_get_double(req->train, LLMEM_TRAIN_DROPOUT, &p);
+    if (p < 0) /* model: each site at the model's own */
+        return 0;
+    cli_args_begin(&it, argc, argv, 0);
+    while (cli_args_next(&it, &f, &v) > 0)
+        if (f == dropout)
+            given = v; /* the last counts */
+    snprintf(why, cap, "needs --dropout model (the default): --dropout %s sets every dropout "
+             "site", given != NULL ? given : "");
+    return 1;
+}
+
 /* Flags whose field only one method, formula or engine reads: given without
  * it they would be accepted and ignored, so they are refused, even at their
  * default (the library refuses only a value set away from it). */
@@ -463,6 +498,7 @@ static int check_unread(int argc, char **argv, const cli_request *req)
     const cli_flag *f;
     const char *v;
     int64_t formula = 0;
+    char site_why[256];
     llmem_train_get_int(req->train, LLMEM_TRAIN_FORMULA, &formula);
     cli_args_begin(&it, argc, argv, 0);
     while (cli_args_next(&it, &f, &v) > 0) {
@@ -480,6 +516,9 @@ static int check_unread(int argc, char **argv, const cli_request *req)
                           : f->target == CLI_TARGET_PARALLEL
                               ? llmem_parallel_unread(req->parallel, f->key)
                               : NULL;
+        if (why == NULL && site_dropout(f) &&
+            site_dropout_unread(argc, argv, req, site_why, sizeof site_why))
+            why = site_why;
         if (why != NULL) {
             cli_error("--%s%s%s %s", f->name, sep, given, why);
             return CLI_EXIT_USAGE;
