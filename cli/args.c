@@ -124,7 +124,8 @@ static const cli_flag flags[] = {
           "attention kernel"),
     TRAIN("experts-impl", "experts_impl", LLMEM_TRAIN_EXPERTS_IMPL, CLI_KIND_NAME, NULL,
           "how a mixture-of-experts layer runs its routed experts: transformers 5.x's "
-          "grouped_mm on 3-D expert weights, or a loop over one module per expert (4.x)"),
+          "grouped_mm on 3-D expert weights, or a loop over one module per expert (4.x); a "
+          "model without routed experts refuses it"),
     TRAIN("dropout", "dropout", LLMEM_TRAIN_DROPOUT, CLI_KIND_REAL, "P|model",
           "dropout probability in [0, 1) at every dropout site, or model: each site at the "
           "model's own (its config's, or --attention-dropout, --hidden-dropout, "

@@ -519,6 +519,13 @@ static int check_unread(int argc, char **argv, const cli_request *req)
         if (why == NULL && site_dropout(f) &&
             site_dropout_unread(argc, argv, req, site_why, sizeof site_why))
             why = site_why;
+        /* How routed experts run, on a model (as its flags left it) with none:
+         * the library reads the field only where there are experts. */
+        int64_t experts = 0;
+        if (why == NULL && f->target == CLI_TARGET_TRAIN && f->key == LLMEM_TRAIN_EXPERTS_IMPL &&
+            llmem_model_get_int(req->model, LLMEM_MODEL_EXPERTS, &experts) == LLMEM_OK &&
+            experts == 0)
+            why = "needs a model with routed experts (--experts N): this one has none";
         if (why != NULL) {
             cli_error("--%s%s%s %s", f->name, sep, given, why);
             return CLI_EXIT_USAGE;

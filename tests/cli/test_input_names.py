@@ -88,9 +88,11 @@ def check_lora(t, llmem):
             args = model + ["--method", "lora", "--formula", "phased"] + extra
             rc, out, err = llmem.run("estimate", *(args + ["--json"]))
             if rc != 0:
-                t.check(extra != [] and "all-linear under grouped-mm" in err,
-                        "%s %s: refused only for all-linear under grouped-mm"
-                        % (label, " ".join(extra)), err)
+                # --experts-impl is refused on a model without routed experts
+                no_experts = "--experts-impl" in extra and "needs a model with routed experts" in err
+                t.check(extra != [] and ("all-linear under grouped-mm" in err or no_experts),
+                        "%s %s: refused only for all-linear under grouped-mm or experts-impl "
+                        "without experts" % (label, " ".join(extra)), err)
                 continue
             first = json.loads(out)
             names = first["lora_targets"]
