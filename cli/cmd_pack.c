@@ -85,6 +85,19 @@ static int add_fleet(llmem_ctx *ctx, llmem_pack *pack, const char *spec, uint64_
     return 1;
 }
 
+/* Whether every entry of --gpu's "NAME[:COUNT],..." carries its own count:
+ * --gpus, the count of the types given without one, would then count none. */
+static int every_type_counted(const char *spec)
+{
+    for (const char *item = spec; *item != '\0';) {
+        size_t n = strcspn(item, ",");
+        if (memchr(item, ':', n) == NULL)
+            return 0;
+        item += n + (item[n] == ',');
+    }
+    return 1;
+}
+
 /* The estimate flags a job may give: its model and training (a job is one
  * process on one slice: no layout, no planner or output flags). */
 #define PACK_ACCEPTS                                                                         \
@@ -628,6 +641,12 @@ static int pack_jobs(const cli_opt *opts, out_format fmt)
     int status = CLI_EXIT_USAGE;
     if (opts[OPT_GPUS].value && !cli_opt_u64("gpus", opts[OPT_GPUS].value, 1, UINT64_MAX, &per_type))
         return CLI_EXIT_USAGE;
+    if (opts[OPT_GPUS].value && every_type_counted(opts[OPT_GPU].value)) {
+        cli_error("--gpus %s: every --gpu entry has its own count ('%s'), and --gpus counts only "
+                  "the types given without one: leave it out", opts[OPT_GPUS].value,
+                  opts[OPT_GPU].value);
+        return CLI_EXIT_USAGE;
+    }
     if (llmem_ctx_new(&ctx, NULL) != LLMEM_OK || llmem_pack_new(ctx, &env.pack) != LLMEM_OK ||
         llmem_estimate_new(ctx, &env.est) != LLMEM_OK) {
         cli_error("cannot create a library context (out of memory)");

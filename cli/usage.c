@@ -212,7 +212,8 @@ static const own_flag pack_flags[] = {
     { "gpu", "NAME[:N][,...]", "the GPU types, each with its count or unlimited" },
     { "jobs", "FILE", "a JSON array of {\"id\", \"memory_bytes\" or estimate flags by name, "
                       "\"min_compute\"}" },
-    { "gpus", "N", "the count of each type given without one" },
+    { "gpus", "N", "the count of each type given without one (refused when every type has "
+                   "one)" },
     { "margin", "P", "percent of each slice to keep free (default 5)" },
     { "gpus-per-node", "N", "0 to 1024: one mig-parted config a node; 0 = one for all "
                             "(default)" },
