@@ -57,11 +57,13 @@ static int job_flag(cli_request *req, const cli_flag *f, const char *v)
         }
         break;
     case CLI_TARGET_MARGIN:
-        if (cli_parse_real(v, &d) != CLI_NUMBER_OK || !(d >= 0 && d < 90)) {
+        if (cli_parse_real(v, &d) != CLI_NUMBER_OK) {
             cli_error("--margin '%s': a percentage in [0, 90)", v);
             return CLI_EXIT_USAGE;
         }
-        req->margin_permille = (int)(d * 10.0 + 0.5);
+        if (!cli_margin_permille("margin", v, d, &n))
+            return CLI_EXIT_USAGE;
+        req->margin_permille = (int)n;
         req->margin_given = 1;
         break;
     case CLI_TARGET_MAX:

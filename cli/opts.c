@@ -84,11 +84,27 @@ int cli_opt_margin(const char *name, const char *value, int64_t *permille)
     if (end != value && *end == '%')
         end++;
     /* As `llmem plan` and `llmem estimate --max` read it. */
-    if (end == value || *end != '\0' || errno != 0 || !(v >= 0 && v < 90)) {
+    if (end == value || *end != '\0' || errno != 0) {
         cli_error("--%s '%s': a percentage in [0, 90)", name, value);
         return 0;
     }
-    *permille = (int64_t)(v * 10.0 + 0.5);
+    return cli_margin_permille(name, value, v, permille);
+}
+
+int cli_margin_permille(const char *name, const char *value, double percent, int64_t *permille)
+{
+    if (!(percent >= 0 && percent < 90)) {
+        cli_error("--%s '%s': a percentage in [0, 90)", name, value);
+        return 0;
+    }
+    int64_t tenths = (int64_t)(percent * 10.0 + 0.5);
+    /* The range holds for the value kept, not only the value typed. */
+    if (tenths >= 900) {
+        cli_error("--%s '%s': a percentage in [0, 90) (it rounds to %.1f%%, in tenths of a "
+                  "percent)", name, value, (double)tenths / 10);
+        return 0;
+    }
+    *permille = tenths;
     return 1;
 }
 

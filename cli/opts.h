@@ -26,6 +26,11 @@ int cli_opt_u64(const char *name, const char *value, uint64_t min, uint64_t max,
 /* --margin P: a percentage in [0, 90) ("5" or "5%"), as `llmem plan` reads
  * it, into thousandths. */
 int cli_opt_margin(const char *name, const char *value, int64_t *permille);
+/* A margin of percent P, read from value (the text as typed, for the message),
+ * in permille: P rounded to the nearest tenth, in [0, 900) after rounding
+ * (89.96 would make 900, the 90 % the range excludes). Prints the error and
+ * returns 0 when out of range. */
+int cli_margin_permille(const char *name, const char *value, double percent, int64_t *permille);
 /* A count ("8"), as every count flag reads it: "not a count" for anything
  * else, a negative number included, "too large for a count" beyond 64 bits.
  * The bounds are the library's field's, checked when it is set. */

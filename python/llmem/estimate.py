@@ -184,7 +184,12 @@ def _margin_permille(function: str, margin: Any) -> int:
                         % (function, type(margin).__name__))
     if not 0 <= margin < 90:
         raise ValueError("%s: margin %r: a percentage in [0, 90)" % (function, margin))
-    return int(float(margin) * 10.0 + 0.5)
+    tenths = int(float(margin) * 10.0 + 0.5)
+    # The range holds for the value kept (89.96 would keep 90.0), as the CLI's.
+    if tenths >= 900:
+        raise ValueError("%s: margin %r: a percentage in [0, 90) (it rounds to %.1f%%, in "
+                         "tenths of a percent)" % (function, margin, tenths / 10))
+    return tenths
 
 
 def _budget(usable: int, permille: int) -> int:

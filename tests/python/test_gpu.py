@@ -125,6 +125,10 @@ def test_estimate_without_gpu_has_no_verdict():
     for bad in (90, -1, 100.0):
         with pytest.raises(ValueError, match="margin"):
             llmem.estimate("gpt2", gpu="H100", margin=bad)
+    # kept in tenths: 89.96 would keep 90.0, which the range excludes (as --margin)
+    with pytest.raises(ValueError, match=r"margin 89\.96: .*rounds to 90\.0%"):
+        llmem.estimate("gpt2", gpu="H100", margin=89.96)
+    assert llmem.estimate("gpt2", gpu="H100", margin=89.94).fits is not None
     with pytest.raises(TypeError, match="margin"):
         llmem.estimate("gpt2", gpu="H100", margin="5")
     with pytest.raises(ValueError, match="capacity 0"):

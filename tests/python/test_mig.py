@@ -256,6 +256,8 @@ def test_bad_fit_input_raises_the_right_exception():
         llmem.fit(GIB, "H100", level=3)
     with pytest.raises(ValueError, match="margin 95"):
         llmem.fit(GIB, "H100", margin=95)
+    with pytest.raises(ValueError, match="margin 89.96: .*rounds to 90.0%"):
+        llmem.fit(GIB, "H100", margin=89.96)
     with pytest.raises(llmem.OutOfRange) as info:
         llmem.fit(GIB, "H100", min_compute=8)
     assert (info.value.field, info.value.object) == ("min_compute", "fit")
