@@ -80,11 +80,23 @@ static int missing(reader *r, const char *name)
 
 static int wrong_type(reader *r, const char *name, const char *want, const hf_jv *v)
 {
-    if (llmem_hf_json_type(v) == HF_JSTRING && strcmp(want, "a string") == 0)
+    int type = llmem_hf_json_type(v);
+    if (type == HF_JSTRING && strcmp(want, "a string") == 0)
         return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' holds a NUL character",
                            name);
+    /* A real number, shown as written: 256.0 or 2.56e2 has no fractional part
+     * but is no JSON integer (transformers would build layers of a float). */
+    if (type == HF_JDOUBLE) {
+        static const char integer[] = "an integer";
+        int is_int = strncmp(want, integer, sizeof integer - 1) == 0;
+        return llmem__fail(r->ctx, LLMEM_EPARSE,
+                           CONFIG_NAME ": field '%s' must be %s%s, not %s (%.40s)", name,
+                           is_int ? "a JSON integer" : want,
+                           is_int ? want + sizeof integer - 1 : "",
+                           llmem_hf_json_type_name(type), llmem_hf_json_real_text(v));
+    }
     return llmem__fail(r->ctx, LLMEM_EPARSE, CONFIG_NAME ": field '%s' must be %s, not %s", name,
-                       want, llmem_hf_json_type_name(llmem_hf_json_type(v)));
+                       want, llmem_hf_json_type_name(type));
 }
 
 /* The first of names present and not null (*name set to it), agreeing with

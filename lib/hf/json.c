@@ -137,6 +137,15 @@ int llmem_hf_json_number(const hf_jv *v, double *out)
     return 0;
 }
 
+const char *llmem_hf_json_real_text(const hf_jv *v)
+{
+    /* json-c's tokener keeps a parsed double's own text as its serialization. */
+    if (!json_object_is_type(COBJ(v), json_type_double))
+        return "";
+    const char *s = json_object_to_json_string_ext(OBJ(v), JSON_C_TO_STRING_PLAIN);
+    return s != NULL ? s : "";
+}
+
 int llmem_hf_json_bool(const hf_jv *v)
 {
     if (!json_object_is_type(COBJ(v), json_type_boolean))

@@ -45,6 +45,9 @@ int llmem_hf_json_int64(const hf_jv *v, int64_t *out);
 int llmem_hf_json_uint64(const hf_jv *v, uint64_t *out);
 /* Any number. */
 int llmem_hf_json_number(const hf_jv *v, double *out);
+/* A real number's text as the document wrote it ("256.0", "2.56e2"), for
+ * messages (valid while the document lives); "" for any other value. */
+const char *llmem_hf_json_real_text(const hf_jv *v);
 /* 0/1 of a boolean; -1 when v is not a boolean. */
 int llmem_hf_json_bool(const hf_jv *v);
 /* Contents of a string (NUL-terminated, valid while the document lives), or

@@ -388,7 +388,7 @@ const char *llmem_hf_json_type_name(int type)
     switch (type) {
     case HF_JBOOL: return "a boolean";
     case HF_JINT: return "an integer";
-    case HF_JDOUBLE: return "a fractional number";
+    case HF_JDOUBLE: return "a real number"; /* 256.0 too: no JSON integer */
     case HF_JSTRING: return "a string";
     case HF_JARRAY: return "an array";
     case HF_JOBJECT: return "an object";

@@ -360,7 +360,21 @@ static const error_case error_cases[] = {
     { "fraction for an integer",
       "{\"model_type\": \"llama\", \"hidden_size\": 64.5, \"num_hidden_layers\": 2, "
       "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100}",
-      LLMEM_EPARSE, "field 'hidden_size' must be an integer, not a fractional number" },
+      LLMEM_EPARSE, "field 'hidden_size' must be a JSON integer, not a real number (64.5)" },
+    /* no fractional part, but no JSON integer either: said so, as written */
+    { "real number 256.0 for an integer",
+      "{\"model_type\": \"gpt2\", \"n_embd\": 256.0, \"n_layer\": 2, \"n_head\": 4, "
+      "\"n_positions\": 1024, \"vocab_size\": 100}",
+      LLMEM_EPARSE, "field 'n_embd' must be a JSON integer, not a real number (256.0)" },
+    { "real number 2.56e2 for an integer",
+      "{\"model_type\": \"llama\", " LLAMA_BODY ", \"num_key_value_heads\": 2.56e2}",
+      LLMEM_EPARSE, "field 'num_key_value_heads' must be a JSON integer, not a real number (2.56e2)" },
+    { "real number for an integer or null",
+      "{\"model_type\": \"mistral\", " LLAMA_BODY ", \"sliding_window\": 4096.0}", LLMEM_EPARSE,
+      "field 'sliding_window' must be a JSON integer or null, not a real number (4096.0)" },
+    { "real number for a boolean",
+      "{\"model_type\": \"llama\", " LLAMA_BODY ", \"tie_word_embeddings\": 1.0}", LLMEM_EPARSE,
+      "field 'tie_word_embeddings' must be a boolean, not a real number (1.0)" },
     { "integer for a boolean",
       "{\"model_type\": \"llama\", " LLAMA_BODY ", \"tie_word_embeddings\": 1}", LLMEM_EPARSE,
       "field 'tie_word_embeddings' must be a boolean, not an integer" },
