@@ -192,11 +192,12 @@ static void fit_example(const search *x, char *buf, size_t cap)
     if (x->last_peak == 0)
         snprintf(buf + n, cap - (size_t)n, "%s", llmem_ctx_error(x->p->ctx));
     else {
-        char need[48], usable[48];
+        /* x->capacity is the budget (budget_bytes), not the usable memory. */
+        char need[48], budget[48];
         size_text(x->last_peak, need, sizeof need);
-        size_text(x->capacity, usable, sizeof usable);
+        size_text(x->capacity, budget, sizeof budget);
         snprintf(buf + n, cap - (size_t)n, "micro-batch 1 needs %s at the device level, above "
-                 "the %s usable (a GPU's bytes less the margin)", need, usable);
+                 "the %s budget (the usable memory less the margin)", need, budget);
     }
 }
 

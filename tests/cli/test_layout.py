@@ -362,15 +362,15 @@ def check_plan_rejections(t, llmem):
     m = re.match(r"dp (\d+) tp (\d+) pp (\d+) cp (\d+) ep (\d+) sp (\d+), sharding (\S+), "
                  r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (?:[\d.]+ [GM]iB \()?(\d+) "
                  r"bytes\)? at the device level, above the (?:[\d.]+ [GM]iB \()?(\d+) bytes\)? "
-                 r"usable", fit[0]["example"] if fit else "")
+                 r"budget \(the usable memory less the margin\)$", fit[0]["example"] if fit else "")
     t.check(m is not None, "the example names the layout and its bytes", fit)
     if m:
-        dp, tp, pp, cp, ep, sp, sharding, offload, ckpt, need, usable = m.groups()
+        dp, tp, pp, cp, ep, sp, sharding, offload, ckpt, need, budget = m.groups()
         e = llmem.json("--model", LLAMA_32_1B, "--batch", "1", "--dp", dp, "--tp", tp, "--pp", pp,
                        "--cp", cp, "--ep", ep, "--sp", sp, "--sharding", sharding, "--offload",
                        offload, "--grad-ckpt", ckpt, "--micro-batches",
                        str(2 * int(pp) if int(pp) > 1 else 1))
-        t.check(e["peak_device_bytes"] == int(need) > int(usable) == GIB * 950 // 1000,
+        t.check(e["peak_device_bytes"] == int(need) > int(budget) == GIB * 950 // 1000,
                 "the example's bytes are that layout's at micro-batch 1", (e["peak_device_bytes"],
                                                                           fit[0]))
         # It is the closest layout: no other of the search needs less.
@@ -388,6 +388,10 @@ def check_plan_rejections(t, llmem):
                                 "--capacity", "3GiB", "--seq", "512")
     t.check(rc == 0 and "\n  1 layout: does not fit at micro-batch 1: dp " in out,
             "one layout rejected: in the singular", out[-800:])
+    # The value is the budget (budget_bytes: the usable memory less the margin), as the
+    # README names it; usable has no margin.
+    t.check(" budget (the usable memory less the margin)\n" in out and " usable (" not in out,
+            "the table's rejection names the budget", out[-800:])
 
 
 def check_plan_nodes(t, llmem):

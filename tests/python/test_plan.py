@@ -240,7 +240,7 @@ def test_every_rejection_has_an_example():
     m = re.match(r"dp (\d+) tp (\d+) pp (\d+) cp (\d+) ep (\d+) sp (\d+), sharding (\S+), "
                  r"offload (\S+), grad-ckpt (\S+): micro-batch 1 needs (?:[\d.]+ [GM]iB \()?(\d+) "
                  r"bytes\)? at the device level, above the (?:[\d.]+ [GM]iB \()?(\d+) bytes\)? "
-                 r"usable", fit[0].example)
+                 r"budget \(the usable memory less the margin\)$", fit[0].example)
     assert m is not None, fit
     dp, tp, pp, cp, ep, sp = (int(v) for v in m.groups()[:6])
     est = llmem.estimate(LLAMA_1B, batch=1, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=sp,
