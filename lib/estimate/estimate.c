@@ -514,8 +514,9 @@ static int walk_rank(llmem_estimate *e, size_t rank, const model_shape *shape,
         in.trace = e->trace;
         if (llmem_walk(&e->walk, &in, out) != LLMEM_OK)
             return llmem__fail(e->ctx, LLMEM_ENOTSUP,
-                               "estimate: this model's layer needs more operations than the "
-                               "simulator holds (GRAPH_MAX_OPS); please report it");
+                               "estimate: this model's layer needs more operations or "
+                               "tensors than the simulator's tape holds (GRAPH_MAX_OPS, "
+                               "GRAPH_MAX_TENSORS); please report it");
     }
     uint64_t off = unaccounted(st, st->batch, out->end_of_backward, share, c, l);
     if (off != 0)

@@ -36,8 +36,9 @@ tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int r
     return id;
 }
 
-/* An op that does not fit (a builder's bug, reported as such): its output
- * made as a plain tensor, so that the builder can go on. */
+/* An op that does not fit or saves an input past its own (a builder's bug,
+ * reported as such): its output made as a plain tensor, so that the builder
+ * can go on. */
 tid llmem_graph_op_overflow(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin)
 {
     int any_rg = 0;

@@ -158,7 +158,8 @@ typedef struct seg_cost {
 
 void llmem_graph_reset(graph *g, int grad_enabled);
 tid llmem_graph_tensor(graph *g, uint64_t elems, int dt, tensor_role role, int rg);
-/* llmem_graph_op's path for an op that does not fit: a builder's bug, flagged in overflow. */
+/* llmem_graph_op's path for an op that does not fit, or that saves an input
+ * it does not have: a builder's bug, flagged in overflow. */
 tid llmem_graph_op_overflow(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin);
 /* The tape as if recorded with its input requiring grad or not (a layer
  * after a frozen embedding, or after a layer that trains) and with its
@@ -314,14 +315,17 @@ static inline void graph_activation(g_tensor *x, tid id, uint64_t bytes, int ind
 /* Record op out = f(in...) and return out. save bits are cleared when no
  * input requires grad (autograd records nothing then). aux_bytes > 0 adds a
  * second output (saved when save has SAVE_AUX). Inline: a builder's op
- * passes constants for most arguments, which then fold away. */
+ * passes constants for most arguments, which then fold away (the refusal's
+ * tests included). A save bit for an input past nin is refused with the
+ * rest: op->in[j] would be stale there. */
 GRAPH_INLINE tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const tid *in, int nin,
                                 unsigned save, unsigned grad_alias, uint64_t aux_bytes,
                                 uint64_t fwd_extra, uint64_t bwd_extra)
 {
     g_tensor *t = g->t;
     int nt = g->nt, has_aux = aux_bytes > 0, any_rg = 0;
-    if (nt + 1 + has_aux > GRAPH_MAX_TENSORS || g->nop >= GRAPH_MAX_OPS || nin > GRAPH_MAX_IN)
+    if (nt + 1 + has_aux > GRAPH_MAX_TENSORS || g->nop >= GRAPH_MAX_OPS ||
+        (unsigned)nin > GRAPH_MAX_IN || ((save & 7u) >> nin) != 0)
         return llmem_graph_op_overflow(g, out_elems, out_dt, in, nin);
     int index = g->nop++;
     tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;

@@ -597,6 +597,28 @@ static void small_tape(graph *g)
     chain_tape(g, 1u, 1);
 }
 
+/* An op whose save bits name an input past its own is a builder's bug:
+ * refused like one that does not fit (overflow set, no op recorded), not
+ * recorded with a stale input saved. */
+Test(walk, an_op_saving_an_input_it_lacks_is_refused)
+{
+    static graph g;
+    llmem_graph_reset(&g, 1);
+    tid x = llmem_graph_tensor(&g, 250, 4, ROLE_INPUT, 1);
+    tid two[2] = { x, x };
+    tid a = llmem_graph_op(&g, 500, 4, &x, 1, 1u, 0, 0, 0, 0);
+    llmem_graph_op(&g, 500, 4, two, 2, 2u | 1u, 0, 0, 0, 0);
+    cr_assert_eq(g.overflow, 0, "saves of inputs it has");
+    cr_assert_eq(g.nop, 2);
+    llmem_graph_op(&g, 500, 4, &a, 1, 2u, 0, 0, 0, 0);
+    cr_expect_eq(g.overflow, 1, "input 1 of a one-input op");
+    cr_expect_eq(g.nop, 2, "nothing recorded");
+    g.overflow = 0;
+    llmem_graph_op(&g, 500, 4, two, 2, 4u, 0, 0, 0, 0);
+    cr_expect_eq(g.overflow, 1, "input 2 of a two-input op");
+    cr_expect_eq(g.nop, 2, "nothing recorded");
+}
+
 /* A view allocates nothing; a run logs every step into room of
  * GRAPH_MAX_EVENTS, and refuses less (a bug: nothing logged, overflow set). */
 Test(walk, a_view_allocates_nothing_and_a_log_has_room)
