@@ -550,19 +550,6 @@ void llmem_form_eval(const compiled_form *f, uint64_t batch, uint64_t seq, seg_c
     out->bwd_peak = bwd;
 }
 
-void llmem_form_peaks(const compiled_form *f, const uint64_t *m, uint64_t *fwd, uint64_t *bwd)
-{
-    int terms = llmem_form_terms(f->kind);
-    uint64_t top[2] = { 0, 0 };
-    for (int j = 0; j < f->nf + f->nb; j++) {
-        uint64_t x = llmem_form_value(f->coef + (size_t)f->front[j] * (size_t)terms, m, terms);
-        uint64_t *t = &top[j >= f->nf];
-        *t = x > *t ? x : *t;
-    }
-    *fwd = top[0];
-    *bwd = top[1];
-}
-
 void llmem_sample_pack(const seg_cost *c, const uint64_t *events, int nevents, uint64_t *y)
 {
     y[0] = c->persist;

@@ -164,10 +164,6 @@ static inline void llmem_form_line(int kind, const int64_t *c, uint64_t seq, uin
  * coefficient's magnitude passes 2^56 (the shift could overflow). */
 int llmem_form_shift(int kind, const int64_t *c, int64_t t[6]);
 
-/* The forward and backward peaks alone (the frontier's maxima) at the
- * monomials m of (batch, seq). */
-void llmem_form_peaks(const compiled_form *f, const uint64_t *m, uint64_t *fwd, uint64_t *bwd);
-
 /* Newton's divided differences through (x_k, y_k), k = 0, 1, 2, x ascending:
  * c0 + c1 x + c2 x^2, every division exact (else 0). */
 int llmem_quadratic_through(uint64_t x0, uint64_t x1, uint64_t x2, int64_t y0, int64_t y1,
