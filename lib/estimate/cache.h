@@ -32,6 +32,10 @@
 #define SEG_HINTS 8       /* segments a walk asks for, remembered in order */
 #define SEG_WALKS 4       /* walks whose entries are remembered (a configuration's ranks) */
 
+/* A full form is checked at an entry's samples off its rows or columns
+ * (cache.c: lift): every one of them, which the fits' room must cover. */
+typedef char seg_samples_all_checked[SEG_SAMPLES <= FIT_MAX_CHECKS ? 1 : -1];
+
 /* A walk key (estimate.c: walk_key): bits 0-4 its loss's chunk code, bit 5
  * WALK_KEY_WINDOW (walk.h), the configuration's rank from bit
  * WALK_KEY_RANK_SHIFT on. */

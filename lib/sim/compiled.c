@@ -264,7 +264,7 @@ typedef struct fit {
     frontier fwd, bwd;
     const sample_view *checks;
     int nchecks;
-    uint64_t check_m[8][6]; /* the checks' monomials (the first 8 checks) */
+    uint64_t check_m[FIT_MAX_CHECKS][6]; /* the checks' monomials */
 } fit;
 
 static void fit_begin(fit *f, compiled_form *out, int kind, uint64_t at, int nfwd, int nbwd,
@@ -281,7 +281,7 @@ static void fit_begin(fit *f, compiled_form *out, int kind, uint64_t at, int nfw
     f->bwd.index = out->front + nfwd;
     f->bwd.n = 0;
     f->checks = checks;
-    f->nchecks = nchecks > 8 ? 8 : nchecks;
+    f->nchecks = nchecks > FIT_MAX_CHECKS ? FIT_MAX_CHECKS : nchecks;
     for (int s = 0; s < f->nchecks; s++)
         llmem_form_monomials(kind, checks[s].batch, checks[s].seq, f->check_m[s]);
 }

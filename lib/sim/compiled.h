@@ -33,6 +33,7 @@
 #define COST_FIELDS 9   /* persist, out, bwd_start, param_grads, input_grad, bwd_end,
                            input_saved, param_grads_wide, cached */
 #define FORM_FRONTIER 48 /* steps a form may keep per phase */
+#define FIT_MAX_CHECKS 8 /* samples llmem_fit_rows and llmem_fit_cols check a form at */
 
 /* Regimes: where the tape's structure is fixed (see above). From a sliding
  * window on, the layers' mask is padded to a multiple of 8 and SDPA's
@@ -107,7 +108,8 @@ int llmem_fit_col(const sample_view *s, const sample_view *check, int nfwd, int 
                   compiled_form *out);
 /* The whole general regime from three rows at distinct seqs, or from two
  * columns at distinct batches, checked at every sample of checks (at least
- * one, off the rows or columns). */
+ * one, off the rows or columns; at most FIT_MAX_CHECKS: past it only the
+ * first FIT_MAX_CHECKS are checked, so a caller asserts its bound). */
 int llmem_fit_rows(const compiled_form *rows[3], const sample_view *checks, int nchecks,
                    int nfwd, int nbwd, compiled_form *out);
 int llmem_fit_cols(const compiled_form *cols[2], const sample_view *checks, int nchecks,
