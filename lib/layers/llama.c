@@ -60,13 +60,13 @@ static tid moe_routed(build *b, const model_shape *m, const seg_spec *s, tid h)
     /* routing_weights /= routing_weights.sum(-1, keepdim=True): div_ saves the
      * sum and its result */
     tid sum = llmem_graph_op(b->g, T, FP32, &top, 1, 0, 0, 0, 0, 0);
-    top = llmem_graph_op(b->g, T * k, FP32, (tid[]){ top, sum }, 2, 2u | SAVE_OUT, 0, 0, 0, 0);
+    top = llmem_graph_op(b->g, T * k, FP32, (tid[]){ top, sum }, 2, BIT(1) | SAVE_OUT, 0, 0, 0, 0);
     tid weights = op_cast(b, top, h_dt);
     tid mask = llmem_graph_op(b->g, T * k * E, INT64, NULL, 0, 0, 0, 0, 0, 0);
     /* torch.where(expert_mask[e]) per expert: (idx, top_x), int64 [rows, 2] in
      * all, kept by the index ops that gather with it */
     tid where = llmem_graph_op(b->g, T * k * 2, INT64, &mask, 1, 0, 0, 0, 0, 0);
-    tid rows = llmem_graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, 2u, 0, 0, 0, 0);
+    tid rows = llmem_graph_op(b->g, T * k * H, h_dt, (tid[]){ h, where }, 2, BIT(1), 0, 0, 0, 0);
     uint64_t held = E / b->ep, I = m->expert_intermediate; /* the experts this rank holds */
     tid gate = llmem_seg_expert_linear(b, s, rows, H, I, held, LLMEM_LORA_GATE);
     tid act = op_silu(b, gate);
@@ -75,7 +75,7 @@ static tid moe_routed(build *b, const model_shape *m, const seg_spec *s, tid h)
     tid row_weights = llmem_graph_op(b->g, T * k, h_dt, &weights, 1, 0, 0, 0, 0, 0);
     tid scaled = op_cast(b, op_mul(b, y, row_weights), h_dt);
     /* index_add_ into zeros; IndexAddBackward keeps the added source */
-    tid out = llmem_graph_op(b->g, T * H, h_dt, &scaled, 1, 1u, 0, 0, 0, 0);
+    tid out = llmem_graph_op(b->g, T * H, h_dt, &scaled, 1, BIT(0), 0, 0, 0, 0);
     llmem_graph_hold(b->g, mask);
     llmem_graph_hold(b->g, logits); /* returned as router_logits to the decoder layer */
     return out;

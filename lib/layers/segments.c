@@ -200,7 +200,7 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
     if (s->input_rg && !s->weights_trainable) {
         b->g->t[x].rg = (uint8_t)b->g->grad_enabled;
         if (leaf_kept(b, m, s))
-            llmem_graph_op(b->g, 0, b->param_dt, &x, 1, 1u, 0, 0, 0, 0);
+            llmem_graph_op(b->g, 0, b->param_dt, &x, 1, BIT(0), 0, 0, 0, 0);
     }
     if (m->traits & TRAIT_SCALED_EMBED) /* hidden_states * normalizer (sqrt(hidden), a 0-dim tensor) */
         x = op_scale(b, x);
@@ -216,7 +216,7 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s)
         tid table = op_param(b, (m->max_positions + m->position_offset) * m->hidden,
                              s->weights_trainable);
         tid pos = llmem_graph_op(b->g, rank_tokens * m->hidden, b->param_dt,
-                                 (tid[]){ table, index }, 2, 2u, 0, 0, 0, 0);
+                                 (tid[]){ table, index }, 2, BIT(1), 0, 0, 0, 0);
         if (m->embed_dim != m->hidden) /* project_in, no bias */
             x = op_linear(b, x, m->embed_dim, m->hidden, s->weights_trainable, 0);
         b->g->output = op_add(b, x, pos);
@@ -330,7 +330,7 @@ void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s)
         llmem_graph_view(b->g, target, padded);
     tid logp = llmem_graph_op(b->g, b->tokens * m->vocab, FP32, &lf, 1, SAVE_OUT, 0, 0, 0, 0);
     tid in[2] = { logp, target };
-    b->g->output = llmem_graph_op(b->g, 1, FP32, in, 2, 2u, 0, 0, 0, 0);
+    b->g->output = llmem_graph_op(b->g, 1, FP32, in, 2, BIT(1), 0, 0, 0, 0);
     llmem_graph_hold(b->g, logits); /* the model output keeps the logits until the loss returns */
     llmem_graph_hold(b->g, lf);     /* ForCausalLMLoss's locals: the fp32 logits and padded labels */
     llmem_graph_hold(b->g, padded);

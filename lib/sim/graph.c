@@ -103,13 +103,7 @@ static event_log log_open(const graph *g)
  * its loops test nothing about the log. */
 enum log_kind { LOG_NONE, LOG_LIVE, LOG_FULL };
 
-#if defined(__GNUC__)
-#define SPECIALIZED static inline __attribute__((always_inline))
-#else
-#define SPECIALIZED static inline
-#endif
-
-SPECIALIZED void record(event_log *l, int kind, uint64_t live, int op, uint64_t grads)
+GRAPH_INLINE void record(event_log *l, int kind, uint64_t live, int op, uint64_t grads)
 {
     if (kind == LOG_NONE)
         return;
@@ -191,7 +185,7 @@ static void place_tensors(graph *g)
 /* Forward, and what backward releases after each op (*release_at: the
  * saved tensors whose first save it is, in release or the tape's fate;
  * not under no_grad). */
-SPECIALIZED void simulate_forward(graph *g, int kind, int stop, int no_grad, int packed,
+GRAPH_INLINE void simulate_forward(graph *g, int kind, int stop, int no_grad, int packed,
                                   uint64_t *release, const uint64_t **release_at, seg_cost *c)
 {
     /* freed[i]: bytes whose last reference goes after op i. */
@@ -320,7 +314,7 @@ static void pool_drop(grad_pool *p, int s, uint64_t *live)
         *live -= p->bytes[s];
 }
 
-SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop,
+GRAPH_INLINE void simulate_backward(graph *g, int kind, int hold_output, int stop,
                                    const uint64_t *release, seg_cost *c, uint64_t *at_stop)
 {
     grad_pool pool;
@@ -446,7 +440,7 @@ SPECIALIZED void simulate_backward(graph *g, int kind, int hold_output, int stop
  * tensor, at the stop's op: the gradients of the ops after it, which save
  * nothing, are live by then (a residual sum's cast for its low-precision
  * branch), or already freed. Its forward moves by that much. */
-SPECIALIZED void shift_recomputation(graph *g, int kind, seg_cost *c, uint64_t at_stop)
+GRAPH_INLINE void shift_recomputation(graph *g, int kind, seg_cost *c, uint64_t at_stop)
 {
     uint64_t up = at_stop > c->bwd_start ? at_stop - c->bwd_start : 0;
     uint64_t down = at_stop < c->bwd_start ? c->bwd_start - at_stop : 0;
@@ -460,7 +454,7 @@ SPECIALIZED void shift_recomputation(graph *g, int kind, seg_cost *c, uint64_t a
     }
 }
 
-SPECIALIZED void simulate(graph *g, int kind, int mode, seg_cost *c)
+GRAPH_INLINE void simulate(graph *g, int kind, int mode, seg_cost *c)
 {
     int packed = mode == SIM_PACKED, no_grad = mode == SIM_NO_GRAD || packed;
     int stop = mode == SIM_EARLY_STOP ? last_save(g) : -1;

@@ -12,8 +12,8 @@
  * release saved tensors and the output gradient), recording the peak.
  * Views share their base tensor and are not recorded.
  */
-#ifndef LLMEM_ESTIMATE_GRAPH_H
-#define LLMEM_ESTIMATE_GRAPH_H
+#ifndef LLMEM_SIM_GRAPH_H
+#define LLMEM_SIM_GRAPH_H
 
 #include <stdint.h>
 
@@ -28,8 +28,9 @@
 
 typedef int16_t tid; /* tensor index; -1 = none */
 
-/* Recording's hot path, inlined into the builders whatever the compiler's
- * size heuristics say: their constant arguments then fold away. */
+/* Inlined whatever the compiler's size heuristics say: recording's hot path
+ * into the builders (their constant arguments then fold away), and a run's
+ * parts into each kind of log (graph.c), whose tests then fold away. */
 #if defined(__GNUC__)
 #define GRAPH_INLINE static inline __attribute__((always_inline))
 #else
@@ -65,10 +66,10 @@ typedef struct g_op {
     tid in[GRAPH_MAX_IN];
     tid aux;            /* a second output created with it (dropout mask, norm stats); -1 = none */
     uint8_t nin;
-    uint8_t save;       /* bit i: input i saved; bit 3: output saved (SAVE_ bits) */
+    uint8_t save;       /* BIT(i): input i saved; SAVE_OUT: the output (SAVE_ bits) */
     uint8_t rule;       /* the save argument as recorded: save and bwd_extra follow it
                            when what requires grad changes (llmem_graph_retarget) */
-    uint8_t grad_alias; /* bit i: input i's gradient is the output gradient itself */
+    uint8_t grad_alias; /* BIT(i): input i's gradient is the output gradient itself */
     uint64_t alloc;     /* what it allocates: its output's storage (a view: none) and aux */
     uint64_t fwd_extra; /* workspace while the op runs forward */
     uint64_t bwd_extra; /* workspace while the op runs backward */
@@ -76,6 +77,9 @@ typedef struct g_op {
     const char *region; /* the part of the segment it belongs to ("attention", "mlp") */
 } g_op;
 
+/* Bit i of an op's save and grad_alias: its input i (i < GRAPH_MAX_IN). */
+#define BIT(i) (1u << (i))
+#define SAVE_INPUTS (BIT(GRAPH_MAX_IN) - 1u) /* the save bits of every input */
 #define SAVE_OUT 8u
 #define SAVE_AUX 16u
 /* save bit: each of inputs 0 and 1 is saved for the other's gradient, when
@@ -240,13 +244,13 @@ static inline void graph_apply_rule(g_tensor *t, g_op *op, int any_rg)
             op->bwd_extra = op->bwd_final = 0;
         return;
     }
-    save = rule & (7u | SAVE_OUT | SAVE_AUX | SAVE_SCALAR);
+    save = rule & (SAVE_INPUTS | SAVE_OUT | SAVE_AUX | SAVE_SCALAR);
     if (op->aux < 0)
         save &= ~SAVE_AUX;
     if (rule & (SAVE_CROSS | BWD_REDUCE)) { /* two inputs */
         const g_tensor *x = &t[op->in[0]], *y = &t[op->in[1]];
         if (rule & SAVE_CROSS)
-            save |= (y->rg ? 1u : 0) | (x->rg ? 2u : 0);
+            save |= (y->rg ? BIT(0) : 0) | (x->rg ? BIT(1) : 0);
         if (rule & BWD_REDUCE) {
             uint64_t out = t[op->out].bytes;
             int rx = x->rg && x->bytes != out, ry = y->rg && y->bytes != out;
@@ -287,11 +291,11 @@ static inline void graph_count_saves(g_tensor *t, const g_op *op, int i)
     unsigned save = op->save;
     if (save == 0)
         return;
-    if (save & 1u)
+    if (save & BIT(0))
         graph_keep(&t[t[op->in[0]].base], i);
-    if (save & 2u)
+    if (save & BIT(1))
         graph_keep(&t[t[op->in[1]].base], i);
-    if (save & 4u)
+    if (save & BIT(2))
         graph_keep(&t[t[op->in[2]].base], i);
     if (save & SAVE_OUT)
         graph_keep(&t[op->out], i);
@@ -325,7 +329,7 @@ GRAPH_INLINE tid llmem_graph_op(graph *g, uint64_t out_elems, int out_dt, const 
     g_tensor *t = g->t;
     int nt = g->nt, has_aux = aux_bytes > 0, any_rg = 0;
     if (nt + 1 + has_aux > GRAPH_MAX_TENSORS || g->nop >= GRAPH_MAX_OPS ||
-        (unsigned)nin > GRAPH_MAX_IN || ((save & 7u) >> nin) != 0)
+        (unsigned)nin > GRAPH_MAX_IN || ((save & SAVE_INPUTS) >> nin) != 0)
         return llmem_graph_op_overflow(g, out_elems, out_dt, in, nin);
     int index = g->nop++;
     tid out = (tid)nt, aux = has_aux ? (tid)(nt + 1) : -1;

@@ -44,8 +44,6 @@ static inline uint64_t tensor_elems(const build *b, tid x)
     return b->g->t[x].bytes / b->g->t[x].dt;
 }
 
-/* Save bit of input j. */
-#define BIT(j) (1u << (j))
 #define FP32 4
 
 static inline int op_dt(const build *b, tid x)

@@ -18,12 +18,12 @@ static inline void keep_any(g_tensor *x, int i)
         x->first_save = (int16_t)i;
 }
 
-static const unsigned save_bits[5] = { 1u, 2u, 4u, SAVE_OUT, SAVE_AUX };
+static const unsigned save_bits[5] = { BIT(0), BIT(1), BIT(2), SAVE_OUT, SAVE_AUX };
 
 /* The tensor whose storage save_bits[j] of op keeps. */
 static g_tensor *kept(g_tensor *t, const g_op *op, int j)
 {
-    return j < 3 ? &t[t[op->in[j]].base] : &t[j == 3 ? op->out : op->aux];
+    return j < GRAPH_MAX_IN ? &t[t[op->in[j]].base] : &t[j == 3 ? op->out : op->aux];
 }
 
 /* Redo op i's saves and backward workspace for what requires grad now.
