@@ -36,8 +36,8 @@ static divisor make_divisor(uint64_t d)
     return v;
 }
 
-/* Values are byte counts below 2^62 (setup.c bounds every step) and their
- * differences; anything else fails. */
+/* Values are byte counts below 2^62 (estimate.c's llmem_step_overflows
+ * bounds every step) and their differences; anything else fails. */
 static int exact_div(const divisor *v, int64_t x, int64_t *q)
 {
     uint64_t mag = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;

@@ -90,7 +90,7 @@ enum form_kind {
 typedef struct compiled_form {
     int kind;
     uint64_t at;
-    int64_t *coef;   /* n x form_terms(kind) coefficients, room of the caller's */
+    int64_t *coef;   /* n x llmem_form_terms(kind) coefficients, room of the caller's */
     int16_t *front;  /* the steps kept: nf forward, then nb backward (value indices) */
     int nf, nb;
 } compiled_form;
@@ -161,9 +161,11 @@ static inline void llmem_form_line(int kind, const int64_t *c, uint64_t seq, uin
 
 /* A polynomial of a form kind written around the corner of its domain
  * (rows: B = 2 + x; columns: S = 4 + y; full: both), as coefficients of
- * 1, y, x, xy, y^2, xy^2 (x, y >= 0 there): where all but the first are
- * nonnegative, the first is its minimum over the domain. 0 when a
- * coefficient's magnitude passes 2^56 (the shift could overflow). */
+ * rows' 1, x; columns' 1, y, y^2; full forms' 1, y, x, xy, y^2, xy^2, the
+ * rest 0 (x, y >= 0 there; forms of one kind compare slot by slot): where
+ * all but the first are nonnegative, the first is its minimum over the
+ * domain. 0 when a coefficient's magnitude passes 2^56 (the shift could
+ * overflow). */
 int llmem_form_shift(int kind, const int64_t *c, int64_t t[6]);
 
 /* Newton's divided differences through (x_k, y_k), k = 0, 1, 2, x ascending:

@@ -10,7 +10,11 @@
  * simulation then walks the tape forward (allocate outputs, drop what is no
  * longer referenced nor saved) and backward (allocate input gradients,
  * release saved tensors and the output gradient), recording the peak.
- * Views share their base tensor and are not recorded.
+ * Most views (reshape, transpose, expand) are not recorded: the builder
+ * goes on with their base. A view whose own size matters (a part of a
+ * fused projection, whose gradient is its size) and an op's result written
+ * in place are recorded as ops that allocate nothing and share their
+ * base's storage (ROLE_VIEW, llmem_graph_view).
  */
 #ifndef LLMEM_SIM_GRAPH_H
 #define LLMEM_SIM_GRAPH_H
@@ -226,8 +230,10 @@ enum sim_mode {
 };
 
 /* Simulate forward and backward in one of the sim_mode ways. A run leaves
- * the tape as it was: it may be run any number of times, in any mode. Each
- * run logs its events from the first. */
+ * the tape's tensors and ops as they were: it may be run any number of
+ * times, in any mode. Each run logs its events from the first; a run given
+ * too little room for them sets overflow, which stays until the next reset
+ * (every later run then logs nothing). */
 void llmem_graph_simulate(graph *g, int mode, seg_cost *cost);
 
 /* The saves and backward workspace of op (its rule) given what requires
