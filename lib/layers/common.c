@@ -553,11 +553,8 @@ static tid expert_matmul(build *b, tid x, uint64_t in_f, uint64_t out_f, uint64_
                          int trainable, int nf4)
 {
     uint64_t rows = tensor_elems(b, x) / in_f;
-    if (nf4) {
-        tid xc = op_cast(b, x, b->compute);
-        uint64_t dense = in_f * out_f * (uint64_t)b->compute; /* one expert dequantized */
-        return llmem_graph_op(b->g, rows * out_f, b->compute, &xc, 1, 0, 0, 0, dense, dense);
-    }
+    if (nf4) /* one expert dequantized at a time, as a frozen NF4 linear */
+        return nf4_linear(b, x, in_f, out_f);
     tid w = op_param(b, experts * in_f * out_f, trainable);
     tid xc = b->autocast ? op_cast(b, x, b->compute) : x;
     tid wc = op_cast_param(b, w);
