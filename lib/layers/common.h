@@ -7,8 +7,6 @@
 #include "layers/layers.h"
 #include "model/families.h"
 
-#define INT64 8
-
 /* Shared per-forward tensors, created by the embedding segment in the model
  * and read by every layer: the attention mask and the rotary tables. */
 typedef struct shared_tensors {

@@ -161,8 +161,7 @@ static tid v2_route(build *b, const model_shape *m, const seg_spec *s, tid h, ti
     uint64_t K = m->experts_per_token, T = b->tokens;
     tid logits = router_logits(b, m, s, h);
     tid scores = op_softmax(b, logits, FP32);
-    tid top = llmem_graph_op(b->g, T * K, FP32, &scores, 1, SAVE_AUX, 0, T * K * INT64, 0, 0);
-    *index = b->g->op[b->g->nop - 1].aux;
+    tid top = op_topk(b, scores, T * K, index);
     return op_scale(b, top); /* * routed_scaling_factor */
 }
 

@@ -55,8 +55,7 @@ static tid moe_routed(build *b, const model_shape *m, const seg_spec *s, tid h)
     int h_dt = b->g->t[h].dt;
     tid logits = op_linear(b, h, H, E, s->weights_trainable, m->router_bias);
     tid probs = op_softmax(b, logits, FP32);
-    /* topk saves its indices (int64) for the backward scatter */
-    tid top = llmem_graph_op(b->g, T * k, FP32, &probs, 1, SAVE_AUX, 0, T * k * INT64, 0, 0);
+    tid top = op_topk(b, probs, T * k, NULL);
     /* routing_weights /= routing_weights.sum(-1, keepdim=True): div_ saves the
      * sum and its result */
     tid sum = llmem_graph_op(b->g, T, FP32, &top, 1, 0, 0, 0, 0, 0);
@@ -91,8 +90,8 @@ static tid moe_routed_grouped(build *b, const model_shape *m, const seg_spec *s,
     uint64_t H = m->hidden, E = m->experts, k = m->experts_per_token, T = tensor_elems(b, h) / H;
     tid logits = op_linear(b, h, H, E, s->weights_trainable, m->router_bias);
     tid probs = op_softmax(b, logits, FP32);
-    tid top = llmem_graph_op(b->g, T * k, FP32, &probs, 1, SAVE_AUX, 0, T * k * INT64, 0, 0);
-    tid index = b->g->op[b->g->nop - 1].aux;
+    tid index;
+    tid top = op_topk(b, probs, T * k, &index);
     tid sum = llmem_graph_op(b->g, T, FP32, &top, 1, 0, 0, 0, 0, 0);
     tid clone = llmem_graph_op(b->g, T * k, FP32, NULL, 0, 0, 0, 0, 0, 0);
     tid div = llmem_graph_op(b->g, T * k, FP32, (tid[]){ top, sum, clone }, 3, BIT(1) | BIT(2), 0,

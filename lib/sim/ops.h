@@ -45,6 +45,7 @@ static inline uint64_t tensor_elems(const build *b, tid x)
 }
 
 #define FP32 4
+#define INT64 8
 
 static inline int op_dt(const build *b, tid x)
 {
@@ -240,6 +241,17 @@ static inline tid op_dropout_p(build *b, tid x, double p)
 static inline tid op_dropout(build *b, tid x, int site)
 {
     return op_dropout_p(b, x, b->dropout[site]);
+}
+
+/* torch.topk of k per row: the values (x's dtype; elems of them) and, as
+ * aux output, their int64 indices, which TopkBackward saves for its
+ * scatter. *index, when asked for: the indices. */
+static inline tid op_topk(build *b, tid x, uint64_t elems, tid *index)
+{
+    tid top = llmem_graph_op(b->g, elems, op_dt(b, x), &x, 1, SAVE_AUX, 0, elems * INT64, 0, 0);
+    if (index != NULL)
+        *index = b->g->op[b->g->nop - 1].aux;
+    return top;
 }
 
 /* Batched matmul of two activations (attention). */
