@@ -59,10 +59,13 @@ typedef struct g_tensor {
     uint8_t role;
     uint8_t rg;          /* requires grad */
     uint8_t dt;          /* bytes per element (dtype) */
-    uint8_t cached;      /* a parameter: it requires grad, whatever the grad mode;
-                            an activation: autocast's cast of a parameter, which it
-                            caches while the parameter requires grad
-                            (llmem_graph_cached) */
+    uint8_t cached;      /* a parameter: it requires grad, whatever the grad mode,
+                            as recorded (a retarget leaves it stale, and nothing
+                            reads it after one: only llmem_graph_cached, while
+                            recording under no_grad, and walk.c retargets only
+                            tapes recorded with grad); an activation: autocast's
+                            cast of a parameter, which it caches while the
+                            parameter requires grad (llmem_graph_cached) */
 } g_tensor;
 
 typedef struct g_op {
@@ -176,7 +179,10 @@ tid llmem_graph_op_overflow(graph *g, uint64_t out_elems, int out_dt, const tid 
  * every op re-derived from their rules.
  * A decoder layer's ops, sizes and uses do not depend on it (its builders'
  * saves go through SAVE_CROSS and BWD_REDUCE; tests/unit/test_walk.c checks
- * every family); the chunked loss's do. */
+ * every family); the chunked loss's do. Meant for tapes recorded with grad:
+ * on one recorded under no_grad nothing requires grad whatever params_rg
+ * says, and autocast's casts keep the cache flags the recording's
+ * parameters gave them (CAST_CACHED_NO_GRAD). */
 void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
 /* The output v of the op just recorded is a view of x (or x written in
  * place): it shares x's storage and allocates none. */
