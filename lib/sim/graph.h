@@ -297,8 +297,10 @@ static inline void graph_keep(g_tensor *x, int i)
         x->first_save = (int16_t)i;
 }
 
-/* Count op i's saves on the tensors that own their storage. */
-static inline void graph_count_saves(g_tensor *t, const g_op *op, int i)
+/* Count op i's saves on the tensors that own their storage. Inlined into
+ * llmem_graph_op always (GCC's LTO otherwise keeps one out-of-line copy):
+ * the tests of bits a builder's constant rule cannot set then fold away. */
+GRAPH_INLINE void graph_count_saves(g_tensor *t, const g_op *op, int i)
 {
     unsigned save = op->save;
     if (save == 0)
