@@ -4,49 +4,18 @@
  * is simulated once on the scratch graph; identical layers are then combined
  * in closed form, because the live set grows (forward) or changes (backward)
  * by the same amount per layer, so within a run of identical layers the peak
- * is at one of its ends.
+ * is at one of its ends. The runs come from walkgroups.c, each run's
+ * per-layer numbers from its segments (walksegs.c), and the timeline's
+ * layer by layer expansion from walktrace.c (walkparts.h).
  */
 #include "estimate/walk.h"
+#include "estimate/walkparts.h"
 
 #include "core/compiler.h"
 #include "model/families.h"
 #include "parallel/parallel.h"
 
 #include <string.h>
-
-/* Runs of identical layers: frozen, first trainable, the rest, plus one
- * split where dense layers give way to experts or, in a model without
- * experts (OPT's post-norm), after a first layer fed in another dtype. */
-#define MAX_GROUPS LAYER_RUNS_MAX
-/* A rank's runs once alternate layers take the window (alternate_runs):
- * each run may become two interleaved ones and a last layer alone. */
-#define MAX_RUNS (3 * MAX_GROUPS)
-
-/* One run of identical decoder layers, reduced to per-layer numbers. */
-typedef struct layer_group {
-    uint64_t count;
-    seg_spec spec;
-    uint64_t x_bytes;                       /* a layer's input (layer_input_dt) */
-    uint64_t fwd_growth;                    /* forward: what each layer adds */
-    uint64_t bwd_start, bwd_end;            /* backward: from its saved set + output grad */
-    uint64_t param_grads, param_grads_wide;
-    uint64_t cached;                        /* autocast's cached casts held past a layer
-                                               until it exits (checkpointing: cache) */
-    uint64_t grad_out, held_input;          /* checkpointing: the recomputation's footing */
-    int input_saved;                        /* a plain layer saves its input for backward */
-    /* Two runs interleaved (Gemma-2's sliding and full layers): PAIR_FIRST,
-     * whose layers come first in each pair, and the next group, PAIR_SECOND;
-     * each counts the pairs. */
-    int pair;
-    /* The peaks as their segments give them (a moment is a base plus one
-     * segment's peak: walkform.h): forward, the run's segment's forward
-     * peak (checkpointing's counting autocast's casts as it makes them);
-     * backward, its backward peak, or under
-     * checkpointing the recomputation's forward peak (which counts its
-     * input) plus grad_out and its backward peak plus held_input. */
-    int pos_fwd, pos_bwd;                   /* the segments' positions in the walk */
-    uint64_t seg_fwd_peak, seg_bwd_fwd_peak, seg_bwd_peak;
-} layer_group;
 
 /* The maxima of a walk. Moments of forward and backward are recorded for
  * this micro-batch alone; the other micro-batches in flight add one stash
@@ -119,579 +88,6 @@ static inline void finish(const walk *w, uint64_t stash, walk_result *r)
     r->temp_max = w->temp_max + stash > opt_temp ? w->temp_max + stash : opt_temp;
     for (int i = 0; i < PHASE_COUNT; i++)
         r->phase_peak[i] = w->phase_peak[i] + (i + 1 != LLMEM_PHASE_OPTIMIZER && w->phase_peak[i] ? stash : 0);
-}
-
-static void record(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
-                   const seg_spec *spec, int grad_enabled)
-{
-    llmem_graph_reset(&e->graph, grad_enabled);
-    b->g = &e->graph;
-    fn(b, m, spec);
-    e->graph_overflow |= e->graph.overflow;
-    e->taped = 0;
-}
-
-static void simulate_now(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
-                         const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
-{
-    record(e, b, fn, m, spec, grad_enabled);
-    llmem_graph_simulate(&e->graph, mode, c);
-}
-
-/* Whether a walk's segments are simulated at every point, never cached:
- * the cache fits a segment's bytes as polynomials of batch and seq from
- * small samples (sim/compiled.h), which these are not. Under sequence
- * parallelism a rank holds batch x seq / sp tokens, a floor division (with
- * 128 ranks small samples hold 0 tokens and a polynomial of zeros fits
- * them: found by the estimate fuzzer). */
-static int uncached(const build *b)
-{
-    return b->sp > 1;
-}
-
-/* A segment's cost: from the handle's cache of segments when it knows this
- * one (estimate/cache.h), 1; else 0, and the caller runs sim_cached. */
-static int cached(walk_scratch *e, const build *b, const model_shape *m, const seg_query *q,
-                  seg_cost *c)
-{
-    e->positions++;
-    if (!e->uncached && llmem_segcache_lookup(&e->cache, m, b, q, c))
-        return 1;
-    e->cache.walk_full = 0;
-    return 0;
-}
-
-/* Run the tape on the scratch graph in `mode`, the simulation teaching the
- * cache what `cached` just missed. */
-static void sim_cached(walk_scratch *e, const build *b, const seg_query *q, int mode, seg_cost *c)
-{
-    graph *g = &e->graph;
-    g->events = e->cache.log;
-    g->event_ops = NULL;
-    g->event_grads = NULL;
-    g->events_cap = SEG_LOG;
-    llmem_graph_simulate(g, mode, c);
-    e->simulated++;
-    g->events = NULL;
-    if (!e->uncached && !g->overflow && g->nevents <= SEG_LOG)
-        llmem_segcache_learn(&e->cache, q, b->batch, b->seq, c, g->nevents_forward, g->nevents);
-}
-
-/* From a sliding window on, the layers take a mask padded to a multiple of
- * 8 and SDPA's log-sum-exp rounds to 32: segments are cached one seq at a
- * time (rows in the batch) there, their seq in the key. */
-static seg_query query(const build *b, segment_builder fn, const model_shape *m,
-                       const seg_spec *spec, int grad_enabled, int mode)
-{
-    int at_one_seq = llmem_model_window_reached(m, b->attention, b->seq);
-    return (seg_query){ fn, spec, grad_enabled, mode, b->hold_input,
-                        llmem_regime_of(b->batch, b->seq, at_one_seq),
-                        at_one_seq ? b->seq : 0, llmem_layers_piece(b, m, spec) };
-}
-
-/* A segment's cost, from the cache or simulated. */
-static void simulate(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
-                     const seg_spec *spec, int grad_enabled, int mode, seg_cost *c)
-{
-    seg_query q = query(b, fn, m, spec, grad_enabled, mode);
-    if (cached(e, b, m, &q, c))
-        return;
-    record(e, b, fn, m, spec, grad_enabled);
-    sim_cached(e, b, &q, mode, c);
-}
-
-/* Autocast caches the low-precision copy of each trainable fp32 leaf weight
- * until it exits, even under no_grad: checkpointed layers keep theirs to the
- * end of the forward pass. Weights already in the compute dtype (bf16-autocast)
- * are not cast, so not cached; LoRA's fp32 adapters are. */
-static uint64_t autocast_cache_bytes(const model_shape *m, const setup *s, const seg_spec *spec,
-                                     const build *b)
-{
-    model_linear lin[MODEL_MAX_LINEARS];
-    uint64_t bytes = 0, cdt = (uint64_t)s->compute_dt;
-    if (!s->autocast)
-        return 0;
-    int n = llmem_model_layer_linears(m, lin);
-    /* FalconLinear's weight.T is a view, not a leaf: cast at every use, never cached
-     * (sequence parallelism builds Megatron's linears instead: lib/layers/falcon.c). */
-    int falcon_linear = (m->traits & TRAIT_UNCACHED_CAST) && b->sp == 1;
-    int cached = !falcon_linear && s->param_dt != s->compute_dt;
-    for (int i = 0; i < n; i++) {
-        if (spec->moe && !(lin[i].lora_target & LORA_ATTENTION_ROLES))
-            continue; /* the experts replace the dense MLP */
-        if (spec->weights_trainable && !spec->nf4 && cached) /* weight and bias: both leaves */
-            bytes += (lin[i].in * lin[i].out + (lin[i].bias ? lin[i].out : 0)) * cdt;
-        if (spec->lora_targets & lin[i].lora_target)
-            bytes += spec->lora_rank * (lin[i].in + lin[i].out) * cdt;
-    }
-    if (!spec->moe)
-        return bytes;
-    uint64_t H = m->hidden, held = m->experts / b->ep, mats = m->mlp == LLMEM_MLP_GATED ? 3 : 2;
-    uint64_t experts_inner = held * m->expert_intermediate + m->shared_intermediate;
-    if (spec->weights_trainable && !spec->nf4 && s->param_dt != s->compute_dt)
-        bytes += (mats * H * experts_inner + H * m->experts) * cdt;
-    /* adapters on the experts' and the shared expert's projections */
-    unsigned on = spec->lora_targets;
-    uint64_t projections = (uint64_t)((on & LLMEM_LORA_GATE) && mats == 3) +
-                           (uint64_t)((on & LLMEM_LORA_UP) != 0) +
-                           (uint64_t)((on & LLMEM_LORA_DOWN) != 0);
-    uint64_t adapted = held * (H + m->expert_intermediate) +
-                       (m->shared_intermediate ? H + m->shared_intermediate : 0);
-    return bytes + projections * spec->lora_rank * adapted * cdt;
-}
-
-/* Whether autocast casts the weights and caches the casts of those that
- * require grad: under no_grad too, so that a layer's trainable weights
- * then still matter. */
-static int casts_cached(const build *b)
-{
-    return b->autocast && b->param_dt != b->compute;
-}
-
-/* Whether every parameter of a layer of this spec trains, or none: a
- * layer without adapters whose weights and norms train together. */
-static int params_uniform(const seg_spec *s)
-{
-    return s->lora_targets == 0 && s->weights_trainable == s->norms_trainable;
-}
-
-/* Whether a layer's tape of spec x serves spec y once retargeted: they
- * differ at most in what requires grad (the input, uniform parameters). */
-static int retargetable(const seg_spec *x, const seg_spec *y)
-{
-    seg_spec a = *x;
-    a.input_rg = y->input_rg;
-    if (params_uniform(x) && params_uniform(y)) {
-        a.weights_trainable = y->weights_trainable;
-        a.norms_trainable = y->norms_trainable;
-    }
-    return !memcmp(&a, y, sizeof a);
-}
-
-/* The decoder layer of spec on the scratch graph, as recorded with grad
- * enabled and without the input's hold: the tape already there when it
- * serves (retargeted unless it is that spec's), else recorded. One
- * recording so serves a step's layers that differ only in what trains or
- * in their input (LoRA's first layer and the rest, freeze's frozen and
- * trainable ones), and a checkpointed layer's no_grad forward and
- * recomputation (SIM_NO_GRAD: graph.h). */
-static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
-{
-    if (e->taped && retargetable(&e->tape_spec, spec)) {
-        if (memcmp(&e->tape_spec, spec, sizeof *spec))
-            llmem_graph_retarget(&e->graph, spec->input_rg,
-                                 params_uniform(spec) ? spec->weights_trainable : -1);
-    } else {
-        record(e, b, llmem_layers_decoder, m, spec, 1);
-        e->taped = 1;
-    }
-    e->graph.hold_input = 0;
-    e->tape_spec = *spec;
-}
-
-/* Whether a layer's output requires grad: its input does, or it trains. */
-static int output_rg(const seg_spec *s)
-{
-    return s->input_rg || s->weights_trainable || s->norms_trainable || s->lora_targets;
-}
-
-/* A tape for a layer in which nothing requires grad (freeze's frozen
- * layers, run before the rest): autograd saves nothing there, so it runs
- * as under no_grad, on any tape that differs only in what requires grad
- * (but for autocast's cache: its own then). Recorded when none serves,
- * with its parameters training, as the trainable layers that follow run it. */
-static void frozen_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
-{
-    if (casts_cached(b)) {
-        layer_tape(e, b, m, spec);
-        return;
-    }
-    if (e->taped && retargetable(&e->tape_spec, spec))
-        return;
-    seg_spec trains = *spec;
-    if (params_uniform(spec))
-        trains.weights_trainable = trains.norms_trainable = 1;
-    layer_tape(e, b, m, &trains);
-}
-
-/* A layer run plainly (not checkpointed). */
-static void simulate_layer(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec,
-                           seg_cost *c)
-{
-    seg_query q = query(b, llmem_layers_decoder, m, spec, 1, SIM_PLAIN);
-    if (cached(e, b, m, &q, c))
-        return;
-    if (output_rg(spec))
-        layer_tape(e, b, m, spec);
-    else
-        frozen_tape(e, b, m, spec);
-    if (b->hold_input) /* the caller's reference: the model's loop variable */
-        llmem_layers_hold_input(&e->graph);
-    sim_cached(e, b, &q, output_rg(spec) ? SIM_PLAIN : SIM_NO_GRAD, c);
-}
-
-/* The cache key of a layer's forward under no_grad: what requires grad is
- * moot there (nothing is saved), so freeze's frozen and trainable layers
- * share it, unless autocast caches the trainable weights' casts. */
-static seg_spec no_grad_key(const build *b, const seg_spec *s)
-{
-    seg_spec k = *s;
-    k.input_rg = 0;
-    if (params_uniform(s) && !casts_cached(b))
-        k.weights_trainable = k.norms_trainable = 0;
-    return k;
-}
-
-/* A checkpointed layer's first forward: reentrant, under no_grad;
- * non-reentrant, with grad enabled and its saves packed (what autograd
- * makes only to save is made there). */
-static int checkpointed_forward(int recompute)
-{
-    return recompute == SIM_EARLY_STOP ? SIM_PACKED : SIM_NO_GRAD;
-}
-
-/* A checkpointed layer's two runs, each holding its input (the checkpoint
- * keeps it for the recomputation): its forward, nothing saved (fwd), and
- * its recomputation in backward (again, as mode). */
-static void simulate_checkpointed(walk_scratch *e, build *b, const model_shape *m,
-                                  layer_group *grp, int mode, seg_cost *fwd, seg_cost *again)
-{
-    seg_spec key = no_grad_key(b, &grp->spec);
-    b->hold_input = 1;
-    grp->pos_fwd = e->positions;
-    int first = checkpointed_forward(mode);
-    seg_query q = query(b, llmem_layers_decoder, m, &key, 0, first);
-    if (!cached(e, b, m, &q, fwd)) {
-        layer_tape(e, b, m, &grp->spec);
-        llmem_layers_hold_input(&e->graph);
-        sim_cached(e, b, &q, first, fwd);
-    }
-    grp->pos_bwd = e->positions;
-    q = query(b, llmem_layers_decoder, m, &grp->spec, 1, mode);
-    if (!cached(e, b, m, &q, again)) {
-        layer_tape(e, b, m, &grp->spec);
-        llmem_layers_hold_input(&e->graph);
-        sim_cached(e, b, &q, mode, again);
-    }
-    b->hold_input = 0;
-}
-
-/* How a checkpointed layer is recomputed in backward (SIM_PLAIN: not checkpointed). */
-static int recompute_mode(const setup *s)
-{
-    if (s->grad_ckpt == LLMEM_GRAD_CKPT_NONE)
-        return SIM_PLAIN;
-    return s->grad_ckpt == LLMEM_GRAD_CKPT_REENTRANT ? SIM_HOLD_OUTPUT : SIM_EARLY_STOP;
-}
-
-static void reduce_group(walk_scratch *e, build *b, const model_shape *m, const setup *s,
-                         layer_group *grp)
-{
-    uint64_t x_bytes = grp->x_bytes;
-    seg_cost c;
-    if (s->grad_ckpt != LLMEM_GRAD_CKPT_NONE) {
-        /* torch.utils.checkpoint: the layer keeps only its input (reentrant: run
-         * under no_grad; non-reentrant: saved-tensor hooks pack placeholders) and
-         * is recomputed in backward, whole and holding its output and incoming
-         * gradient (reentrant), or up to its last saved tensor (non-reentrant). */
-        seg_cost again;
-        uint64_t cache = autocast_cache_bytes(m, s, &grp->spec, b);
-        simulate_checkpointed(e, b, m, grp, recompute_mode(s), &c, &again);
-        grp->seg_fwd_peak = c.fwd_peak;
-        grp->seg_bwd_fwd_peak = again.fwd_peak;
-        grp->seg_bwd_peak = again.bwd_peak;
-        grp->fwd_growth = c.out_bytes + cache;
-        uint64_t grad_out = again.out_bytes;
-        uint64_t held_input = again.input_saved ? 0 : x_bytes;
-        grp->cached = cache;
-        grp->grad_out = grad_out;
-        grp->held_input = held_input;
-        grp->bwd_start = x_bytes + grad_out;
-        grp->bwd_end = again.param_grads + again.input_grad;
-        grp->param_grads = again.param_grads;
-        grp->param_grads_wide = again.param_grads_wide;
-        return;
-    }
-    grp->pos_fwd = grp->pos_bwd = e->positions;
-    simulate_layer(e, b, m, &grp->spec, &c);
-    grp->input_saved = c.input_saved;
-    grp->seg_fwd_peak = c.fwd_peak;
-    grp->seg_bwd_peak = c.bwd_peak;
-    grp->fwd_growth = c.persist + c.out_bytes + c.cached - x_bytes;
-    grp->cached = c.cached;
-    grp->bwd_start = c.bwd_start;
-    grp->bwd_end = c.param_grads + c.input_grad;
-    grp->param_grads = c.param_grads;
-    grp->param_grads_wide = c.param_grads_wide;
-}
-
-/* Split the run that crosses the layer `boundary` in two, the second's
- * input requiring grad as the first's output does (split_runs' reasons). */
-static int split_at(layer_group *g, int n, uint64_t boundary)
-{
-    uint64_t first = 0;
-    for (int i = 0; i < n; first += g[i].count, i++) {
-        if (first < boundary && boundary < first + g[i].count) {
-            memmove(&g[i + 1], &g[i], (size_t)(n - i) * sizeof *g);
-            g[i].count = boundary - first;
-            g[i + 1].count -= g[i].count;
-            g[i + 1].spec.input_rg = output_rg(&g[i].spec);
-            return n + 1;
-        }
-    }
-    return n;
-}
-
-/* Where the layer runs of a method split further: in a mixture-of-experts
- * model the first dense_layers layers have a dense MLP (the runs that cross
- * that boundary split, and the MoE runs are marked); a first layer fed in
- * the embedding's dtype, not the stream's, runs alone. A model has one
- * reason at most (post-norm is OPT's alone, which has no experts), so with
- * the method's three runs at most LAYER_RUNS_MAX. */
-static int split_runs(const model_shape *m, const setup *s, layer_group *g, int n)
-{
-    build b = { .autocast = s->autocast, .param_dt = s->param_dt };
-    if (embedding_dt(&b, m) != residual_dt(&b, m)) {
-        n = split_at(g, n, 1);
-        g[0].spec.embedded_input = 1;
-        return n;
-    }
-    if (m->experts == 0)
-        return n; /* every run dense, as layer_groups made it */
-    uint64_t boundary = m->dense_layers, first = 0;
-    n = split_at(g, n, boundary);
-    for (int i = 0; i < n; i++) {
-        g[i].spec.moe = first >= boundary;
-        first += g[i].count;
-    }
-    return n;
-}
-
-enum { PAIR_NONE, PAIR_FIRST, PAIR_SECOND };
-
-/* The runs of a one-stage rank (the layouts check refuses pipelines here)
- * as runs of identical layers again: a run of n >= 2 layers becomes its
- * pairs, two interleaved runs of n / 2 layers each, the first's layers of
- * the kind its first layer is, and an odd last layer alone. */
-static int alternate_runs(const layer_group *in, int n, layer_group *out)
-{
-    uint64_t at = 0; /* the model's index of the run's first layer */
-    int k = 0;
-    for (int i = 0; i < n; at += in[i].count, i++) {
-        uint64_t pairs = in[i].count / 2;
-        if (pairs > 0) {
-            for (int j = 0; j < 2; j++) {
-                out[k] = in[i];
-                out[k].count = pairs;
-                out[k].pair = j == 0 ? PAIR_FIRST : PAIR_SECOND;
-                out[k++].spec.full_attention = (int)((at + (uint64_t)j) % 2);
-            }
-        }
-        if (in[i].count % 2 != 0) {
-            out[k] = in[i];
-            out[k].count = 1;
-            out[k++].spec.full_attention = (int)((at + in[i].count - 1) % 2);
-        }
-    }
-    return k;
-}
-
-/* The runs of identical layers a method produces. */
-static int layer_groups(const model_shape *m, const setup *s, layer_group *g)
-{
-    int ckpt = s->grad_ckpt != LLMEM_GRAD_CKPT_NONE, n = 0;
-    int lora = s->method == LLMEM_METHOD_LORA || s->method == LLMEM_METHOD_QLORA;
-    seg_spec trainable = { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 };
-    seg_spec adapters = { .input_rg = 1, .lora_targets = s->lora_targets,
-                          .lora_rank = s->lora_rank,
-                          .nf4 = s->method == LLMEM_METHOD_QLORA };
-    seg_spec frozen = { .input_rg = ckpt };
-    if (lora) {
-        /* The frozen embedding's output needs no grad, so the first layer saves
-         * less, unless PEFT's enable_input_require_grads (used with checkpointing). */
-        g[n] = (layer_group){ .count = ckpt ? m->layers : 1, .spec = adapters };
-        g[n++].spec.input_rg = ckpt;
-        if (!ckpt && m->layers > 1)
-            g[n++] = (layer_group){ .count = m->layers - 1, .spec = adapters };
-    } else if (s->method == LLMEM_METHOD_FREEZE) {
-        uint64_t rest = m->layers - s->frozen_layers;
-        if (s->frozen_layers > 0)
-            g[n++] = (layer_group){ .count = s->frozen_layers, .spec = frozen };
-        if (rest > 0 && !ckpt) {
-            /* its input comes from frozen layers or the frozen embedding */
-            g[n] = (layer_group){ .count = 1, .spec = trainable };
-            g[n++].spec.input_rg = 0;
-            rest--;
-        }
-        if (rest > 0)
-            g[n++] = (layer_group){ .count = rest, .spec = trainable };
-    } else {
-        g[n++] = (layer_group){ .count = m->layers, .spec = trainable };
-    }
-    return split_runs(m, s, g, n);
-}
-
-/* Simulate a segment again with its events logged, for the timeline. */
-static void trace_simulate(walk_scratch *e, walk_trace *t, build *b, segment_builder fn,
-                           const model_shape *m, const seg_spec *spec, int grad_enabled,
-                           int mode)
-{
-    seg_cost c;
-    e->graph.events = t->events;
-    e->graph.event_ops = t->ops;
-    e->graph.event_grads = t->grads;
-    e->graph.events_cap = TRACE_EVENTS;
-    simulate_now(e, b, fn, m, spec, grad_enabled, mode, &c);
-    e->graph.events = NULL;
-    e->graph.event_ops = NULL;
-    e->graph.event_grads = NULL;
-}
-
-/* Whether the timeline's room is full: each layer left would add a point
- * that is dropped, so stop (a million layers expanded op by op would cost
- * seconds for nothing) and say the timeline was cut short. */
-static int room_full(walk_trace *t)
-{
-    if (t->n < t->cap)
-        return 0;
-    t->truncated = 1;
-    return 1;
-}
-
-/* The i-th decoder layer the rank runs (the timeline's labels). */
-static int64_t layer_of(const walk_input *in, uint64_t i)
-{
-    uint64_t per = in->layer_count / in->chunks;
-    return (int64_t)(in->layer_first + i / per * in->chunk_stride + i % per);
-}
-
-/* Forward through a run of identical layers starting at the rank's layer `first`, from
- * `live` bytes (its input included): the last layer, which holds the run's
- * peak, op by op, the others by the live bytes after each. mode: SIM_PLAIN,
- * or a checkpointed forward's (checkpointed_forward). */
-static void trace_forward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
-                          const layer_group *g, const walk_input *in, uint64_t first,
-                          uint64_t live, uint64_t growth,
-                          uint64_t gathered, uint64_t grads, int mode)
-{
-    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, mode);
-    for (uint64_t k = 0; k < g->count; k++) {
-        if (room_full(t))
-            break;
-        uint64_t before = live + k * growth;
-        if (t->expand || k + 1 == g->count)
-            llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
-                               "layer", layer_of(in, first + k),
-                               before - g->x_bytes + gathered, grads);
-        else
-            llmem_trace_point(t, LLMEM_PHASE_FORWARD, "layer", layer_of(in, first + k),
-                              before + growth, grads);
-    }
-}
-
-/* Backward through a run of identical layers, the top one first, from
- * `live` bytes: the layer holding the run's peak op by op (its
- * recomputation first, under checkpointing: mode, as recompute_mode), the
- * others by the live bytes after each. */
-static void trace_backward(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
-                           const layer_group *g, const walk_input *in, uint64_t first,
-                           uint64_t live, int64_t delta,
-                           uint64_t grads, uint64_t kept, uint64_t gathered, int mode)
-{
-    uint64_t shown = delta >= 0 ? g->count - 1 : 0;
-    int ckpt = mode != SIM_PLAIN;
-    b->hold_input = ckpt;
-    trace_simulate(e, t, b, llmem_layers_decoder, m, &g->spec, 1, mode);
-    b->hold_input = 0;
-    int nf = e->graph.nevents_forward, n = e->graph.nevents;
-    for (uint64_t k = 0; k < g->count; k++) {
-        if (room_full(t))
-            break;
-        uint64_t at = (uint64_t)((int64_t)live + (int64_t)k * delta), g_k = grads + k * kept;
-        int64_t layer = layer_of(in, first + g->count - 1 - k);
-        if (!t->expand && k != shown) {
-            llmem_trace_point(t, LLMEM_PHASE_BACKWARD, "layer", layer,
-                              (uint64_t)((int64_t)at + delta), g_k + kept);
-            continue;
-        }
-        uint64_t base = at - g->bwd_start + gathered;
-        if (ckpt)
-            llmem_trace_events(t, &e->graph, 0, nf, LLMEM_PHASE_BACKWARD, "recompute", layer,
-                               base + g->grad_out, g_k);
-        llmem_trace_events(t, &e->graph, nf, n, LLMEM_PHASE_BACKWARD, "layer", layer,
-                           base + (ckpt ? g->held_input : 0), g_k);
-    }
-}
-
-/* Where a second mask goes (Gemma-2 eager: a mask per layer type,
- * shared_bytes.mask_other). Under non-reentrant checkpointing each layer's
- * checkpoint holds its type's mask in its call until that layer's backward
- * (reentrant ones, to the end of backward: in_call), so the
- * mask that the stage's first layer in the graph (k) does not take goes
- * with the backward of layer k + 1: the group of k is split so that k
- * stands alone, and the walk releases the mask before that group's
- * backward (*before: its index). With no layer above k in the stage nothing
- * holds the mask past the forward (*before: -2). Interleaved chunks (their
- * layers not contiguous) keep it with the other to the end (*before: -1):
- * at most one mask high in layer k's backward. Returns the groups' count. */
-static int place_other_mask(layer_group *g, int n, uint64_t chunks, int *before)
-{
-    int i = 0;
-    *before = -1;
-    while (i < n && g[i].bwd_start == 0) /* frozen layers outside the graph */
-        i++;
-    if (chunks != 1 || i == n)
-        return n;
-    if (g[i].count == 1) {
-        *before = i + 1 < n ? i : -2;
-        return n;
-    }
-    if (n == MAX_RUNS)
-        return n; /* no room to split: kept to the end (not reached: runs are few) */
-    memmove(&g[i + 1], &g[i], (size_t)(n - i) * sizeof *g);
-    g[i].count = 1;
-    g[i + 1].count -= 1;
-    *before = i;
-    return n + 1;
-}
-
-/* The groups of the layers a rank runs, in order: its chunks' in turn, a
- * group running on from one chunk to the next being one. The layers ascend,
- * so there are at most as many as the step's groups. */
-static int clip_groups(const layer_group *all, int n, const walk_input *in, layer_group *out)
-{
-    uint64_t per = in->layer_count / in->chunks;
-    int k = 0, last = -1;
-    for (uint64_t c = 0; c < in->chunks; c++) {
-        uint64_t begin = 0, first = in->layer_first + c * in->chunk_stride, end = first + per;
-        for (int i = 0; i < n; i++) {
-            uint64_t lo = begin > first ? begin : first;
-            uint64_t hi = begin + all[i].count < end ? begin + all[i].count : end;
-            begin += all[i].count;
-            if (lo >= hi)
-                continue;
-            if (i == last) {
-                out[k - 1].count += hi - lo;
-                continue;
-            }
-            out[k] = all[i];
-            out[k++].count = hi - lo;
-            last = i;
-        }
-    }
-    return k;
-}
-
-/* The bounds between the step's runs of identical layers: where each run
- * after the first starts (llmem_layout_ranks). Returns how many. */
-int llmem_walk_layer_bounds(const model_shape *m, const setup *s, uint64_t *bounds)
-{
-    layer_group g[MAX_GROUPS];
-    int n = layer_groups(m, s, g);
-    uint64_t at = 0;
-    for (int i = 0; i + 1 < n; i++)
-        bounds[i] = at += g[i].count;
-    return n > 0 ? n - 1 : 0;
 }
 
 void llmem_walk_single(walk_input *in, const model_shape *m, const setup *s,
@@ -779,31 +175,6 @@ static void forward_pairs(walk *w, const layer_group *g, uint64_t held, uint64_t
               held_all + (layers + 1) * held + gather);
 }
 
-/* The timeline of forward_pairs: each layer op by op, in turn. */
-static void trace_forward_pairs(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
-                                const layer_group *g, const walk_input *in, uint64_t first,
-                                uint64_t live, uint64_t held, uint64_t gathered, uint64_t grads,
-                                int mode, int first_alone, uint64_t held_first)
-{
-    for (uint64_t k = 0; k < g->count && t->n < t->cap; k++) {
-        for (int j = 0; j < 2; j++) {
-            layer_group one = g[j];
-            one.count = 1;
-            b->hold_input = 1; /* the caller's reference, or the checkpoint's */
-            trace_forward(e, t, b, m, &one, in, first + 2 * k + (uint64_t)j, live,
-                          g[j].fwd_growth + held, gathered, grads, mode);
-            live += g[j].fwd_growth + held + (k == 0 && j == 0 && first_alone ? held_first : 0);
-        }
-    }
-    b->hold_input = 0;
-}
-
-/* A layer's change of the live bytes in backward (kept: its gradients kept). */
-static int64_t backward_delta(const layer_group *g, uint64_t kept, uint64_t held)
-{
-    return (int64_t)(g->bwd_end - g->param_grads + kept) - (int64_t)g->bwd_start - (int64_t)held;
-}
-
 /* Backward through two interleaved runs, g (PAIR_SECOND) and the group
  * before it, of g->count pairs each, from w->live: each pair's second layer
  * first. Each run's moments at its first and its last layer (a layer
@@ -827,25 +198,15 @@ static void backward_pairs(walk *w, const layer_group *g, uint64_t kept_first, u
     w->grads += n * kept_pair;
 }
 
-/* The timeline of backward_pairs: each layer op by op, in turn. */
-static void trace_backward_pairs(walk_scratch *e, walk_trace *t, build *b, const model_shape *m,
-                                 const layer_group *g, const walk_input *in, uint64_t first,
-                                 uint64_t live, uint64_t grads, uint64_t kept_first,
-                                 uint64_t kept, uint64_t held, uint64_t gathered, int mode)
+/* Whether a walk's segments are simulated at every point, never cached:
+ * the cache fits a segment's bytes as polynomials of batch and seq from
+ * small samples (sim/compiled.h), which these are not. Under sequence
+ * parallelism a rank holds batch x seq / sp tokens, a floor division (with
+ * 128 ranks small samples hold 0 tokens and a polynomial of zeros fits
+ * them: found by the estimate fuzzer). */
+static int uncached(const build *b)
 {
-    const layer_group *run[2] = { g, g - 1 };
-    uint64_t kept_of_run[2] = { kept, kept_first };
-    for (uint64_t k = 0; k < g->count && t->n < t->cap; k++) {
-        for (int j = 0; j < 2; j++) {
-            layer_group one = *run[j];
-            one.count = 1;
-            int64_t delta = backward_delta(run[j], kept_of_run[j], held);
-            trace_backward(e, t, b, m, &one, in, first + 2 * (g->count - 1 - k) + 1 - (uint64_t)j,
-                           live, delta, grads, kept_of_run[j], gathered, mode);
-            live = (uint64_t)((int64_t)live + delta);
-            grads += kept_of_run[j];
-        }
-    }
+    return b->sp > 1;
 }
 
 static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk_log *log)
@@ -888,12 +249,12 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     uint64_t x_bytes = rank_tokens * m->hidden * (uint64_t)residual_dt(&b, m);
     uint64_t held = gather->layer_held;
 
-    int nall = layer_groups(m, s, all);
-    int ngroups = clip_groups(all, nall, in, groups);
+    int nall = llmem_walk_groups(m, s, all);
+    int ngroups = llmem_walk_clip_groups(all, nall, in, groups);
     if (llmem_model_window_alternates(m, b.attention, b.seq)) {
         layer_group one_kind[MAX_GROUPS];
         memcpy(one_kind, groups, (size_t)ngroups * sizeof *groups);
-        ngroups = alternate_runs(one_kind, ngroups, groups);
+        ngroups = llmem_walk_alternate_runs(one_kind, ngroups, groups);
     }
     int embed_trains = llmem_setup_embedding_trains(s);
     int head_trains = llmem_setup_head_trains(s, m);
@@ -913,7 +274,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     for (int i = 0; i < ngroups; i++) {
         groups[i].x_bytes = rank_tokens * m->hidden * (uint64_t)layer_input_dt(&b, m, &groups[i].spec);
         b.hold_input = 1;
-        reduce_group(e, &b, m, s, &groups[i]);
+        llmem_walk_reduce_group(e, &b, m, s, &groups[i]);
         b.hold_input = 0;
     }
     uint64_t first_held = hold_first && !groups[0].input_saved ? groups[0].x_bytes : 0;
@@ -924,7 +285,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                            .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
     int pos_emb = e->positions;
     if (in->embedding)
-        simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);
+        llmem_walk_simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);
 
     shared_bytes sb = llmem_layers_shared_bytes(&b, m, &emb_spec);
     uint64_t ids_saved = in->embedding ? sb.ids_saved : 0;
@@ -935,7 +296,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
     int other_before = -1; /* the group before whose backward the second mask goes */
     uint64_t other_mask = ckpt && in_call == 0 ? sb.mask_other : 0;
     if (other_mask > 0)
-        ngroups = place_other_mask(groups, ngroups, in->chunks, &other_before);
+        ngroups = llmem_walk_place_other_mask(groups, ngroups, in->chunks, &other_before);
     if (other_before == -1)
         other_mask = 0; /* held with the rest */
     /* The model's forward returns after the final norm: its locals (the
@@ -952,7 +313,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                   (first_held > 0) << 4 | (other_before == -2) << 5 | (int)s->grad_ckpt << 6;
     int pos_head = e->positions;
     if (in->head)
-        simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
+        llmem_walk_simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
 
     walk_trace *t = in->trace;
     int fwd_mode = ckpt ? checkpointed_forward(recompute_mode(s)) : SIM_PLAIN;
@@ -975,7 +336,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live + gather->embedding, emb.fwd_peak,
                   FWD_OF(pos_emb), w.grads, gather->embedding);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
+            llmem_walk_trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1,
+                                      SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "embedding", -1, w.live + gather->embedding, w.grads);
         }
@@ -997,8 +359,9 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             forward_pairs(&w, g, held, gather->layer_fwd, held_all,
                           i == 0 && first_alone ? first_held : 0);
             if (t != NULL)
-                trace_forward_pairs(e, t, &b, m, g, in, first, w.live, held, gather->layer_fwd,
-                                    w.grads, fwd_mode, i == 0 && first_alone, first_held);
+                llmem_walk_trace_forward_pairs(e, t, &b, m, g, in, first, w.live, held,
+                                               gather->layer_fwd, w.grads, fwd_mode,
+                                               i == 0 && first_alone, first_held);
             uint64_t layers = 2 * g->count;
             held_all += layers * held;
             first += layers;
@@ -1016,8 +379,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                   held_all - held + gather->layer_fwd);
         if (t != NULL) {
             b.hold_input = 1; /* the caller's reference, or the checkpoint's */
-            trace_forward(e, t, &b, m, g, in, first, w.live, growth, gather->layer_fwd,
-                          w.grads, fwd_mode);
+            llmem_walk_trace_forward(e, t, &b, m, g, in, first, w.live, growth,
+                                     gather->layer_fwd, w.grads, fwd_mode);
             b.hold_input = 0;
         }
         first += g->count;
@@ -1033,7 +396,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         moment_at(&w, LLMEM_PHASE_FORWARD, w.live - x_bytes + gather->head, head.fwd_peak,
                   FWD_OF(pos_head), w.grads, held_all + gather->head);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
+            llmem_walk_trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, 0, e->graph.nevents_forward, LLMEM_PHASE_FORWARD,
                                "head", -1, w.live - x_bytes + gather->head, w.grads);
         }
@@ -1059,7 +422,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         moment_at(&w, LLMEM_PHASE_LOSS_BACKWARD, before + gather->head, head.bwd_peak,
                   BWD_OF(pos_head), w.grads, held_all + gather->head);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
+            llmem_walk_trace_simulate(e, t, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
                                LLMEM_PHASE_LOSS_BACKWARD, "loss", -1, before + gather->head,
                                w.grads);
@@ -1092,8 +455,9 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
             uint64_t kept = accumulating ? 0 : layer_kept(keep, g);
             uint64_t kept_first = accumulating ? 0 : layer_kept(keep, g - 1);
             if (t != NULL)
-                trace_backward_pairs(e, t, &b, m, g, in, first, w.live, w.grads, kept_first, kept,
-                                     held, gather->layer_bwd, recompute_mode(s));
+                llmem_walk_trace_backward_pairs(e, t, &b, m, g, in, first, w.live, w.grads,
+                                                kept_first, kept, held, gather->layer_bwd,
+                                                recompute_mode(s));
             backward_pairs(&w, g, kept_first, kept, held, gather->layer_bwd, &held_all, ckpt);
             i--;
             continue;
@@ -1108,8 +472,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                        held_all - (g->count - 1) * held + gather->layer_bwd, ckpt);
         held_all -= g->count * held; /* resharded after each layer's backward */
         if (t != NULL)
-            trace_backward(e, t, &b, m, g, in, first, w.live, delta, w.grads, kept,
-                           gather->layer_bwd, recompute_mode(s));
+            llmem_walk_trace_backward(e, t, &b, m, g, in, first, w.live, delta, w.grads, kept,
+                                      gather->layer_bwd, recompute_mode(s));
         w.live = (uint64_t)((int64_t)w.live + (int64_t)g->count * delta);
         w.grads += g->count * kept;
     }
@@ -1125,7 +489,8 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
         moment_at(&w, LLMEM_PHASE_BACKWARD, before + gather->embedding, emb.bwd_peak,
                   BWD_OF(pos_emb), w.grads, held_all + gather->embedding);
         if (t != NULL) {
-            trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN);
+            llmem_walk_trace_simulate(e, t, &b, llmem_layers_embedding, m, &emb_spec, 1,
+                                      SIM_PLAIN);
             llmem_trace_events(t, &e->graph, e->graph.nevents_forward, e->graph.nevents,
                                LLMEM_PHASE_BACKWARD, "embedding", -1,
                                before + gather->embedding, w.grads);

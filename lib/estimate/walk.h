@@ -89,7 +89,7 @@ typedef struct walk_scratch {
                            (its configuration and rank; seg_cache's walk slots), 0 none */
     int positions;      /* segments asked for so far in this walk */
     int taped;          /* graph holds a decoder layer of this walk, recorded with grad
-                           enabled, of spec tape_spec (walk.c: layer_tape) */
+                           enabled, of spec tape_spec (walksegs.c: layer_tape) */
     seg_spec tape_spec;
     int uncached;       /* this walk's segments are simulated, never cached: see walk.c */
     uint64_t loss_chunk; /* set by the caller: the fused loss's chunk fixed (build's), or 0 */

@@ -510,7 +510,7 @@ static void check_one_recording(const char *name, llmem_model *mm)
             int uniform = specs[k].lora_targets == 0;
             /* Under no_grad, what requires grad is moot: frozen and
              * trainable layers share a cache key there and any of their
-             * tapes (walk.c: no_grad_key, frozen_tape). */
+             * tapes (walksegs.c: no_grad_key, frozen_tape). */
             static layer_run moot;
             seg_spec key = specs[k];
             key.input_rg = 0;
@@ -542,7 +542,7 @@ static void check_one_recording(const char *name, llmem_model *mm)
                           name, k, kernel, mixed, dropout, from.input_rg, from.weights_trainable);
                 run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &shared);
                 /* Nothing requires grad: saves nothing, as under no_grad
-                 * (walk.c: frozen_tape). */
+                 * (walksegs.c: frozen_tape). */
                 if (uniform && !from.input_rg && !from.weights_trainable)
                     cr_expect(same_run(&moot, &shared),
                               "%s spec %zu kernel %d mixed %d dropout %d: a layer in which "
