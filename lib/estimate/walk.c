@@ -285,7 +285,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                            .chunked_loss = s->loss == LLMEM_LOSS_CHUNKED };
     int pos_emb = e->positions;
     if (in->embedding)
-        llmem_walk_simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);
+        simulate(e, &b, llmem_layers_embedding, m, &emb_spec, 1, SIM_PLAIN, &emb);
 
     shared_bytes sb = llmem_layers_shared_bytes(&b, m, &emb_spec);
     uint64_t ids_saved = in->embedding ? sb.ids_saved : 0;
@@ -313,7 +313,7 @@ static int walk_step(walk_scratch *e, const walk_input *in, walk_result *r, walk
                   (first_held > 0) << 4 | (other_before == -2) << 5 | (int)s->grad_ckpt << 6;
     int pos_head = e->positions;
     if (in->head)
-        llmem_walk_simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
+        simulate(e, &b, llmem_layers_head, m, &head_spec, 1, SIM_PLAIN, &head);
 
     walk_trace *t = in->trace;
     int fwd_mode = ckpt ? checkpointed_forward(recompute_mode(s)) : SIM_PLAIN;

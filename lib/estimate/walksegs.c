@@ -1,27 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The walk's segments (walkparts.h): each segment's cost, from the
- * handle's cache of segments (cache.h) or simulated on the scratch graph,
- * a decoder layer's tape recorded once and retargeted for the layers that
- * differ only in what requires grad; and a run of identical layers reduced
- * to per-layer numbers from its segments, plain or checkpointed.
+ * The walk's decoder layers as segments (walkparts.h, whose simulate asks
+ * the handle's cache of segments first): a layer's tape recorded once and
+ * retargeted for the layers that differ only in what requires grad, and a
+ * run of identical layers reduced to per-layer numbers from its segments,
+ * plain or checkpointed.
  */
 #include "estimate/walk.h"
 #include "estimate/walkparts.h"
 
-#include "model/families.h"
-
 #include <string.h>
-
-static void record(walk_scratch *e, build *b, segment_builder fn, const model_shape *m,
-                   const seg_spec *spec, int grad_enabled)
-{
-    llmem_graph_reset(&e->graph, grad_enabled);
-    b->g = &e->graph;
-    fn(b, m, spec);
-    e->graph_overflow |= e->graph.overflow;
-    e->taped = 0;
-}
 
 void llmem_walk_simulate_now(walk_scratch *e, build *b, segment_builder fn,
                              const model_shape *m, const seg_spec *spec, int grad_enabled,
@@ -29,58 +17,6 @@ void llmem_walk_simulate_now(walk_scratch *e, build *b, segment_builder fn,
 {
     record(e, b, fn, m, spec, grad_enabled);
     llmem_graph_simulate(&e->graph, mode, c);
-}
-
-/* A segment's cost: from the handle's cache of segments when it knows this
- * one (estimate/cache.h), 1; else 0, and the caller runs sim_cached. */
-static int cached(walk_scratch *e, const build *b, const model_shape *m, const seg_query *q,
-                  seg_cost *c)
-{
-    e->positions++;
-    if (!e->uncached && llmem_segcache_lookup(&e->cache, m, b, q, c))
-        return 1;
-    e->cache.walk_full = 0;
-    return 0;
-}
-
-/* Run the tape on the scratch graph in `mode`, the simulation teaching the
- * cache what `cached` just missed. */
-static void sim_cached(walk_scratch *e, const build *b, const seg_query *q, int mode, seg_cost *c)
-{
-    graph *g = &e->graph;
-    g->events = e->cache.log;
-    g->event_ops = NULL;
-    g->event_grads = NULL;
-    g->events_cap = SEG_LOG;
-    llmem_graph_simulate(g, mode, c);
-    e->simulated++;
-    g->events = NULL;
-    if (!e->uncached && !g->overflow && g->nevents <= SEG_LOG)
-        llmem_segcache_learn(&e->cache, q, b->batch, b->seq, c, g->nevents_forward, g->nevents);
-}
-
-/* From a sliding window on, the layers take a mask padded to a multiple of
- * 8 and SDPA's log-sum-exp rounds to 32: segments are cached one seq at a
- * time (rows in the batch) there, their seq in the key. */
-static seg_query query(const build *b, segment_builder fn, const model_shape *m,
-                       const seg_spec *spec, int grad_enabled, int mode)
-{
-    int at_one_seq = llmem_model_window_reached(m, b->attention, b->seq);
-    return (seg_query){ fn, spec, grad_enabled, mode, b->hold_input,
-                        llmem_regime_of(b->batch, b->seq, at_one_seq),
-                        at_one_seq ? b->seq : 0, llmem_layers_piece(b, m, spec) };
-}
-
-/* A segment's cost, from the cache or simulated. */
-void llmem_walk_simulate(walk_scratch *e, build *b, segment_builder fn,
-                         const model_shape *m, const seg_spec *spec, int grad_enabled, int mode,
-                         seg_cost *c)
-{
-    seg_query q = query(b, fn, m, spec, grad_enabled, mode);
-    if (cached(e, b, m, &q, c))
-        return;
-    record(e, b, fn, m, spec, grad_enabled);
-    sim_cached(e, b, &q, mode, c);
 }
 
 /* Autocast caches the low-precision copy of each trainable fp32 leaf weight
