@@ -313,8 +313,8 @@ GRAPH_INLINE void graph_count_saves(g_tensor *t, const g_op *op, int i)
         graph_keep(&t[t[op->in[2]].base], i);
     if (save & SAVE_OUT)
         graph_keep(&t[op->out], i);
-    if (save & SAVE_AUX)
-        graph_keep(&t[op->aux], i);
+    if ((save & SAVE_AUX) && op->aux >= 0) /* graph_apply_rule clears the bit without one; */
+        graph_keep(&t[op->aux], i);        /* the test tells GCC's -Warray-bounds so */
 }
 
 /* A tensor op index creates (first_save is set by its first save). */
