@@ -73,6 +73,15 @@ ROWS = [
     # 4.2 % high: docs/validation.md; --breakdown y04 measures one)
     ("y02", "mx", 4, 256, "bf16-mixed", "adamw", "none", 0.0, "full", dict(LP)),
     ("y08", "qx", 4, 256, "bf16-mixed", "adamw", "none", 0.0, "full", dict(LP)),
+    # batch 1 x seq 32: weights and gradients large next to activations, as
+    # Mixtral-8x7B at batch 1 x seq 256, where checkpointing raises the
+    # estimated peak (late in the first layer's backward; docs/validation.md)
+    ("c01", "mx", 1, 32, "bf16-mixed", "adamw", "none", 0.0, "full", dict(GR)),
+    ("c02", "mx", 1, 32, "bf16-mixed", "adamw", "non-reentrant", 0.0, "full", dict(GR)),
+    ("c03", "mx", 1, 32, "bf16-mixed", "adamw", "reentrant", 0.0, "full", dict(GR)),
+    ("c04", "mx", 1, 32, "bf16-mixed", "adamw", "none", 0.0, "freeze", dict(GR)),
+    ("c05", "mx", 1, 32, "bf16-mixed", "adamw", "non-reentrant", 0.0, "freeze", dict(GR)),
+    ("c06", "mx", 1, 32, "bf16-mixed", "adamw", "reentrant", 0.0, "freeze", dict(GR)),
 ]
 
 # Not in grid_moe.csv (not gated): 4.48's loop under checkpointing.
