@@ -449,8 +449,13 @@ GRAPH_INLINE void shift_recomputation(graph *g, int kind, seg_cost *c, uint64_t 
     c->fwd_peak = c->fwd_peak + up - down;
     if (kind != LOG_NONE && (up | down) != 0) {
         uint64_t *ev = g->events; /* a local: the stores cannot alias it */
-        for (int k = 0, n = g->nevents_forward; k < n; k++)
-            ev[k] = ev[k] + up - (ev[k] < down ? ev[k] : down);
+        int n = g->nevents_forward;
+        if (down == 0) /* the usual shift: a plain add, which the compiler vectorizes */
+            for (int k = 0; k < n; k++)
+                ev[k] += up;
+        else
+            for (int k = 0; k < n; k++)
+                ev[k] = ev[k] + up - (ev[k] < down ? ev[k] : down);
     }
 }
 
