@@ -417,10 +417,11 @@ static double time_call(llmem_estimate *e, llmem_model *m, llmem_train *t, int *
     double t0 = now_ns(), dt;
 #ifdef LLMEM_BENCH_CALLGRIND
     if (count_instructions) {
-        CALLGRIND_ZERO_STATS;
-        *rc = llmem_estimate_run(e, m, t);
+        /* named before the count starts: the snprintf is not the call's */
         char refused[260]; /* part 2 skips the case: so does bench_first_runs.sh */
         snprintf(refused, sizeof refused, "refused %s", name);
+        CALLGRIND_ZERO_STATS;
+        *rc = llmem_estimate_run(e, m, t);
         CALLGRIND_DUMP_STATS_AT(*rc == LLMEM_OK ? name : refused);
     } else
 #endif
