@@ -11,6 +11,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->grad_enabled = grad_enabled;
     g->hold_input = 0;
     g->nmade = 0;
+    g->params_rg = -1;
     g->output = -1;
     g->nevents = 0;
     g->region = NULL;

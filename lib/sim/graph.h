@@ -120,6 +120,10 @@ typedef struct graph {
     int hold_input;    /* the segment's input stays referenced to its end (a
                           checkpoint's recomputation): a run setting, not the tape's */
     int nmade;         /* tensors that exist only when saved (llmem_graph_made_to_save) */
+    /* The flag the last retarget gave every parameter (0 or 1; -1: none
+     * since the reset) and the tape's tensors then: while nt is still
+     * params_nt, no parameter came since, and they all have it. */
+    int params_rg, params_nt;
     tid made[GRAPH_MAX_MADE];
     tid output;        /* the segment's output */
     /* When events is set, the simulation also records the live bytes of every

@@ -74,11 +74,18 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg)
             changed[graph_input_at(g, k)] = 1;
         }
     }
-    for (int i = 0; params_rg >= 0 && i < g->nt; i++)
+    /* The parameters are scanned unless the last retarget gave them all
+     * this flag already (a layer's first trainable run, then the rest's). */
+    int params_known = g->params_rg == params && g->params_nt == g->nt;
+    for (int i = 0; params_rg >= 0 && !params_known && i < g->nt; i++)
         if (t[i].role == ROLE_PARAM && t[i].rg != params) {
             t[i].rg = params;
             changed[i] = 1;
         }
+    if (params_rg >= 0) {
+        g->params_rg = params;
+        g->params_nt = g->nt;
+    }
     for (int i = 0; i < g->nop; i++) {
         g_op *op = &g->op[i];
         int any_rg = 0, redo = 0;
