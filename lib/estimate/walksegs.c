@@ -87,19 +87,44 @@ static int retargetable(const seg_spec *x, const seg_spec *y)
     return !memcmp(&a, y, sizeof a);
 }
 
+/* Retarget the scratch graph's tape from spec `from` to spec (retargetable). */
+static void retarget(walk_scratch *e, const seg_spec *from, const seg_spec *spec)
+{
+    if (memcmp(from, spec, sizeof *spec))
+        llmem_graph_retarget(&e->graph, spec->input_rg,
+                             params_uniform(spec) ? spec->weights_trainable : -1);
+}
+
+/* Whether the tape there, marked where its MLP begins, serves spec up to
+ * its mark: they differ at most in the MLP's kind (a dense layer and an
+ * experts' one) and what requires grad. */
+static int prefix_serves(const walk_scratch *e, const seg_spec *spec)
+{
+    seg_spec a = e->tape_spec;
+    a.moe = spec->moe;
+    return e->graph.mark.nt > 0 && retargetable(&a, spec);
+}
+
 /* The decoder layer of spec on the scratch graph, as recorded with grad
  * enabled and without the input's hold: the tape already there when it
- * serves (retargeted unless it is that spec's), else recorded. One
- * recording so serves a step's layers that differ only in what trains or
- * in their input (LoRA's first layer and the rest, freeze's frozen and
- * trainable ones), and a checkpointed layer's no_grad forward and
- * recomputation (SIM_NO_GRAD: graph.h). */
+ * serves (retargeted unless it is that spec's), or up to its mark with
+ * spec's MLP recorded after, else recorded. One recording so serves a
+ * step's layers that differ only in what trains or in their input (LoRA's
+ * first layer and the rest, freeze's frozen and trainable ones), and a
+ * checkpointed layer's no_grad forward and recomputation (SIM_NO_GRAD:
+ * graph.h); DeepSeek's dense and experts' layers share their attention's. */
 static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
 {
     if (e->taped && retargetable(&e->tape_spec, spec)) {
-        if (memcmp(&e->tape_spec, spec, sizeof *spec))
-            llmem_graph_retarget(&e->graph, spec->input_rg,
-                                 params_uniform(spec) ? spec->weights_trainable : -1);
+        retarget(e, &e->tape_spec, spec);
+    } else if (e->taped && prefix_serves(e, spec)) {
+        seg_spec prefix = e->tape_spec;
+        prefix.moe = spec->moe;
+        llmem_graph_rewind(&e->graph);
+        retarget(e, &prefix, spec);
+        b->g = &e->graph;
+        llmem_layers_decoder_tail(b, m, spec);
+        e->graph_overflow |= e->graph.overflow;
     } else {
         record(e, b, llmem_layers_decoder, m, spec, 1);
         e->taped = 1;

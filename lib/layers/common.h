@@ -22,6 +22,11 @@ typedef struct layer_path {
                  const shared_tensors *sh);
     /* The model key this path cannot build for m (with *why), or 0. */
     int (*unsupported)(const model_shape *m, const char **why);
+    /* A path whose block marks the tape where the MLP begins, when the
+     * model has layers of two kinds (graph.h: llmem_graph_mark): the ops
+     * from there on, given the marked tensors; returns the output. NULL:
+     * no mark. */
+    tid (*tail)(build *b, const model_shape *m, const seg_spec *s, const tid *carry);
 } layer_path;
 
 /* Name the part of the segment the next ops belong to (the timeline's labels). */

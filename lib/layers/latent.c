@@ -221,8 +221,22 @@ static tid latent_moe(build *b, const model_shape *m, const seg_spec *s, tid h)
     return op_add(b, routed, shared);
 }
 
+/* The layer from its MLP on (carry: the residual mid, the normed h): the
+ * dense MLP, or past the dense layers the experts, and the residual. */
+static tid latent_tail(build *b, const model_shape *m, const seg_spec *s, const tid *carry)
+{
+    tid mid = carry[0], h = carry[1];
+    llmem_region(b, "mlp");
+    tid f = s->moe ? latent_moe(b, m, s, h)
+                   : llmem_seg_gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
+    llmem_graph_hold(b->g, h);
+    return op_add(b, mid, f);
+}
+
 /* DeepseekV2DecoderLayer / DeepseekV3DecoderLayer: Llama's layer with latent
- * attention and, past the dense layers, the experts. */
+ * attention and, past the dense layers, the experts. Where the model has
+ * both kinds of layer the tape is marked before the MLP: the other kind's
+ * tape is this one's up to there (walksegs.c). */
 static tid latent_block(build *b, const model_shape *m, const seg_spec *s, tid x,
                         const shared_tensors *sh)
 {
@@ -233,12 +247,10 @@ static tid latent_block(build *b, const model_shape *m, const seg_spec *s, tid x
     llmem_graph_hold(b->g, h);
     llmem_region(b, "norm");
     tid mid = op_add(b, x, a);
-    h = llmem_seg_norm(b, m, s, mid);
-    llmem_region(b, "mlp");
-    tid f = s->moe ? latent_moe(b, m, s, h)
-                   : llmem_seg_gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
-    llmem_graph_hold(b->g, h);
-    return op_add(b, mid, f);
+    tid carry[2] = { mid, llmem_seg_norm(b, m, s, mid) };
+    if (m->experts > 0 && m->dense_layers > 0)
+        llmem_graph_mark(b->g, carry, 2);
+    return latent_tail(b, m, s, carry);
 }
 
 /* Latent attention needs its kv compression, and kv_b_proj gives every head
@@ -269,4 +281,4 @@ static int latent_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_latent = { latent_block, latent_unsupported };
+const layer_path llmem_path_latent = { latent_block, latent_unsupported, latent_tail };

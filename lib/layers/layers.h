@@ -71,6 +71,12 @@ static inline int layer_input_dt(const build *b, const model_shape *m, const seg
 void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s);
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s);
 void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s);
+/* The decoder layer of spec s on b's graph, which holds a marked layer's
+ * tape (graph's mark: a model with dense and experts' layers) that differs
+ * from s at most in its MLP's kind and what requires grad, rewound to its
+ * mark (llmem_graph_rewind) and retargeted to s: s's tail recorded after
+ * it. */
+void llmem_layers_decoder_tail(build *b, const model_shape *m, const seg_spec *s);
 /* What a decoder layer recorded with hold_input adds last: its input stays
  * referenced to the end (a checkpoint's recomputation), applied to a tape
  * recorded without it (graph's hold_input: llmem_graph_reset clears it). */

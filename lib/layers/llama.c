@@ -243,4 +243,4 @@ static int llama_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_llama = { llama_block, llama_unsupported };
+const layer_path llmem_path_llama = { llama_block, llama_unsupported, NULL };

@@ -185,6 +185,14 @@ void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
         llmem_layers_hold_input(b->g);
 }
 
+void llmem_layers_decoder_tail(build *b, const model_shape *m, const seg_spec *s)
+{
+    graph *g = b->g;
+    g->output = llmem_layer_path(m->path)->tail(b, m, s, g->mark.carry);
+    if (b->hold_input)
+        llmem_layers_hold_input(g);
+}
+
 void llmem_layers_hold_input(graph *g)
 {
     g->hold_input = 1;

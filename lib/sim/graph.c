@@ -13,6 +13,7 @@ void llmem_graph_reset(graph *g, int grad_enabled)
     g->nmade = 0;
     g->params_rg = -1;
     g->output = -1;
+    g->mark.nt = 0;
     g->nevents = 0;
     g->region = NULL;
     g->ninputs = 0;

@@ -109,6 +109,8 @@ typedef struct g_op {
 
 #define GRAPH_MAX_INPUTS 4 /* inputs the simulation tracks by index (more: scanned) */
 
+#define GRAPH_MAX_CARRY 2 /* tensors a marked prefix hands its tail (llmem_graph_mark) */
+
 typedef struct graph {
     g_tensor t[GRAPH_MAX_TENSORS];
     g_op op[GRAPH_MAX_OPS];
@@ -126,6 +128,14 @@ typedef struct graph {
     int params_rg, params_nt;
     tid made[GRAPH_MAX_MADE];
     tid output;        /* the segment's output */
+    /* The point a builder marked (llmem_graph_mark): the tape's counts
+     * then, the tensors its tail goes on from, and the last uses of the
+     * tensors before it, which the tail's ops move on. nt 0: no mark. */
+    struct graph_mark {
+        int nt, nop, nmade;
+        tid carry[GRAPH_MAX_CARRY];
+        int16_t last_use[GRAPH_MAX_TENSORS];
+    } mark;
     /* When events is set, the simulation also records the live bytes of every
      * step it takes (forward, then backward): see compiled.c. When event_ops
      * and event_grads are set too, the op of each step (-1: the start) and
@@ -188,6 +198,17 @@ tid llmem_graph_op_overflow(graph *g, uint64_t out_elems, int out_dt, const tid 
  * says, and autocast's casts keep the cache flags the recording's
  * parameters gave them (CAST_CACHED_NO_GRAD). */
 void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
+/* Mark the tape here: what comes after (the tail) can be taken back by
+ * llmem_graph_rewind and recorded again otherwise (a layer whose MLP
+ * differs: DeepSeek's dense first layers and its experts' layers share
+ * their attention's ops), going on from the n tensors of carry. */
+void llmem_graph_mark(graph *g, const tid *carry, int n);
+/* The tape as it was at its mark (which stays), but for what requires
+ * grad, which follows the retargets since: the tail's ops and tensors
+ * gone, their uses and saves of the tensors before taken back. The
+ * tail's ops write nothing else on those (a builder's op saves and uses
+ * its inputs, and makes its own outputs views or casts). */
+void llmem_graph_rewind(graph *g);
 /* The output v of the op just recorded is a view of x (or x written in
  * place): it shares x's storage and allocates none. */
 void llmem_graph_view(graph *g, tid v, tid x);

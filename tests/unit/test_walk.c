@@ -575,6 +575,86 @@ Test(walk, one_recording_serves_the_runs_of_a_layer)
     cr_expect_gt(holds_seen, 100, "%d held inputs outlived their last use", holds_seen);
 }
 
+/* A model with dense and experts' layers on the latent path marks its
+ * layer's tape before the MLP: one kind's tape, rewound to the mark,
+ * retargeted and given the other kind's tail (walksegs.c: layer_tape),
+ * must run as the other's own recording, in every mode, after any
+ * retarget of the whole tape first. */
+static int tails_seen;
+
+static void check_tails(const char *name, llmem_model *mm)
+{
+    static graph g;
+    static layer_run own, tail;
+    model_shape m;
+    const seg_spec specs[] = {
+        { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
+        { .input_rg = 0, .weights_trainable = 1, .norms_trainable = 1 },
+        { .input_rg = 1 },
+        { .input_rg = 0 },
+        { .input_rg = 1, .lora_targets = 127, .lora_rank = 8 },
+        { .input_rg = 0, .lora_targets = 127, .lora_rank = 8 },
+        { .input_rg = 1, .lora_targets = 5, .lora_rank = 16, .nf4 = 1 },
+    };
+    static const int modes[] = { SIM_PLAIN, SIM_NO_GRAD, SIM_HOLD_OUTPUT, SIM_EARLY_STOP };
+    if (!layered_shape(mm, &m) || m.experts == 0 || m.dense_layers == 0)
+        return;
+    int marks = m.path == PATH_LATENT; /* the path with a tail (layers/latent.c) */
+    for (size_t k = 0; k < N(specs) * N(specs); k++) {
+        seg_spec from = specs[k / N(specs)], to = specs[k % N(specs)];
+        int uniform = from.lora_targets == 0 && to.lora_targets == 0;
+        if (!uniform && (from.lora_targets != to.lora_targets || from.nf4 != to.nf4))
+            continue; /* not retargetable (walksegs.c: retargetable) */
+        for (int run = 0; run < 2 * (int)N(kernels) * 2; run++) {
+            int kernel = kernels[run % N(kernels)], mixed = (run / N(kernels)) & 1;
+            int flip = run / (2 * (int)N(kernels)); /* dense -> experts, or back */
+            if (kernel == LLMEM_ATTENTION_SDPA && (m.traits & TRAIT_NO_SDPA))
+                continue;
+            build b = { .g = &g, .batch = 3, .seq = 96, .tokens = 288, .autocast = mixed,
+                        .sp = 1, .attention = kernel, .ep = 1, .compute = 2,
+                        .param_dt = mixed ? 4 : 2, .dropout = { 0.1, 0.1, 0.1 } };
+            from.moe = flip;
+            to.moe = !flip;
+            for (size_t i = 0; i < N(modes); i++) {
+                int hold = modes[i] == SIM_HOLD_OUTPUT || modes[i] == SIM_EARLY_STOP;
+                run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &tail);
+                cr_assert_eq(g.mark.nt > 0, marks, "%s: the tape's mark", name);
+                if (!marks)
+                    return;
+                /* a retarget of the whole tape first (the walk's runs before) */
+                seg_spec whole = from;
+                whole.input_rg = !from.input_rg;
+                llmem_graph_retarget(&g, whole.input_rg, -1);
+                llmem_graph_rewind(&g);
+                llmem_graph_retarget(&g, to.input_rg,
+                                     to.lora_targets == 0 && to.weights_trainable == to.norms_trainable
+                                         ? to.weights_trainable
+                                         : -1);
+                llmem_layers_decoder_tail(&b, &m, &to);
+                cr_assert_eq(g.overflow, 0);
+                run_layer(&g, &b, &m, &to, 1, 0, hold ? 2 : 4, modes[i], &tail);
+                run_layer(&g, &b, &m, &to, 1, hold, hold, modes[i], &own);
+                tails_seen++;
+                cr_expect(same_run(&own, &tail),
+                          "%s specs %zu -> %zu kernel %d mixed %d moe %d -> %d mode %d: the "
+                          "tail on a rewound tape differs from its own recording (peaks %llu, "
+                          "%llu; %llu, %llu)",
+                          name, k / N(specs), k % N(specs), kernel, mixed, from.moe, to.moe,
+                          modes[i], (unsigned long long)own.cost.fwd_peak,
+                          (unsigned long long)tail.cost.fwd_peak,
+                          (unsigned long long)own.cost.bwd_peak,
+                          (unsigned long long)tail.cost.bwd_peak);
+            }
+        }
+    }
+}
+
+Test(walk, a_rewound_tape_serves_the_other_kind_of_layer)
+{
+    for_every_model(check_tails);
+    cr_expect_gt(tails_seen, 1000, "%d tails checked", tails_seen);
+}
+
 /* A tape by hand: an input x (1,000 bytes, requires grad), a = f(x)
  * (2,000, saving what f_saves says), with_view: v = a view of a (as an
  * in-place op), then y = g(v or a) (4,000). */
