@@ -49,12 +49,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -99,6 +101,62 @@ MODELS = {
                                      intermediate_size=14336, vocab_size=128256,
                                      max_position_embeddings=131072, rms_norm_eps=1e-5,
                                      tie_word_embeddings=False, rope_theta=500000.0)),
+    # Other families, each a published checkpoint's shape (its config.json), or a
+    # few layers of it where the MoE layers make the whole model slow to build.
+    "gemma-2-2b": ("Gemma2Config", dict(hidden_size=2304, num_hidden_layers=26,
+                                        num_attention_heads=8, num_key_value_heads=4,
+                                        head_dim=256, intermediate_size=9216, vocab_size=256000,
+                                        max_position_embeddings=8192, sliding_window=4096,
+                                        query_pre_attn_scalar=256, attn_logit_softcapping=50.0,
+                                        final_logit_softcapping=30.0,
+                                        hidden_activation="gelu_pytorch_tanh",
+                                        tie_word_embeddings=True)),
+    "qwen3-0.6b": ("Qwen3Config", dict(hidden_size=1024, num_hidden_layers=28,
+                                       num_attention_heads=16, num_key_value_heads=8,
+                                       head_dim=128, intermediate_size=3072, vocab_size=151936,
+                                       max_position_embeddings=40960, rms_norm_eps=1e-6,
+                                       tie_word_embeddings=True, rope_theta=1000000.0)),
+    "mixtral-4l": ("MixtralConfig", dict(hidden_size=1024, num_hidden_layers=4,
+                                         num_attention_heads=16, num_key_value_heads=4,
+                                         intermediate_size=3584, num_local_experts=8,
+                                         num_experts_per_tok=2, vocab_size=32000,
+                                         max_position_embeddings=32768, rms_norm_eps=1e-5,
+                                         tie_word_embeddings=False)),
+    "qwen2-moe-4l": ("Qwen2MoeConfig", dict(hidden_size=1024, num_hidden_layers=4,
+                                            num_attention_heads=16, num_key_value_heads=16,
+                                            intermediate_size=2816, moe_intermediate_size=512,
+                                            shared_expert_intermediate_size=2048, num_experts=16,
+                                            num_experts_per_tok=4, vocab_size=151936,
+                                            max_position_embeddings=8192,
+                                            tie_word_embeddings=False)),
+    "opt-350m": ("OPTConfig", dict(hidden_size=1024, num_hidden_layers=24, ffn_dim=4096,
+                                   num_attention_heads=16, word_embed_proj_dim=512,
+                                   vocab_size=50272, max_position_embeddings=2048,
+                                   do_layer_norm_before=False, dropout=0.1)),
+    "phi-2": ("PhiConfig", dict(hidden_size=2560, num_hidden_layers=32, num_attention_heads=32,
+                                intermediate_size=10240, partial_rotary_factor=0.4,
+                                vocab_size=51200, max_position_embeddings=2048, resid_pdrop=0.1,
+                                tie_word_embeddings=False)),
+    "bloom-560m": ("BloomConfig", dict(hidden_size=1024, n_layer=24, n_head=16,
+                                       vocab_size=250880)),
+    "starcoder2-3b": ("Starcoder2Config", dict(hidden_size=3072, num_hidden_layers=30,
+                                               num_attention_heads=24, num_key_value_heads=2,
+                                               intermediate_size=12288, vocab_size=49152,
+                                               max_position_embeddings=16384,
+                                               sliding_window=4096, use_bias=True,
+                                               norm_epsilon=1e-5, residual_dropout=0.1,
+                                               embedding_dropout=0.1, attention_dropout=0.1,
+                                               rope_theta=999999.4420358813)),
+    "deepseek-v2-3l": ("DeepseekV2Config", dict(hidden_size=1024, num_hidden_layers=3,
+                                                num_attention_heads=16, num_key_value_heads=16,
+                                                intermediate_size=2816, moe_intermediate_size=512,
+                                                n_routed_experts=16, n_shared_experts=2,
+                                                num_experts_per_tok=4, first_k_dense_replace=1,
+                                                kv_lora_rank=256, q_lora_rank=None,
+                                                qk_nope_head_dim=64, qk_rope_head_dim=32,
+                                                v_head_dim=64, vocab_size=32000,
+                                                max_position_embeddings=4096,
+                                                tie_word_embeddings=False)),
 }
 
 ALL_LINEARS = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
@@ -132,6 +190,26 @@ ROWS = [
     ("b01", "llama-8b", 2, 4096, "bf16", "adamw_torch_fused", "non-reentrant", "sdpa", "lora",
      (16, "q_proj,k_proj,v_proj,o_proj", 0.05)),
     ("b02", "llama-8b", 1, 2048, "bf16", "adamw_torch_fused", "non-reentrant", "sdpa", "full",
+     None),
+    # Every other family on the phased model, after the rows above (a budget cut
+    # drops these first).
+    ("x01", "gemma-2-2b", 1, 2048, "bf16-mixed", "adamw_torch_fused", "none", "eager", "full",
+     None),
+    ("x02", "gemma-2-2b", 1, 4608, "bf16", "adamw_torch_fused", "non-reentrant", "sdpa", "lora",
+     (16, "q_proj,k_proj,v_proj,o_proj", 0.05)),
+    ("x03", "qwen3-0.6b", 4, 2048, "bf16-mixed", "adamw_torch_fused", "none", "sdpa", "full",
+     None),
+    ("x04", "mixtral-4l", 4, 1024, "bf16-mixed", "adamw_torch_fused", "none", "sdpa", "full",
+     None),
+    ("x05", "qwen2-moe-4l", 2, 1024, "bf16-mixed", "adamw_torch_fused", "none", "sdpa", "full",
+     None),
+    ("x06", "opt-350m", 4, 1024, "bf16-mixed", "adamw_torch_fused", "none", "sdpa", "full", None),
+    ("x07", "phi-2", 2, 2048, "bf16-mixed", "adamw_torch_fused", "reentrant", "sdpa", "full",
+     None),
+    ("x08", "bloom-560m", 2, 1024, "bf16-mixed", "adamw_torch", "none", "eager", "full", None),
+    ("x09", "starcoder2-3b", 1, 2048, "bf16", "adamw_torch_fused", "non-reentrant", "sdpa",
+     "lora", (16, "q_proj,k_proj,v_proj,o_proj", 0.05)),
+    ("x10", "deepseek-v2-3l", 2, 1024, "bf16-mixed", "adamw_torch_fused", "none", "eager", "full",
      None),
 ]
 
@@ -178,7 +256,15 @@ class DeviceMemory:
 def _build(row, torch, transformers):
     rid, model_name, batch, seq, precision, optim, ckpt, attention, method, lora = row
     cls_name, fields = MODELS[model_name]
-    config = getattr(transformers, cls_name)(**fields)
+    try:
+        config = getattr(transformers, cls_name)(**fields)
+    except (TypeError, ValueError):  # a release that takes the RoPE base in rope_parameters
+        fields = dict(fields)
+        theta = fields.pop("rope_theta", None)
+        if theta is None:
+            raise
+        fields["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
+        config = getattr(transformers, cls_name)(**fields)
     config.use_cache = False
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     with torch.device("cuda"):
@@ -312,8 +398,11 @@ def cmd_measure(a):
             "context_bytes": context}
     only = {x for v in a.only for x in v.split(",") if x}
     rows = [r for r in ROWS if not only or r[0] in only]
-    out_rows = []
+    out_rows, failed = [], []
     t_all = time.time()
+    print("run_gpu.py: %s, torch %s (CUDA %s), transformers %s, peft %s; context %.0f MiB"
+          % (info["gpu"], info["torch"], info["cuda"], info["transformers"], info["peft"],
+             context / (1 << 20)), flush=True)
     for i, row in enumerate(rows):
         if a.budget_s and time.time() - t_all > a.budget_s:
             print("run_gpu.py: budget of %d s spent; %d rows not run" % (a.budget_s,
@@ -329,11 +418,20 @@ def cmd_measure(a):
         if method == "lora" and not peft_version:
             print("run_gpu.py: %s: skipped, peft is not installed" % rid)
             continue
+        why = None
         try:
             rec.update(measure_row(row, device, idle, torch, transformers))
         except torch.cuda.OutOfMemoryError as e:  # a row too large for this GPU
-            print("run_gpu.py: %s: out of memory (%s)" % (rid, str(e).splitlines()[0]))
-            torch.cuda.empty_cache()
+            why = "out of memory (%s)" % str(e).splitlines()[0]
+        except Exception:  # noqa: BLE001 - a row this transformers cannot build or run
+            why = traceback.format_exc()
+        if why is not None:  # released past the except: its traceback holds the row's tensors
+            print("run_gpu.py: %s: failed: %s" % (rid, why), flush=True)
+            failed.append((rid, why))
+            with open(a.out + ".failed.txt", "w") as f:
+                for fid, fwhy in failed:
+                    f.write("## %s\n%s\n" % (fid, fwhy))
+            _release(torch)
             continue
         out_rows.append(rec)
         write_csv(a.out, out_rows)
@@ -344,7 +442,17 @@ def cmd_measure(a):
                   rec["reserved_peak_bytes"] / GIB, rec["device_used_bytes"] / GIB,
                   rec["measured_peak_phase"], rec["seconds"]), flush=True)
     print("run_gpu.py: %d rows in %.0f s -> %s" % (len(out_rows), time.time() - t_all, a.out))
+    if failed:
+        print("run_gpu.py: %d rows failed: %s (%s)" % (
+            len(failed), ", ".join(r for r, _ in failed), a.out + ".failed.txt"))
     return 0
+
+
+def _release(torch):
+    """What a failed row left on the GPU, let go before the next."""
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
 
 
 def write_csv(path, rows):
