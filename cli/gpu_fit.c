@@ -56,7 +56,8 @@ void cli_gpu_fit_text(FILE *out, const cli_gpu_fit *g, const char *what)
         size_text(g->gpu_usable, gpu_usable, sizeof gpu_usable);
         size_text(g->context, context, sizeof context);
         size_text(g->workspace, workspace, sizeof workspace);
-        fprintf(out, "%-*s%s (%s, %s): %s usable, CUDA context %s, cuBLAS workspace %s\n",
+        /* Two workspaces: the forward's thread's and autograd's (lib/estimate/allocator.c). */
+        fprintf(out, "%-*s%s (%s, %s): %s usable, CUDA context %s, cuBLAS workspaces 2 x %s\n",
                 CLI_LABEL_WIDTH, "GPU", g->name, g->device_name, g->arch, gpu_usable, context,
                 workspace);
     }

@@ -549,7 +549,8 @@ enum llmem_train_key {
      * indices, values are stable within one library version only: keep the
      * name. 0, the default and the field's lower bound, is no GPU chosen:
      * the estimate then assumes a Hopper GPU (sm_90). The reserved
-     * level counts the GPU's cuBLAS workspace (#LLMEM_GPU_WORKSPACE_BYTES) and
+     * level counts two of the GPU's cuBLAS workspaces (#LLMEM_GPU_WORKSPACE_BYTES:
+     * the forward's thread's and autograd's backward thread's) and
      * the device level its CUDA context (#LLMEM_GPU_CONTEXT_BYTES); the
      * planner takes its usable memory as #LLMEM_PLAN_GPU_BYTES when that is 0.
      * Whether the step fits is the caller's comparison: #LLMEM_EST_PEAK_DEVICE
@@ -1184,10 +1185,13 @@ enum llmem_gpu_key {
     /** 1 when #LLMEM_GPU_USABLE_BYTES is derived, not measured (docs/mig.md
      * gives the rule), else 0. */
     LLMEM_GPU_USABLE_ESTIMATED = 2,
-    /** Bytes of one process's CUDA (ROCm) context on this architecture. */
+    /** Bytes one training process holds outside PyTorch's caching allocator
+     * on this architecture: its CUDA (ROCm) context and the kernel modules it
+     * loads (#LLMEM_GPU_CONTEXT_ESTIMATED says whether it was measured). */
     LLMEM_GPU_CONTEXT_BYTES = 3,
-    /** Bytes of the cuBLAS workspace PyTorch allocates per stream on this
-     * architecture (part of reserved memory). */
+    /** Bytes of the cuBLAS workspace PyTorch allocates per handle and stream
+     * on this architecture (part of reserved memory; a training step holds
+     * two: its forward's thread's and autograd's backward thread's). */
     LLMEM_GPU_WORKSPACE_BYTES = 4,
     /** Streaming multiprocessors (compute units on AMD); 0 when unknown. */
     LLMEM_GPU_SMS = 5,

@@ -15,6 +15,11 @@
 #define MIN_BLOCK UINT64_C(512)
 #define MIN_LARGE_ALLOC (10 * MIB)
 #define ROUND_LARGE (2 * MIB)
+/* A training step's cuBLAS handles, each with its workspace: the forward's
+ * thread's and autograd's backward thread's (a handle per thread; measured
+ * on an H200, 33,554,432 B at the first matmul of each: docs/gpu-constants.md,
+ * section c). */
+#define CUBLAS_WORKSPACES 2
 
 static uint64_t round_up(uint64_t n, uint64_t to)
 {
@@ -44,9 +49,9 @@ uint64_t llmem_allocator_overhead(const tensor_list *l, const setup *s)
         if (c->trainable && o->step_counter && s->optimizer_impl == LLMEM_OPTIMIZER_IMPL_FUSED)
             waste += (block_size(STEP_COUNTER_BYTES) - STEP_COUNTER_BYTES) * c->count;
     }
-    /* PyTorch allocates the workspace through the caching allocator
+    /* PyTorch allocates the workspaces through the caching allocator
      * (CublasHandlePool.cpp, getNewWorkspace). */
-    return waste + s->cublas_workspace;
+    return waste + CUBLAS_WORKSPACES * s->cublas_workspace;
 }
 
 uint64_t llmem_allocator_device(const setup *s, uint64_t reserved, uint64_t paged)

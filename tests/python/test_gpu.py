@@ -185,8 +185,9 @@ def test_largest_fitting_covers_none_fitting():
 def test_largest_fitting_capacity_alone_keeps_the_default_margin():
     # As estimate(capacity=) and `llmem estimate --capacity X --max batch` do: 5%
     # of the capacity kept free (it kept none before: gpt2 at 1e10 bytes gave 11
-    # where the command gave 10).
-    capacity = 10 * 2**30
+    # where the command gave 10; 9 since Hopper's measured context). 11 GiB: 6 with
+    # no margin, 5 with it.
+    capacity = 11 * 2**30
     with llmem.Model.from_preset("gpt2") as model, llmem.Train(seq=1024) as train, \
             llmem.Estimate() as est:
         raw = est.max(model, train, "batch", capacity=capacity)
@@ -196,7 +197,7 @@ def test_largest_fitting_capacity_alone_keeps_the_default_margin():
     assert llmem.largest_fitting("gpt2", capacity=capacity, seq=1024, margin=0) == raw
     assert raw > less
     command = _llmem("estimate", "--model", "gpt2", "--max", "batch", "--capacity", 10**10)
-    assert llmem.largest_fitting("gpt2", capacity=10**10) == command["max"]["value"] == 10
+    assert llmem.largest_fitting("gpt2", capacity=10**10) == command["max"]["value"] == 9
 
 
 def test_largest_fitting_refuses_the_field_it_solves():

@@ -134,9 +134,14 @@ Test(gpu, architecture_constants)
     cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_WORKSPACE_BYTES), 32 * MIB);
     cr_expect_eq(gpu_u64(find("B200"), LLMEM_GPU_WORKSPACE_BYTES), 32 * MIB);
     cr_expect_eq(gpu_u64(find("RTX-5090"), LLMEM_GPU_WORKSPACE_BYTES), 32 * MIB);
-    /* The estimator's default context (lib/gpu/archs.c), the same everywhere. */
-    cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_CONTEXT_BYTES), 287 * MIB);
-    cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_CONTEXT_ESTIMATED), 1);
+    /* lib/gpu/archs.c: measured on an H200 for sm_90 (H100 and H200), the
+     * estimator's default elsewhere. */
+    cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_CONTEXT_BYTES), 777 * MIB);
+    cr_expect_eq(gpu_u64(find("H200"), LLMEM_GPU_CONTEXT_BYTES), 777 * MIB);
+    cr_expect_eq(gpu_u64(find("H100"), LLMEM_GPU_CONTEXT_ESTIMATED), 0);
+    cr_expect_eq(gpu_u64(find("A100-80GB"), LLMEM_GPU_CONTEXT_BYTES), 287 * MIB);
+    cr_expect_eq(gpu_u64(find("A100-80GB"), LLMEM_GPU_CONTEXT_ESTIMATED), 1);
+    cr_expect_eq(gpu_u64(find("B200"), LLMEM_GPU_CONTEXT_ESTIMATED), 1);
     cr_expect_eq(gpu_u64(find("A100-40GB"), LLMEM_GPU_COMPUTE_CAPABILITY), 80);
     cr_expect_eq(gpu_u64(find("H200"), LLMEM_GPU_COMPUTE_CAPABILITY), 90);
     cr_expect_eq(gpu_u64(find("MI300X"), LLMEM_GPU_COMPUTE_CAPABILITY), 0);
@@ -402,8 +407,9 @@ static peaks estimate_on(const char *gpu, const llmem_parallel *layout)
 Test(gpu, no_gpu_is_the_hopper_default)
 {
     peaks none = estimate_on(NULL, NULL), h100 = estimate_on("H100", NULL);
-    /* The defaults of 0.1.0: 287 MiB of context, 32 MiB of cuBLAS workspace. */
-    cr_expect_eq(none.device - none.reserved, 287 * MIB);
+    /* Hopper's: 777 MiB outside the allocator, measured on an H200 (0.1.0 had
+     * a 287 MiB default), and two 32 MiB cuBLAS workspaces in reserved. */
+    cr_expect_eq(none.device - none.reserved, 777 * MIB);
     cr_expect_eq(none.allocated, h100.allocated);
     cr_expect_eq(none.reserved, h100.reserved);
     cr_expect_eq(none.device, h100.device);
@@ -415,16 +421,20 @@ Test(gpu, every_gpu_adds_its_constants)
     for (size_t g = 0; g < llmem_gpu_count(); g++) {
         peaks p = estimate_on(llmem_gpu_name(g), NULL);
         uint64_t workspace = gpu_u64(g, LLMEM_GPU_WORKSPACE_BYTES);
-        /* The live tensors do not depend on the GPU; the workspace is reserved
-         * through the caching allocator, the context comes on top. */
+        /* The live tensors do not depend on the GPU; the two workspaces (the
+         * forward's and autograd's threads') are reserved through the caching
+         * allocator, the context comes on top. */
         cr_expect_eq(p.allocated, none.allocated, "%s", llmem_gpu_name(g));
-        cr_expect_eq(p.reserved + 32 * MIB, none.reserved + workspace, "%s", llmem_gpu_name(g));
+        cr_expect_eq(p.reserved + 2 * 32 * MIB, none.reserved + 2 * workspace, "%s",
+                     llmem_gpu_name(g));
         cr_expect_eq(p.device - p.reserved, gpu_u64(g, LLMEM_GPU_CONTEXT_BYTES), "%s",
                      llmem_gpu_name(g));
     }
-    /* Ampere's smaller workspace, ROCm's larger one. */
-    cr_expect_eq(none.device - estimate_on("A100-80GB", NULL).device, 32 * MIB - 8519680);
-    cr_expect_eq(estimate_on("MI300X", NULL).device - none.device, 76 * MIB - 32 * MIB);
+    /* Ampere's smaller workspaces and default context, ROCm's larger workspaces. */
+    cr_expect_eq(none.device - estimate_on("A100-80GB", NULL).device,
+                 2 * (32 * MIB - 8519680) + (777 - 287) * MIB);
+    cr_expect_eq(estimate_on("MI300X", NULL).device + (777 - 287) * MIB,
+                 none.device + 2 * (76 * MIB - 32 * MIB));
 }
 
 Test(gpu, every_rank_of_a_layout_takes_the_constants)
@@ -437,7 +447,7 @@ Test(gpu, every_rank_of_a_layout_takes_the_constants)
     cr_assert_eq(llmem_parallel_set_str(l, LLMEM_PARALLEL_SHARDING, "zero3"), LLMEM_OK);
     peaks none = estimate_on(NULL, l), a100 = estimate_on("A100-40GB", l);
     cr_expect_eq(a100.allocated, none.allocated);
-    cr_expect_eq(none.reserved - a100.reserved, 32 * MIB - 8519680);
+    cr_expect_eq(none.reserved - a100.reserved, 2 * (32 * MIB - 8519680));
     cr_expect_eq(a100.device - a100.reserved, 287 * MIB);
     llmem_parallel_free(l);
     llmem_ctx_free(ctx);

@@ -1455,7 +1455,7 @@ Test(pack, reserved_jobs_count_the_context)
     size_t h100 = gpu("H100");
     cr_assert_eq(llmem_pack_add_gpu(pack, h100, 0), LLMEM_OK);
     cr_assert_eq(llmem_pack_set_int(pack, LLMEM_PACK_MARGIN_PERMILLE, 0), LLMEM_OK);
-    /* 9.5 GiB fits a 1g.10gb (9856 MiB) alone, not with the 287 MiB context. */
+    /* 9.5 GiB fits a 1g.10gb (9856 MiB) alone, not with Hopper's 777 MiB context. */
     cr_assert_eq(llmem_pack_add_job(pack, "d", 9 * GIB + 512 * MIB, LLMEM_LEVEL_DEVICE, 0),
                  LLMEM_OK);
     cr_assert_eq(llmem_pack_add_job(pack, "r", 9 * GIB + 512 * MIB, LLMEM_LEVEL_RESERVED, 0),
@@ -1463,7 +1463,7 @@ Test(pack, reserved_jobs_count_the_context)
     cr_assert_eq(llmem_pack_run(pack), LLMEM_OK);
     cr_expect_str_eq(llmem_pack_job_resource(pack, 0), "nvidia.com/mig-1g.10gb");
     cr_expect_str_eq(llmem_pack_job_resource(pack, 1), "nvidia.com/mig-1g.20gb");
-    cr_expect_eq(job(1, LLMEM_PACK_JOB_NEED_BYTES), 9 * GIB + 512 * MIB + 287 * MIB);
+    cr_expect_eq(job(1, LLMEM_PACK_JOB_NEED_BYTES), 9 * GIB + 512 * MIB + 777 * MIB);
 }
 
 Test(pack, bad_input)
