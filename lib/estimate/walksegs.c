@@ -87,14 +87,17 @@ static int retargetable(const seg_spec *x, const seg_spec *y)
     return !memcmp(&a, y, sizeof a);
 }
 
-/* Whether the tape there, marked where its MLP begins, serves spec up to
- * its mark: they differ at most in the MLP's kind (a dense layer and an
- * experts' one) and what requires grad. */
-static int prefix_serves(const walk_scratch *e, const seg_spec *spec)
+/* Whether the tape there, marked where its two kinds of layer part (a
+ * dense layer and an experts' one before the MLP, a sliding and a full
+ * one before the attention kernel), serves spec up to its mark: they
+ * differ at most in that kind and what requires grad. */
+static int prefix_serves(const walk_scratch *e, const model_shape *m, const seg_spec *spec)
 {
     seg_spec a = e->tape_spec;
-    a.moe = spec->moe;
-    return e->graph.mark.nt > 0 && retargetable(&a, spec);
+    if (e->graph.mark.nt == 0)
+        return 0;
+    llmem_layers_take_kind(m, &a, spec);
+    return retargetable(&a, spec);
 }
 
 /* The decoder layer of spec on the scratch graph, as recorded with grad
@@ -104,15 +107,16 @@ static int prefix_serves(const walk_scratch *e, const seg_spec *spec)
  * step's layers that differ only in what trains or in their input (LoRA's
  * first layer and the rest, freeze's frozen and trainable ones), and a
  * checkpointed layer's no_grad forward and recomputation (SIM_NO_GRAD:
- * graph.h); DeepSeek's dense and experts' layers share their attention's. */
+ * graph.h); DeepSeek's dense and experts' layers share their attention's,
+ * Gemma-2's sliding and full ones theirs up to the kernel. */
 static void layer_tape(walk_scratch *e, build *b, const model_shape *m, const seg_spec *spec)
 {
     seg_spec from = e->tape_spec;
     int tail = 0;
     if (!e->taped || !retargetable(&from, spec)) {
-        if (e->taped && prefix_serves(e, spec)) {
+        if (e->taped && prefix_serves(e, m, spec)) {
             llmem_graph_rewind(&e->graph);
-            from.moe = spec->moe;
+            llmem_layers_take_kind(m, &from, spec);
             tail = 1;
         } else {
             record(e, b, llmem_layers_decoder, m, spec, 1);

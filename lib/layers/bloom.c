@@ -103,4 +103,4 @@ static int bloom_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_bloom = { bloom_block, bloom_unsupported, NULL };
+const layer_path llmem_path_bloom = { bloom_block, bloom_unsupported, NULL, 0 };

@@ -11,6 +11,9 @@
  * and read by every layer: the attention mask and the rotary tables. */
 typedef struct shared_tensors {
     tid mask, cos, sin;
+    tid window; /* the sliding window's mask (-1: none), also where the layer
+                   takes none (a full-attention layer's mask is -1): a marked
+                   tape's other kind may (layers/llama.c) */
     tid alibi; /* BLOOM's ALiBi slopes times positions, [batch x heads, 1, seq] */
 } shared_tensors;
 
@@ -22,11 +25,15 @@ typedef struct layer_path {
                  const shared_tensors *sh);
     /* The model key this path cannot build for m (with *why), or 0. */
     int (*unsupported)(const model_shape *m, const char **why);
-    /* A path whose block marks the tape where the MLP begins, when the
-     * model has layers of two kinds (graph.h: llmem_graph_mark): the ops
+    /* A path whose block marks the tape where its two kinds of layer part,
+     * when the model or setup has both (graph.h: llmem_graph_mark): the ops
      * from there on, given the marked tensors; returns the output. NULL:
      * no mark. */
     tid (*tail)(build *b, const model_shape *m, const seg_spec *s, const tid *carry);
+    /* Where in a seg_spec the int is that tells those kinds apart (latent:
+     * moe, a dense MLP or the experts; llama: full_attention, Gemma-2's
+     * layers with and without the window); 0 where tail is NULL. */
+    size_t kind;
 } layer_path;
 
 /* Name the part of the segment the next ops belong to (the timeline's labels). */

@@ -211,4 +211,4 @@ static int falcon_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_falcon = { falcon_block, falcon_unsupported, NULL };
+const layer_path llmem_path_falcon = { falcon_block, falcon_unsupported, NULL, 0 };

@@ -67,4 +67,4 @@ static int gpt2_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_gpt2 = { gpt2_block, gpt2_unsupported, NULL };
+const layer_path llmem_path_gpt2 = { gpt2_block, gpt2_unsupported, NULL, 0 };

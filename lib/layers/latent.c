@@ -281,4 +281,5 @@ static int latent_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_latent = { latent_block, latent_unsupported, latent_tail };
+const layer_path llmem_path_latent = { latent_block, latent_unsupported, latent_tail,
+                                        offsetof(seg_spec, moe) };

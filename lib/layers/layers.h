@@ -72,11 +72,16 @@ void llmem_layers_embedding(build *b, const model_shape *m, const seg_spec *s);
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s);
 void llmem_layers_head(build *b, const model_shape *m, const seg_spec *s);
 /* The decoder layer of spec s on b's graph, which holds a marked layer's
- * tape (graph's mark: a model with dense and experts' layers) that differs
- * from s at most in its MLP's kind and what requires grad, rewound to its
- * mark (llmem_graph_rewind) and retargeted to s: s's tail recorded after
- * it. */
+ * tape (graph's mark: a model with two kinds of layer, DeepSeek's dense and
+ * experts' ones, Gemma-2's with and without the window) that differs from
+ * s at most in its kind (llmem_layers_take_kind) and what requires grad,
+ * rewound to its mark (llmem_graph_rewind) and retargeted to s: s's tail
+ * recorded after it. */
 void llmem_layers_decoder_tail(build *b, const model_shape *m, const seg_spec *s);
+/* to's kind of layer made from's, where m's layers come in two kinds whose
+ * tapes share their part up to a mark (the seg_spec field that tells them
+ * apart, layers/common.h: layer_path's kind); else to unchanged. */
+void llmem_layers_take_kind(const model_shape *m, seg_spec *to, const seg_spec *from);
 /* What a decoder layer recorded with hold_input adds last: its input stays
  * referenced to the end (a checkpoint's recomputation), applied to a tape
  * recorded without it (graph's hold_input: llmem_graph_reset clears it). */

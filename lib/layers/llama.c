@@ -7,8 +7,15 @@
  * layer with Gemma-2's sandwich norms. */
 #include "layers/common.h"
 
-static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid h,
-                    const shared_tensors *sh)
+/* The tensors a marked layer hands its tail (llama_tail): the layer's
+ * input, the normed h, the rotated q and k, v, and the sliding window's
+ * mask (shared_tensors' window: the tail's kind decides whether it takes
+ * it). */
+enum { CARRY_X, CARRY_H, CARRY_Q, CARRY_K, CARRY_V, CARRY_WINDOW, CARRY_COUNT };
+
+/* The attention's projections and rotary: q, k and v in carry. */
+static void llama_qkv(build *b, const model_shape *m, const seg_spec *s, tid h,
+                      const shared_tensors *sh, tid *carry)
 {
     uint64_t H = m->hidden, qw = m->heads * m->head_dim, kvw = m->kv_heads * m->head_dim;
     tid q, k, v;
@@ -28,13 +35,21 @@ static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, ti
             k = llmem_seg_rms_norm(b, s, k, m->head_dim);
         v = llmem_seg_linear(b, s, h, H, kvw, m->qkv_bias, LLMEM_LORA_V);
     }
-    q = llmem_seg_rotary(b, q, sh->cos, sh->sin);
-    k = llmem_seg_rotary(b, k, sh->cos, sh->sin);
+    carry[CARRY_Q] = llmem_seg_rotary(b, q, sh->cos, sh->sin);
+    carry[CARRY_K] = llmem_seg_rotary(b, k, sh->cos, sh->sin);
+    carry[CARRY_V] = v;
+}
+
+/* The attention from its kernel on (q, k, v rotated), with mask. */
+static tid llama_attention(build *b, const model_shape *m, const seg_spec *s, tid q, tid k,
+                           tid v, tid mask)
+{
+    uint64_t H = m->hidden, qw = m->heads * m->head_dim;
     /* q, k and v are the projections' .view(...).transpose(1, 2): rotary's
      * q * cos + rotate_half(q) * sin takes its memory order from q (a
      * TensorIterator follows its first operand's strides), so all three stay
      * in [B, S, heads, D] order for eager's matmul. */
-    tid o = llmem_seg_attention_strided(b, m, q, k, v, sh->mask, ATTN_Q | ATTN_K | ATTN_V);
+    tid o = llmem_seg_attention_strided(b, m, q, k, v, mask, ATTN_Q | ATTN_K | ATTN_V);
     o = llmem_seg_linear(b, s, o, qw, H, m->out_bias, LLMEM_LORA_O);
     if (m->traits & TRAIT_RESID_DROPOUT) /* Starcoder2Attention's residual_dropout */
         o = op_dropout(b, o, DROPOUT_HIDDEN);
@@ -190,17 +205,18 @@ static tid llama_mlp(build *b, const model_shape *m, const seg_spec *s, tid h)
     return llmem_seg_gated_mlp(b, s, h, m->hidden, m->intermediate, m->mlp_bias);
 }
 
-/* LlamaDecoderLayer (and Gemma2DecoderLayer's post-attention and
- * post-feedforward norms, Phi3DecoderLayer's dropouts): norm, attention,
- * residual, norm, MLP, residual. */
-static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
-                       const shared_tensors *sh)
+/* The layer from its attention kernel on (carry: CARRY_*): the kernel
+ * with the window's mask or, on a full-attention layer, none (the causal
+ * kernel), then LlamaDecoderLayer's rest (and Gemma2DecoderLayer's
+ * post-attention and post-feedforward norms, Phi3DecoderLayer's
+ * dropouts): residual, norm, MLP, residual. */
+static tid llama_tail(build *b, const model_shape *m, const seg_spec *s, const tid *carry)
 {
     int sandwich = (m->traits & TRAIT_SANDWICH_NORMS) != 0;
-    llmem_region(b, "norm");
-    tid h = llmem_seg_norm(b, m, s, x);
+    tid x = carry[CARRY_X], h = carry[CARRY_H];
+    tid mask = s->full_attention ? -1 : carry[CARRY_WINDOW];
     llmem_region(b, "attention");
-    tid a = llama_attention(b, m, s, h, sh);
+    tid a = llama_attention(b, m, s, carry[CARRY_Q], carry[CARRY_K], carry[CARRY_V], mask);
     llmem_graph_hold(b->g, h);
     /* Phi-3: residual + resid_attn_dropout(hidden_states), the attention's
      * output referenced through the sum (and the MLP's below) */
@@ -228,6 +244,25 @@ static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
     return out;
 }
 
+/* LlamaDecoderLayer: norm, attention, residual, norm, MLP, residual. Where
+ * alternate layers take the sliding window's mask (Gemma-2 under SDPA from
+ * the window on) the tape is marked after rotary: the other kind's tape is
+ * this one's up to there (walksegs.c). */
+static tid llama_block(build *b, const model_shape *m, const seg_spec *s, tid x,
+                       const shared_tensors *sh)
+{
+    tid carry[CARRY_COUNT];
+    llmem_region(b, "norm");
+    carry[CARRY_X] = x;
+    carry[CARRY_H] = llmem_seg_norm(b, m, s, x);
+    llmem_region(b, "attention");
+    llama_qkv(b, m, s, carry[CARRY_H], sh, carry);
+    carry[CARRY_WINDOW] = sh->window;
+    if (llmem_model_window_alternates(m, b->attention, b->seq))
+        llmem_graph_mark(b->g, carry, CARRY_COUNT);
+    return llama_tail(b, m, s, carry);
+}
+
 /* Gated MLPs run one activation kernel (SiLU or GELU) that saves its input;
  * a plain MLP (StarCoder2) takes any activation. */
 static int llama_unsupported(const model_shape *m, const char **why)
@@ -243,4 +278,5 @@ static int llama_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_llama = { llama_block, llama_unsupported, NULL };
+const layer_path llmem_path_llama = { llama_block, llama_unsupported, llama_tail,
+                                       offsetof(seg_spec, full_attention) };

@@ -57,4 +57,4 @@ static int megatron_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_megatron = { megatron_block, megatron_unsupported, NULL };
+const layer_path llmem_path_megatron = { megatron_block, megatron_unsupported, NULL, 0 };

@@ -133,4 +133,4 @@ static int parallel_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_neox = { parallel_block, parallel_unsupported, NULL };
+const layer_path llmem_path_neox = { parallel_block, parallel_unsupported, NULL, 0 };

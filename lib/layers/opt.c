@@ -75,4 +75,4 @@ static int opt_unsupported(const model_shape *m, const char **why)
     return 0;
 }
 
-const layer_path llmem_path_opt = { opt_block, opt_unsupported, NULL };
+const layer_path llmem_path_opt = { opt_block, opt_unsupported, NULL, 0 };

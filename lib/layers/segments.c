@@ -6,6 +6,8 @@
  */
 #include "layers/common.h"
 
+#include <string.h>
+
 /* Elements of one rotary table ([1, seq, head_dim]; 0 without rotary) and of
  * the attention mask: Llama's eager path builds a 4-D additive mask
  * [batch, 1, seq, seq], GPT-2 broadcasts a padding mask [batch, 1, 1, seq],
@@ -81,7 +83,7 @@ static int complex_rope(const model_shape *m)
 /* LlamaRotaryEmbedding returns cos and sin in the hidden dtype. */
 static shared_tensors shared_inputs(build *b, const model_shape *m)
 {
-    shared_tensors sh = { -1, -1, -1, -1 };
+    shared_tensors sh = { -1, -1, -1, -1, -1 };
     int dt = embedding_dt(b, m);
     if (rope_elems(b, m) > 0 && complex_rope(m)) {
         sh.cos = llmem_graph_tensor(b->g, rope_elems(b, m), FP32, ROLE_EXTERNAL, 0);
@@ -176,6 +178,7 @@ uint64_t llmem_layers_embedding_locals(const build *b, const model_shape *m, con
 void llmem_layers_decoder(build *b, const model_shape *m, const seg_spec *s)
 {
     shared_tensors sh = shared_inputs(b, m);
+    sh.window = sh.mask;
     if (s->full_attention) /* its mask is None: the causal kernel */
         sh.mask = -1;
     tid x = llmem_graph_tensor(b->g, b->tokens / b->sp * m->hidden, layer_input_dt(b, m, s),
@@ -191,6 +194,13 @@ void llmem_layers_decoder_tail(build *b, const model_shape *m, const seg_spec *s
     g->output = llmem_layer_path(m->path)->tail(b, m, s, g->mark.carry);
     if (b->hold_input)
         llmem_layers_hold_input(g);
+}
+
+void llmem_layers_take_kind(const model_shape *m, seg_spec *to, const seg_spec *from)
+{
+    const layer_path *path = llmem_layer_path(m->path);
+    if (path->tail != NULL)
+        memcpy((char *)to + path->kind, (const char *)from + path->kind, sizeof(int));
 }
 
 void llmem_layers_hold_input(graph *g)

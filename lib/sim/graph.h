@@ -109,7 +109,7 @@ typedef struct g_op {
 
 #define GRAPH_MAX_INPUTS 4 /* inputs the simulation tracks by index (more: scanned) */
 
-#define GRAPH_MAX_CARRY 2 /* tensors a marked prefix hands its tail (llmem_graph_mark) */
+#define GRAPH_MAX_CARRY 6 /* tensors a marked prefix hands its tail (llmem_graph_mark) */
 
 typedef struct graph {
     g_tensor t[GRAPH_MAX_TENSORS];
@@ -201,7 +201,8 @@ void llmem_graph_retarget(graph *g, int input_rg, int params_rg);
 /* Mark the tape here: what comes after (the tail) can be taken back by
  * llmem_graph_rewind and recorded again otherwise (a layer whose MLP
  * differs: DeepSeek's dense first layers and its experts' layers share
- * their attention's ops), going on from the n tensors of carry. */
+ * their attention's ops; Gemma-2's sliding and full ones, theirs up to the
+ * attention kernel), going on from the n tensors of carry. */
 void llmem_graph_mark(graph *g, const tid *carry, int n);
 /* The tape as it was at its mark (which stays), but for what requires
  * grad, which follows the retargets since: the tail's ops and tensors
