@@ -8,7 +8,9 @@ For each row of run_gpu.py's grid (its model cut to --layers decoder layers,
 so a trace stays short), one warm-up step, then a step under a
 TorchDispatchMode that writes, after each aten op, a line: the phase, the
 op, its outputs' shapes and dtypes, torch.cuda.memory_allocated() and the
-peak since the phase began. DIR/<row>.tsv, with the model's config.json as
+peak since the phase began; then one "save" line for each tensor autograd
+saved for backward (the op, shape and dtype, its storage's address and
+bytes: a storage saved by several ops counts once). DIR/<row>.tsv, with the model's config.json as
 its first line, is what llmem's own trace of the same config is read
 against (llmem estimate --config ... --trace).
 
@@ -94,8 +96,29 @@ def trace_row(row, layers, outdir, torch, transformers):
                                              torch.cuda.max_memory_allocated()))
         phase[0] = {"forward": "backward", "backward": "optimizer"}.get(name, name)
 
-    with Log():
+    # What autograd saves for backward, in the order the ops save it: each
+    # saved tensor's storage (data_ptr), shape and dtype, and the op being run.
+    saves = []
+    current = ["-"]
+
+    def pack(t):
+        try:
+            ptr, nbytes = t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
+        except Exception:  # noqa: BLE001 - a tensor without a plain storage
+            ptr, nbytes = 0, 0
+        saves.append("save\t%s\t%s:%s\t%d\t%d" % (
+            current[0], "x".join(str(d) for d in t.shape), str(t.dtype).replace("torch.", ""),
+            ptr, nbytes))
+        return t
+
+    class Named(Log):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            current[0] = str(func)
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), Named():
         R._step(model, opt, data, row[4], torch, probe)
+    lines.extend(saves)
     path = os.path.join(outdir, "%s.tsv" % rid)
     with open(path, "w") as f:
         f.write("# config %s\n" % json.dumps(config.to_dict(), sort_keys=True, default=str))
