@@ -575,6 +575,22 @@ Test(walk, one_recording_serves_the_runs_of_a_layer)
     cr_expect_gt(holds_seen, 100, "%d held inputs outlived their last use", holds_seen);
 }
 
+/* A tape recorded for `from` and marked, made `to`'s as the walk does
+ * (walksegs.c layer_tape): a retarget of the whole tape first (the walk's
+ * runs before), the rewind, the prefix retargeted, `to`'s tail recorded. */
+static void retail(graph *g, build *b, const model_shape *m, const seg_spec *from,
+                   const seg_spec *to)
+{
+    llmem_graph_retarget(g, !from->input_rg, -1);
+    llmem_graph_rewind(g);
+    llmem_graph_retarget(g, to->input_rg,
+                         to->lora_targets == 0 && to->weights_trainable == to->norms_trainable
+                             ? to->weights_trainable
+                             : -1);
+    llmem_layers_decoder_tail(b, m, to);
+    cr_assert_eq(g->overflow, 0);
+}
+
 /* A model with dense and experts' layers on the latent path marks its
  * layer's tape before the MLP: one kind's tape, rewound to the mark,
  * retargeted and given the other kind's tail (walksegs.c: layer_tape),
@@ -621,17 +637,7 @@ static void check_tails(const char *name, llmem_model *mm)
                 cr_assert_eq(g.mark.nt > 0, marks, "%s: the tape's mark", name);
                 if (!marks)
                     return;
-                /* a retarget of the whole tape first (the walk's runs before) */
-                seg_spec whole = from;
-                whole.input_rg = !from.input_rg;
-                llmem_graph_retarget(&g, whole.input_rg, -1);
-                llmem_graph_rewind(&g);
-                llmem_graph_retarget(&g, to.input_rg,
-                                     to.lora_targets == 0 && to.weights_trainable == to.norms_trainable
-                                         ? to.weights_trainable
-                                         : -1);
-                llmem_layers_decoder_tail(&b, &m, &to);
-                cr_assert_eq(g.overflow, 0);
+                retail(&g, &b, &m, &from, &to);
                 run_layer(&g, &b, &m, &to, 1, 0, hold ? 2 : 4, modes[i], &tail);
                 run_layer(&g, &b, &m, &to, 1, hold, hold, modes[i], &own);
                 tails_seen++;
@@ -744,16 +750,7 @@ static void check_window_tails(const char *name, llmem_model *mm)
                              kernel, (unsigned long long)seq);
                 if (!marks)
                     break;
-                seg_spec whole = from;
-                whole.input_rg = !from.input_rg;
-                llmem_graph_retarget(&g, whole.input_rg, -1);
-                llmem_graph_rewind(&g);
-                llmem_graph_retarget(&g, to.input_rg,
-                                     to.lora_targets == 0 && to.weights_trainable == to.norms_trainable
-                                         ? to.weights_trainable
-                                         : -1);
-                llmem_layers_decoder_tail(&b, &m, &to);
-                cr_assert_eq(g.overflow, 0);
+                retail(&g, &b, &m, &from, &to);
                 b.g = &fresh;
                 llmem_graph_reset(&fresh, 1);
                 llmem_layers_decoder(&b, &m, &to);
