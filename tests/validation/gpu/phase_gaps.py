@@ -77,7 +77,8 @@ def from_traces(llmem, folder):
             if op == "END":
                 measured[phase] = int(peak)
         layers = json.loads(config).get("num_hidden_layers", json.loads(config).get("n_layer"))
-        print(line(r["id"], "%s/%sL" % (row[1], layers), measured, estimate(llmem, config, r)))
+        print(line(name[:-len(".tsv")], "%s/%sL" % (row[1], layers), measured,
+                   estimate(llmem, config, r)))
 
 
 def main(argv):

@@ -57,7 +57,7 @@ def workspaces(torch):
     print("workspace probe\tallocated now\t%d B" % torch.cuda.memory_allocated())
 
 
-def trace_row(row, layers, outdir, torch, transformers):
+def trace_row(row, layers, outdir, torch, transformers, backend=""):
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
@@ -116,10 +116,15 @@ def trace_row(row, layers, outdir, torch, transformers):
             current[0] = str(func)
             return super().__torch_dispatch__(func, types, args, kwargs)
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), Named():
+    import contextlib
+    kernel = contextlib.nullcontext()
+    if backend:  # one SDPA backend forced (torch.nn.attention.sdpa_kernel)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        kernel = sdpa_kernel(getattr(SDPBackend, backend.upper()))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), Named(), kernel:
         R._step(model, opt, data, row[4], torch, probe)
     lines.extend(saves)
-    path = os.path.join(outdir, "%s.tsv" % rid)
+    path = os.path.join(outdir, "%s%s.tsv" % (rid, "-" + backend if backend else ""))
     with open(path, "w") as f:
         f.write("# config %s\n" % json.dumps(config.to_dict(), sort_keys=True, default=str))
         f.write("# row %s\n" % json.dumps(list(row)))
@@ -135,6 +140,9 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--out", default=".")
     ap.add_argument("--workspaces", action="store_true")
+    ap.add_argument("--sdpa-backend", default="",
+                    help="flash_attention, efficient_attention, cudnn_attention or math: "
+                         "the measured step runs that one (the trace's name ends -BACKEND)")
     a = ap.parse_args()
     import torch
     import transformers
@@ -148,10 +156,14 @@ def main():
     by_id = {r[0]: r for r in R.ROWS}
     for rid in [x for x in a.rows.split(",") if x]:
         t0 = time.time()
+        failed = None
         try:
-            trace_row(by_id[rid], a.layers, a.out, torch, transformers)
+            trace_row(by_id[rid], a.layers, a.out, torch, transformers, a.sdpa_backend)
         except Exception as e:  # noqa: BLE001 - the next row still runs
-            print("trace %s: failed: %r" % (rid, e), flush=True)
+            failed = repr(e)
+        if failed is not None:  # released past the except: its traceback holds the row's tensors
+            print("trace %s: failed: %s" % (rid, failed), flush=True)
+            R._release(torch)
         print("trace %s: %.1f s" % (rid, time.time() - t0), flush=True)
     return 0
 
