@@ -19,7 +19,8 @@
  * (NVML's used memory minus max_memory_reserved at the end of each phase) was
  * 747 MiB after one GPT-2 step and 763 to 777 MiB after 26 steps of other
  * models in the same process: the context and the kernel modules it loads
- * lazily. The row takes the most seen, 777 MiB.
+ * lazily; 747.6 to 765.6 MiB for one model in a fresh process
+ * (tests/validation/gpu/fresh/). The row takes the most seen, 777 MiB.
  *
  * cuBLAS workspace, aten/src/ATen/cuda/CublasHandlePool.cpp
  * (parseChosenWorkspaceSize): ":4096:2:16:8" = 4096 KiB x 2 + 16 KiB x 8 =
