@@ -575,6 +575,19 @@ Test(walk, one_recording_serves_the_runs_of_a_layer)
     cr_expect_gt(holds_seen, 100, "%d held inputs outlived their last use", holds_seen);
 }
 
+/* The specs the rewound-tape tests cross (full, frozen, LoRA, QLoRA; the
+ * input requiring grad or not) and the run modes they run each tail in. */
+static const seg_spec tail_specs[] = {
+    { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
+    { .input_rg = 0, .weights_trainable = 1, .norms_trainable = 1 },
+    { .input_rg = 1 },
+    { .input_rg = 0 },
+    { .input_rg = 1, .lora_targets = 127, .lora_rank = 8 },
+    { .input_rg = 0, .lora_targets = 127, .lora_rank = 8 },
+    { .input_rg = 1, .lora_targets = 5, .lora_rank = 16, .nf4 = 1 },
+};
+static const int tail_modes[] = { SIM_PLAIN, SIM_NO_GRAD, SIM_HOLD_OUTPUT, SIM_EARLY_STOP };
+
 /* A tape recorded for `from` and marked, made `to`'s as the walk does
  * (walksegs.c layer_tape): a retarget of the whole tape first (the walk's
  * runs before), the rewind, the prefix retargeted, `to`'s tail recorded. */
@@ -603,21 +616,11 @@ static void check_tails(const char *name, llmem_model *mm)
     static graph g;
     static layer_run own, tail;
     model_shape m;
-    const seg_spec specs[] = {
-        { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
-        { .input_rg = 0, .weights_trainable = 1, .norms_trainable = 1 },
-        { .input_rg = 1 },
-        { .input_rg = 0 },
-        { .input_rg = 1, .lora_targets = 127, .lora_rank = 8 },
-        { .input_rg = 0, .lora_targets = 127, .lora_rank = 8 },
-        { .input_rg = 1, .lora_targets = 5, .lora_rank = 16, .nf4 = 1 },
-    };
-    static const int modes[] = { SIM_PLAIN, SIM_NO_GRAD, SIM_HOLD_OUTPUT, SIM_EARLY_STOP };
     if (!layered_shape(mm, &m) || m.experts == 0 || m.dense_layers == 0)
         return;
     int marks = m.path == PATH_LATENT; /* the path with a tail (layers/latent.c) */
-    for (size_t k = 0; k < N(specs) * N(specs); k++) {
-        seg_spec from = specs[k / N(specs)], to = specs[k % N(specs)];
+    for (size_t k = 0; k < N(tail_specs) * N(tail_specs); k++) {
+        seg_spec from = tail_specs[k / N(tail_specs)], to = tail_specs[k % N(tail_specs)];
         int uniform = from.lora_targets == 0 && to.lora_targets == 0;
         if (!uniform && (from.lora_targets != to.lora_targets || from.nf4 != to.nf4))
             continue; /* not retargetable (walksegs.c: retargetable) */
@@ -631,22 +634,22 @@ static void check_tails(const char *name, llmem_model *mm)
                         .param_dt = mixed ? 4 : 2, .dropout = { 0.1, 0.1, 0.1 } };
             from.moe = flip;
             to.moe = !flip;
-            for (size_t i = 0; i < N(modes); i++) {
-                int hold = modes[i] == SIM_HOLD_OUTPUT || modes[i] == SIM_EARLY_STOP;
+            for (size_t i = 0; i < N(tail_modes); i++) {
+                int hold = tail_modes[i] == SIM_HOLD_OUTPUT || tail_modes[i] == SIM_EARLY_STOP;
                 run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &tail);
                 cr_assert_eq(g.mark.nt > 0, marks, "%s: the tape's mark", name);
                 if (!marks)
                     return;
                 retail(&g, &b, &m, &from, &to);
-                run_layer(&g, &b, &m, &to, 1, 0, hold ? 2 : 4, modes[i], &tail);
-                run_layer(&g, &b, &m, &to, 1, hold, hold, modes[i], &own);
+                run_layer(&g, &b, &m, &to, 1, 0, hold ? 2 : 4, tail_modes[i], &tail);
+                run_layer(&g, &b, &m, &to, 1, hold, hold, tail_modes[i], &own);
                 tails_seen++;
                 cr_expect(same_run(&own, &tail),
                           "%s specs %zu -> %zu kernel %d mixed %d moe %d -> %d mode %d: the "
                           "tail on a rewound tape differs from its own recording (peaks %llu, "
                           "%llu; %llu, %llu)",
-                          name, k / N(specs), k % N(specs), kernel, mixed, from.moe, to.moe,
-                          modes[i], (unsigned long long)own.cost.fwd_peak,
+                          name, k / N(tail_specs), k % N(tail_specs), kernel, mixed, from.moe, to.moe,
+                          tail_modes[i], (unsigned long long)own.cost.fwd_peak,
                           (unsigned long long)tail.cost.fwd_peak,
                           (unsigned long long)own.cost.bwd_peak,
                           (unsigned long long)tail.cost.bwd_peak);
@@ -714,21 +717,11 @@ static void check_window_tails(const char *name, llmem_model *mm)
     static graph g, fresh;
     static layer_run own, tail;
     model_shape m;
-    const seg_spec specs[] = {
-        { .input_rg = 1, .weights_trainable = 1, .norms_trainable = 1 },
-        { .input_rg = 0, .weights_trainable = 1, .norms_trainable = 1 },
-        { .input_rg = 1 },
-        { .input_rg = 0 },
-        { .input_rg = 1, .lora_targets = 127, .lora_rank = 8 },
-        { .input_rg = 0, .lora_targets = 127, .lora_rank = 8 },
-        { .input_rg = 1, .lora_targets = 5, .lora_rank = 16, .nf4 = 1 },
-    };
-    static const int modes[] = { SIM_PLAIN, SIM_NO_GRAD, SIM_HOLD_OUTPUT, SIM_EARLY_STOP };
     static const uint64_t seqs[] = { 4096, 4100, 4103, 512 };
     if (!layered_shape(mm, &m) || !(m.traits & TRAIT_ALTERNATE_WINDOW))
         return;
-    for (size_t k = 0; k < N(specs) * N(specs); k++) {
-        seg_spec from = specs[k / N(specs)], to = specs[k % N(specs)];
+    for (size_t k = 0; k < N(tail_specs) * N(tail_specs); k++) {
+        seg_spec from = tail_specs[k / N(tail_specs)], to = tail_specs[k % N(tail_specs)];
         int uniform = from.lora_targets == 0 && to.lora_targets == 0;
         if (!uniform && (from.lora_targets != to.lora_targets || from.nf4 != to.nf4))
             continue; /* not retargetable (walksegs.c: retargetable) */
@@ -742,8 +735,8 @@ static void check_window_tails(const char *name, llmem_model *mm)
                         .param_dt = mixed ? 4 : 2, .dropout = { 0.1, 0.1, 0.1 } };
             from.full_attention = marks && flip;
             to.full_attention = marks && !flip;
-            for (size_t i = 0; i < N(modes); i++) {
-                int hold = modes[i] == SIM_HOLD_OUTPUT || modes[i] == SIM_EARLY_STOP;
+            for (size_t i = 0; i < N(tail_modes); i++) {
+                int hold = tail_modes[i] == SIM_HOLD_OUTPUT || tail_modes[i] == SIM_EARLY_STOP;
                 const char *why;
                 run_layer(&g, &b, &m, &from, 1, 0, 0, SIM_PLAIN, &tail);
                 cr_assert_eq(g.mark.nt > 0, marks, "%s kernel %d seq %llu: the tape's mark", name,
@@ -758,18 +751,18 @@ static void check_window_tails(const char *name, llmem_model *mm)
                 cr_expect(same_tape(&g, &fresh, &why),
                           "%s specs %zu -> %zu kernel %d mixed %d seq %llu full %d -> %d: the "
                           "tail on a rewound tape differs from its own recording in %s",
-                          name, k / N(specs), k % N(specs), kernel, mixed,
+                          name, k / N(tail_specs), k % N(tail_specs), kernel, mixed,
                           (unsigned long long)seq, from.full_attention, to.full_attention, why);
-                run_layer(&g, &b, &m, &to, 1, 0, hold ? 2 : 4, modes[i], &tail);
-                run_layer(&g, &b, &m, &to, 1, hold, hold, modes[i], &own);
+                run_layer(&g, &b, &m, &to, 1, 0, hold ? 2 : 4, tail_modes[i], &tail);
+                run_layer(&g, &b, &m, &to, 1, hold, hold, tail_modes[i], &own);
                 window_tails_seen++;
                 cr_expect(same_run(&own, &tail),
                           "%s specs %zu -> %zu kernel %d mixed %d seq %llu full %d -> %d mode "
                           "%d: the tail on a rewound tape runs otherwise than its own recording "
                           "(peaks %llu, %llu; %llu, %llu)",
-                          name, k / N(specs), k % N(specs), kernel, mixed,
+                          name, k / N(tail_specs), k % N(tail_specs), kernel, mixed,
                           (unsigned long long)seq, from.full_attention, to.full_attention,
-                          modes[i], (unsigned long long)own.cost.fwd_peak,
+                          tail_modes[i], (unsigned long long)own.cost.fwd_peak,
                           (unsigned long long)tail.cost.fwd_peak,
                           (unsigned long long)own.cost.bwd_peak,
                           (unsigned long long)tail.cost.bwd_peak);
